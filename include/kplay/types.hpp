@@ -1,0 +1,67 @@
+// kplay/types.hpp — the vocabulary of kplay: what a kernel computes (KernelSpec) and how it is
+// shaped for the hardware (KernelConfig). Both are plain values; codegen turns the pair into
+// source, options and an entry name, and the hash of that is the cache key.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kplay {
+
+enum class Dtype { f32, f16, bf16, f64 };
+enum class Direction { forward, backward };
+
+// What a backward kernel receives besides the incoming gradient: the forward input x, or the
+// forward output y for activations whose derivative can be recovered from it.
+enum class Saved { input, output };
+
+// one_shot: one block per chunk of work. grid_stride: a persistent grid of `waves` times the
+// device's resident blocks, each block looping over chunks.
+enum class GridPolicy { one_shot, grid_stride };
+
+// streaming: loads and stores marked evict-first (ld.global.cs / st.global.cs on CUDA), which
+// keeps a one-pass stream from evicting the caller's working set out of L2.
+enum class CacheHint { normal, streaming };
+
+struct KernelSpec {
+  std::string activation = "selu";
+  Direction direction = Direction::forward;
+  Dtype dtype = Dtype::f32;
+  Saved saved = Saved::input;  // meaningful for backward only
+};
+
+struct KernelConfig {
+  int vec = 0;         // elements per vector access; 0 = widest that fits 16 bytes
+  int block = 256;     // threads per block (work-group size on OpenCL)
+  int per_thread = 1;  // vectors per thread per chunk, loaded before any is used (ILP)
+  bool fast_math = false;
+  GridPolicy grid = GridPolicy::one_shot;
+  int waves = 4;  // grid_stride only: resident blocks per SM times this
+  CacheHint cache = CacheHint::normal;
+
+  bool operator==(const KernelConfig& o) const {
+    return vec == o.vec && block == o.block && per_thread == o.per_thread &&
+           fast_math == o.fast_math && grid == o.grid && waves == o.waves && cache == o.cache;
+  }
+  bool operator!=(const KernelConfig& o) const { return !(*this == o); }
+};
+
+// Names as used on the command line and in the database ("f32", "backward", "grid-stride:4").
+std::size_t dtype_size(Dtype d);
+const char* to_string(Dtype d);
+const char* to_string(Direction d);
+const char* to_string(Saved s);
+const char* to_string(CacheHint c);
+std::string to_string(GridPolicy g, int waves);
+std::string to_string(const KernelConfig& c);  // "vec=4 block=256 per-thread=1 ..."
+std::string to_string(const KernelSpec& s);    // "selu forward f32"
+
+// Parsers throw kplay::Error (ErrorCode::invalid_argument) naming the accepted values.
+Dtype parse_dtype(const std::string& s);
+Direction parse_direction(const std::string& s);
+Saved parse_saved(const std::string& s);
+CacheHint parse_cache_hint(const std::string& s);
+void parse_grid_policy(const std::string& s, GridPolicy& grid, int& waves);
+
+}  // namespace kplay

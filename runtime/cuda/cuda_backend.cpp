@@ -1,0 +1,237 @@
+// CUDA implementation of the Backend interface.
+#include "cuda_backend.hpp"
+
+#include <mutex>
+
+#include "cuda_driver.hpp"
+#include "kplay/error.hpp"
+#include "nvrtc_compiler.hpp"
+
+namespace kplay::rt::cuda {
+namespace {
+
+// Makes the primary context current for the scope, whatever the caller had current.
+class ContextScope {
+ public:
+  explicit ContextScope(CUcontext ctx) { check(driver().cuCtxPushCurrent(ctx), "cuCtxPushCurrent"); }
+  ~ContextScope() {
+    CUcontext popped = nullptr;
+    driver().cuCtxPopCurrent(&popped);
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+};
+
+class CudaKernel : public LoadedKernel {
+ public:
+  CudaKernel(CUcontext ctx, CUmodule module, CUfunction fn) : ctx_(ctx), module_(module), fn_(fn) {}
+  ~CudaKernel() override {
+    try {
+      ContextScope scope(ctx_);
+      driver().cuModuleUnload(module_);
+    } catch (...) {  // destructors never throw
+    }
+  }
+  CUfunction fn() const { return fn_; }
+
+ private:
+  CUcontext ctx_;
+  CUmodule module_;
+  CUfunction fn_;
+};
+
+int attribute(CUdevice dev, CUdevice_attribute a) {
+  int v = 0;
+  check(driver().cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute");
+  return v;
+}
+
+DeviceInfo describe(CUdevice dev, int index) {
+  const Driver& d = driver();
+  DeviceInfo info;
+  info.backend = "cuda";
+  info.index = index;
+  char name[256] = {};
+  check(d.cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
+  info.name = name;
+  const int cc = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
+                 attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.arch = "sm_" + std::to_string(cc);
+  size_t mem = 0;
+  check(d.cuDeviceTotalMem(&mem, dev), "cuDeviceTotalMem");
+  info.memory_bytes = mem;
+  info.compute_units = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info.max_threads_per_unit = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  info.max_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info.driver_version = "CUDA " + version_string(d.version);
+  try {
+    const Nvrtc& nvrtc = Nvrtc::get();
+    info.compiler_version = "NVRTC " + nvrtc.version();
+    CompileTarget t = choose_target(cc, nvrtc.supported_archs(), nvrtc.version(), version_string(d.version));
+    info.compile_target = t.describe();
+    info.note = t.note;
+  } catch (const Error& e) {
+    info.compiler_version = "none";
+    info.note = e.what();
+  }
+  return info;
+}
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(int index) {
+    const Driver& d = driver();
+    int count = 0;
+    check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (index < 0 || index >= count)
+      throw Error(ErrorCode::no_device, "no CUDA device " + std::to_string(index) + " (this machine has " +
+                                            std::to_string(count) + ")");
+    check(d.cuDeviceGet(&dev_, index), "cuDeviceGet");
+    info_ = describe(dev_, index);
+    const Nvrtc& nvrtc = Nvrtc::get();  // a backend that cannot compile is no use
+    const int cc = std::stoi(info_.arch.substr(3));
+    target_ = choose_target(cc, nvrtc.supported_archs(), nvrtc.version(), version_string(d.version));
+    check(d.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+    ContextScope scope(ctx_);
+    check(d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    check(d.cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+    check(d.cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
+    limits_.backend = "cuda";
+    limits_.max_block = info_.max_block;
+    limits_.cache_hints = true;
+  }
+
+  ~CudaBackend() override {
+    try {
+      const Driver& d = driver();
+      {
+        ContextScope scope(ctx_);
+        d.cuEventDestroy(start_);
+        d.cuEventDestroy(stop_);
+        d.cuStreamDestroy(stream_);
+      }
+      d.cuDevicePrimaryCtxRelease(dev_);
+    } catch (...) {  // destructors never throw
+    }
+  }
+
+  const DeviceInfo& info() const override { return info_; }
+  const TargetLimits& limits() const override { return limits_; }
+  Dialect dialect() const override { return cuda_dialect(); }
+
+  Binary compile(const RenderedKernel& kernel) override { return Nvrtc::get().compile(kernel, target_); }
+
+  std::unique_ptr<LoadedKernel> load(const Binary& binary, const std::string& entry) override {
+    ContextScope scope(ctx_);
+    std::string image = binary.bytes;
+    if (binary.format == "ptx" && (image.empty() || image.back() != '\0')) image.push_back('\0');
+    CUmodule module = nullptr;
+    check(driver().cuModuleLoadData(&module, image.data()), "cuModuleLoadData");
+    CUfunction fn = nullptr;
+    CUresult r = driver().cuModuleGetFunction(&fn, module, entry.c_str());
+    if (r != CUDA_SUCCESS) {
+      driver().cuModuleUnload(module);
+      check(r, ("cuModuleGetFunction(" + entry + ")").c_str());
+    }
+    return std::make_unique<CudaKernel>(ctx_, module, fn);
+  }
+
+  void launch(LoadedKernel& kernel, const LaunchDims& dims, const KernelArgs& a, void* stream) override {
+    auto& k = static_cast<CudaKernel&>(kernel);
+    CUdeviceptr out = a.out.handle + a.out.offset, in0 = a.in0.handle + a.in0.offset,
+                in1 = a.in1.handle + a.in1.offset;
+    unsigned long long rows = a.rows, cols = a.cols, ld_out = a.ld_out, ld0 = a.ld_in0, ld1 = a.ld_in1;
+    void* params[] = {&out, &in0, &in1, &rows, &cols, &ld_out, &ld0, &ld1};
+    ContextScope scope(ctx_);
+    check(driver().cuLaunchKernel(k.fn(), static_cast<unsigned>(dims.grid_x), static_cast<unsigned>(dims.grid_y), 1,
+                                  dims.block, 1, 1, 0, stream ? static_cast<CUstream>(stream) : stream_, params,
+                                  nullptr),
+          "cuLaunchKernel");
+  }
+
+  DevicePtr allocate(std::uint64_t bytes) override {
+    ContextScope scope(ctx_);
+    CUdeviceptr p = 0;
+    check(driver().cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+    return {p, 0};
+  }
+  void release(DevicePtr ptr) noexcept override {
+    if (!ptr.handle) return;
+    try {
+      ContextScope scope(ctx_);
+      driver().cuMemFree(ptr.handle);
+    } catch (...) {  // destructors never throw; a failed free leaks
+    }
+  }
+  void upload(DevicePtr dst, const void* src, std::uint64_t bytes) override {
+    ContextScope scope(ctx_);
+    check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    check(driver().cuMemcpyHtoD(dst.handle + dst.offset, src, bytes), "cuMemcpyHtoD");
+  }
+  void download(void* dst, DevicePtr src, std::uint64_t bytes) override {
+    ContextScope scope(ctx_);
+    check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    check(driver().cuMemcpyDtoH(dst, src.handle + src.offset, bytes), "cuMemcpyDtoH");
+  }
+  void fill_bytes(DevicePtr dst, unsigned char value, std::uint64_t bytes) override {
+    ContextScope scope(ctx_);
+    check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    check(driver().cuMemsetD8(dst.handle + dst.offset, value, bytes), "cuMemsetD8");
+  }
+  void copy(DevicePtr dst, DevicePtr src, std::uint64_t bytes) override {
+    ContextScope scope(ctx_);
+    check(driver().cuMemcpyDtoDAsync(dst.handle + dst.offset, src.handle + src.offset, bytes, stream_),
+          "cuMemcpyDtoDAsync");
+  }
+  double time_ms(const std::function<void()>& work) override {
+    std::lock_guard<std::mutex> lock(timing_);
+    ContextScope scope(ctx_);
+    const Driver& d = driver();
+    check(d.cuEventRecord(start_, stream_), "cuEventRecord");
+    work();
+    check(d.cuEventRecord(stop_, stream_), "cuEventRecord");
+    check(d.cuEventSynchronize(stop_), "cuEventSynchronize");
+    float ms = 0;
+    check(d.cuEventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime");
+    return ms;
+  }
+  void synchronize() override {
+    ContextScope scope(ctx_);
+    check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+ private:
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUevent start_ = nullptr, stop_ = nullptr;
+  std::mutex timing_;
+  DeviceInfo info_;
+  TargetLimits limits_;
+  CompileTarget target_;
+};
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int index) { return std::make_unique<CudaBackend>(index); }
+
+BackendReport probe_cuda() {
+  BackendReport report;
+  report.backend = "cuda";
+  try {
+    const Driver& d = driver();
+    int count = 0;
+    check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    for (int i = 0; i < count; ++i) {
+      CUdevice dev = 0;
+      check(d.cuDeviceGet(&dev, i), "cuDeviceGet");
+      report.devices.push_back(describe(dev, i));
+    }
+    report.available = true;
+    report.status = std::to_string(count) + " device(s), driver CUDA " + version_string(d.version);
+  } catch (const Error& e) {
+    report.status = e.what();
+  }
+  return report;
+}
+
+}  // namespace kplay::rt::cuda

@@ -1,0 +1,49 @@
+// Kernel-versus-copy timing; see benchmark.hpp.
+#include "benchmark.hpp"
+
+#include <algorithm>
+
+namespace kplay {
+
+Timing summarize(std::vector<double> s) {
+  Timing t;
+  if (s.empty()) return t;
+  t.samples_ms = s;
+  std::sort(s.begin(), s.end());
+  t.min_ms = s.front();
+  t.max_ms = s.back();
+  t.median_ms = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+  return t;
+}
+
+BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const Problem& problem,
+                               int warmup, int repeats) {
+  rt::Backend& be = engine.backend();
+  const std::uint64_t n = problem.shape().n;
+  const std::uint64_t esize = dtype_size(problem.spec().dtype);
+  rt::DeviceBuffer scratch(be, n * esize);
+
+  auto run_kernel = [&] { engine.launch_flat(kernel, problem.out(), problem.in0(), problem.in1(), n); };
+  auto run_copy = [&] { be.copy(scratch.ptr(), problem.in0(), n * esize); };
+  for (int i = 0; i < warmup; ++i) {
+    run_kernel();
+    run_copy();
+  }
+  be.synchronize();
+  std::vector<double> k, c;
+  for (int i = 0; i < repeats; ++i) {
+    k.push_back(be.time_ms(run_kernel));
+    c.push_back(be.time_ms(run_copy));
+  }
+  BenchResult r;
+  r.kernel = summarize(k);
+  r.copy = summarize(c);
+  r.kernel_bytes = problem.bytes_moved();
+  r.copy_bytes = 2 * n * esize;
+  r.kernel_gbps = r.kernel.median_ms > 0 ? r.kernel_bytes / (r.kernel.median_ms * 1e6) : 0;
+  r.copy_gbps = r.copy.median_ms > 0 ? r.copy_bytes / (r.copy.median_ms * 1e6) : 0;
+  r.ratio = r.copy_gbps > 0 ? r.kernel_gbps / r.copy_gbps : 0;
+  return r;
+}
+
+}  // namespace kplay

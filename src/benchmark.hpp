@@ -1,0 +1,32 @@
+// Timing of a prepared kernel against the roofline: a device-to-device copy of the same bytes,
+// timed in the same run, interleaved with the kernel so clock or thermal drift hits both alike.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "engine.hpp"
+#include "problem.hpp"
+
+namespace kplay {
+
+struct Timing {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  std::vector<double> samples_ms;
+};
+
+Timing summarize(std::vector<double> samples_ms);
+
+struct BenchResult {
+  Timing kernel, copy;
+  double kernel_gbps = 0;  // bytes the kernel moves (all streams) / median time
+  double copy_gbps = 0;    // read + write bytes of the copy / its median time
+  double ratio = 0;        // kernel_gbps / copy_gbps
+  std::uint64_t kernel_bytes = 0, copy_bytes = 0;
+};
+
+// The copy moves n elements' bytes from the problem's first input to a scratch buffer.
+// The kernel runs on the problem's buffers (its output is overwritten, in place compounds).
+BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const Problem& problem,
+                               int warmup, int repeats);
+
+}  // namespace kplay

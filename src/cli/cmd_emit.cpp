@@ -1,0 +1,67 @@
+// `kplay emit`: the specialized source of a kernel, or with --ptx its PTX from NVRTC. Needs no
+// device: configs are checked against the backend's general limits.
+#include <cstdio>
+
+#include "../codegen.hpp"
+#include "../config_validation.hpp"
+#include "command.hpp"
+#include "config_flags.hpp"
+#include "kplay/error.hpp"
+#ifdef KPLAY_WITH_CUDA
+#include "../../runtime/cuda/nvrtc_compiler.hpp"
+#endif
+
+namespace kplay::cli {
+namespace {
+class EmitCommand : public Command {
+ public:
+  explicit EmitCommand(CLI::App& parent) {
+    app_ = parent.add_subcommand("emit", "print a specialized kernel's source, or its PTX (no GPU needed)");
+    add_config_flags(*app_, flags_, false);
+    app_->add_flag("--ptx", ptx_, "compile with NVRTC and print the PTX");
+    app_->add_option("--arch", arch_, "with --ptx: target architecture, e.g. sm_90")->capture_default_str();
+  }
+  CLI::App* app() const override { return app_; }
+
+  int run() override {
+    const KernelSpec spec = flags_.spec(flags_.activations);
+    const TargetLimits limits = generic_limits(flags_.backend);
+    const Dialect dialect = dialect_for(flags_.backend);
+    const KernelConfig config = resolve_config(spec, flags_.config(), limits);
+    const RenderedKernel k = render_kernel(spec, config, dialect);
+    if (!ptx_) {
+      std::fputs(k.source.c_str(), stdout);
+      std::fprintf(stderr, "entry %s, options [%s], hash %s\n", k.entry.c_str(), k.options_string().c_str(),
+                   k.hash.c_str());
+      return kExitOk;
+    }
+    if (flags_.backend != "cuda") throw Error(ErrorCode::invalid_argument, "--ptx needs --backend cuda");
+#ifdef KPLAY_WITH_CUDA
+    if (arch_.rfind("sm_", 0) != 0 && arch_.rfind("compute_", 0) != 0)
+      throw Error(ErrorCode::invalid_argument, "--arch '" + arch_ + "': expected sm_XX, e.g. sm_90");
+    rt::cuda::CompileTarget target;
+    try {
+      target.arch = std::stoi(arch_.substr(arch_.find('_') + 1));
+    } catch (const std::exception&) {
+      throw Error(ErrorCode::invalid_argument, "--arch '" + arch_ + "': expected sm_XX, e.g. sm_90");
+    }
+    target.ptx = true;
+    const rt::Binary ptx = rt::cuda::Nvrtc::get().compile(k, target);
+    std::fwrite(ptx.bytes.data(), 1, ptx.bytes.size(), stdout);
+    return kExitOk;
+#else
+    throw Error(ErrorCode::no_device, "kplay was built without the CUDA backend (no NVRTC)");
+#endif
+  }
+
+ private:
+  CLI::App* app_;
+  ConfigFlags flags_;
+  bool ptx_ = false;
+  std::string arch_ = "sm_90";
+};
+}  // namespace
+
+std::unique_ptr<Command> make_emit_command(CLI::App& parent) { return std::make_unique<EmitCommand>(parent); }
+
+}  // namespace kplay::cli

@@ -1,0 +1,82 @@
+// Shared flag definitions; see config_flags.hpp.
+#include "config_flags.hpp"
+
+#include <sstream>
+
+#include "../activations.hpp"
+#include "kplay/error.hpp"
+
+namespace kplay::cli {
+
+void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
+  app.add_option("--act", f.activations,
+                 std::string("activation") + (several ? "s, comma-separated" : "") + " (" + activation_names() + ")")
+      ->capture_default_str();
+  app.add_option("--dtype", f.dtype, "element type: f32, f16, bf16, f64")->capture_default_str();
+  app.add_option("--direction", f.direction, "forward or backward")->capture_default_str();
+  app.add_option("--saved", f.saved, "backward: the saved tensor, input or output")->capture_default_str();
+  app.add_option("--backend", f.backend, "cuda or opencl")->capture_default_str();
+  app.add_option("--device", f.device, "device index within the backend")->capture_default_str();
+  app.add_option("--vec", f.vec, "elements per vector access (0: widest within 16 bytes)")->capture_default_str();
+  app.add_option("--block", f.block, "threads per block: a power of two in 32..1024")->capture_default_str();
+  app.add_option("--per-thread", f.per_thread, "vectors per thread per chunk, 1..16")->capture_default_str();
+  app.add_flag("--fast-math", f.fast_math, "fast, less accurate math (its error is reported)");
+  app.add_option("--grid", f.grid, "one-shot or grid-stride[:WAVES]")->capture_default_str();
+  app.add_option("--cache", f.cache, "cache hint: default or streaming")->capture_default_str();
+}
+
+std::vector<std::string> ConfigFlags::activation_list() const {
+  std::vector<std::string> out;
+  std::stringstream ss(activations);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  for (const auto& a : out) find_activation(a);  // unknown names fail before any work
+  if (out.empty()) find_activation(activations);
+  return out;
+}
+
+KernelSpec ConfigFlags::spec(const std::string& activation) const {
+  KernelSpec s;
+  s.activation = activation;
+  s.dtype = parse_dtype(dtype);
+  s.direction = parse_direction(direction);
+  s.saved = parse_saved(saved);
+  find_activation(activation);
+  return s;
+}
+
+KernelConfig ConfigFlags::config() const {
+  KernelConfig c;
+  c.vec = vec;
+  c.block = block;
+  c.per_thread = per_thread;
+  c.fast_math = fast_math;
+  parse_grid_policy(grid, c.grid, c.waves);
+  c.cache = parse_cache_hint(cache);
+  return c;
+}
+
+TargetLimits generic_limits(const std::string& backend) {
+  TargetLimits lim;
+  lim.backend = backend;
+  if (backend == "opencl") {
+    lim.cache_hints = false;
+  } else if (backend != "cuda") {
+    throw Error(ErrorCode::invalid_argument, "unknown backend '" + backend + "' (expected cuda or opencl)");
+  }
+  return lim;
+}
+
+Dialect dialect_for(const std::string& backend) {
+  generic_limits(backend);  // refuses unknown names
+  return backend == "opencl" ? opencl_dialect() : cuda_dialect();
+}
+
+bool ConfigFlags::knobs_given(const CLI::App& app) const {
+  for (const char* name : {"--vec", "--block", "--per-thread", "--fast-math", "--grid", "--cache"})
+    if (app.count(name) > 0) return true;
+  return false;
+}
+
+}  // namespace kplay::cli

@@ -1,0 +1,43 @@
+// Flags shared by every kplay command that builds a kernel: what to compute (--act, --dtype,
+// --direction, --saved) and the config knobs (--vec, --block, --per-thread, --fast-math, --grid,
+// --cache), plus where (--backend, --device).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "../codegen.hpp"
+#include "../config_validation.hpp"
+#include "kplay/types.hpp"
+
+namespace kplay::cli {
+
+struct ConfigFlags {
+  std::string activations = "selu";  // comma-separated for commands that take several
+  std::string dtype = "f32";
+  std::string direction = "forward";
+  std::string saved = "input";
+  std::string backend = "cuda";
+  int device = 0;
+  int vec = 0;
+  int block = 256;
+  int per_thread = 1;
+  bool fast_math = false;
+  std::string grid = "one-shot";
+  std::string cache = "default";
+
+  std::vector<std::string> activation_list() const;
+  KernelSpec spec(const std::string& activation) const;
+  KernelConfig config() const;
+  // Whether the user set any knob on the command line (vs. defaults).
+  bool knobs_given(const CLI::App& app) const;
+};
+
+// Limits and dialect of a backend by name, without a device: for checking flags before any
+// device work and for `kplay emit`. Throws Error(invalid_argument) for an unknown backend.
+TargetLimits generic_limits(const std::string& backend);
+Dialect dialect_for(const std::string& backend);
+
+void add_config_flags(CLI::App& app, ConfigFlags& flags, bool several_activations);
+
+}  // namespace kplay::cli

@@ -1,0 +1,48 @@
+// kplay's command line: parses, dispatches to one Command, and turns errors into a clear message
+// and a non-zero status.
+#include <cstdio>
+#include <vector>
+
+#include "command.hpp"
+#include "kplay/error.hpp"
+
+namespace {
+int exit_code(kplay::ErrorCode code) {
+  using kplay::ErrorCode;
+  switch (code) {
+    case ErrorCode::invalid_argument:
+    case ErrorCode::invalid_config:
+    case ErrorCode::unsupported: return kplay::cli::kExitUsage;
+    case ErrorCode::no_device: return kplay::cli::kExitNoDevice;
+    default: return kplay::cli::kExitFailed;
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kplay: element-wise activation kernels specialized at run time (NVRTC, OpenCL)"};
+  app.require_subcommand(1);
+  std::vector<std::unique_ptr<kplay::cli::Command>> commands;
+  commands.push_back(kplay::cli::make_devices_command(app));
+  commands.push_back(kplay::cli::make_emit_command(app));
+  commands.push_back(kplay::cli::make_run_command(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kplay::cli::kExitUsage;
+  }
+  try {
+    for (auto& c : commands)
+      if (c->app()->parsed()) return c->run();
+  } catch (const kplay::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "kplay: error: %s\n", e.describe().c_str());
+    return exit_code(e.code());
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "kplay: error: %s\n", e.what());
+    return kplay::cli::kExitFailed;
+  }
+  return kplay::cli::kExitUsage;
+}

@@ -1,0 +1,94 @@
+// Rendering of kernel sources from templates; see codegen.hpp.
+#include "codegen.hpp"
+
+#include <sstream>
+
+#include "activations.hpp"
+#include "hash.hpp"
+#include "template_store.hpp"
+
+namespace kplay {
+
+Dialect cuda_dialect() {
+  return {"cuda", "cuda/prelude.cuh", "cuda/elementwise.cu", {"-default-device"}, {"--use_fast_math"}};
+}
+
+Dialect opencl_dialect() {
+  return {"opencl", "opencl/prelude.cl", "opencl/elementwise.cl", {"-cl-std=CL1.2"},
+          {"-cl-fast-relaxed-math"}};
+}
+
+std::string RenderedKernel::options_string() const {
+  std::string out;
+  for (const auto& o : options) out += (out.empty() ? "" : " ") + o;
+  return out;
+}
+
+std::string entry_name(const KernelSpec& spec, const KernelConfig& c) {
+  std::ostringstream os;
+  os << "kplay_" << spec.activation << '_';
+  if (spec.direction == Direction::forward)
+    os << "fwd";
+  else
+    os << (spec.saved == Saved::input ? "bwdx" : "bwdy");
+  // The grid policy only changes the launch geometry, not the code, so it is not in the name
+  // (and configs that differ only there share one binary).
+  os << '_' << to_string(spec.dtype) << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread;
+  os << (c.cache == CacheHint::streaming ? "_cs" : "_cd") << (c.fast_math ? "_fm" : "_pm");
+  return os.str();
+}
+
+namespace {
+const char* dtype_macro(Dtype d) {
+  switch (d) {
+    case Dtype::f32: return "KP_DTYPE_F32";
+    case Dtype::f16: return "KP_DTYPE_F16";
+    case Dtype::bf16: return "KP_DTYPE_BF16";
+    case Dtype::f64: return "KP_DTYPE_F64";
+  }
+  return "KP_DTYPE_UNKNOWN";
+}
+
+void append_file(std::ostringstream& os, const std::string& name) {
+  std::string text = template_text(name);
+  os << "#line 1 \"" << name << "\"\n" << text;
+  if (text.empty() || text.back() != '\n') os << '\n';
+}
+}  // namespace
+
+RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, const Dialect& dialect) {
+  const Activation& act = find_activation(spec.activation);
+  RenderedKernel k;
+  k.entry = entry_name(spec, c);
+
+  std::ostringstream os;
+  os << "/* kplay " << dialect.name << " kernel: " << to_string(spec) << " */\n";
+  os << "#define KP_ENTRY " << k.entry << '\n';
+  for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+    os << "#define " << dtype_macro(d) << ' ' << (d == spec.dtype ? 1 : 0) << '\n';
+  os << "#define KP_VEC " << c.vec << '\n';
+  os << "#define KP_VEC_BYTES " << c.vec * dtype_size(spec.dtype) << '\n';
+  os << "#define KP_VPT " << c.per_thread << '\n';
+  os << "#define KP_BLOCK " << c.block << '\n';
+  os << "#define KP_BACKWARD " << (spec.direction == Direction::backward ? 1 : 0) << '\n';
+  os << "#define KP_SAVED_OUTPUT "
+     << (spec.direction == Direction::backward && spec.saved == Saved::output ? 1 : 0) << '\n';
+  os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
+  os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
+  append_file(os, dialect.prelude);
+  append_file(os, act.snippet);
+  append_file(os, dialect.kernel);
+  k.source = os.str();
+
+  k.options = dialect.options;
+  if (c.fast_math)
+    k.options.insert(k.options.end(), dialect.fast_math_options.begin(), dialect.fast_math_options.end());
+
+  Hasher h;
+  h.add(dialect.name).add(k.source).add(k.entry);
+  for (const auto& o : k.options) h.add(o);
+  k.hash = h.hex();
+  return k;
+}
+
+}  // namespace kplay

@@ -1,0 +1,40 @@
+// Specialization: (spec, resolved config, dialect) -> complete kernel source, compile options,
+// entry name and a stable hash of all three. The source starts with the knob definitions,
+// then the backend prelude, the activation snippet and the generic kernel, each behind a #line
+// marker so compiler messages point at the template file and line.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kplay/types.hpp"
+
+namespace kplay {
+
+// What a backend tells codegen about its kernel language.
+struct Dialect {
+  std::string name;                            // "cuda" or "opencl"
+  std::string prelude;                         // template path, e.g. "cuda/prelude.cuh"
+  std::string kernel;                          // template path, e.g. "cuda/elementwise.cu"
+  std::vector<std::string> options;            // always passed
+  std::vector<std::string> fast_math_options;  // passed when config.fast_math
+};
+
+Dialect cuda_dialect();
+Dialect opencl_dialect();
+
+struct RenderedKernel {
+  std::string source;
+  std::string entry;
+  std::vector<std::string> options;  // without the target architecture, which the backend adds
+  std::string hash;                  // over dialect, source, options and entry (16 hex digits)
+  std::string options_string() const;
+};
+
+// `config` must come from resolve_config (vec filled in).
+RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& config, const Dialect& dialect);
+
+// "kplay_selu_fwd_f32_v4_b256_p1_cd_pm" — readable in profilers; names every knob that
+// changes the code (the grid policy changes only the launch, so it is not part of it).
+std::string entry_name(const KernelSpec& spec, const KernelConfig& config);
+
+}  // namespace kplay

@@ -1,0 +1,50 @@
+// Config checks; each message names the flag the user typed.
+#include "config_validation.hpp"
+
+#include <algorithm>
+
+#include "activations.hpp"
+#include "kplay/error.hpp"
+
+namespace kplay {
+namespace {
+bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+[[noreturn]] void refuse(const std::string& msg) { throw Error(ErrorCode::invalid_config, msg); }
+}  // namespace
+
+KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config,
+                            const TargetLimits& limits) {
+  const Activation& act = find_activation(spec.activation);
+  if (spec.direction == Direction::backward && spec.saved == Saved::output && !act.grad_from_output)
+    throw Error(ErrorCode::unsupported, std::string("activation '") + act.name +
+                                            "' cannot recover its derivative from the saved output; save the input");
+  if (std::find(limits.dtypes.begin(), limits.dtypes.end(), spec.dtype) == limits.dtypes.end())
+    throw Error(ErrorCode::unsupported, std::string("the ") + limits.backend + " device cannot do dtype " +
+                                            to_string(spec.dtype));
+
+  KernelConfig c = config;
+  const int esize = static_cast<int>(dtype_size(spec.dtype));
+  const int widest = kMaxVectorBytes / esize;
+  if (c.vec == 0) c.vec = widest;
+  if (!is_pow2(c.vec) || c.vec > widest)
+    refuse("--vec " + std::to_string(c.vec) + ": a vector of " + std::to_string(c.vec) + " x " +
+           to_string(spec.dtype) + (c.vec > widest ? " is wider than 16 bytes" : " is not a power of two") +
+           "; use a power of two from 1 to " + std::to_string(widest));
+  if (!is_pow2(c.block) || c.block < 32 || c.block > 1024)
+    refuse("--block " + std::to_string(c.block) + ": block size must be a power of two in 32..1024");
+  if (c.block > limits.max_block)
+    refuse("--block " + std::to_string(c.block) + ": the " + limits.backend + " device allows at most " +
+           std::to_string(limits.max_block) + " threads per block");
+  if (c.per_thread < 1 || c.per_thread > kMaxPerThread)
+    refuse("--per-thread " + std::to_string(c.per_thread) + ": vectors per thread must be in 1.." +
+           std::to_string(kMaxPerThread));
+  if (c.grid == GridPolicy::grid_stride && (c.waves < 1 || c.waves > 1024))
+    refuse("--grid grid-stride:" + std::to_string(c.waves) + ": waves must be in 1..1024");
+  if (c.grid == GridPolicy::one_shot) c.waves = 0;  // meaningless there; keep configs comparable
+  if (c.cache == CacheHint::streaming && !limits.cache_hints)
+    refuse("--cache streaming: the " + limits.backend + " backend has no cache hints; use --cache default");
+  return c;
+}
+
+}  // namespace kplay

@@ -1,0 +1,28 @@
+// Turns a user's KernelConfig into a complete, checked one for a spec and a target, or refuses it
+// with a message that names the knob (as spelled on the command line) and the allowed values.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kplay/types.hpp"
+
+namespace kplay {
+
+// What a backend and device allow; backends fill it, validation reads it.
+struct TargetLimits {
+  std::string backend = "cuda";
+  int max_block = 1024;        // device limit on threads per block / work-group
+  bool cache_hints = true;     // false: only --cache default is accepted
+  std::vector<Dtype> dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64};
+};
+
+// Fills vec = 0 with the widest vector of at most 16 bytes, then checks every knob and the spec
+// (activation known; saved output only where the activation's derivative follows from it).
+// Throws Error(invalid_config) or Error(invalid_argument).
+KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config,
+                            const TargetLimits& limits);
+
+constexpr int kMaxVectorBytes = 16;
+constexpr int kMaxPerThread = 16;
+
+}  // namespace kplay

@@ -1,0 +1,100 @@
+// Kernel preparation and launch; see engine.hpp.
+#include "engine.hpp"
+
+#include "config_validation.hpp"
+#include "hash.hpp"
+#include "kplay/error.hpp"
+#include "launch_geometry.hpp"
+
+namespace kplay {
+
+Engine::Engine(rt::Backend& backend, BinaryStore* store) : backend_(backend), store_(store) {}
+
+std::string request_key(const KernelSpec& spec, const KernelConfig& c) {
+  return to_string(spec) + "|" + to_string(c);
+}
+
+std::string Engine::fingerprint() const {
+  const rt::DeviceInfo& d = backend_.info();
+  return hash_hex({d.backend, d.name, d.arch, d.driver_version, d.compiler_version, d.compile_target});
+}
+
+std::shared_ptr<const PreparedKernel> Engine::prepare(const KernelSpec& spec, const KernelConfig& config) {
+  const std::string key = request_key(spec, config);
+  std::promise<std::shared_ptr<PreparedKernel>> promise;
+  std::shared_future<std::shared_ptr<PreparedKernel>> future;
+  bool builder = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      future = it->second;
+    } else {
+      future = promise.get_future().share();
+      cache_.emplace(key, future);
+      builder = true;
+    }
+  }
+  if (builder) {
+    try {
+      promise.set_value(build(spec, config));
+    } catch (...) {
+      {  // forget the failure so a later call (after a fix, e.g. of a template) tries again
+        std::lock_guard<std::mutex> lock(mutex_);
+        cache_.erase(key);
+      }
+      promise.set_exception(std::current_exception());
+    }
+  }
+  return future.get();
+}
+
+std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const KernelConfig& config) {
+  const auto start = std::chrono::steady_clock::now();
+  auto k = std::make_shared<PreparedKernel>();
+  k->spec = spec;
+  k->config = resolve_config(spec, config, backend_.limits());
+  k->rendered = render_kernel(spec, k->config, backend_.dialect());
+  k->binary_key = hash_hex({k->rendered.hash, fingerprint()});
+
+  rt::Binary binary;
+  if (store_ && store_->get(k->binary_key, binary)) {
+    try {
+      k->loaded = backend_.load(binary, k->rendered.entry);
+      k->origin = "binary store";
+    } catch (const Error&) {
+      store_->drop(k->binary_key);  // stale or corrupt: never serve it again
+      k->loaded.reset();
+    }
+  }
+  if (!k->loaded) {
+    binary = backend_.compile(k->rendered);
+    k->loaded = backend_.load(binary, k->rendered.entry);
+    k->origin = "compiled";
+    if (store_) store_->put(k->binary_key, binary);
+  }
+  k->binary_format = binary.format;
+  k->binary_bytes = binary.bytes.size();
+  k->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return k;
+}
+
+void Engine::launch(const PreparedKernel& k, const rt::KernelArgs& args, void* stream) {
+  if (args.rows == 0 || args.cols == 0) return;  // nothing to do; a zero-sized grid is an error
+  const rt::LaunchDims dims = launch_dims(k.config, args.rows, args.cols, backend_.info());
+  backend_.launch(*k.loaded, dims, args, stream);
+}
+
+void Engine::launch_flat(const PreparedKernel& k, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
+                         std::uint64_t n, void* stream) {
+  rt::KernelArgs a;
+  a.out = out;
+  a.in0 = in0;
+  a.in1 = k.spec.direction == Direction::backward ? in1 : in0;
+  a.rows = 1;
+  a.cols = n;
+  a.ld_out = a.ld_in0 = a.ld_in1 = n;
+  launch(k, a, stream);
+}
+
+}  // namespace kplay

@@ -1,0 +1,71 @@
+// The engine: from (spec, config) to a launched kernel on one backend. It resolves and checks
+// the config, renders, compiles (or fetches the binary from a BinaryStore), loads, and keeps the
+// result in an in-process cache so a repeat call costs one hash lookup. Thread-safe; concurrent
+// requests for the same kernel compile it once and share it.
+#pragma once
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "../runtime/backend.hpp"
+#include "codegen.hpp"
+
+namespace kplay {
+
+// Persistent binaries (the kernel database implements it). Keys include the device fingerprint.
+class BinaryStore {
+ public:
+  virtual ~BinaryStore() = default;
+  virtual bool get(const std::string& key, rt::Binary& out) = 0;
+  virtual void put(const std::string& key, const rt::Binary& binary) = 0;
+  virtual void drop(const std::string& key) = 0;  // a binary that failed to load
+};
+
+struct PreparedKernel {
+  KernelSpec spec;
+  KernelConfig config;  // resolved
+  RenderedKernel rendered;
+  std::string binary_key;     // rendered.hash + device fingerprint
+  std::string binary_format;  // "cubin", "ptx", ...
+  std::size_t binary_bytes = 0;
+  std::string origin;         // "compiled", "binary store"
+  double compile_ms = 0;      // render + compile (or fetch) + load
+  std::shared_ptr<rt::LoadedKernel> loaded;
+};
+
+class Engine {
+ public:
+  explicit Engine(rt::Backend& backend, BinaryStore* store = nullptr);
+
+  rt::Backend& backend() { return backend_; }
+
+  // Throws Error(invalid_config / compile_failed / ...). The returned kernel stays valid while
+  // the engine lives.
+  std::shared_ptr<const PreparedKernel> prepare(const KernelSpec& spec, const KernelConfig& config);
+
+  // Launches on `stream` (nullptr: the backend's own) over rows x cols with pitches in args.
+  void launch(const PreparedKernel& kernel, const rt::KernelArgs& args, void* stream = nullptr);
+
+  // Flat convenience: n contiguous elements; in1 is ignored for forward kernels.
+  void launch_flat(const PreparedKernel& kernel, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
+                   std::uint64_t n, void* stream = nullptr);
+
+  // Fingerprint of the device and compiler: part of every binary key.
+  std::string fingerprint() const;
+
+ private:
+  std::shared_ptr<PreparedKernel> build(const KernelSpec& spec, const KernelConfig& config);
+
+  rt::Backend& backend_;
+  BinaryStore* store_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<PreparedKernel>>> cache_;
+};
+
+// Key of a request in the in-process cache (spec and resolved config, as text).
+std::string request_key(const KernelSpec& spec, const KernelConfig& config);
+
+}  // namespace kplay

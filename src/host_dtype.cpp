@@ -1,0 +1,99 @@
+// Bit-level conversions for the 16-bit dtypes; see host_dtype.hpp.
+#include "host_dtype.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace kplay {
+namespace {
+std::uint32_t bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float from_bits(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+}  // namespace
+
+std::uint16_t float_to_half_bits(float f) {
+  const std::uint32_t u = bits(f);
+  const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+  const std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to inf
+  if (a < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+    // value = a * 2^-24 units; round to nearest even in units of 2^-24.
+    const float mag = from_bits(a);
+    const float scaled = mag * 16777216.0f;  // exact: power of two
+    const float r = std::nearbyint(scaled);  // default rounding mode: nearest even
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(r));
+  }
+  const std::uint32_t exp = ((a >> 23) - 127 + 15);
+  std::uint32_t mant = a & 0x7fffffu;
+  std::uint32_t h = (exp << 10) | (mant >> 13);
+  const std::uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: fine
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+float half_bits_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  const std::uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = static_cast<float>(mant) / 16777216.0f;  // mant * 2^-24
+    return sign ? -v : v;
+  }
+  if (exp == 31) return from_bits(sign | 0x7f800000u | (mant << 13));
+  return from_bits(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+std::uint16_t float_to_bf16_bits(float f) {
+  std::uint32_t u = bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+float bf16_bits_to_float(std::uint16_t h) { return from_bits(static_cast<std::uint32_t>(h) << 16); }
+
+void store_element(Dtype d, void* buffer, std::size_t i, double value) {
+  switch (d) {
+    case Dtype::f32: static_cast<float*>(buffer)[i] = static_cast<float>(value); break;
+    case Dtype::f64: static_cast<double*>(buffer)[i] = value; break;
+    case Dtype::f16: static_cast<std::uint16_t*>(buffer)[i] = float_to_half_bits(static_cast<float>(value)); break;
+    case Dtype::bf16: static_cast<std::uint16_t*>(buffer)[i] = float_to_bf16_bits(static_cast<float>(value)); break;
+  }
+}
+
+double load_element(Dtype d, const void* buffer, std::size_t i) {
+  switch (d) {
+    case Dtype::f32: return static_cast<const float*>(buffer)[i];
+    case Dtype::f64: return static_cast<const double*>(buffer)[i];
+    case Dtype::f16: return half_bits_to_float(static_cast<const std::uint16_t*>(buffer)[i]);
+    case Dtype::bf16: return bf16_bits_to_float(static_cast<const std::uint16_t*>(buffer)[i]);
+  }
+  return 0;
+}
+
+double round_to(Dtype d, double value) {
+  unsigned char tmp[8];
+  store_element(d, tmp, 0, value);
+  return load_element(d, tmp, 0);
+}
+
+double min_normal(Dtype d) {
+  switch (d) {
+    case Dtype::f32: return std::numeric_limits<float>::min();
+    case Dtype::f64: return std::numeric_limits<double>::min();
+    case Dtype::f16: return 6.103515625e-05;
+    case Dtype::bf16: return std::numeric_limits<float>::min();
+  }
+  return 0;
+}
+
+}  // namespace kplay

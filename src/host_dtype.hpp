@@ -1,0 +1,26 @@
+// Host-side storage of every dtype: rounding a double into float16 / bfloat16 / float32 / float64
+// bits and reading them back, for preparing inputs and reading outputs. Round to nearest even.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kplay/types.hpp"
+
+namespace kplay {
+
+std::uint16_t float_to_half_bits(float f);
+float half_bits_to_float(std::uint16_t h);
+std::uint16_t float_to_bf16_bits(float f);
+float bf16_bits_to_float(std::uint16_t h);
+
+// Element i of a buffer of dtype d.
+void store_element(Dtype d, void* buffer, std::size_t i, double value);
+double load_element(Dtype d, const void* buffer, std::size_t i);
+
+// The value as it survives a round trip through dtype d.
+double round_to(Dtype d, double value);
+
+// Smallest positive normal number of d: relative errors are measured against at least this.
+double min_normal(Dtype d);
+
+}  // namespace kplay

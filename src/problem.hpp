@@ -1,0 +1,54 @@
+// One activation problem on a device, as `kplay run`, the tuner and the tests set it up: device
+// buffers with fresh inputs, an output poisoned first and fenced by guard zones, and a check of
+// the output against the double reference (every element, or a sample that always includes the
+// head, the tail and any misaligned edge) plus a check that nothing outside it was written.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "../runtime/backend.hpp"
+#include "verification.hpp"
+
+namespace kplay {
+
+struct ProblemShape {
+  std::uint64_t n = 0;           // elements
+  std::uint64_t in_offset = 0;   // elements before the input starts (misalignment)
+  std::uint64_t out_offset = 0;  // elements before the output starts
+  bool in_place = false;         // output written over the (first) input
+  std::uint64_t seed = 0;
+};
+
+class Problem {
+ public:
+  Problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape);
+
+  rt::DevicePtr out() const;
+  rt::DevicePtr in0() const;
+  rt::DevicePtr in1() const;  // backward's saved tensor; in0 for forward
+  std::uint64_t bytes_moved() const;  // element bytes read + written by one pass
+  const ProblemShape& shape() const { return shape_; }
+  const KernelSpec& spec() const { return spec_; }
+
+  // Fills the output (and guards) with 0xCD bytes, and re-uploads the input when in place.
+  void reset_output();
+
+  // Compares the output with the reference. sampled: head, tail, and random blocks only.
+  // Guard zones are always checked; a write there counts as a mismatch at index n.
+  ErrorStats verify(bool sampled) const;
+
+ private:
+  void upload_inputs();
+
+  rt::Backend& backend_;
+  KernelSpec spec_;
+  ProblemShape shape_;
+  ReferenceProblem ref_;
+  std::size_t esize_;
+  rt::DeviceBuffer in0_, in1_, out_;
+};
+
+constexpr std::uint64_t kGuardElements = 64;
+constexpr unsigned char kPoisonByte = 0xCD;
+
+}  // namespace kplay

@@ -1,0 +1,113 @@
+// Names and parsers for the vocabulary in kplay/types.hpp, shared by the CLI, the database and
+// the C API so that a config prints and parses the same way everywhere.
+#include "kplay/types.hpp"
+
+#include <sstream>
+
+#include "kplay/error.hpp"
+
+namespace kplay {
+
+std::size_t dtype_size(Dtype d) {
+  switch (d) {
+    case Dtype::f32: return 4;
+    case Dtype::f16: return 2;
+    case Dtype::bf16: return 2;
+    case Dtype::f64: return 8;
+  }
+  return 0;
+}
+
+const char* to_string(Dtype d) {
+  switch (d) {
+    case Dtype::f32: return "f32";
+    case Dtype::f16: return "f16";
+    case Dtype::bf16: return "bf16";
+    case Dtype::f64: return "f64";
+  }
+  return "?";
+}
+
+const char* to_string(Direction d) { return d == Direction::forward ? "forward" : "backward"; }
+const char* to_string(Saved s) { return s == Saved::input ? "input" : "output"; }
+const char* to_string(CacheHint c) { return c == CacheHint::normal ? "default" : "streaming"; }
+
+std::string to_string(GridPolicy g, int waves) {
+  if (g == GridPolicy::one_shot) return "one-shot";
+  return "grid-stride:" + std::to_string(waves);
+}
+
+std::string to_string(const KernelConfig& c) {
+  std::ostringstream os;
+  os << "vec=" << c.vec << " block=" << c.block << " per-thread=" << c.per_thread
+     << " grid=" << to_string(c.grid, c.waves) << " cache=" << to_string(c.cache)
+     << " fast-math=" << (c.fast_math ? "on" : "off");
+  return os.str();
+}
+
+std::string to_string(const KernelSpec& s) {
+  std::string out = s.activation + " " + to_string(s.direction) + " " + to_string(s.dtype);
+  if (s.direction == Direction::backward) out += std::string(" saved=") + to_string(s.saved);
+  return out;
+}
+
+Dtype parse_dtype(const std::string& s) {
+  if (s == "f32" || s == "float32" || s == "float") return Dtype::f32;
+  if (s == "f16" || s == "float16" || s == "half") return Dtype::f16;
+  if (s == "bf16" || s == "bfloat16") return Dtype::bf16;
+  if (s == "f64" || s == "float64" || s == "double") return Dtype::f64;
+  throw Error(ErrorCode::invalid_argument,
+              "unknown dtype '" + s + "' (expected f32, f16, bf16 or f64)");
+}
+
+Direction parse_direction(const std::string& s) {
+  if (s == "forward" || s == "fwd") return Direction::forward;
+  if (s == "backward" || s == "bwd") return Direction::backward;
+  throw Error(ErrorCode::invalid_argument,
+              "unknown direction '" + s + "' (expected forward or backward)");
+}
+
+Saved parse_saved(const std::string& s) {
+  if (s == "input" || s == "x") return Saved::input;
+  if (s == "output" || s == "y") return Saved::output;
+  throw Error(ErrorCode::invalid_argument, "unknown saved tensor '" + s + "' (expected input or output)");
+}
+
+CacheHint parse_cache_hint(const std::string& s) {
+  if (s == "default" || s == "normal") return CacheHint::normal;
+  if (s == "streaming" || s == "stream" || s == "evict-first") return CacheHint::streaming;
+  throw Error(ErrorCode::invalid_argument,
+              "unknown cache hint '" + s + "' (expected default or streaming)");
+}
+
+void parse_grid_policy(const std::string& s, GridPolicy& grid, int& waves) {
+  if (s == "one-shot" || s == "oneshot") {
+    grid = GridPolicy::one_shot;
+    return;
+  }
+  const std::string prefix = "grid-stride";
+  if (s.compare(0, prefix.size(), prefix) == 0) {
+    grid = GridPolicy::grid_stride;
+    if (s.size() == prefix.size()) return;  // keep the current number of waves
+    if (s[prefix.size()] == ':') {
+      const std::string w = s.substr(prefix.size() + 1);
+      char* end = nullptr;
+      long v = std::strtol(w.c_str(), &end, 10);
+      if (!w.empty() && end && *end == '\0' && v > 0 && v <= 1024) {
+        waves = static_cast<int>(v);
+        return;
+      }
+    }
+  }
+  throw Error(ErrorCode::invalid_argument,
+              "unknown grid policy '" + s + "' (expected one-shot or grid-stride[:WAVES], WAVES 1..1024)");
+}
+
+std::string Error::describe() const {
+  std::string out = what();
+  if (!options_.empty()) out += "\n  options: " + options_;
+  if (!log_.empty()) out += "\n  compiler log:\n" + log_;
+  return out;
+}
+
+}  // namespace kplay

@@ -1,0 +1,146 @@
+// Input generation and error accounting; see verification.hpp.
+#include "verification.hpp"
+
+#include <cmath>
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "host_dtype.hpp"
+
+namespace kplay {
+namespace {
+std::uint64_t splitmix64(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double unit(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+const double kInf = std::numeric_limits<double>::infinity();
+const double kSpecials[] = {
+    0.0, -0.0, kInf, -kInf, std::numeric_limits<double>::quiet_NaN(),
+    -std::numeric_limits<double>::quiet_NaN(),
+    1e-30, -1e-30,                    // tiny normals (f32), underflow in f16
+    1.4e-45, -1.4e-45,                // f32 subnormal
+    1e-8, -1e-8, 3e-5, -3e-5,         // where exp(x)-1 loses all precision
+    1.0, -1.0, 0.5, -0.5,
+    3.4e38, -3.4e38,                  // near FLT_MAX (inf in f16/overflow in selu)
+    65504.0, -65504.0,                // f16 max
+    -87.0, -104.0, 88.0, 700.0, -745.0,
+    1e-300, -1e-300,                  // f64 tiny
+};
+}  // namespace
+
+std::size_t special_value_count() { return sizeof(kSpecials) / sizeof(kSpecials[0]); }
+
+double generate_input(Dtype dtype, std::uint64_t seed, InputStream stream, std::uint64_t i) {
+  const std::uint64_t base = splitmix64(seed ^ (static_cast<std::uint64_t>(stream) * 0xd1b54a32d192ed03ull));
+  const std::size_t nspecial = special_value_count();
+  // Incoming gradients are finite or NaN: an infinite gradient times a derivative that underflows
+  // in float (inf * 0 = NaN) has no float answer to compare with the double reference.
+  auto finish = [&](double v) {
+    const double r = round_to(dtype, v);
+    return (stream == InputStream::grad && std::isinf(r)) ? round_to(dtype, 1e4) : r;
+  };
+  if (i < nspecial) return finish(kSpecials[i]);
+  const std::uint64_t u = splitmix64(base + i * 0x9e3779b97f4a7c15ull);
+  const std::uint64_t v = splitmix64(u);
+  const unsigned cat = static_cast<unsigned>(u & 63u);
+  double x;
+  if (cat == 0) {
+    x = kSpecials[(u >> 8) % nspecial];
+  } else if (cat < 12) {  // tiny magnitudes, both signs: 1e-12 .. 1e-1
+    x = std::pow(10.0, -12.0 + 11.0 * unit(v));
+    if (u & 0x100) x = -x;
+  } else {  // mixed signs, uniform in [-8, 8)
+    x = -8.0 + 16.0 * unit(v);
+  }
+  return finish(x);
+}
+
+double tolerance(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::f32: return 2.4e-7;   // 2 ulp of float32
+    case Dtype::f64: return 4.5e-16;  // 2 ulp of float64
+    case Dtype::f16: return 1.0e-3;   // 1 ulp of float16 (math in float32, one rounding)
+    case Dtype::bf16: return 7.9e-3;  // 1 ulp of bfloat16
+  }
+  return 0;
+}
+
+ReferenceProblem::ReferenceProblem(const KernelSpec& s, std::uint64_t sd)
+    : spec(s), seed(sd), act(&find_activation(s.activation)) {}
+
+double ReferenceProblem::in0(std::uint64_t i) const {
+  return generate_input(spec.dtype, seed,
+                        spec.direction == Direction::forward ? InputStream::x : InputStream::grad, i);
+}
+
+double ReferenceProblem::in1(std::uint64_t i) const {
+  const double x = generate_input(spec.dtype, seed, InputStream::x, i);
+  if (spec.saved == Saved::input) return x;
+  return round_to(spec.dtype, act->forward(x));  // the output as the forward kernel stored it
+}
+
+double ReferenceProblem::expected(std::uint64_t i) const {
+  if (spec.direction == Direction::forward) return act->forward(in0(i));
+  const double g = in0(i), s = in1(i);
+  return spec.saved == Saved::input ? act->grad_from_input(g, s) : act->grad_from_output(g, s);
+}
+
+ErrorStats::ErrorStats(Dtype d) : dtype(d), tol(tolerance(d)) {}
+
+void ErrorStats::add(std::uint64_t index, double out, double ref, double scale) {
+  ++checked;
+  double err;
+  if (std::isnan(ref) || std::isnan(out)) {
+    err = (std::isnan(ref) && std::isnan(out)) ? 0.0 : kInf;
+  } else if (std::isinf(ref) || std::isinf(out)) {
+    err = (out == round_to(dtype, ref)) ? 0.0 : kInf;
+  } else {
+    err = std::fabs(out - ref) / std::max({std::fabs(ref), min_normal(dtype), scale});
+  }
+  if (err > max_rel_error) max_rel_error = err;
+  if (err > tol) {
+    if (mismatches == 0 || index < first_bad) {
+      first_bad = index;
+      first_bad_out = out;
+      first_bad_ref = ref;
+    }
+    ++mismatches;
+  }
+}
+
+double ReferenceProblem::error_scale(std::uint64_t i) const {
+  if (spec.direction == Direction::backward && spec.saved == Saved::output) return std::fabs(in0(i));
+  return 0.0;
+}
+
+void ErrorStats::merge(const ErrorStats& o) {
+  if (o.max_rel_error > max_rel_error) max_rel_error = o.max_rel_error;
+  checked += o.checked;
+  if (o.mismatches && (mismatches == 0 || o.first_bad < first_bad)) {
+    first_bad = o.first_bad;
+    first_bad_out = o.first_bad_out;
+    first_bad_ref = o.first_bad_ref;
+  }
+  mismatches += o.mismatches;
+}
+
+std::string ErrorStats::summary() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "max rel error %.3g over %llu elements, %llu mismatches", max_rel_error,
+                static_cast<unsigned long long>(checked), static_cast<unsigned long long>(mismatches));
+  std::string s = buf;
+  if (mismatches) {
+    std::snprintf(buf, sizeof buf, " (first at %llu: got %.9g, expected %.9g)",
+                  static_cast<unsigned long long>(first_bad), first_bad_out, first_bad_ref);
+    s += buf;
+  }
+  return s;
+}
+
+}  // namespace kplay

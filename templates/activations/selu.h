@@ -1,0 +1,22 @@
+/* SELU, with torch's constants (Klambauer et al. 2017).
+ * forward:  y = lambda * x                    for x > 0
+ *           y = lambda * alpha * expm1(x)     for x <= 0  (expm1 keeps precision near 0)
+ * backward: dx = g * lambda                   for x > 0
+ *           dx = g * lambda * alpha * exp(x)  for x <= 0, which equals g * (y + lambda * alpha),
+ *           so the derivative follows from the saved output as well as from the input.
+ * Shared by every backend: the prelude defines KP_C (compute type), KP_LIT (literal of that type),
+ * KP_EXP, KP_EXPM1 and KP_FN (function qualifiers). NaN propagates on every branch. */
+#define KP_SELU_LAMBDA KP_LIT(1.0507009873554804934193349852946)
+#define KP_SELU_LAMBDA_ALPHA KP_LIT(1.7580993408473768599402175208123)
+
+KP_FN KP_C kp_act_forward(KP_C x) {
+  return x > KP_LIT(0.0) ? KP_SELU_LAMBDA * x : KP_SELU_LAMBDA_ALPHA * KP_EXPM1(x);
+}
+
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  return x > KP_LIT(0.0) ? g * KP_SELU_LAMBDA : g * (KP_SELU_LAMBDA_ALPHA * KP_EXP(x));
+}
+
+KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) {
+  return y > KP_LIT(0.0) ? g * KP_SELU_LAMBDA : g * (y + KP_SELU_LAMBDA_ALPHA);
+}

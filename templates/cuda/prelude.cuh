@@ -1,0 +1,54 @@
+/* CUDA prelude: maps the dtype chosen by codegen (KP_DTYPE_*) onto a storage type KP_T, a
+ * compute type KP_C and the conversions between them, and gives the activation snippets their
+ * math macros. float16 and bfloat16 are stored as raw 16-bit words and converted explicitly, so
+ * no CUDA header is needed and math runs in float32 with one rounding on store. */
+#define KP_FN static __device__ __forceinline__
+
+#if KP_DTYPE_F64
+typedef double KP_T;
+typedef double KP_C;
+#define KP_LIT(x) x
+#define KP_EXPM1(x) expm1(x)
+#define KP_EXP(x) exp(x)
+#else
+typedef float KP_C;
+#define KP_LIT(x) x##f
+#if KP_FAST_MATH
+/* Opt-in: the hardware exponential; loses relative precision for |x| near 0 (see docs). */
+#define KP_EXPM1(x) (__expf(x) - 1.0f)
+#define KP_EXP(x) __expf(x)
+#else
+#define KP_EXPM1(x) expm1f(x)
+#define KP_EXP(x) expf(x)
+#endif
+#endif
+
+#if KP_DTYPE_F32
+typedef float KP_T;
+KP_FN KP_C kp_to_compute(KP_T v) { return v; }
+KP_FN KP_T kp_to_storage(KP_C v) { return v; }
+#elif KP_DTYPE_F64
+KP_FN KP_C kp_to_compute(KP_T v) { return v; }
+KP_FN KP_T kp_to_storage(KP_C v) { return v; }
+#elif KP_DTYPE_F16
+typedef unsigned short KP_T;
+KP_FN KP_C kp_to_compute(KP_T v) {
+  float f;
+  asm("{ .reg .b16 h; mov.b16 h, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "h"(v));
+  return f;
+}
+KP_FN KP_T kp_to_storage(KP_C v) {
+  unsigned short h;
+  asm("{ .reg .b16 r; cvt.rn.f16.f32 r, %1; mov.b16 %0, r; }" : "=h"(h) : "f"(v));
+  return h;
+}
+#elif KP_DTYPE_BF16
+typedef unsigned short KP_T;
+KP_FN KP_C kp_to_compute(KP_T v) { return __uint_as_float((unsigned int)v << 16); }
+KP_FN KP_T kp_to_storage(KP_C v) {
+  unsigned int u = __float_as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); /* quiet NaN */
+  u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
+  return (unsigned short)(u >> 16);
+}
+#endif

@@ -1,0 +1,74 @@
+// See device_checks.hpp.
+#include "device_checks.hpp"
+
+#include "activations.hpp"
+
+namespace kplay::test {
+
+void check_backend_kernels(Engine& engine, const std::vector<Dtype>& dtypes) {
+  std::vector<std::uint64_t> sizes = {0, 1, 2, 3, 5, 7, 31, 257, 1021, 65537, 1000003};
+  for (std::uint64_t t = 0; t < 16; ++t) sizes.push_back(4096 + t);  // every tail below 16
+  for (const auto& act : activations())
+    for (Dtype dtype : dtypes)
+      for (int dir = 0; dir < 3; ++dir) {
+        KernelSpec spec;
+        spec.activation = act.name;
+        spec.dtype = dtype;
+        spec.direction = dir == 0 ? Direction::forward : Direction::backward;
+        spec.saved = dir == 2 ? Saved::output : Saved::input;
+        for (std::uint64_t n : sizes) {
+          ProblemShape shape;
+          shape.n = n;
+          KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
+        }
+        // Misaligned input and/or output (any element offset below 16 bytes), and in place.
+        const std::uint64_t per16 = 16 / dtype_size(dtype);
+        for (std::uint64_t in_off = 0; in_off < per16; ++in_off)
+          for (std::uint64_t out_off = 0; out_off < per16; ++out_off) {
+            ProblemShape shape;
+            shape.n = 10007;
+            shape.in_offset = in_off;
+            shape.out_offset = out_off;
+            KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
+          }
+        for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{1}}) {
+          ProblemShape shape;
+          shape.n = 70001;
+          shape.out_offset = off;
+          shape.in_place = true;
+          KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
+        }
+      }
+}
+
+void check_backend_knobs(Engine& engine) {
+  const bool hints = engine.backend().limits().cache_hints;
+  const int max_block = engine.backend().limits().max_block;
+  for (const auto& act : activations()) {
+    KernelSpec spec;
+    spec.activation = act.name;
+    for (int vec : {1, 2, 4})
+      for (int block : {32, 256, 1024})
+        for (int pt : {1, 3, 8})
+          for (int grid = 0; grid < 2; ++grid) {
+            if (block > max_block) continue;
+            KernelConfig c;
+            c.vec = vec;
+            c.block = block;
+            c.per_thread = pt;
+            if (grid) {
+              c.grid = GridPolicy::grid_stride;
+              c.waves = 1;
+            }
+            c.cache = (hints && pt == 3) ? CacheHint::streaming : CacheHint::normal;
+            for (std::uint64_t n : {std::uint64_t{13}, std::uint64_t{300007}}) {
+              ProblemShape shape;
+              shape.n = n;
+              shape.in_offset = shape.out_offset = (n == 13 ? 1 : 0);
+              KPLAY_CHECK_PROBLEM(engine, spec, c, shape);
+            }
+          }
+  }
+}
+
+}  // namespace kplay::test

@@ -1,0 +1,46 @@
+// Device tests shared by every backend: run a problem through the engine and check every
+// element (and the guard zones) against the double reference.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+
+#include "device_fixture.hpp"
+#include "engine.hpp"
+#include "problem.hpp"
+
+namespace kplay::test {
+
+inline std::uint64_t fresh_seed() {
+  static std::uint64_t s = std::random_device{}() * 0x9e3779b97f4a7c15ull;
+  return ++s;
+}
+
+// Runs spec/config on a fresh problem and returns the error statistics over every element.
+inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const KernelConfig& config,
+                              ProblemShape shape) {
+  shape.seed = fresh_seed();
+  auto k = engine.prepare(spec, config);
+  Problem p(engine.backend(), spec, shape);
+  engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n);
+  engine.backend().synchronize();
+  return p.verify(false);
+}
+
+#define KPLAY_CHECK_PROBLEM(engine, spec, config, shape)                                              \
+  do {                                                                                              \
+    const auto kplay_stats = ::kplay::test::run_problem(engine, spec, config, shape);               \
+    INFO(::kplay::to_string(spec) << " | " << ::kplay::to_string(config) << " | n=" << (shape).n      \
+                                  << " in+" << (shape).in_offset << " out+" << (shape).out_offset  \
+                                  << ((shape).in_place ? " in-place" : "") << " | " << kplay_stats.summary()); \
+    CHECK(kplay_stats.mismatches == 0);                                                             \
+    CHECK(kplay_stats.checked == (shape).n);                                                        \
+  } while (0)
+
+// The shared matrix: sizes 0, 1, primes, every tail below the vector width, misaligned inputs and
+// outputs, in place; every activation, direction and saved tensor; each dtype in `dtypes`.
+void check_backend_kernels(Engine& engine, const std::vector<Dtype>& dtypes);
+void check_backend_knobs(Engine& engine);
+
+}  // namespace kplay::test

@@ -1,0 +1,56 @@
+// See device_fixture.hpp.
+#include "device_fixture.hpp"
+
+#include <map>
+#include <memory>
+
+#include "../runtime/backend_factory.hpp"
+#include "kplay/error.hpp"
+#ifdef KPLAY_WITH_CUDA
+#include "../runtime/cuda/nvrtc_compiler.hpp"
+#endif
+
+namespace kplay::test {
+namespace {
+struct Slot {
+  std::unique_ptr<rt::Backend> backend;
+  std::string why;
+};
+
+Slot& slot(const std::string& name) {
+  static std::map<std::string, Slot> slots;
+  auto it = slots.find(name);
+  if (it != slots.end()) return it->second;
+  Slot s;
+  try {
+    s.backend = rt::make_backend(name, 0);
+  } catch (const Error& e) {
+    s.why = e.what();
+  }
+  return slots.emplace(name, std::move(s)).first->second;
+}
+}  // namespace
+
+bool backend_available(const std::string& name, std::string* why) {
+  if (name == "nvrtc") {
+#ifdef KPLAY_WITH_CUDA
+    try {
+      rt::cuda::Nvrtc::get();
+      return true;
+    } catch (const Error& e) {
+      if (why) *why = e.what();
+      return false;
+    }
+#else
+    if (why) *why = "kplay was built without the CUDA backend";
+    return false;
+#endif
+  }
+  Slot& s = slot(name);
+  if (why) *why = s.why;
+  return s.backend != nullptr;
+}
+
+rt::Backend* shared_backend(const std::string& name) { return slot(name).backend.get(); }
+
+}  // namespace kplay::test

@@ -1,0 +1,89 @@
+// The kplay command line on bad input: a clear message and a non-zero status, never a crash.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "device_fixture.hpp"
+
+namespace {
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_kplay(const std::string& args) {
+  Result r;
+  const std::string cmd = std::string(KPLAY_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int raw = pclose(p);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("kplay: bad input gets a message and exit status 2") {
+  struct Case {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"run --act gelu --n 10", "unknown activation 'gelu'"},
+      {"run --act selu,swish --n 10", "unknown activation 'swish'"},
+      {"run --act selu --n 10 --block 48", "--block 48"},
+      {"run --act selu --n 10 --vec 8", "wider than 16 bytes"},
+      {"run --act selu --n 10 --grid persistent", "unknown grid policy"},
+      {"run --act selu --n 10 --dtype f8", "unknown dtype"},
+      {"run --act selu --shape 4096x", "--shape '4096x'"},
+      {"run --act selu --shape 0x4", "--shape '0x4'"},
+      {"run --act selu --n -5", "--n '-5'"},
+      {"run --act selu --n lots", "--n 'lots'"},
+      {"run --act selu", "--n N or --shape"},
+      {"run --act selu --n 10 --backend metal", "unknown backend 'metal'"},
+      {"emit --act selu --vec 3", "not a power of two"},
+      {"emit --act selu --ptx --arch ampere", "--arch 'ampere'"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run_kplay(c.args);
+    INFO("kplay " << c.args << "\n" << r.output);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(c.message) != std::string::npos);
+  }
+}
+
+TEST_CASE("kplay: unknown flags and subcommands are usage errors") {
+  CHECK(run_kplay("frobnicate").status == 2);
+  CHECK(run_kplay("run --n 10 --bogus").status == 2);
+  CHECK(run_kplay("--help").status == 0);
+}
+
+TEST_CASE("kplay devices exits 0 and reports every backend, device or not") {
+  const Result r = run_kplay("devices");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("cuda:") != std::string::npos);
+  CHECK(r.output.find("opencl:") != std::string::npos);
+}
+
+TEST_CASE("kplay run on CUDA without a CUDA device says so and exits 3") {
+  std::string why;
+  if (kplay::test::backend_available("cuda", &why)) return;  // covered by the device run instead
+  const Result r = run_kplay("run --act selu --n 1000");
+  INFO(r.output);
+  CHECK(r.status == 3);
+  CHECK(r.output.find("no CUDA device") != std::string::npos);
+}
+
+TEST_CASE("kplay emit prints the specialized source without a device") {
+  const Result r = run_kplay("emit --act relu --block 128 --vec 2");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("#define KP_BLOCK 128") != std::string::npos);
+  CHECK(r.output.find("kp_act_forward") != std::string::npos);
+  CHECK(r.output.find("kplay_relu_fwd_f32_v2_b128_p1_cd_pm") != std::string::npos);
+}

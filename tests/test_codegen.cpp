@@ -1,0 +1,99 @@
+// Rendering: the source is self-contained, marked with #line per template, and its hash moves
+// exactly when something that affects the binary moves.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include "codegen.hpp"
+#include "config_validation.hpp"
+#include "kplay/error.hpp"
+#include "temp_templates.hpp"
+
+using namespace kplay;
+
+namespace {
+RenderedKernel render(const KernelSpec& s, KernelConfig c = {}, const Dialect& d = cuda_dialect()) {
+  return render_kernel(s, resolve_config(s, c, TargetLimits{}), d);
+}
+}  // namespace
+
+TEST_CASE("rendered source carries the knobs and #line markers for every template") {
+  KernelSpec s;
+  const RenderedKernel k = render(s);
+  CHECK(k.entry == "kplay_selu_fwd_f32_v4_b256_p1_cd_pm");
+  CHECK(k.source.find("#define KP_ENTRY kplay_selu_fwd_f32_v4_b256_p1_cd_pm") != std::string::npos);
+  CHECK(k.source.find("#define KP_VEC_BYTES 16") != std::string::npos);
+  CHECK(k.source.find("#line 1 \"cuda/prelude.cuh\"") != std::string::npos);
+  CHECK(k.source.find("#line 1 \"activations/selu.h\"") != std::string::npos);
+  CHECK(k.source.find("#line 1 \"cuda/elementwise.cu\"") != std::string::npos);
+  CHECK(k.options_string() == "-default-device");
+  CHECK(k.hash.size() == 16);
+}
+
+TEST_CASE("the hash is stable and changes with every knob that changes the code") {
+  KernelSpec s;
+  const std::string base = render(s).hash;
+  CHECK(render(s).hash == base);
+  KernelConfig c;
+  c.block = 128;
+  CHECK(render(s, c).hash != base);
+  c = {};
+  c.vec = 2;
+  CHECK(render(s, c).hash != base);
+  c = {};
+  c.per_thread = 2;
+  CHECK(render(s, c).hash != base);
+  c = {};
+  c.fast_math = true;
+  const RenderedKernel fast = render(s, c);
+  CHECK(fast.hash != base);
+  CHECK(fast.options_string().find("--use_fast_math") != std::string::npos);
+  c = {};
+  c.cache = CacheHint::streaming;
+  CHECK(render(s, c).hash != base);
+  KernelSpec r = s;
+  r.activation = "relu";
+  CHECK(render(r).hash != base);
+  KernelSpec b = s;
+  b.direction = Direction::backward;
+  CHECK(render(b).hash != base);
+  b.saved = Saved::output;
+  CHECK(render(b).hash != render([] { KernelSpec t; t.direction = Direction::backward; return t; }()).hash);
+}
+
+TEST_CASE("the grid policy changes only the launch, so it shares the binary") {
+  KernelSpec s;
+  KernelConfig c;
+  c.grid = GridPolicy::grid_stride;
+  c.waves = 8;
+  CHECK(render(s, c).hash == render(s).hash);
+}
+
+TEST_CASE("KPLAY_TEMPLATE_DIR: an edited template changes the source and the hash") {
+  KernelSpec s;
+  const RenderedKernel before = render(s);
+  test::TempTemplates dir;
+  CHECK(render(s).hash == before.hash);  // same text from disk: same key
+  dir.write("activations/selu.h", template_text("activations/selu.h") + "\n/* edited */\n");
+  const RenderedKernel after = render(s);
+  CHECK(after.hash != before.hash);
+  CHECK(after.source.find("/* edited */") != std::string::npos);
+}
+
+TEST_CASE("a missing template in KPLAY_TEMPLATE_DIR is reported with its path") {
+  test::TempTemplates dir;
+  std::filesystem::remove(std::filesystem::path(dir.dir()) / "activations" / "relu.h");
+  KernelSpec s;
+  s.activation = "relu";
+  CHECK_THROWS_WITH_AS(render(s), doctest::Contains("activations/relu.h"), Error);
+}
+
+TEST_CASE("every dtype and direction renders for both dialects") {
+  for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+    for (Direction dir : {Direction::forward, Direction::backward}) {
+      KernelSpec s;
+      s.dtype = d;
+      s.direction = dir;
+      CHECK(render(s).source.find(std::string("#define KP_DTYPE_") + (d == Dtype::f32 ? "F32" : d == Dtype::f16 ? "F16" : d == Dtype::bf16 ? "BF16" : "F64") + " 1") != std::string::npos);
+    }
+}

@@ -1,0 +1,161 @@
+// NVRTC without a GPU: every activation and knob compiles for sm_80 and sm_90, the float32
+// vector-4 kernel really does 16-byte accesses, and compile errors point at the template line.
+#include <doctest/doctest.h>
+
+#ifdef KPLAY_WITH_CUDA
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "../runtime/cuda/nvrtc_compiler.hpp"
+#include "activations.hpp"
+#include "codegen.hpp"
+#include "config_validation.hpp"
+#include "kplay/error.hpp"
+#include "temp_templates.hpp"
+
+using namespace kplay;
+using rt::cuda::choose_target;
+using rt::cuda::CompileTarget;
+using rt::cuda::Nvrtc;
+
+TEST_CASE("target choice: own cubin, PTX fallback for newer devices, error naming both versions") {
+  const std::vector<int> archs = {75, 80, 86, 89, 90};
+  CompileTarget t = choose_target(90, archs, "13.0", "13.0");
+  CHECK(t.arch == 90);
+  CHECK_FALSE(t.ptx);
+  CHECK(t.describe() == "sm_90 cubin");
+  t = choose_target(120, archs, "12.4", "13.0");
+  CHECK(t.ptx);
+  CHECK(t.arch == 90);
+  CHECK(t.note.find("NVRTC 12.4 does not know sm_120") != std::string::npos);
+  try {
+    choose_target(60, archs, "13.0", "12.8");
+    FAIL("sm_60 was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("NVRTC 13.0") != std::string::npos);
+    CHECK(std::string(e.what()).find("driver 12.8") != std::string::npos);
+  }
+}
+
+TEST_SUITE("nvrtc") {
+  namespace {
+  std::string ptx_for(const KernelSpec& s, const KernelConfig& c, int arch) {
+    const RenderedKernel k = render_kernel(s, resolve_config(s, c, TargetLimits{}), cuda_dialect());
+    CompileTarget t;
+    t.arch = arch;
+    t.ptx = true;
+    return Nvrtc::get().compile(k, t).bytes;
+  }
+  }  // namespace
+
+  TEST_CASE("NVRTC reports its version and architectures, sm_80 and sm_90 among them") {
+    const auto archs = Nvrtc::get().supported_archs();
+    CHECK(std::find(archs.begin(), archs.end(), 80) != archs.end());
+    CHECK(std::find(archs.begin(), archs.end(), 90) != archs.end());
+    CHECK_FALSE(Nvrtc::get().version().empty());
+  }
+
+  TEST_CASE("every activation x knob combination compiles for sm_80 and sm_90") {
+    // The full product of the knobs that change the code (the grid policy does not; see
+    // test_codegen) for float32 forward, split over threads since NVRTC is thread-safe.
+    std::vector<std::pair<KernelSpec, KernelConfig>> jobs;
+    for (const auto& act : activations())
+      for (int vec : {1, 2, 4})
+        for (int block : {32, 64, 128, 256, 512, 1024})
+          for (int pt : {1, 2, 4, 8})
+            for (bool fast : {false, true})
+              for (CacheHint cache : {CacheHint::normal, CacheHint::streaming}) {
+                KernelSpec s;
+                s.activation = act.name;
+                KernelConfig c;
+                c.vec = vec;
+                c.block = block;
+                c.per_thread = pt;
+                c.fast_math = fast;
+                c.cache = cache;
+                jobs.emplace_back(s, c);
+              }
+    std::atomic<std::size_t> next{0}, failures{0};
+    std::mutex m;
+    std::string first_failure;
+    auto worker = [&] {
+      for (std::size_t i; (i = next++) < jobs.size();) {
+        for (int arch : {80, 90}) {
+          try {
+            ptx_for(jobs[i].first, jobs[i].second, arch);
+          } catch (const Error& e) {
+            std::lock_guard<std::mutex> lock(m);
+            if (failures++ == 0) first_failure = e.describe();
+          }
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    const unsigned n = std::max(2u, std::thread::hardware_concurrency());
+    for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
+    for (auto& t : threads) t.join();
+    INFO(first_failure);
+    CHECK(failures == 0);
+    CHECK(jobs.size() == 2 * 3 * 6 * 4 * 2 * 2);
+  }
+
+  TEST_CASE("every dtype and direction compiles") {
+    for (const auto& act : activations())
+      for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+        for (int dir = 0; dir < 3; ++dir) {
+          KernelSpec s;
+          s.activation = act.name;
+          s.dtype = d;
+          s.direction = dir == 0 ? Direction::forward : Direction::backward;
+          s.saved = dir == 2 ? Saved::output : Saved::input;
+          CAPTURE(to_string(s));
+          CHECK_NOTHROW(ptx_for(s, {}, 90));
+        }
+  }
+
+  TEST_CASE("a float32 vector-4 kernel does 16-byte global loads and stores") {
+    KernelSpec s;
+    const std::string ptx = ptx_for(s, {}, 90);
+    CHECK(ptx.find("ld.global.v4.") != std::string::npos);
+    CHECK(ptx.find("st.global.v4.") != std::string::npos);
+    KernelConfig streaming;
+    streaming.cache = CacheHint::streaming;
+    const std::string cs = ptx_for(s, streaming, 90);
+    CHECK(cs.find("ld.global.cs.v4.") != std::string::npos);
+    CHECK(cs.find("st.global.cs.v4.") != std::string::npos);
+    KernelConfig scalar;
+    scalar.vec = 1;
+    CHECK(ptx_for(s, scalar, 90).find(".v4.") == std::string::npos);
+  }
+
+  TEST_CASE("precise SELU calls expm1, not exp(x)-1; fast-math uses the hardware exponential") {
+    KernelSpec s;
+    const std::string precise = ptx_for(s, {}, 90);
+    KernelConfig fast;
+    fast.fast_math = true;
+    const std::string approx = ptx_for(s, fast, 90);
+    CHECK(approx.find("ex2.approx") != std::string::npos);
+    CHECK(precise != approx);
+  }
+
+  TEST_CASE("a compile error carries the log with the template file and line, and the options") {
+    test::TempTemplates dir;
+    const std::string broken = template_text("activations/selu.h") + "\nthis is not C;\n";
+    dir.write("activations/selu.h", broken);
+    KernelSpec s;
+    try {
+      ptx_for(s, {}, 90);
+      FAIL("compiling a broken template succeeded");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::compile_failed);
+      CHECK(std::string(e.what()).find("activations/selu.h(") != std::string::npos);
+      const auto line = std::count(broken.begin(), broken.end(), '\n');  // the added line's number
+      CHECK(e.log().find("activations/selu.h(" + std::to_string(line) + ")") != std::string::npos);
+      CHECK(e.options().find("--gpu-architecture=compute_90") != std::string::npos);
+    }
+  }
+}
+#endif
