@@ -58,7 +58,8 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
   k->binary_key = hash_hex({k->rendered.hash, fingerprint()});
 
   rt::Binary binary;
-  if (store_ && store_->get(k->binary_key, binary)) {
+  auto load_stored = [&] {
+    if (!store_ || !store_->get(k->binary_key, binary)) return;
     try {
       k->loaded = backend_.load(binary, k->rendered.entry);
       k->origin = "binary store";
@@ -66,6 +67,12 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
       store_->drop(k->binary_key);  // stale or corrupt: never serve it again
       k->loaded.reset();
     }
+  };
+  load_stored();
+  std::unique_ptr<BinaryStore::KeyLock> lock;
+  if (!k->loaded && store_) {
+    lock = store_->lock(k->binary_key);  // another process may be compiling it right now
+    load_stored();
   }
   if (!k->loaded) {
     binary = backend_.compile(k->rendered);

@@ -18,10 +18,18 @@ namespace kplay {
 // Persistent binaries (the kernel database implements it). Keys include the device fingerprint.
 class BinaryStore {
  public:
+  // Held while one process compiles a key, so that others wait and reuse its binary.
+  class KeyLock {
+   public:
+    virtual ~KeyLock() = default;
+  };
+
   virtual ~BinaryStore() = default;
   virtual bool get(const std::string& key, rt::Binary& out) = 0;
   virtual void put(const std::string& key, const rt::Binary& binary) = 0;
   virtual void drop(const std::string& key) = 0;  // a binary that failed to load
+  // Blocks until this process may compile `key`; nullptr when the store cannot lock.
+  virtual std::unique_ptr<KeyLock> lock(const std::string& key) = 0;
 };
 
 struct PreparedKernel {
