@@ -44,7 +44,9 @@ struct ReferenceProblem {
 
 // Running comparison: relative error |out - ref| / max(|ref|, min_normal(dtype), scale); NaN must
 // meet NaN, and an infinity must match the reference rounded to the dtype (an overflow is the
-// correctly rounded result), or the element counts as a mismatch.
+// correctly rounded result), or the element counts as a mismatch. Two values that are both below
+// the smallest normal number compare equal (what flush-to-zero or an underflowing intermediate
+// gives; the difference is under min_normal).
 struct ErrorStats {
   explicit ErrorStats(Dtype d);
   Dtype dtype;

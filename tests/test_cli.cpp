@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "device_fixture.hpp"
@@ -16,7 +17,9 @@ struct Result {
 
 Result run_kplay(const std::string& args) {
   Result r;
-  const std::string cmd = std::string(KPLAY_CLI_PATH) + " " + args + " 2>&1";
+  // KPLAY_CLI overrides the build-time path, for running a copied test binary elsewhere.
+  const char* cli = std::getenv("KPLAY_CLI");
+  const std::string cmd = std::string(cli && *cli ? cli : KPLAY_CLI_PATH) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   char buf[4096];

@@ -56,8 +56,12 @@ TEST_CASE("ErrorStats flags NaN where a number is due, a lost NaN, and out-of-to
   CHECK(s.mismatches == 2);
   s.add(6, 1.0 + 1e-7, 1.0);  // within 2 ulp
   CHECK(s.mismatches == 2);
+  s.add(7, -0.0, -1.2458e-43);  // both below the smallest normal float: equal
+  CHECK(s.mismatches == 2);
+  s.add(8, 0.0, 2e-38);  // a normal result lost to zero is a mismatch
+  CHECK(s.mismatches == 3);
   CHECK(std::isinf(s.max_rel_error));
-  CHECK(s.summary().find("2 mismatches") != std::string::npos);
+  CHECK(s.summary().find("3 mismatches") != std::string::npos);
 }
 
 TEST_CASE("the reference problem: saved output is the rounded forward output") {

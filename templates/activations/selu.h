@@ -13,10 +13,12 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return x > KP_LIT(0.0) ? KP_SELU_LAMBDA * x : KP_SELU_LAMBDA_ALPHA * KP_EXPM1(x);
 }
 
+/* The backward passes decide on `<= 0` as torch's elu_backward does: a NaN saved value takes
+ * the lambda branch there, so we match it. */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  return x > KP_LIT(0.0) ? g * KP_SELU_LAMBDA : g * (KP_SELU_LAMBDA_ALPHA * KP_EXP(x));
+  return x <= KP_LIT(0.0) ? g * (KP_SELU_LAMBDA_ALPHA * KP_EXP(x)) : g * KP_SELU_LAMBDA;
 }
 
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) {
-  return y > KP_LIT(0.0) ? g * KP_SELU_LAMBDA : g * (y + KP_SELU_LAMBDA_ALPHA);
+  return y <= KP_LIT(0.0) ? g * (y + KP_SELU_LAMBDA_ALPHA) : g * KP_SELU_LAMBDA;
 }

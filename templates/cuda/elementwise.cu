@@ -4,9 +4,9 @@
  *
  * Layout: `rows` rows of `cols` elements with row pitches (in elements); a flat buffer is one
  * row. Each row is split into a scalar head (so that the output becomes KP_VEC_BYTES-aligned),
- * a body of whole vectors and a scalar tail. If an input does not share the output's alignment
- * the whole row takes the scalar path, which keeps the same coalesced chunking. Indices are
- * 64-bit. Every thread reads all its vectors before it writes any, so out == in is safe. */
+ * a body of whole vectors and a scalar tail. An input that does not share the output's
+ * alignment is read with scalar loads in the same layout; stores stay wide. Indices are 64-bit.
+ * Every thread reads all its vectors before it writes any, so out == in is safe. */
 typedef unsigned long long kp_u64;
 
 #if KP_VEC_BYTES == 16
@@ -55,78 +55,73 @@ KP_FN void kp_scalar(KP_T* o, const KP_T* a, const KP_T* b, kp_u64 i) {
   KP_ST(o + i, kp_apply(KP_LD(a + i), bv));
 }
 
+/* Loads vector v of an input that starts at p: one wide load when p is vector-aligned, else
+ * KP_VEC scalar loads (neighbouring threads read neighbouring words, so L1 merges them). */
+KP_FN void kp_load(kp_pack* dst, const KP_T* p, bool aligned, kp_u64 v) {
+  if (aligned) {
+    dst->raw = KP_LD((const kp_raw*)p + v);
+  } else {
+#pragma unroll
+    for (int k = 0; k < KP_VEC; ++k) dst->e[k] = KP_LD(p + v * KP_VEC + k);
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(KP_BLOCK)
 KP_ENTRY(KP_T* out, const KP_T* in0, const KP_T* in1, kp_u64 rows, kp_u64 cols,
          kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1) {
-  const kp_u64 chunk = (kp_u64)KP_BLOCK * KP_VPT; /* vectors (or scalar groups) per block step */
+  const kp_u64 chunk = (kp_u64)KP_BLOCK * KP_VPT; /* vectors per block step */
   for (kp_u64 r = blockIdx.y; r < rows; r += gridDim.y) {
     KP_T* o = out + r * ld_out;
     const KP_T* a = in0 + r * ld_in0;
     const KP_T* b = in1 + r * ld_in1;
+    /* Peel a scalar head so that the output is vector-aligned: stores are always wide. */
     const unsigned mis = (unsigned)((kp_u64)o % KP_VEC_BYTES);
     kp_u64 head = mis ? (KP_VEC_BYTES - mis) / sizeof(KP_T) : 0;
     if (head > cols) head = cols;
-    bool vec_ok = ((kp_u64)(a + head) % KP_VEC_BYTES) == 0;
+    const bool a_vec = ((kp_u64)(a + head) % KP_VEC_BYTES) == 0;
 #if KP_BACKWARD
-    vec_ok = vec_ok && ((kp_u64)(b + head) % KP_VEC_BYTES) == 0;
+    const bool b_vec = ((kp_u64)(b + head) % KP_VEC_BYTES) == 0;
 #endif
-    if (vec_ok) {
-      const kp_u64 nvec = (cols - head) / KP_VEC;
-      const kp_u64 body_end = head + nvec * KP_VEC;
-      kp_raw* ov = (kp_raw*)(o + head);
-      const kp_raw* av = (const kp_raw*)(a + head);
+    const kp_u64 nvec = (cols - head) / KP_VEC;
+    const kp_u64 body_end = head + nvec * KP_VEC;
+    kp_raw* ov = (kp_raw*)(o + head);
+    for (kp_u64 c = blockIdx.x; c * chunk < nvec; c += gridDim.x) {
+      const kp_u64 base = c * chunk + threadIdx.x;
+      kp_pack x[KP_VPT];
 #if KP_BACKWARD
-      const kp_raw* bv = (const kp_raw*)(b + head);
-#endif
-      for (kp_u64 c = blockIdx.x; c * chunk < nvec; c += gridDim.x) {
-        const kp_u64 base = c * chunk + threadIdx.x;
-        kp_pack x[KP_VPT];
-#if KP_BACKWARD
-        kp_pack s[KP_VPT];
+      kp_pack s[KP_VPT];
 #endif
 #pragma unroll
-        for (int j = 0; j < KP_VPT; ++j) {
-          const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
-          if (v < nvec) {
-            x[j].raw = KP_LD(av + v);
+      for (int j = 0; j < KP_VPT; ++j) {
+        const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
+        if (v < nvec) {
+          kp_load(&x[j], a + head, a_vec, v);
 #if KP_BACKWARD
-            s[j].raw = KP_LD(bv + v);
+          kp_load(&s[j], b + head, b_vec, v);
 #endif
-          }
         }
+      }
 #pragma unroll
-        for (int j = 0; j < KP_VPT; ++j) {
-          const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
-          if (v < nvec) {
-            kp_pack y;
+      for (int j = 0; j < KP_VPT; ++j) {
+        const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
+        if (v < nvec) {
+          kp_pack y;
 #pragma unroll
-            for (int k = 0; k < KP_VEC; ++k) {
+          for (int k = 0; k < KP_VEC; ++k) {
 #if KP_BACKWARD
-              y.e[k] = kp_apply(x[j].e[k], s[j].e[k]);
+            y.e[k] = kp_apply(x[j].e[k], s[j].e[k]);
 #else
-              y.e[k] = kp_apply(x[j].e[k], 0);
+            y.e[k] = kp_apply(x[j].e[k], 0);
 #endif
-            }
-            KP_ST(ov + v, y.raw);
           }
+          KP_ST(ov + v, y.raw);
         }
       }
-      /* Head and tail: fewer than KP_VEC elements each, done by the first block of the row. */
-      if (blockIdx.x == 0) {
-        if (threadIdx.x < head) kp_scalar(o, a, b, threadIdx.x);
-        if (threadIdx.x < cols - body_end) kp_scalar(o, a, b, body_end + threadIdx.x);
-      }
-    } else {
-      /* Scalar path with the same chunking: KP_VEC * KP_VPT elements per thread, coalesced. */
-      const kp_u64 groups = (cols + KP_VEC - 1) / KP_VEC;
-      for (kp_u64 c = blockIdx.x; c * chunk < groups; c += gridDim.x) {
-        const kp_u64 first = c * chunk * KP_VEC + threadIdx.x;
-#pragma unroll
-        for (int j = 0; j < KP_VPT * KP_VEC; ++j) {
-          const kp_u64 i = first + (kp_u64)j * KP_BLOCK;
-          if (i < cols) kp_scalar(o, a, b, i);
-        }
-      }
+    }
+    /* Head and tail: fewer than KP_VEC elements each, done by the first block of the row. */
+    if (blockIdx.x == 0) {
+      if (threadIdx.x < head) kp_scalar(o, a, b, threadIdx.x);
+      if (threadIdx.x < cols - body_end) kp_scalar(o, a, b, body_end + threadIdx.x);
     }
   }
 }
