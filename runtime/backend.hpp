@@ -30,6 +30,7 @@ struct DeviceInfo {
   int compute_units = 0;
   int max_threads_per_unit = 0;  // resident threads per SM / compute unit
   int max_block = 0;
+  std::uint64_t l2_bytes = 0;    // last-level cache; 0 if unknown (the tuner then assumes 64 MiB)
   std::string compile_target;    // what binaries are built for ("sm_90 cubin", "compute_90 PTX")
   std::string note;              // anything the user should know (e.g. PTX fallback)
 };

@@ -49,6 +49,7 @@ class Engine {
   explicit Engine(rt::Backend& backend, BinaryStore* store = nullptr);
 
   rt::Backend& backend() { return backend_; }
+  const rt::Backend& backend() const { return backend_; }
 
   // Throws Error(invalid_config / compile_failed / ...). The returned kernel stays valid while
   // the engine lives.

@@ -119,8 +119,14 @@ void ErrorStats::add(std::uint64_t index, double out, double ref, double scale) 
 }
 
 double ReferenceProblem::error_scale(std::uint64_t i) const {
-  if (spec.direction == Direction::backward && spec.saved == Saved::output) return std::fabs(in0(i));
-  return 0.0;
+  if (spec.direction != Direction::backward) return 0.0;
+  const double g = std::fabs(in0(i));
+  if (spec.saved == Saved::output) return g;
+  // From the input: a derivative that underflows in the dtype (SELU's lambda*alpha*exp(x) for
+  // x = -104 in float) is exact only to about min_normal, so a huge gradient times it (3.4e38 *
+  // 1.2e-45 = 4e-7) is exact only relative to |grad| * min_normal.
+  const double d = std::fabs(act->grad_from_input(1.0, in1(i)));
+  return d < min_normal(spec.dtype) ? g * min_normal(spec.dtype) : 0.0;
 }
 
 void ErrorStats::merge(const ErrorStats& o) {

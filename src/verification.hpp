@@ -38,7 +38,8 @@ struct ReferenceProblem {
   double expected(std::uint64_t i) const;  // exact (double) result for element i
   // Error scale for element i. With the saved output, SELU's derivative y + lambda*alpha cancels
   // for very negative x, where any float implementation (torch's too) is exact only relative to
-  // the incoming gradient; so there the error is measured against |grad|. Elsewhere 0.
+  // the incoming gradient; so there the error is measured against |grad|. With the saved input,
+  // where the derivative underflows in the dtype, against |grad| * min_normal. Elsewhere 0.
   double error_scale(std::uint64_t i) const;
 };
 

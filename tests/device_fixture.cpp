@@ -1,6 +1,8 @@
 // See device_fixture.hpp.
 #include "device_fixture.hpp"
 
+#include <cctype>
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -22,8 +24,12 @@ Slot& slot(const std::string& name) {
   auto it = slots.find(name);
   if (it != slots.end()) return it->second;
   Slot s;
+  // KPLAY_CUDA_DEVICE / KPLAY_OPENCL_DEVICE pick the device index (default 0).
+  std::string var = "KPLAY_" + name + "_DEVICE";
+  for (auto& ch : var) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  const char* index = std::getenv(var.c_str());
   try {
-    s.backend = rt::make_backend(name, 0);
+    s.backend = rt::make_backend(name, index && *index ? std::atoi(index) : 0);
   } catch (const Error& e) {
     s.why = e.what();
   }

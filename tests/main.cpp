@@ -3,7 +3,10 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,6 +14,12 @@
 #include "device_fixture.hpp"
 
 int main(int argc, char** argv) {
+  // The API opens the kernel database at KPLAY_DB or the user's cache dir: keep tests out of it.
+  std::string db;
+  if (!std::getenv("KPLAY_DB")) {
+    db = "/tmp/kplay-tests-" + std::to_string(::getpid()) + ".db";
+    setenv("KPLAY_DB", db.c_str(), 1);
+  }
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     const char* prefix = "--require-backend=";
@@ -26,5 +35,8 @@ int main(int argc, char** argv) {
     args.push_back(argv[i]);
   }
   doctest::Context context(static_cast<int>(args.size()), args.data());
-  return context.run();
+  const int rc = context.run();
+  if (!db.empty())
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
+  return rc;
 }

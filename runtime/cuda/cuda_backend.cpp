@@ -63,6 +63,7 @@ DeviceInfo describe(CUdevice dev, int index) {
   info.compute_units = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   info.max_threads_per_unit = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
   info.max_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info.l2_bytes = static_cast<std::uint64_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
   info.driver_version = "CUDA " + version_string(d.version);
   try {
     const Nvrtc& nvrtc = Nvrtc::get();
@@ -213,6 +214,33 @@ class CudaBackend : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(int index) { return std::make_unique<CudaBackend>(index); }
+
+int pointer_device(std::uint64_t ptr, const char* name) {
+  int ordinal = -1;
+  const CUresult r = driver().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+  if (r != CUDA_SUCCESS || ordinal < 0)
+    throw Error(ErrorCode::invalid_argument, std::string(name) + " is not device memory known to the CUDA driver");
+  return ordinal;
+}
+
+void require_primary_context(int ordinal) {
+  const Driver& d = driver();
+  CUcontext current = nullptr;
+  check(d.cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+  if (!current) return;
+  CUdevice dev = 0, current_dev = 0;
+  check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+  check(d.cuCtxGetDevice(&current_dev), "cuCtxGetDevice");
+  CUcontext primary = nullptr;
+  check(d.cuDevicePrimaryCtxRetain(&primary, dev), "cuDevicePrimaryCtxRetain");
+  d.cuDevicePrimaryCtxRelease(dev);
+  if (current_dev == dev && current != primary)
+    throw Error(ErrorCode::unsupported,
+                "the current CUDA context is not the device's primary context; kplay runs in the primary "
+                "context (the CUDA runtime's), so use it or make it current");
+}
+
+void* legacy_default_stream() { return CU_STREAM_LEGACY; }
 
 BackendReport probe_cuda() {
   BackendReport report;

@@ -15,4 +15,15 @@ std::unique_ptr<Backend> make_cuda_backend(int index);
 // Devices for `kplay devices`; never throws (the status says why there are none).
 BackendReport probe_cuda();
 
+// For the public API: the ordinal of the device that owns `ptr`, or Error(invalid_argument)
+// "<name> is not device memory" when the driver does not know the pointer.
+int pointer_device(std::uint64_t ptr, const char* name);
+
+// For the public API: Error(unsupported) when the calling thread has a current context that is
+// not the primary context of `ordinal` (kernels are loaded in the primary context).
+void require_primary_context(int ordinal);
+
+// The legacy default stream (CU_STREAM_LEGACY), for callers that pass a null stream.
+void* legacy_default_stream();
+
 }  // namespace kplay::rt::cuda

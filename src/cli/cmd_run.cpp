@@ -1,5 +1,6 @@
 // `kplay run`: specialize, compile, launch on fresh random data, verify against the double
 // reference, and time against a device-to-device copy of the same bytes in the same run.
+#include <chrono>
 #include <cstdio>
 #include <random>
 
@@ -9,6 +10,7 @@
 #include "../engine.hpp"
 #include "../problem.hpp"
 #include "../size_parse.hpp"
+#include "../tuner/config_lookup.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"
@@ -32,6 +34,8 @@ class RunCommand : public Command {
     app_->add_option("--warmup", warmup_, "untimed launches first")->capture_default_str();
     app_->add_option("--repeat", repeat_, "timed launches; the median is reported")->capture_default_str();
     app_->add_option("--check", check_, "sample (head, tail, random blocks) or all")->capture_default_str();
+    app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
+    app_->add_flag("--no-db", no_db_, "neither read tuned configs and binaries nor store binaries");
   }
   CLI::App* app() const override { return app_; }
 
@@ -64,16 +68,36 @@ class RunCommand : public Command {
     std::printf("device: %s [%d] %s (%s, %s, %s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(),
                 dev.arch.c_str(), dev.driver_version.c_str(), dev.compiler_version.c_str());
     if (!dev.note.empty()) std::printf("note: %s\n", dev.note.c_str());
-    Engine engine(*backend);
+    // The database: tuned configs (when no knob is given) and compiled binaries.
+    std::unique_ptr<KernelDatabase> db;
+    double db_open_ms = 0;
+    if (!no_db_) {
+      const auto t0 = std::chrono::steady_clock::now();
+      KernelDatabase::Options o;
+      o.path = db_path_;
+      db = std::make_unique<KernelDatabase>(o);
+      db_open_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("database: %s%s, opened in %.2f ms\n", db->path().c_str(),
+                  db->persistent() ? "" : " (in memory: nothing persists)", db_open_ms);
+    }
+    Engine engine(*backend, db.get());
+    const bool knobs = flags_.knobs_given(*app_);
 
     int status = kExitOk;
     for (const auto& spec : specs) {
       std::printf("\n== %s, %s\n", to_string(spec).c_str(), size_text.c_str());
-      auto kernel = engine.prepare(spec, requested);
-      std::printf("config: %s (from the command line and built-in defaults)\n", to_string(kernel->config).c_str());
-      std::printf("kernel: %s, %s %.1f KB, %s in %.1f ms\n", kernel->rendered.entry.c_str(),
-                  kernel->binary_format.c_str(), kernel->binary_bytes / 1024.0, kernel->origin.c_str(),
-                  kernel->compile_ms);
+      ConfigChoice choice;
+      if (knobs) {
+        choice.config = requested;
+        choice.source = "from the command line (unset knobs at built-in defaults)";
+      } else {
+        choice = choose_config(db.get(), engine, spec, n);
+      }
+      auto kernel = engine.prepare(spec, choice.config);
+      std::printf("config: %s\n        %s\n", to_string(kernel->config).c_str(), choice.source.c_str());
+      std::printf("kernel: %s, %s %.1f KB, %s; ready to launch in %.2f ms\n", kernel->rendered.entry.c_str(),
+                  kernel->binary_format.c_str(), kernel->binary_bytes / 1024.0,
+                  kernel->origin == "compiled" ? "compiled now" : "loaded from the database", kernel->compile_ms);
 
       ProblemShape shape;
       shape.n = n;
@@ -115,6 +139,8 @@ class RunCommand : public Command {
   bool in_place_ = false;
   int warmup_ = 3, repeat_ = 15;
   std::string check_ = "sample";
+  std::string db_path_;
+  bool no_db_ = false;
 };
 }  // namespace
 

@@ -1,0 +1,63 @@
+// kplay/kplay.hpp — the JIT activation API for C++.
+//
+// forward()/backward() run an activation on the caller's device buffers, on the caller's
+// stream. The first call for a (device, activation, direction, dtype) compiles the kernel
+// (or loads it from the kernel database) with the configuration tuned for the nearest problem
+// size on this device (falling back to the same architecture, then to a built-in default);
+// later calls cost a hash lookup. kplay never tunes implicitly: run `kplay autotune` for that.
+//
+// Memory: kplay allocates no device memory and never copies the caller's data; these kernels
+// need no scratch space. Buffers are:
+//   - CUDA: device pointers (CUdeviceptr or cudaMalloc'ed pointers) of the device the pointers
+//     belong to; kernels run in that device's primary context (the CUDA runtime's). The stream
+//     is a CUstream / cudaStream_t; nullptr means the legacy default stream.
+//   - OpenCL: cl_mem objects; the stream is the cl_command_queue (required) whose context and
+//     device the buffers belong to.
+// In place is allowed (out == in, grad_in == grad_out); any other overlap is refused.
+//
+// Errors: kplay::Error (kplay/error.hpp) with a message, and nothing is written: null
+// pointers, n < 0, unknown activation, a dtype the device cannot do, partial overlap, a pointer
+// that is not device memory (CUDA can tell), saved output for an activation whose derivative
+// does not follow from it.
+//
+// Thread-safety: every function may be called from several threads at once, for several
+// devices in one process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kplay/error.hpp"
+#include "kplay/types.hpp"
+
+namespace kplay {
+
+enum class Backend { cuda, opencl };
+
+// The caller's queue of work: a CUstream / cudaStream_t, or a cl_command_queue.
+struct Stream {
+  Backend backend = Backend::cuda;
+  void* handle = nullptr;
+};
+
+// Flat, contiguous buffers of n elements.
+void forward(const std::string& activation, Dtype dtype, const void* in, void* out, std::int64_t n,
+             Stream stream = {});
+void backward(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved,
+              Saved saved_kind, void* grad_in, std::int64_t n, Stream stream = {});
+
+// 2-D views: rows x cols elements, row pitches in elements (>= cols), e.g. a column slice of a
+// larger matrix. Rows that are contiguous (pitch == cols) take the flat path.
+struct View2D {
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t ld_in = 0, ld_out = 0;  // ld_in: pitch of every input (grad_out and saved alike)
+};
+void forward_2d(const std::string& activation, Dtype dtype, const void* in, void* out, const View2D& view,
+                Stream stream = {});
+void backward_2d(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved,
+                 Saved saved_kind, void* grad_in, const View2D& view, Stream stream = {});
+
+// Whether backward() accepts Saved::output for this activation (SELU and ReLU do).
+bool supports_saved_output(const std::string& activation);
+
+}  // namespace kplay

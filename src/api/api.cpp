@@ -1,0 +1,167 @@
+// The C++ API (kplay/kplay.hpp): argument checks, then a launch through the device's engine.
+#include "kplay/kplay.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "../activations.hpp"
+#include "device_registry.hpp"
+#ifdef KPLAY_WITH_CUDA
+#include "../../runtime/cuda/cuda_backend.hpp"
+#endif
+
+namespace kplay {
+namespace {
+
+[[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
+
+struct Operand {
+  const char* name;
+  const void* ptr;
+  bool written;
+};
+
+// Elements a view spans in one buffer: from its first element to the last row's last one.
+std::uint64_t span(const View2D& v, std::int64_t ld) {
+  return static_cast<std::uint64_t>((v.rows - 1) * ld + v.cols);
+}
+
+void check_view(const View2D& v) {
+  if (v.rows < 0 || v.cols < 0) invalid("rows and cols must be >= 0 (got " + std::to_string(v.rows) + " x " +
+                                        std::to_string(v.cols) + ")");
+  if (v.rows > 1 && (v.ld_in < v.cols || v.ld_out < v.cols))
+    invalid("row pitches must be >= cols (ld_in " + std::to_string(v.ld_in) + ", ld_out " +
+            std::to_string(v.ld_out) + ", cols " + std::to_string(v.cols) + ")");
+}
+
+// Whether two row-pitched views of `rows` x `cols` elements share any byte. With equal pitches it
+// is exact (column slices of one matrix side by side do not overlap); otherwise it compares the
+// spans, which may refuse a case that would have been safe.
+bool views_overlap(std::uintptr_t a, std::uintptr_t b, const View2D& v, std::int64_t ld_a, std::int64_t ld_b,
+                   std::int64_t esize) {
+  const std::int64_t row_bytes = v.cols * esize;
+  if (v.rows <= 1 || ld_a == ld_b) {
+    const std::int64_t pitch = (v.rows <= 1 ? v.cols : ld_a) * esize;
+    const std::int64_t d = static_cast<std::int64_t>(b) - static_cast<std::int64_t>(a);
+    // Overlap iff d = k * pitch + delta with |k| < rows and |delta| < row_bytes.
+    const std::int64_t k0 = pitch ? (d >= 0 ? d / pitch : -((-d + pitch - 1) / pitch)) : 0;
+    for (std::int64_t k = k0 - 1; k <= k0 + 1; ++k)
+      if ((k < 0 ? -k : k) < std::max<std::int64_t>(v.rows, 1) && std::llabs(d - k * pitch) < row_bytes) return true;
+    return false;
+  }
+  const std::uintptr_t end_a = a + static_cast<std::uintptr_t>(span(v, ld_a) * esize);
+  const std::uintptr_t end_b = b + static_cast<std::uintptr_t>(span(v, ld_b) * esize);
+  return a < end_b && b < end_a;
+}
+
+// Refuses partial overlap between the output and an input; exact in place (same pointer, same
+// pitch) is fine. CUDA pointers are addresses; OpenCL cl_mem handles are separate objects.
+void check_overlap(const Operand& out, const Operand& in, const View2D& v, std::int64_t esize) {
+  const auto o = reinterpret_cast<std::uintptr_t>(out.ptr), i = reinterpret_cast<std::uintptr_t>(in.ptr);
+  if (o == i && (v.rows <= 1 || v.ld_in == v.ld_out)) return;
+  if (views_overlap(o, i, v, v.ld_out, v.ld_in, esize))
+    invalid(std::string(out.name) + " partially overlaps " + in.name +
+            "; only exact in place (the same pointer and pitch) is allowed");
+}
+
+void run(const std::string& activation, const KernelSpec& spec, const Operand& out, const Operand& in0,
+         const Operand* in1, const View2D& view, Stream stream) {
+  find_activation(activation);
+  check_view(view);
+  for (const Operand* op : {&out, &in0, in1})
+    if (op && !op->ptr) invalid(std::string(op->name) + " is a null pointer");
+  const std::uint64_t esize = dtype_size(spec.dtype);
+  const bool flat = view.rows <= 1 || (view.ld_in == view.cols && view.ld_out == view.cols);
+  if (stream.backend == Backend::cuda && view.rows > 0 && view.cols > 0) {
+    check_overlap(out, in0, view, static_cast<std::int64_t>(esize));
+    if (in1) check_overlap(out, *in1, view, static_cast<std::int64_t>(esize));
+  }
+  if (spec.direction == Direction::backward && spec.saved == Saved::output &&
+      !find_activation(activation).grad_from_output)
+    throw Error(ErrorCode::unsupported, "activation '" + activation + "' cannot recover its derivative from the saved output");
+
+  api::DeviceEngine* de = nullptr;
+  void* queue = stream.handle;
+  if (stream.backend == Backend::cuda) {
+#ifdef KPLAY_WITH_CUDA
+    const int device = rt::cuda::pointer_device(reinterpret_cast<std::uint64_t>(out.ptr), out.name);
+    for (const Operand* op : {&in0, in1})
+      if (op && rt::cuda::pointer_device(reinterpret_cast<std::uint64_t>(op->ptr), op->name) != device)
+        invalid(std::string(op->name) + " and " + out.name + " are on different devices");
+    rt::cuda::require_primary_context(device);
+    de = &api::cuda_engine(device);
+    if (!queue) queue = rt::cuda::legacy_default_stream();
+#else
+    throw Error(ErrorCode::no_device, "no CUDA device: kplay was built without the CUDA backend");
+#endif
+  } else {
+    de = &api::opencl_engine(stream.handle);
+  }
+  if (view.rows == 0 || view.cols == 0) return;  // checked, nothing to do
+
+  const std::uint64_t n = static_cast<std::uint64_t>(view.rows) * static_cast<std::uint64_t>(view.cols);
+  auto kernel = de->kernel(spec, n);
+  auto ptr = [](const void* p) { return rt::DevicePtr{reinterpret_cast<std::uint64_t>(p), 0}; };
+  rt::KernelArgs a;
+  a.out = ptr(out.ptr);
+  a.in0 = ptr(in0.ptr);
+  a.in1 = in1 ? ptr(in1->ptr) : a.in0;
+  if (flat) {
+    a.rows = 1;
+    a.cols = n;
+    a.ld_out = a.ld_in0 = a.ld_in1 = n;
+  } else {
+    a.rows = static_cast<std::uint64_t>(view.rows);
+    a.cols = static_cast<std::uint64_t>(view.cols);
+    a.ld_out = static_cast<std::uint64_t>(view.ld_out);
+    a.ld_in0 = a.ld_in1 = static_cast<std::uint64_t>(view.ld_in);
+  }
+  de->engine().launch(*kernel, a, queue);
+}
+
+View2D flat_view(std::int64_t n) {
+  if (n < 0) invalid("n must be >= 0 (got " + std::to_string(n) + ")");
+  View2D v;
+  v.rows = 1;
+  v.cols = n;
+  v.ld_in = v.ld_out = n;
+  return v;
+}
+
+KernelSpec make_spec(const std::string& activation, Dtype dtype, Direction dir, Saved saved) {
+  KernelSpec s;
+  s.activation = activation;
+  s.dtype = dtype;
+  s.direction = dir;
+  s.saved = saved;
+  return s;
+}
+}  // namespace
+
+void forward(const std::string& activation, Dtype dtype, const void* in, void* out, std::int64_t n, Stream stream) {
+  forward_2d(activation, dtype, in, out, flat_view(n), stream);
+}
+
+void backward(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved, Saved saved_kind,
+              void* grad_in, std::int64_t n, Stream stream) {
+  backward_2d(activation, dtype, grad_out, saved, saved_kind, grad_in, flat_view(n), stream);
+}
+
+void forward_2d(const std::string& activation, Dtype dtype, const void* in, void* out, const View2D& view,
+                Stream stream) {
+  run(activation, make_spec(activation, dtype, Direction::forward, Saved::input), {"out", out, true},
+      {"in", in, false}, nullptr, view, stream);
+}
+
+void backward_2d(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved,
+                 Saved saved_kind, void* grad_in, const View2D& view, Stream stream) {
+  const Operand s{"saved", saved, false};
+  run(activation, make_spec(activation, dtype, Direction::backward, saved_kind), {"grad_in", grad_in, true},
+      {"grad_out", grad_out, false}, &s, view, stream);
+}
+
+bool supports_saved_output(const std::string& activation) {
+  return find_activation(activation).grad_from_output != nullptr;
+}
+
+}  // namespace kplay

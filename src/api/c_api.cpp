@@ -1,0 +1,113 @@
+// The C API (kplay/kplay.h): each call catches every exception at the boundary and turns it
+// into a status plus a thread-local message.
+#include "kplay/kplay.h"
+
+#include <string>
+
+#include "kplay/kplay.hpp"
+
+namespace {
+thread_local std::string last_error;
+
+kplay_status status_of(kplay::ErrorCode code) {
+  switch (code) {
+    case kplay::ErrorCode::invalid_argument: return KPLAY_ERROR_INVALID_ARGUMENT;
+    case kplay::ErrorCode::invalid_config: return KPLAY_ERROR_INVALID_CONFIG;
+    case kplay::ErrorCode::no_device: return KPLAY_ERROR_NO_DEVICE;
+    case kplay::ErrorCode::compile_failed: return KPLAY_ERROR_COMPILE;
+    case kplay::ErrorCode::runtime_failed: return KPLAY_ERROR_RUNTIME;
+    case kplay::ErrorCode::unsupported: return KPLAY_ERROR_UNSUPPORTED;
+    case kplay::ErrorCode::io_failed: return KPLAY_ERROR_IO;
+    default: return KPLAY_ERROR_INTERNAL;
+  }
+}
+
+template <class Fn>
+kplay_status guarded(Fn fn) {
+  try {
+    fn();
+    last_error.clear();
+    return KPLAY_OK;
+  } catch (const kplay::Error& e) {
+    last_error = e.describe();
+    return status_of(e.code());
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return KPLAY_ERROR_INTERNAL;
+  } catch (...) {
+    last_error = "unknown error";
+    return KPLAY_ERROR_INTERNAL;
+  }
+}
+
+kplay::Dtype dtype_of(kplay_dtype d) {
+  switch (d) {
+    case KPLAY_F32: return kplay::Dtype::f32;
+    case KPLAY_F16: return kplay::Dtype::f16;
+    case KPLAY_BF16: return kplay::Dtype::bf16;
+    case KPLAY_F64: return kplay::Dtype::f64;
+  }
+  throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown dtype code " + std::to_string(static_cast<int>(d)));
+}
+
+kplay::Stream stream_of(kplay_backend b, void* handle) {
+  if (b != KPLAY_BACKEND_CUDA && b != KPLAY_BACKEND_OPENCL)
+    throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown backend code " + std::to_string(static_cast<int>(b)));
+  return {b == KPLAY_BACKEND_CUDA ? kplay::Backend::cuda : kplay::Backend::opencl, handle};
+}
+
+kplay::Saved saved_of(kplay_saved s) {
+  if (s != KPLAY_SAVED_INPUT && s != KPLAY_SAVED_OUTPUT)
+    throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown saved code " + std::to_string(static_cast<int>(s)));
+  return s == KPLAY_SAVED_INPUT ? kplay::Saved::input : kplay::Saved::output;
+}
+
+std::string name_of(const char* activation) {
+  if (!activation) throw kplay::Error(kplay::ErrorCode::invalid_argument, "activation is a null pointer");
+  return activation;
+}
+}  // namespace
+
+extern "C" {
+
+kplay_status kplay_forward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* in,
+                           void* out, int64_t n, void* stream) {
+  return guarded([&] { kplay::forward(name_of(activation), dtype_of(dtype), in, out, n, stream_of(backend, stream)); });
+}
+
+kplay_status kplay_backward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* grad_out,
+                            const void* saved, kplay_saved saved_kind, void* grad_in, int64_t n, void* stream) {
+  return guarded([&] {
+    kplay::backward(name_of(activation), dtype_of(dtype), grad_out, saved, saved_of(saved_kind), grad_in, n,
+                    stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_forward_2d(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* in,
+                              int64_t ld_in, void* out, int64_t ld_out, int64_t rows, int64_t cols, void* stream) {
+  return guarded([&] {
+    kplay::forward_2d(name_of(activation), dtype_of(dtype), in, out, {rows, cols, ld_in, ld_out},
+                      stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_backward_2d(kplay_backend backend, const char* activation, kplay_dtype dtype,
+                               const void* grad_out, const void* saved, kplay_saved saved_kind, int64_t ld_in,
+                               void* grad_in, int64_t ld_out, int64_t rows, int64_t cols, void* stream) {
+  return guarded([&] {
+    kplay::backward_2d(name_of(activation), dtype_of(dtype), grad_out, saved, saved_of(saved_kind), grad_in,
+                       {rows, cols, ld_in, ld_out}, stream_of(backend, stream));
+  });
+}
+
+int kplay_supports_saved_output(const char* activation) {
+  try {
+    return activation && kplay::supports_saved_output(activation) ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+const char* kplay_last_error(void) { return last_error.c_str(); }
+
+}  // extern "C"

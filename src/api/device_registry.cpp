@@ -1,0 +1,68 @@
+// Per-device engines for the public API; see device_registry.hpp.
+#include "device_registry.hpp"
+
+#include "../../runtime/backend_factory.hpp"
+#include "../tuner/config_lookup.hpp"
+#include "kplay/error.hpp"
+#ifdef KPLAY_WITH_OPENCL
+#include "../../runtime/opencl/opencl_backend.hpp"
+#endif
+
+namespace kplay::api {
+namespace {
+std::mutex registry_mutex;
+std::unordered_map<std::string, std::unique_ptr<DeviceEngine>>& registry() {
+  static std::unordered_map<std::string, std::unique_ptr<DeviceEngine>> engines;
+  return engines;
+}
+
+// One database per process, opened on first use (KPLAY_DB or the default path). It never fails:
+// an unusable file becomes an in-memory database with one warning.
+KernelDatabase* database() {
+  static KernelDatabase db(KernelDatabase::Options{});
+  return &db;
+}
+
+template <class Make>
+DeviceEngine& find_or_make(const std::string& key, Make make) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto& engines = registry();
+  auto it = engines.find(key);
+  if (it != engines.end()) return *it->second;
+  auto engine = std::make_unique<DeviceEngine>(make(), database());
+  return *engines.emplace(key, std::move(engine)).first->second;
+}
+}  // namespace
+
+DeviceEngine::DeviceEngine(std::unique_ptr<rt::Backend> backend, KernelDatabase* db)
+    : backend_(std::move(backend)), db_(db), engine_(std::make_unique<Engine>(*backend_, db)) {}
+
+std::shared_ptr<const PreparedKernel> DeviceEngine::kernel(const KernelSpec& spec, std::uint64_t n) {
+  const std::string key = to_string(spec) + "#" + std::to_string(size_bucket(n));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = kernels_.find(key);
+    if (it != kernels_.end()) return it->second;
+  }
+  const ConfigChoice choice = choose_config(db_, *engine_, spec, n);
+  auto k = engine_->prepare(spec, choice.config);
+  std::lock_guard<std::mutex> lock(mutex_);
+  kernels_.emplace(key, k);
+  return k;
+}
+
+DeviceEngine& cuda_engine(int ordinal) {
+  return find_or_make("cuda:" + std::to_string(ordinal), [&] { return rt::make_backend("cuda", ordinal); });
+}
+
+DeviceEngine& opencl_engine(void* queue) {
+#ifdef KPLAY_WITH_OPENCL
+  if (!queue) throw Error(ErrorCode::invalid_argument, "OpenCL calls need the cl_command_queue as their stream");
+  return find_or_make(rt::opencl::queue_identity(queue), [&] { return rt::opencl::make_opencl_backend_for_queue(queue); });
+#else
+  (void)queue;
+  throw Error(ErrorCode::no_device, "no OpenCL device: kplay was built without the OpenCL backend");
+#endif
+}
+
+}  // namespace kplay::api

@@ -1,0 +1,37 @@
+// The public API's engines: one backend + engine per device (CUDA ordinal, or OpenCL context and
+// device), created on first use and kept for the life of the process, all sharing one kernel
+// database for binaries and tuned configs. Thread-safe.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "../database/kernel_database.hpp"
+#include "../engine.hpp"
+
+namespace kplay::api {
+
+class DeviceEngine {
+ public:
+  DeviceEngine(std::unique_ptr<rt::Backend> backend, KernelDatabase* db);
+  Engine& engine() { return *engine_; }
+  rt::Backend& backend() { return *backend_; }
+  // The kernel for spec at size n: config from the database (nearest size bucket, device ->
+  // architecture -> default), remembered per (spec, bucket) so repeat calls skip the lookup.
+  std::shared_ptr<const PreparedKernel> kernel(const KernelSpec& spec, std::uint64_t n);
+
+ private:
+  std::unique_ptr<rt::Backend> backend_;
+  KernelDatabase* db_;
+  std::unique_ptr<Engine> engine_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const PreparedKernel>> kernels_;
+};
+
+// The engine of CUDA device `ordinal`.
+DeviceEngine& cuda_engine(int ordinal);
+// The engine of the context and device of an OpenCL command queue.
+DeviceEngine& opencl_engine(void* queue);
+
+}  // namespace kplay::api

@@ -1,0 +1,226 @@
+// `kplay db`: look after the per-device kernel database: list/show tuning records, export and
+// import them as JSON, clear, verify (and fix), prune cached binaries, print where it lives.
+// Every subcommand takes --db PATH, which overrides $KPLAY_DB and the default path.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "../database/kernel_database.hpp"
+#include "command.hpp"
+#include "db_report.hpp"
+#include "kplay/error.hpp"
+
+namespace kplay::cli {
+namespace {
+
+double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+class DbCommand : public Command {
+ public:
+  explicit DbCommand(CLI::App& parent) {
+    app_ = parent.add_subcommand("db", "the per-device kernel database: tuning records and cached binaries");
+    app_->require_subcommand(1);
+    add_db_flag(app_);
+    list_ = sub("list", "tuning records: device, kernel, size, best config, GB/s, % of copy, when");
+    show_ = sub("show", "tuning records with every candidate tried and why rejected ones failed");
+    show_->add_option("index", show_index_, "the record's number in `kplay db list` (default: all)");
+    show_->add_option("--act", show_act_, "only records of this activation");
+    show_->add_option("--dtype", show_dtype_, "only records of this element type");
+    export_ = sub("export", "write the tuning records and devices as JSON (no binaries)");
+    export_->add_option("file", export_file_, "output file, or - for stdout")->capture_default_str();
+    import_ = sub("import", "read tuning records from a JSON export; each replaces its counterpart");
+    import_->add_option("file", import_file_, "a file written by `kplay db export`, or - for stdin")->required();
+    clear_ = sub("clear", "remove every tuning record, device and cached binary");
+    path_ = sub("path", "print the database path and whether it is persistent");
+    verify_ = sub("verify", "check the file's integrity and every binary's checksum (exit 1 on problems)");
+    verify_->add_flag("--fix", fix_, "remove the bad entries (exit 0 when that leaves the database clean)");
+    prune_ = sub("prune", "evict least recently used binaries down to a size bound");
+    prune_->add_option("--max-mb", max_mb_, "bound on cached binaries, MiB")->capture_default_str();
+  }
+  CLI::App* app() const override { return app_; }
+
+  int run() override {
+    if (show_->parsed()) return show();
+    if (export_->parsed()) return export_json();
+    if (import_->parsed()) return import_json();
+    if (clear_->parsed()) return clear();
+    if (path_->parsed()) return path();
+    if (verify_->parsed()) return verify();
+    if (prune_->parsed()) return prune();
+    return list();
+  }
+
+ private:
+  CLI::App* sub(const char* name, const char* help) {
+    CLI::App* s = app_->add_subcommand(name, help);
+    add_db_flag(s);
+    return s;
+  }
+  void add_db_flag(CLI::App* a) { a->add_option("--db", db_path_, "database file (default: $KPLAY_DB, else the cache dir)"); }
+
+  std::unique_ptr<KernelDatabase> open() {
+    KernelDatabase::Options o;
+    o.path = db_path_;
+    return std::make_unique<KernelDatabase>(o);
+  }
+
+  int list() {
+    auto db = open();
+    const auto records = db->list_tuning();
+    if (records.empty()) {
+      std::printf("no tuning records in %s\n", db->path().c_str());
+      return kExitOk;
+    }
+    std::printf("%s", list_table(records).c_str());
+    return kExitOk;
+  }
+
+  int show() {
+    Dtype dtype{};
+    if (!show_dtype_.empty()) dtype = parse_dtype(show_dtype_);
+    auto db = open();
+    const auto records = db->list_tuning();
+    if (show_index_ > records.size())
+      throw Error(ErrorCode::invalid_argument, "no tuning record " + std::to_string(show_index_) + " (" +
+                                                   db->path() + " holds " + std::to_string(records.size()) + ")");
+    std::size_t shown = 0;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const TuningRecord& r = records[i];
+      if (show_index_ != 0 && show_index_ != i + 1) continue;
+      if (!show_act_.empty() && r.spec.activation != show_act_) continue;
+      if (!show_dtype_.empty() && r.spec.dtype != dtype) continue;
+      std::printf("%s%s", shown++ ? "\n" : "", record_details(r, i + 1).c_str());
+    }
+    if (shown == 0) std::printf("no matching tuning records in %s\n", db->path().c_str());
+    return kExitOk;
+  }
+
+  int export_json() {
+    auto db = open();
+    const nlohmann::json doc = db->export_json();
+    const std::string text = doc.dump(2) + "\n";
+    const std::size_t count = doc.at("tunings").size();
+    if (export_file_ == "-") {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return kExitOk;
+    }
+    std::ofstream out(export_file_, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw Error(ErrorCode::io_failed, "cannot write " + export_file_);
+    std::printf("exported %zu tuning records to %s\n", count, export_file_.c_str());
+    return kExitOk;
+  }
+
+  int import_json() {
+    std::string text;
+    if (import_file_ == "-") {
+      std::ostringstream ss;
+      ss << std::cin.rdbuf();
+      text = ss.str();
+    } else {
+      std::ifstream in(import_file_, std::ios::binary);
+      if (!in) throw Error(ErrorCode::invalid_argument, "cannot read " + import_file_);
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(ErrorCode::invalid_argument, import_file_ + ": not valid JSON: " + e.what());
+    }
+    auto db = open();
+    if (!db->persistent())
+      throw Error(ErrorCode::io_failed, "not importing: the database " + db->path() + " is not usable (see above)");
+    std::size_t n = 0;
+    try {
+      n = db->import_json(doc);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::invalid_argument) throw;
+      throw Error(ErrorCode::invalid_argument, import_file_ + ": " + e.what());
+    }
+    std::printf("imported %zu tuning records from %s into %s\n", n, import_file_.c_str(), db->path().c_str());
+    return kExitOk;
+  }
+
+  int clear() {
+    auto db = open();
+    const auto before = db->stats();
+    db->clear();
+    std::printf("cleared %s: removed %llu tuning records, %llu devices and %llu binaries (%.1f MiB)\n",
+                db->path().c_str(), static_cast<unsigned long long>(before.tunings),
+                static_cast<unsigned long long>(before.devices), static_cast<unsigned long long>(before.binaries),
+                mib(before.binary_bytes));
+    return kExitOk;
+  }
+
+  int path() {
+    auto db = open();
+    const char* env = std::getenv("KPLAY_DB");
+    const char* source = !db_path_.empty() ? "--db" : env && *env ? "$KPLAY_DB" : "default";
+    std::printf("%s\n", db->path().c_str());
+    std::printf("from: %s\n", source);
+    if (db->persistent()) {
+      const auto s = db->stats();
+      std::printf("persistent: yes (%llu tuning records, %llu binaries, %.1f MiB)\n",
+                  static_cast<unsigned long long>(s.tunings), static_cast<unsigned long long>(s.binaries),
+                  mib(s.binary_bytes));
+    } else {
+      std::printf("persistent: no (running in memory: nothing is kept)\n");
+    }
+    return kExitOk;
+  }
+
+  int verify() {
+    auto db = open();
+    if (!db->persistent() && db->path() != ":memory:") {
+      std::printf("%s: cannot be used (see the warning above); nothing was checked\n", db->path().c_str());
+      return kExitFailed;
+    }
+    auto r = db->verify(fix_);
+    std::printf("%s: checked %llu binaries and %llu tuning records; integrity %s\n", db->path().c_str(),
+                static_cast<unsigned long long>(r.binaries), static_cast<unsigned long long>(r.tunings),
+                r.integrity_ok ? "ok" : "FAILED");
+    for (const auto& p : r.problems) std::printf("  problem: %s\n", p.c_str());
+    const bool problems = !r.integrity_ok || r.bad > 0 || !r.problems.empty();
+    if (!problems) return kExitOk;
+    if (!fix_) {
+      std::printf("%zu problems; `kplay db verify --fix` removes bad entries\n", r.problems.size());
+      return kExitFailed;
+    }
+    const auto after = db->verify(false);
+    const bool clean = after.integrity_ok && after.bad == 0 && after.problems.empty();
+    std::printf("fixed: removed %llu bad entries; the database is %s\n", static_cast<unsigned long long>(r.bad),
+                clean ? "clean now" : "still damaged (`kplay db clear` starts over)");
+    return clean ? kExitOk : kExitFailed;
+  }
+
+  int prune() {
+    if (max_mb_ < 0) throw Error(ErrorCode::invalid_argument, "--max-mb must be >= 0");
+    auto db = open();
+    const std::uint64_t removed = db->prune(static_cast<std::uint64_t>(max_mb_ * (1 << 20)));
+    const auto s = db->stats();
+    std::printf("removed %llu binaries; %llu remain (%.1f MiB) in %s\n", static_cast<unsigned long long>(removed),
+                static_cast<unsigned long long>(s.binaries), mib(s.binary_bytes), db->path().c_str());
+    return kExitOk;
+  }
+
+  CLI::App *app_, *list_, *show_, *export_, *import_, *clear_, *path_, *verify_, *prune_;
+  std::string db_path_;
+  std::size_t show_index_ = 0;
+  std::string show_act_, show_dtype_;
+  std::string export_file_ = "-";
+  std::string import_file_;
+  bool fix_ = false;
+  double max_mb_ = 256;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_db_command(CLI::App& parent) { return std::make_unique<DbCommand>(parent); }
+
+}  // namespace kplay::cli

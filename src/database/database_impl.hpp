@@ -1,0 +1,69 @@
+// Private state of KernelDatabase, shared by its .cpp files: the connection, its mutex, the
+// once-per-problem warnings, and with_db(), which turns a corruption found mid-operation into
+// "move the file aside, start a new one, try again once".
+#pragma once
+#include <mutex>
+#include <set>
+#include <string>
+#include <sys/types.h>
+
+#include "kernel_database.hpp"
+#include "sqlite.hpp"
+
+namespace kplay {
+
+struct KernelDatabase::Impl {
+  Options options;
+  std::string path;         // as resolved from the options
+  bool persistent = false;  // guarded by mutex (recovery may fall back to memory)
+  std::string lock_dir;     // <db dir>/locks
+  ino_t inode = 0;          // of the file opened, to tell whether another process replaced it
+  dev_t device = 0;
+  db::Connection conn;
+  std::mutex mutex;
+  std::mutex warn_mutex;  // warn() is also called outside `mutex` (after a failed operation)
+  std::set<std::string> warned;
+
+  // Each problem (a short tag) is reported once per database object.
+  void warn(const std::string& problem, const std::string& message);
+
+  void open();  // the file, or memory with a warning; never throws
+  void open_file();
+  void open_memory();
+  // The open file is damaged: move it (and its WAL) aside unless another process already did,
+  // then open a new one. Never throws.
+  void recover(const std::string& why);
+
+  // Runs f under the mutex; after a corruption, recovers and runs it once more.
+  template <class F>
+  auto with_db(F&& f) -> decltype(f()) {
+    std::lock_guard<std::mutex> lock(mutex);
+    try {
+      return f();
+    } catch (const db::CorruptDatabase& e) {
+      if (persistent)
+        recover(e.what());
+      else
+        open_memory();
+    }
+    return f();
+  }
+};
+
+namespace db {
+std::int64_t now_unix();
+std::int64_t now_ms();
+std::string checksum(const std::string& bytes);  // FNV-1a 64 hex (hash.hpp)
+// Deletes least recently used binaries (never `keep`) until at most `bound` bytes remain;
+// returns the rows removed. Call inside a transaction.
+std::uint64_t evict_lru(Connection& c, std::uint64_t bound, const std::string& keep);
+// Inserts or replaces; call inside a transaction. Shared by save_tuning and import_json.
+void write_tuning(Connection& c, const TuningRecord& record);
+void write_device(Connection& c, const std::string& fingerprint, const rt::DeviceInfo& info);
+// The canonical spec as stored: forward kernels ignore `saved`, so it is always "input" there.
+KernelSpec canonical(const KernelSpec& spec);
+// Frees the pages of deleted rows and truncates the WAL; best effort.
+void shrink(Connection& c);
+}  // namespace db
+
+}  // namespace kplay

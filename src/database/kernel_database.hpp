@@ -1,0 +1,115 @@
+// The per-device kernel database: one SQLite file (WAL mode) that keeps compiled binaries for the
+// Engine (BinaryStore) and the autotuner's results per device, kernel and problem size, so a
+// later process neither recompiles nor retunes. It is a cache: an unusable file is moved aside
+// or replaced by an in-memory database with one warning, never a failure of the caller.
+//
+// Thread-safe: one connection guarded by a mutex. Several processes may share the file; SQLite
+// serializes writers (busy timeout 10 s) and lock() serializes compiles of one key.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../engine.hpp"
+#include "kplay/types.hpp"
+
+namespace kplay {
+
+struct CandidateResult {  // one configuration the tuner tried
+  KernelConfig config;
+  bool ok = false;  // false: rejected (did not compile, wrong output, ...)
+  double median_ms = 0, spread_ms = 0, gbps = 0;
+  std::string rejection;  // why, when !ok
+};
+
+struct TuningRecord {
+  std::string fingerprint;  // Engine::fingerprint(): device + driver + compiler
+  std::string backend, device_name, arch;
+  KernelSpec spec;
+  std::uint64_t n = 0;  // problem size tuned
+  int size_bucket = 0;  // size_bucket(n); save_tuning recomputes it when n > 0
+  KernelConfig best;
+  double best_ms = 0, best_gbps = 0, copy_gbps = 0;  // copy measured in the same run
+  std::string strategy;
+  std::int64_t created_unix = 0;
+  std::vector<CandidateResult> candidates;
+  std::string match;  // filled by find_tuning: "device" or "architecture"
+};
+
+// round(log2(max(n,1))), so 2^20 and 2^20+5 share a bucket.
+int size_bucket(std::uint64_t n);
+
+class KernelDatabase : public BinaryStore {
+ public:
+  struct Options {
+    std::string path;  // "" = default_path(); ":memory:" = in memory on purpose (no warning)
+    std::uint64_t max_binary_bytes = 256ull << 20;  // LRU bound on cached binaries
+    std::function<void(const std::string&)> warn;   // once per problem; default: stderr
+  };
+
+  // $KPLAY_DB, else $XDG_CACHE_HOME/kplay/kernels.db, else $HOME/.cache/kplay/kernels.db.
+  static std::string default_path();
+
+  // Never throws for an unusable file or directory: it warns and runs in memory instead.
+  explicit KernelDatabase(Options options);
+  ~KernelDatabase() override;
+  KernelDatabase(const KernelDatabase&) = delete;
+  KernelDatabase& operator=(const KernelDatabase&) = delete;
+
+  const std::string& path() const;
+  bool persistent() const;  // false when running in memory
+
+  // BinaryStore. These never throw: a database problem is a warning and a cache miss.
+  bool get(const std::string& key, rt::Binary& out) override;  // checksum mismatch: row dropped, false
+  void put(const std::string& key, const rt::Binary& binary) override;  // then LRU eviction
+  void drop(const std::string& key) override;
+  // flock() on <db dir>/locks/<key>.lock, released when the holder exits or dies; nullptr in memory.
+  std::unique_ptr<KeyLock> lock(const std::string& key) override;
+
+  // Devices and tuning. These throw Error(io_failed) when the database cannot be written.
+  void put_device(const std::string& fingerprint, const rt::DeviceInfo& info);
+  // Replaces the record for (fingerprint, spec, size bucket), candidates included.
+  void save_tuning(const TuningRecord& record);
+  // Nearest size bucket on this device (match "device"), else on any device of the same backend
+  // and arch (match "architecture"), else nullopt.
+  std::optional<TuningRecord> find_tuning(const std::string& fingerprint, const std::string& arch,
+                                          const std::string& backend, const KernelSpec& spec, std::uint64_t n);
+  std::vector<TuningRecord> list_tuning();  // by device, spec and size, candidates included
+
+  // Resumable tuning: candidates saved as they finish under a run key chosen by the tuner.
+  void save_progress(const std::string& run_key, const CandidateResult& c);  // same config: replaced
+  std::vector<CandidateResult> load_progress(const std::string& run_key);    // in the order saved
+  void clear_progress(const std::string& run_key);
+
+  // Maintenance.
+  struct VerifyReport {
+    std::uint64_t binaries = 0, bad = 0, tunings = 0;
+    std::vector<std::string> problems;
+    bool integrity_ok = true;
+  };
+  VerifyReport verify(bool remove_bad);  // PRAGMA integrity_check + every binary's checksum
+  std::uint64_t prune(std::uint64_t max_binary_bytes);  // LRU eviction to the bound; rows removed
+  void clear();  // everything but the schema
+  // Tuning records with candidates, and devices (no binaries), with a format version.
+  nlohmann::json export_json();
+  // Validates the whole document first; throws Error(invalid_argument) naming the bad field.
+  // Returns the number of tuning records imported (each replaces its counterpart).
+  std::size_t import_json(const nlohmann::json& doc);
+
+  struct Stats {
+    std::uint64_t binaries = 0, binary_bytes = 0, tunings = 0, devices = 0;
+  };
+  Stats stats();
+
+  struct Impl;  // src/database/database_impl.hpp
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kplay

@@ -1,0 +1,19 @@
+// Which configuration to use when the caller gives none: the tuned one for the nearest size
+// bucket on this device, else one tuned on another device of the same architecture, else the
+// built-in default. Never tunes implicitly.
+#pragma once
+#include <string>
+
+#include "../database/kernel_database.hpp"
+#include "../engine.hpp"
+
+namespace kplay {
+
+struct ConfigChoice {
+  KernelConfig config;
+  std::string source;  // "tuned on this device for n = 1048576 (2^20)", "built-in default (...)"
+};
+
+ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n);
+
+}  // namespace kplay

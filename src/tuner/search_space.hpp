@@ -1,0 +1,43 @@
+// The tuner's search space, declared as data: the values each knob may take, and the constraints
+// between knobs (each with a name, so a skipped configuration says why). Fast-math is never
+// searched: the tuner must not trade precision for speed behind the user's back.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "../config_validation.hpp"
+#include "kplay/types.hpp"
+
+namespace kplay {
+
+struct GridChoice {
+  GridPolicy policy;
+  int waves;
+};
+
+struct SearchSpace {
+  std::vector<int> vec_bytes = {4, 8, 16};  // vector widths in bytes, so one space fits every dtype
+  std::vector<int> blocks = {64, 128, 256, 512, 1024};
+  std::vector<int> per_thread = {1, 2, 4, 8};
+  std::vector<GridChoice> grids = {{GridPolicy::one_shot, 0}, {GridPolicy::grid_stride, 2},
+                                   {GridPolicy::grid_stride, 8}};
+  std::vector<CacheHint> caches = {CacheHint::normal, CacheHint::streaming};
+
+  // Every configuration that satisfies the constraints for this spec and target, in a fixed order.
+  std::vector<KernelConfig> enumerate(const KernelSpec& spec, const TargetLimits& limits) const;
+  std::string describe() const;  // for the run key and --json
+};
+
+struct Constraint {
+  const char* name;
+  bool (*holds)(const KernelSpec& spec, const KernelConfig& c, const TargetLimits& limits);
+};
+
+// The constraints, in the order they are checked.
+const std::vector<Constraint>& search_constraints();
+
+// Total order used to break ties among equally fast configurations: the simplest first
+// (one-shot, default cache, fewest vectors per thread, widest vector, block nearest 256).
+bool simpler(const KernelConfig& a, const KernelConfig& b);
+
+}  // namespace kplay

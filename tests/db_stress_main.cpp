@@ -1,0 +1,117 @@
+// kplay_db_stress: a second process for the kernel database tests (tests/test_database_reliability.cpp).
+//   stress DB WORKER KEYS     put/get KEYS shared keys, save tunings and progress; exit 0 if all
+//                             reads were consistent and no warning came
+//   hold-lock DB KEY READY MS take lock(KEY), create READY, hold it MS milliseconds, exit 0
+//   write-forever DB READY    write binaries and tunings in a loop until killed; READY after a few
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "database/kernel_database.hpp"
+
+using namespace kplay;
+
+namespace {
+
+bool warned = false;
+
+std::unique_ptr<KernelDatabase> open(const std::string& path) {
+  KernelDatabase::Options o;
+  o.path = path;
+  o.warn = [](const std::string& m) {
+    warned = true;
+    std::fprintf(stderr, "kplay_db_stress: warning: %s\n", m.c_str());
+  };
+  return std::make_unique<KernelDatabase>(o);
+}
+
+rt::Binary binary_for(int key, int worker, std::size_t size) {
+  rt::Binary b;
+  b.format = "cubin";
+  b.bytes.assign(size, static_cast<char>(key * 31 + worker));
+  b.bytes[0] = static_cast<char>(worker);
+  return b;
+}
+
+TuningRecord tuning_for(int i, int worker) {
+  TuningRecord r;
+  r.fingerprint = "fp-stress";
+  r.backend = "cuda";
+  r.device_name = "Stress GPU";
+  r.arch = "sm_90";
+  r.spec.activation = i % 2 ? "selu" : "relu";
+  r.spec.dtype = i % 3 ? Dtype::f32 : Dtype::f16;
+  r.n = 1ull << (10 + i % 8);
+  r.best.block = 64 << (worker % 4);
+  r.best_ms = 0.1 * (i + 1);
+  r.best_gbps = 100.0 + i;
+  r.copy_gbps = 200;
+  r.strategy = "stress";
+  for (int k = 0; k < 5; ++k) {
+    CandidateResult c;
+    c.config.block = 32 << k;
+    c.ok = k != 3;
+    c.median_ms = 0.2 * k;
+    c.rejection = c.ok ? "" : "wrong output";
+    r.candidates.push_back(c);
+  }
+  return r;
+}
+
+int stress(const std::string& path, int worker, int keys) {
+  auto db = open(path);
+  if (!db->persistent()) return 2;
+  int failures = 0;
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < keys; ++i) {
+      const std::string key = "stress-key-" + std::to_string(i);
+      db->put(key, binary_for(i, worker, 512 + (i % 7) * 300));
+      rt::Binary b;
+      // Either worker's version is fine; a torn or missing one is not (nothing is evicted here).
+      if (!db->get(key, b) || b.bytes.size() != 512u + (i % 7) * 300 || b.format != "cubin") ++failures;
+      if (i % 10 == 0) db->save_tuning(tuning_for(i / 10, worker));
+      if (i % 25 == 0) {
+        CandidateResult c;
+        c.config.block = 32 << (i % 5);
+        c.ok = true;
+        db->save_progress("run-" + std::to_string(worker), c);
+      }
+    }
+  db->clear_progress("run-" + std::to_string(worker));
+  if (failures) std::fprintf(stderr, "kplay_db_stress: %d inconsistent reads\n", failures);
+  return failures == 0 && !warned ? 0 : 1;
+}
+
+int hold_lock(const std::string& path, const std::string& key, const std::string& ready, int ms) {
+  auto db = open(path);
+  auto lock = db->lock(key);
+  if (!lock) return 2;
+  std::ofstream(ready) << "held\n";
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return 0;
+}
+
+int write_forever(const std::string& path, const std::string& ready) {
+  auto db = open(path);
+  if (!db->persistent()) return 2;
+  for (long i = 0;; ++i) {
+    db->put("forever-" + std::to_string(i % 300), binary_for(static_cast<int>(i), 1, 4096 + (i % 13) * 1000));
+    if (i % 5 == 0) db->save_tuning(tuning_for(static_cast<int>(i % 40), 1));
+    if (i == 20) std::ofstream(ready) << "writing\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "stress" && argc == 5) return stress(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+  if (mode == "hold-lock" && argc == 6) return hold_lock(argv[2], argv[3], argv[4], std::atoi(argv[5]));
+  if (mode == "write-forever" && argc == 4) return write_forever(argv[2], argv[3]);
+  std::fprintf(stderr, "usage: kplay_db_stress stress DB WORKER KEYS | hold-lock DB KEY READY MS | "
+                       "write-forever DB READY\n");
+  return 64;
+}

@@ -1,0 +1,280 @@
+// The kernel database under trouble: damaged and truncated files, unusable directories, newer or
+// foreign files, concurrent processes, the cross-process compile lock, and SIGKILL mid-write.
+// The second processes are tests/db_stress_main.cpp.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <sys/stat.h>
+
+#include "database/schema.hpp"
+#include "db_test_support.hpp"
+
+using namespace kplay;
+using kplay::test::open_db;
+using kplay::test::TempDir;
+using kplay::test::Warnings;
+
+namespace {
+std::vector<std::string> moved_aside(const TempDir& dir, const std::string& name) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    const std::string f = e.path().filename().string();
+    if (f.rfind(name + ".corrupt-", 0) == 0 && f.find("-wal") == std::string::npos) out.push_back(e.path().string());
+  }
+  return out;
+}
+
+// Put, get, tune and look up: the database works, whatever happened before.
+void check_works(KernelDatabase& db) {
+  db.put("k", test::make_binary("works"));
+  rt::Binary out;
+  CHECK(db.get("k", out));
+  CHECK(out.bytes == test::make_binary("works").bytes);
+  TuningRecord r;
+  r.fingerprint = "fp";
+  r.backend = "cuda";
+  r.arch = "sm_90";
+  r.n = 1 << 20;
+  db.save_tuning(r);
+  CHECK(db.find_tuning("fp", "sm_90", "cuda", KernelSpec{}, 1 << 20));
+  CHECK(db.verify(false).integrity_ok);
+}
+
+void fill(const std::string& path, int binaries) {
+  auto db = open_db(path);
+  for (int i = 0; i < binaries; ++i) db->put("key" + std::to_string(i), test::make_binary("fill", 20000));
+}
+}  // namespace
+
+TEST_CASE("reliability: a file of garbage is moved aside, a new database starts, one warning") {
+  TempDir dir;
+  const std::string path = dir.file("kernels.db");
+  std::string garbage(64 * 1024, '\0');
+  for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 2654435761u >> 13);
+  test::write_file(path, garbage);
+  Warnings w;
+  auto db = open_db(path, &w);
+  CHECK(db->persistent());
+  check_works(*db);
+  CHECK(w.size() == 1);
+  CHECK(w.all().find("moved it to") != std::string::npos);
+  const auto aside = moved_aside(dir, "kernels.db");
+  REQUIRE(aside.size() == 1);
+  CHECK(test::read_file(aside[0]) == garbage);
+  db.reset();
+  Warnings again;
+  auto reopened = open_db(path, &again);  // the new file is fine: no more warnings
+  rt::Binary out;
+  CHECK(reopened->get("k", out));
+  CHECK(again.size() == 0);
+}
+
+TEST_CASE("reliability: a truncated file is moved aside and replaced, one warning") {
+  for (std::uintmax_t keep : {50u, 4096u, 100000u}) {
+    TempDir dir;
+    const std::string path = dir.file("kernels.db");
+    fill(path, 20);
+    REQUIRE(std::filesystem::file_size(path) > 200000);
+    REQUIRE_FALSE(std::filesystem::exists(path + "-wal"));  // the last close checkpointed it
+    std::filesystem::resize_file(path, keep);
+    INFO("truncated to " << keep << " bytes");
+    Warnings w;
+    auto db = open_db(path, &w);
+    CHECK(db->persistent());
+    check_works(*db);
+    rt::Binary out;
+    CHECK_FALSE(db->get("key3", out));
+    CHECK(w.size() == 1);
+    CHECK(moved_aside(dir, "kernels.db").size() == 1);
+  }
+}
+
+TEST_CASE("reliability: damage found while open is recovered from without a crash") {
+  TempDir dir;
+  const std::string path = dir.file("kernels.db");
+  fill(path, 20);
+  Warnings w;
+  auto db = open_db(path, &w);
+  {  // another party scribbles over the middle of the file
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    REQUIRE(f);
+    std::fseek(f, 8192, SEEK_SET);
+    const std::string junk(64 * 1024, '\x5a');
+    std::fwrite(junk.data(), 1, junk.size(), f);
+    std::fclose(f);
+  }
+  rt::Binary out;
+  for (int i = 0; i < 20; ++i) db->get("key" + std::to_string(i), out);  // misses or hits; never throws
+  check_works(*db);
+  CHECK(w.size() <= 2);
+}
+
+TEST_CASE("reliability: a directory that cannot be created means memory, one warning, still working") {
+  TempDir dir;
+  test::write_file(dir.file("file.txt"), "a regular file\n");
+  std::vector<std::string> paths = {dir.file("file.txt/sub/kernels.db")};
+  if (geteuid() != 0) {  // root writes through permissions, so only test chmod as a normal user
+    std::filesystem::create_directory(dir.file("ro"));
+    ::chmod(dir.file("ro").c_str(), 0555);
+    paths.push_back(dir.file("ro/kernels.db"));
+    paths.push_back(dir.file("ro/sub/kernels.db"));
+  }
+  for (const auto& path : paths) {
+    INFO(path);
+    Warnings w;
+    auto db = open_db(path, &w);
+    CHECK_FALSE(db->persistent());
+    CHECK(db->path() == path);
+    check_works(*db);
+    CHECK(db->lock("k") == nullptr);
+    db->put("k2", test::make_binary("again"));
+    CHECK(w.size() == 1);
+    CHECK(w.all().find("without persistence") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+}
+
+TEST_CASE("reliability: an older schema version is upgraded; newer or foreign files are not touched") {
+  TempDir dir;
+  {  // version 0: a plain empty SQLite file
+    db::Connection c(dir.file("old.db"));
+    c.exec("PRAGMA user_version = 0");
+  }
+  Warnings w;
+  {
+    auto db = open_db(dir.file("old.db"), &w);
+    CHECK(db->persistent());
+    check_works(*db);
+  }
+  {
+    db::Connection c(dir.file("old.db"));
+    CHECK(c.query_int("PRAGMA user_version") == db::kSchemaVersion);
+  }
+  CHECK(w.size() == 0);
+
+  const std::string newer = dir.file("newer.db"), foreign = dir.file("foreign.db");
+  {
+    db::Connection c(newer);
+    db::migrate(c);
+    c.exec("PRAGMA user_version = " + std::to_string(db::kSchemaVersion + 1));
+    db::Connection f(foreign);
+    f.exec("CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT)");
+  }
+  for (const auto& [path, message] : {std::pair{newer, "newer kplay"}, std::pair{foreign, "not a kplay database"}}) {
+    const std::string before = test::read_file(path);
+    Warnings ww;
+    {
+      auto db = open_db(path, &ww);
+      CHECK_FALSE(db->persistent());
+      check_works(*db);
+    }
+    CHECK(test::read_file(path) == before);
+    CHECK(ww.size() == 1);
+    CHECK(ww.all().find(message) != std::string::npos);
+    CHECK(moved_aside(dir, std::filesystem::path(path).filename().string()).empty());
+  }
+}
+
+TEST_CASE("reliability: two processes writing the same keys both finish and leave a clean database") {
+  TempDir dir;
+  const std::string path = dir.file("shared/kernels.db");  // both create it at once
+  const pid_t a = test::spawn_stress({"stress", path, "1", "200"});
+  const pid_t b = test::spawn_stress({"stress", path, "2", "200"});
+  CHECK(test::wait_child(a) == 0);
+  CHECK(test::wait_child(b) == 0);
+  Warnings w;
+  auto db = open_db(path, &w);
+  const auto report = db->verify(false);
+  CHECK(report.integrity_ok);
+  CHECK(report.bad == 0);
+  CHECK(report.problems.empty());
+  CHECK(report.binaries == 200);
+  CHECK(report.tunings > 0);
+  CHECK(w.size() == 0);
+}
+
+TEST_CASE("reliability: threads sharing one database object and a second object in one process") {
+  TempDir dir;
+  const std::string path = dir.file("kernels.db");
+  auto one = open_db(path), two = open_db(path);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      KernelDatabase& db = t % 2 ? *one : *two;
+      for (int i = 0; i < 50; ++i) {
+        const std::string key = "t" + std::to_string(i % 20);
+        db.put(key, test::make_binary(key, 700));
+        rt::Binary out;
+        if (!db.get(key, out) || out.bytes != test::make_binary(key, 700).bytes) ++failures;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(failures == 0);
+  CHECK(one->verify(false).problems.empty());
+}
+
+TEST_CASE("reliability: lock(key) waits for another process's lock on the same key") {
+  TempDir dir;
+  const std::string path = dir.file("kernels.db");
+  auto db = open_db(path);
+  const pid_t holder = test::spawn_stress({"hold-lock", path, "key-1", dir.file("ready"), "1500"});
+  REQUIRE(test::wait_for_file(dir.file("ready")));
+  {
+    auto other = db->lock("key-2");  // other keys do not wait
+    CHECK(other != nullptr);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto lock = db->lock("key-1");
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(lock != nullptr);
+  CHECK(waited > 0.3);
+  CHECK(test::wait_child(holder) == 0);
+  lock.reset();
+  std::size_t left = 0;  // released locks leave no files behind
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.file("locks"))) ++left;
+  CHECK(left == 0);
+}
+
+TEST_CASE("reliability: a process SIGKILLed while holding a lock releases it") {
+  TempDir dir;
+  const std::string path = dir.file("kernels.db");
+  auto db = open_db(path);
+  const pid_t holder = test::spawn_stress({"hold-lock", path, "key", dir.file("ready"), "60000"});
+  REQUIRE(test::wait_for_file(dir.file("ready")));
+  std::atomic<bool> got{false};
+  std::thread waiter([&] {
+    auto lock = db->lock("key");
+    got = lock != nullptr;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(got.load());
+  ::kill(holder, SIGKILL);
+  CHECK(test::wait_child(holder) == 128 + SIGKILL);
+  waiter.join();  // returns once the kernel released the dead holder's flock
+  CHECK(got.load());
+}
+
+TEST_CASE("reliability: a process SIGKILLed in the middle of writes leaves a clean database") {
+  TempDir dir;
+  const std::string path = dir.file("kernels.db");
+  for (int round = 0; round < 3; ++round) {
+    std::filesystem::remove(dir.file("ready"));
+    const pid_t writer = test::spawn_stress({"write-forever", path, dir.file("ready")});
+    REQUIRE(test::wait_for_file(dir.file("ready")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + 70 * round));
+    ::kill(writer, SIGKILL);
+    CHECK(test::wait_child(writer) == 128 + SIGKILL);
+  }
+  Warnings w;
+  auto db = open_db(path, &w);
+  CHECK(db->persistent());
+  const auto report = db->verify(false);
+  CHECK(report.integrity_ok);
+  CHECK(report.problems.empty());
+  CHECK(report.binaries > 0);
+  rt::Binary out;
+  CHECK(db->get("forever-0", out));
+  CHECK(w.size() == 0);
+}

@@ -1,0 +1,165 @@
+// The autotuner's logic without a device (search space, strategies, the tie rule), and end to end
+// on OpenCL (PoCL in CI): results are stored, served back, and an interrupted run resumes.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "device_fixture.hpp"
+#include "kplay/error.hpp"
+#include "tuner/config_lookup.hpp"
+#include "tuner/search_space.hpp"
+#include "tuner/strategies.hpp"
+#include "tuner/tuner.hpp"
+
+using namespace kplay;
+
+namespace {
+KernelSpec spec_of(Dtype d) {
+  KernelSpec s;
+  s.dtype = d;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("the search space honours every constraint, per dtype and backend") {
+  SearchSpace space;
+  TargetLimits cuda;
+  const auto f32 = space.enumerate(spec_of(Dtype::f32), cuda);
+  CHECK(f32.size() > 100);
+  std::set<std::string> seen;
+  for (const auto& c : f32) {
+    CHECK(c.vec * 4 <= 16);
+    CHECK(c.per_thread * c.vec * 4 <= 128);
+    CHECK_FALSE(c.fast_math);  // never searched
+    CHECK(seen.insert(to_string(c)).second);  // no duplicates
+  }
+  for (const auto& c : space.enumerate(spec_of(Dtype::f64), cuda)) CHECK(c.vec >= 1);
+  TargetLimits opencl;
+  opencl.backend = "opencl";
+  opencl.cache_hints = false;
+  opencl.max_block = 256;
+  for (const auto& c : space.enumerate(spec_of(Dtype::f32), opencl)) {
+    CHECK(c.cache == CacheHint::normal);
+    CHECK(c.block <= 256);
+  }
+  CHECK(search_constraints().size() >= 4);
+}
+
+TEST_CASE("exhaustive and random strategies: all, or a deterministic budget, then done") {
+  const auto space = SearchSpace{}.enumerate(spec_of(Dtype::f32), TargetLimits{});
+  auto ex = make_strategy("exhaustive", space, 10, 1);
+  auto batch = ex->next({});
+  CHECK(batch.size() == space.size());
+  std::vector<Measurement> all;
+  for (const auto& c : batch) all.push_back({c, true, 1.0});
+  CHECK(ex->next(all).empty());
+
+  auto r1 = make_strategy("random", space, 12, 42)->next({});
+  auto r2 = make_strategy("random", space, 12, 42)->next({});
+  auto r3 = make_strategy("random", space, 12, 43)->next({});
+  CHECK(r1.size() == 12);
+  CHECK(std::equal(r1.begin(), r1.end(), r2.begin()));
+  CHECK_FALSE(std::equal(r1.begin(), r1.end(), r3.begin()));
+  CHECK_THROWS_AS(make_strategy("annealing", space, 10, 1), Error);
+}
+
+TEST_CASE("local search walks one knob at a time to the optimum of a synthetic cost") {
+  const auto space = SearchSpace{}.enumerate(spec_of(Dtype::f32), TargetLimits{});
+  // Cost: best at block 128, per-thread 2, vec 4, one-shot, default cache.
+  auto cost = [](const KernelConfig& c) {
+    double t = 1.0;
+    t += c.block == 128 ? 0 : 0.1 + 0.001 * c.block;
+    t += c.per_thread == 2 ? 0 : 0.05 * c.per_thread;
+    t += c.vec == 4 ? 0 : 0.3;
+    t += c.grid == GridPolicy::one_shot ? 0 : 0.2;
+    t += c.cache == CacheHint::normal ? 0 : 0.01;
+    return t;
+  };
+  auto local = make_strategy("local", space, 200, 1);
+  std::vector<Measurement> h;
+  for (auto batch = local->next(h); !batch.empty(); batch = local->next(h))
+    for (const auto& c : batch) h.push_back({c, true, cost(c)});
+  const auto best = std::min_element(h.begin(), h.end(), [](auto& a, auto& b) { return a.median_ms < b.median_ms; });
+  CHECK(best->config.block == 128);
+  CHECK(best->config.per_thread == 2);
+  CHECK(best->config.vec == 4);
+  CHECK(h.size() < space.size() / 3);  // far fewer measurements than exhaustive
+  CHECK(h.front().config.block == 256);  // it starts from the built-in default
+}
+
+TEST_CASE("the winner is the simplest config within 1 % of the fastest") {
+  std::vector<CandidateResult> c(3);
+  c[0].config.per_thread = 4;  // fastest, but not the simplest
+  c[0].ok = true;
+  c[0].median_ms = 1.000;
+  c[1].config.per_thread = 1;  // within 1 %: wins
+  c[1].ok = true;
+  c[1].median_ms = 1.008;
+  c[2].config.per_thread = 1;
+  c[2].config.block = 128;  // further from 256: loses the tie to c[1]
+  c[2].ok = true;
+  c[2].median_ms = 1.005;
+  CHECK(pick_winner(c).config.per_thread == 1);
+  CHECK(pick_winner(c).config.block == 256);
+  c[1].median_ms = 1.02;  // out of the tie: the faster ones decide
+  c[2].median_ms = 1.03;
+  CHECK(pick_winner(c).config.per_thread == 4);
+  for (auto& r : c) r.ok = false;
+  CHECK_THROWS_AS(pick_winner(c), Error);
+}
+
+TEST_SUITE("opencl") {
+  TEST_CASE("OpenCL: autotune end to end stores a verified winner that kplay then serves") {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    KernelDatabase::Options dbo;
+    dbo.path = ":memory:";
+    KernelDatabase db(dbo);
+    Engine engine(*be, &db);
+    KernelSpec spec;
+    spec.activation = "relu";
+    TuneOptions o;
+    o.n = 50000;
+    o.strategy = "local";
+    o.budget = 5;
+    o.repeats = 3;
+    const TuningRecord rec = tune(engine, db, spec, o);
+    CHECK(rec.candidates.size() == 5);
+    CHECK(rec.best_gbps > 0);
+    CHECK(rec.copy_gbps > 0);
+    for (const auto& c : rec.candidates) CHECK(c.ok);
+    const ConfigChoice choice = choose_config(&db, engine, spec, 60000);
+    CHECK(choice.config == rec.best);
+    CHECK(choice.source.find("tuned on this device") != std::string::npos);
+    KernelSpec other = spec;
+    other.dtype = Dtype::bf16;
+    CHECK(choose_config(&db, engine, other, 60000).source.find("built-in default") != std::string::npos);
+  }
+
+  TEST_CASE("OpenCL: a tuning run interrupted halfway resumes from the candidates already measured") {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    KernelDatabase::Options dbo;
+    dbo.path = ":memory:";
+    KernelDatabase db(dbo);
+    Engine engine(*be, &db);
+    KernelSpec spec;
+    TuneOptions o;
+    o.n = 20000;
+    o.strategy = "random";
+    o.budget = 6;
+    o.repeats = 3;
+    struct Interrupt {};
+    o.progress = [](const TuneProgress& p) {
+      if (p.done == 3) throw Interrupt{};  // as if killed after three candidates
+    };
+    CHECK_THROWS_AS(tune(engine, db, spec, o), Interrupt);
+    std::size_t first_done = SIZE_MAX;
+    o.progress = [&](const TuneProgress& p) {
+      if (first_done == SIZE_MAX) first_done = p.done;
+    };
+    const TuningRecord rec = tune(engine, db, spec, o);
+    CHECK(first_done == 3);  // the three measured before the interruption were not redone
+    CHECK(rec.candidates.size() == 6);
+  }
+}
