@@ -1,0 +1,76 @@
+/* OpenCL prelude (OpenCL C 1.2): maps the dtype chosen by codegen (KP_DTYPE_*) onto a storage
+ * type KP_T (and its name KP_TN, for the kernel's vector types), a compute type KP_C and the
+ * conversions between them, and gives the activation
+ * snippets their math macros, exactly like the CUDA prelude. float16 and bfloat16 are stored as
+ * raw 16-bit words (ushort) and converted explicitly, so neither cl_khr_fp16 nor any vendor
+ * extension is needed; math runs in float32 with one rounding (to nearest even) on store.
+ * float64 needs cl_khr_fp64; the backend offers it only where the device reports it. */
+#define KP_FN static inline
+
+#if KP_DTYPE_F64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define KP_TN double
+typedef double KP_T;
+typedef double KP_C;
+#define KP_LIT(x) x
+#define KP_EXPM1(x) expm1(x)
+#define KP_EXP(x) exp(x)
+#else
+typedef float KP_C;
+#define KP_LIT(x) x##f
+#if KP_FAST_MATH
+/* Opt-in: the native exponential, like CUDA's __expf(x) - 1; loses relative precision for
+ * |x| near 0 (see docs). */
+#define KP_EXPM1(x) (native_exp(x) - 1.0f)
+#define KP_EXP(x) native_exp(x)
+#elif KP_DTYPE_F16 || KP_DTYPE_BF16
+/* As in the CUDA prelude: a result rounded to 16 bits needs float32 math only to ~1e-5, and the
+ * library expm1 would make 16-bit SELU compute-bound. Degree-6 Taylor for |x| < 0.5, the native
+ * exponential elsewhere. */
+KP_FN float kp_expm1_narrow(float x) {
+  float p = 1.0f / 720.0f;
+  p = fma(p, x, 1.0f / 120.0f);
+  p = fma(p, x, 1.0f / 24.0f);
+  p = fma(p, x, 1.0f / 6.0f);
+  p = fma(p, x, 0.5f);
+  p = fma(p, x, 1.0f);
+  return fabs(x) < 0.5f ? p * x : native_exp(x) - 1.0f;
+}
+#define KP_EXPM1(x) kp_expm1_narrow(x)
+#define KP_EXP(x) native_exp(x)
+#else
+#define KP_EXPM1(x) expm1(x)
+#define KP_EXP(x) exp(x)
+#endif
+#endif
+
+#if KP_DTYPE_F32
+#define KP_TN float
+typedef float KP_T;
+KP_FN KP_C kp_to_compute(KP_T v) { return v; }
+KP_FN KP_T kp_to_storage(KP_C v) { return v; }
+#elif KP_DTYPE_F64
+KP_FN KP_C kp_to_compute(KP_T v) { return v; }
+KP_FN KP_T kp_to_storage(KP_C v) { return v; }
+#elif KP_DTYPE_F16
+#define KP_TN ushort
+typedef ushort KP_T;
+/* vload_half / vstore_half_rte are core OpenCL C 1.2 and accept private pointers; NVIDIA
+ * lowers them to cvt.f32.f16 / cvt.rn.f16.f32. NaN stays NaN, overflow rounds to inf. */
+KP_FN KP_C kp_to_compute(KP_T v) { return vload_half(0, (const __private half*)&v); }
+KP_FN KP_T kp_to_storage(KP_C v) {
+  KP_T h;
+  vstore_half_rte(v, 0, (__private half*)&h);
+  return h;
+}
+#elif KP_DTYPE_BF16
+#define KP_TN ushort
+typedef ushort KP_T;
+KP_FN KP_C kp_to_compute(KP_T v) { return as_float((uint)v << 16); }
+KP_FN KP_T kp_to_storage(KP_C v) {
+  uint u = as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* quiet NaN */
+  u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
+  return (ushort)(u >> 16);
+}
+#endif

@@ -1,0 +1,422 @@
+// Kernels launched on OpenCL (PoCL on the CPU where there is no GPU, NVIDIA's driver where there
+// is) and checked element by element against the double reference, plus what is particular to
+// the OpenCL backend: build logs that name template lines, storable binaries, element offsets
+// of cl_mem buffers, 2-D launches with pitches, concurrent launches, profiling-event timing, and
+// backends made from a caller's command queue (the public API's way in).
+// The "opencl" suite runs only where an OpenCL device is present (ctest's "opencl" test;
+// skipped, with the reason, elsewhere); the log-mapping case needs no device.
+#include <doctest/doctest.h>
+
+#ifdef KPLAY_WITH_OPENCL
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <CL/cl.h>
+
+#include "../runtime/opencl/opencl_backend.hpp"
+#include "../runtime/opencl/opencl_program.hpp"
+#include "config_validation.hpp"
+#include "device_checks.hpp"
+#include "host_dtype.hpp"
+#include "kplay/error.hpp"
+#include "temp_templates.hpp"
+
+using namespace kplay;
+
+TEST_CASE("OpenCL build logs: '<kernel>:LINE' locations map back to template files and lines") {
+  const std::string source =
+      "#define KP_VEC 4\n"                        // 1
+      "#line 1 \"opencl/prelude.cl\"\n"           // 2
+      "typedef float KP_C;\n"                     // 3 -> prelude.cl:1
+      "#define KP_FN static inline\n"             // 4 -> prelude.cl:2
+      "#line 1 \"activations/selu.h\"\n"          // 5
+      "/* SELU */\n"                              // 6 -> selu.h:1
+      "KP_FN KP_C kp_act_forward(KP_C x) {\n"     // 7 -> selu.h:2
+      "  return oops;\n";                         // 8 -> selu.h:3
+  const std::string log =
+      "<kernel>:8:10: error: use of undeclared identifier 'oops'\n"
+      "error: <source>:4:1: warning here\n"
+      "<kernel>:1:1: note: before any marker stays as it is\n"
+      "activations/selu.h:3:10: error: already mapped by the driver";
+  const std::string mapped = rt::opencl::map_log_locations(log, source);
+  CHECK(mapped.find("activations/selu.h:3:10: error: use of undeclared identifier 'oops'") != std::string::npos);
+  CHECK(mapped.find("error: opencl/prelude.cl:2:1: warning here") != std::string::npos);
+  CHECK(mapped.find("<kernel>:1:1: note") != std::string::npos);
+  CHECK(mapped.find("activations/selu.h:3:10: error: already mapped") != std::string::npos);
+  CHECK(rt::opencl::first_error_line(mapped) ==
+        "activations/selu.h:3:10: error: use of undeclared identifier 'oops'");
+}
+
+TEST_CASE("OpenCL kernels take element offsets: the element size follows from the entry name") {
+  CHECK(rt::opencl::entry_element_size("kplay_selu_fwd_f32_v4_b256_p1_cd_pm") == 4);
+  CHECK(rt::opencl::entry_element_size("kplay_relu_bwdx_f16_v8_b32_p3_cd_fm") == 2);
+  CHECK(rt::opencl::entry_element_size("kplay_relu_bwdy_bf16_v8_b32_p3_cd_pm") == 2);
+  CHECK(rt::opencl::entry_element_size("kplay_selu_fwd_f64_v2_b1024_p16_cd_pm") == 8);
+  CHECK_THROWS_AS(rt::opencl::entry_element_size("my_kernel"), Error);
+}
+
+TEST_SUITE("opencl") {
+  namespace {
+  rt::Backend& opencl_backend() {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    return *be;
+  }
+
+  // A BinaryStore in memory: what the kernel database does, without the database.
+  class MemoryStore : public BinaryStore {
+   public:
+    bool get(const std::string& key, rt::Binary& out) override {
+      std::lock_guard<std::mutex> lock(m_);
+      auto it = binaries.find(key);
+      if (it == binaries.end()) return false;
+      out = it->second;
+      return true;
+    }
+    void put(const std::string& key, const rt::Binary& b) override {
+      std::lock_guard<std::mutex> lock(m_);
+      binaries[key] = b;
+    }
+    void drop(const std::string& key) override {
+      std::lock_guard<std::mutex> lock(m_);
+      binaries.erase(key);
+      ++drops;
+    }
+    std::unique_ptr<KeyLock> lock(const std::string&) override { return nullptr; }
+    std::map<std::string, rt::Binary> binaries;
+    int drops = 0;
+
+   private:
+    std::mutex m_;
+  };
+
+  int run_cli(const std::string& args, std::string& output) {
+    const char* cli = std::getenv("KPLAY_CLI");
+    const std::string cmd = std::string(cli && *cli ? cli : KPLAY_CLI_PATH) + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[4096];
+    for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) output.append(buf, n);
+    const int raw = pclose(p);
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  }
+  }  // namespace
+
+  TEST_CASE("OpenCL: every activation, direction, dtype, size, tail, offset and in-place matches the reference") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    const std::vector<Dtype>& dtypes = be.limits().dtypes;  // float64 only with cl_khr_fp64
+    const bool f64 = std::find(dtypes.begin(), dtypes.end(), Dtype::f64) != dtypes.end();
+    MESSAGE("OpenCL device " << be.info().name << ": " << dtypes.size() << " dtypes"
+                             << std::string(f64 ? "" : " (no cl_khr_fp64: float64 not offered)"));
+    test::check_backend_kernels(engine, dtypes);
+  }
+
+  TEST_CASE("OpenCL: every knob value gives the same, correct result") {
+    Engine engine(opencl_backend());
+    test::check_backend_knobs(engine);
+  }
+
+  TEST_CASE("OpenCL: every vector width of every dtype, aligned and misaligned, matches the reference") {
+    // The shared matrix uses the widest vector; the knob test varies it for float32 only. Here
+    // every width of every dtype, since each maps to its own OpenCL vector type (ushort2,
+    // double2, ...).
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    for (Dtype dtype : be.limits().dtypes)
+      for (int vec = 1; vec * static_cast<int>(dtype_size(dtype)) <= 16; vec *= 2)
+        for (int dir = 0; dir < 2; ++dir) {
+          KernelSpec s;
+          s.dtype = dtype;
+          s.direction = dir ? Direction::backward : Direction::forward;
+          s.saved = Saved::output;
+          KernelConfig c;
+          c.vec = vec;
+          c.per_thread = 2;
+          for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{1}}) {
+            ProblemShape shape;
+            shape.n = 1031;
+            shape.in_offset = off;
+            KPLAY_CHECK_PROBLEM(engine, s, c, shape);
+          }
+        }
+  }
+
+  TEST_CASE("OpenCL: fast-math is measurably less precise, and its error is visible") {
+    Engine engine(opencl_backend());
+    KernelSpec s;
+    KernelConfig c;
+    c.fast_math = true;
+    ProblemShape shape;
+    shape.n = 100000;
+    const ErrorStats e = test::run_problem(engine, s, c, shape);
+    MESSAGE("fast-math SELU float32 on OpenCL: " << e.summary());
+    CHECK(e.max_rel_error > tolerance(Dtype::f32));  // native_exp(x)-1 loses precision near 0
+  }
+
+  TEST_CASE("OpenCL: a second prepare of the same kernel is served from the in-process cache") {
+    Engine engine(opencl_backend());
+    KernelSpec s;
+    auto a = engine.prepare(s, {});
+    auto b = engine.prepare(s, {});
+    CHECK(a.get() == b.get());
+  }
+
+  TEST_CASE("OpenCL: a build error names the template file and line, and carries the options") {
+    rt::Backend& be = opencl_backend();
+    test::TempTemplates dir;
+    const std::string broken = template_text("activations/selu.h") + "\nthis is not C;\n";
+    dir.write("activations/selu.h", broken);
+    Engine engine(be);
+    KernelSpec s;
+    try {
+      engine.prepare(s, {});
+      FAIL("building a broken template succeeded");
+    } catch (const Error& e) {
+      INFO(e.describe());
+      CHECK(e.code() == ErrorCode::compile_failed);
+      CHECK(std::string(e.what()).find("OpenCL build failed for kplay_selu_fwd_f32") != std::string::npos);
+      CHECK(std::string(e.what()).find("activations/selu.h:") != std::string::npos);
+      const auto line = std::count(broken.begin(), broken.end(), '\n');  // the added line's number
+      CHECK(e.log().find("activations/selu.h:" + std::to_string(line) + ":") != std::string::npos);
+      CHECK(e.options().find("-cl-std=CL1.2") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("OpenCL: --cache streaming is refused with a message, by the backend and by the CLI") {
+    rt::Backend& be = opencl_backend();
+    CHECK_FALSE(be.limits().cache_hints);
+    Engine engine(be);
+    KernelSpec s;
+    KernelConfig c;
+    c.cache = CacheHint::streaming;
+    try {
+      engine.prepare(s, c);
+      FAIL("--cache streaming was accepted on OpenCL");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::invalid_config);
+      CHECK(std::string(e.what()).find("--cache streaming") != std::string::npos);
+      CHECK(std::string(e.what()).find("opencl") != std::string::npos);
+    }
+    std::string output;
+    const int status = run_cli("run --backend opencl --act selu --n 1000 --cache streaming", output);
+    INFO(output);
+    CHECK(status == 2);
+    CHECK(output.find("--cache streaming") != std::string::npos);
+  }
+
+  TEST_CASE("OpenCL: a stored binary loads back and computes the same; a corrupt one is refused and rebuilt") {
+    rt::Backend& be = opencl_backend();
+    KernelSpec s;
+    s.activation = "relu";
+    s.direction = Direction::backward;
+    MemoryStore store;
+    {
+      Engine first(be, &store);
+      auto k = first.prepare(s, {});
+      CHECK(k->origin == "compiled");
+      CHECK(k->binary_format == "opencl-binary");
+      CHECK(k->binary_bytes > 0);
+      REQUIRE(store.binaries.size() == 1);
+    }
+    Engine second(be, &store);
+    auto k = second.prepare(s, {});
+    CHECK(k->origin == "binary store");
+    ProblemShape shape;
+    shape.n = 4099;
+    shape.in_offset = 1;
+    KPLAY_CHECK_PROBLEM(second, s, KernelConfig{}, shape);
+
+    // Directly: compile -> Binary (copied, as a store would) -> load -> launch.
+    const RenderedKernel r = render_kernel(s, resolve_config(s, {}, be.limits()), be.dialect());
+    const rt::Binary fresh = be.compile(r);
+    rt::Binary copy;
+    copy.format = fresh.format;
+    copy.bytes = std::string(fresh.bytes.begin(), fresh.bytes.end());
+    PreparedKernel pk;
+    pk.spec = s;
+    pk.config = resolve_config(s, {}, be.limits());
+    pk.rendered = r;
+    pk.loaded = be.load(copy, r.entry);
+    Problem p(be, s, shape);
+    second.launch_flat(pk, p.out(), p.in0(), p.in1(), shape.n);
+    be.synchronize();
+    const ErrorStats e = p.verify(false);
+    INFO(e.summary());
+    CHECK(e.mismatches == 0);
+    CHECK(e.checked == shape.n);
+
+    // A corrupt binary: load refuses it, and the engine drops it and compiles instead.
+    rt::Binary junk = copy;
+    junk.bytes = std::string(512, '\x5a');
+    try {
+      be.load(junk, r.entry);
+      FAIL("a corrupt binary loaded");
+    } catch (const Error& err) {
+      CHECK(err.code() == ErrorCode::runtime_failed);
+    }
+    rt::Binary cubin = copy;
+    cubin.format = "cubin";
+    CHECK_THROWS_AS(be.load(cubin, r.entry), Error);
+    for (auto& kv : store.binaries) kv.second.bytes = junk.bytes;
+    Engine third(be, &store);
+    CHECK(third.prepare(s, {})->origin == "compiled");
+    CHECK(store.drops == 1);
+  }
+
+  TEST_CASE("OpenCL: 2-D launches honour row pitches and element offsets, and write nothing between rows") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    for (Dtype dtype : {Dtype::f32, Dtype::f16}) {
+      KernelSpec s;
+      s.dtype = dtype;
+      s.direction = Direction::backward;
+      s.saved = Saved::output;
+      const std::uint64_t rows = 7, cols = 1001, ld_in = 1003, ld_out = 1010, off = 3;
+      const std::size_t es = dtype_size(dtype);
+      auto k = engine.prepare(s, {});
+      ReferenceProblem ref(s, test::fresh_seed());
+      std::vector<unsigned char> g(rows * ld_in * es), y(rows * ld_in * es), out((off + rows * ld_out) * es, 0xCD);
+      for (std::uint64_t r = 0; r < rows; ++r)
+        for (std::uint64_t c = 0; c < cols; ++c) {
+          store_element(dtype, g.data(), r * ld_in + c, ref.in0(r * cols + c));
+          store_element(dtype, y.data(), r * ld_in + c, ref.in1(r * cols + c));
+        }
+      rt::DeviceBuffer bg(be, g.size()), by(be, y.size()), bo(be, out.size());
+      be.upload(bg.ptr(), g.data(), g.size());
+      be.upload(by.ptr(), y.data(), y.size());
+      be.upload(bo.ptr(), out.data(), out.size());
+      rt::KernelArgs a;
+      a.out = bo.ptr().at(off * es);
+      a.in0 = bg.ptr();
+      a.in1 = by.ptr();
+      a.rows = rows;
+      a.cols = cols;
+      a.ld_out = ld_out;
+      a.ld_in0 = a.ld_in1 = ld_in;
+      engine.launch(*k, a);
+      be.download(out.data(), bo.ptr(), out.size());
+      ErrorStats e(dtype);
+      std::uint64_t touched = 0;
+      for (std::uint64_t i = 0; i < off + rows * ld_out; ++i) {
+        const bool inside = i >= off && (i - off) % ld_out < cols;
+        if (inside) {
+          const std::uint64_t r = (i - off) / ld_out, c = (i - off) % ld_out;
+          e.add(r * cols + c, load_element(dtype, out.data(), i), ref.expected(r * cols + c),
+                ref.error_scale(r * cols + c));
+        } else {
+          for (std::size_t b = 0; b < es; ++b) touched += out[i * es + b] != 0xCD;
+        }
+      }
+      INFO(to_string(s) << ": " << e.summary());
+      CHECK(e.mismatches == 0);
+      CHECK(e.checked == rows * cols);
+      CHECK(touched == 0);
+    }
+  }
+
+  TEST_CASE("OpenCL: launches of one kernel from several threads do not mix up their arguments") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    KernelSpec s;
+    auto k = engine.prepare(s, {});
+    constexpr int kThreads = 4, kRounds = 12;
+    std::vector<std::unique_ptr<Problem>> problems;
+    for (int t = 0; t < kThreads; ++t) {
+      ProblemShape shape;
+      shape.n = 3001 + 2 * t;
+      shape.out_offset = t;
+      shape.seed = test::fresh_seed();
+      problems.push_back(std::make_unique<Problem>(be, s, shape));
+    }
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        const Problem& p = *problems[t];
+        for (int i = 0; i < kRounds; ++i) engine.launch_flat(*k, p.out(), p.in0(), p.in1(), p.shape().n);
+      });
+    for (auto& th : threads) th.join();
+    be.synchronize();
+    for (const auto& p : problems) {
+      const ErrorStats e = p->verify(false);
+      INFO(e.summary());
+      CHECK(e.mismatches == 0);
+    }
+  }
+
+  TEST_CASE("OpenCL: time_ms measures the enqueued commands with profiling events") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    KernelSpec s;
+    auto k = engine.prepare(s, {});
+    ProblemShape shape;
+    shape.n = 1 << 20;
+    shape.seed = test::fresh_seed();
+    Problem p(be, s, shape);
+    const double one = be.time_ms([&] { engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n); });
+    const double three = be.time_ms([&] {
+      for (int i = 0; i < 3; ++i) engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n);
+    });
+    MESSAGE("SELU over 2^20 float32 on " << be.info().name << ": " << one << " ms once, " << three << " ms three times");
+    CHECK(one > 0);
+    CHECK(three > one);  // from the start of the first command to the end of the last
+    CHECK(be.time_ms([] {}) == 0);
+    rt::DeviceBuffer copy(be, shape.n * 4);
+    CHECK(be.time_ms([&] { be.copy(copy.ptr(), p.in0(), shape.n * 4); }) > 0);
+  }
+
+  TEST_CASE("OpenCL: a backend made from the caller's queue uses the caller's context, buffers and queue") {
+    rt::Backend& shared = opencl_backend();  // only to know that a device is there
+    (void)shared;
+    cl_platform_id platform = nullptr;
+    cl_device_id device = nullptr;
+    REQUIRE(clGetPlatformIDs(1, &platform, nullptr) == CL_SUCCESS);
+    REQUIRE(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, nullptr) == CL_SUCCESS);
+    cl_int status = CL_SUCCESS;
+    cl_context context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &status);
+    REQUIRE(status == CL_SUCCESS);
+    cl_command_queue queue = clCreateCommandQueue(context, device, 0, &status);
+    cl_command_queue other = clCreateCommandQueue(context, device, 0, &status);
+    REQUIRE(status == CL_SUCCESS);
+
+    const std::string id = rt::opencl::queue_identity(queue);
+    CHECK(id.rfind("opencl:", 0) == 0);
+    CHECK(rt::opencl::queue_identity(other) == id);  // one engine per context and device
+    CHECK_THROWS_AS(rt::opencl::queue_identity(nullptr), Error);
+
+    const std::size_t n = 5003;
+    KernelSpec s;
+    ReferenceProblem ref(s, test::fresh_seed());
+    std::vector<float> in(n), out(n, -1.0f);
+    for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<float>(ref.in0(i));
+    cl_mem bin = clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * 4, in.data(), &status);
+    cl_mem bout = clCreateBuffer(context, CL_MEM_READ_WRITE, n * 4, nullptr, &status);
+    REQUIRE(status == CL_SUCCESS);
+    {
+      std::unique_ptr<rt::Backend> be = rt::opencl::make_opencl_backend_for_queue(queue);
+      Engine engine(*be);
+      auto k = engine.prepare(s, {});
+      auto handle = [](cl_mem m) { return rt::DevicePtr{reinterpret_cast<std::uintptr_t>(m), 0}; };
+      engine.launch_flat(*k, handle(bout), handle(bin), handle(bin), n, queue);
+      REQUIRE(clEnqueueReadBuffer(queue, bout, CL_TRUE, 0, n * 4, out.data(), 0, nullptr, nullptr) == CL_SUCCESS);
+    }  // the backend goes first: it retained the context, so the caller's release below is the last
+    ErrorStats e(Dtype::f32);
+    for (std::size_t i = 0; i < n; ++i) e.add(i, out[i], ref.expected(i), ref.error_scale(i));
+    INFO(e.summary());
+    CHECK(e.mismatches == 0);
+    clReleaseMemObject(bin);
+    clReleaseMemObject(bout);
+    clReleaseCommandQueue(other);
+    clReleaseCommandQueue(queue);
+    clReleaseContext(context);
+  }
+}
+#endif
