@@ -33,7 +33,7 @@ inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const Kern
     const auto kplay_stats = ::kplay::test::run_problem(engine, spec, config, shape);               \
     INFO(::kplay::to_string(spec) << " | " << ::kplay::to_string(config) << " | n=" << (shape).n      \
                                   << " in+" << (shape).in_offset << " out+" << (shape).out_offset  \
-                                  << ((shape).in_place ? " in-place" : "") << " | " << kplay_stats.summary()); \
+                                  << std::string((shape).in_place ? " in-place" : "") << " | " << kplay_stats.summary()); \
     CHECK(kplay_stats.mismatches == 0);                                                             \
     CHECK(kplay_stats.checked == (shape).n);                                                        \
   } while (0)
