@@ -13,6 +13,12 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 [[noreturn]] void refuse(const std::string& msg) { throw Error(ErrorCode::invalid_config, msg); }
 }  // namespace
 
+KernelConfig default_config(const KernelSpec& spec) {
+  KernelConfig c;
+  c.per_thread = dtype_size(spec.dtype) == 2 ? 4 : 1;
+  return c;
+}
+
 KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config,
                             const TargetLimits& limits) {
   const Activation& act = find_activation(spec.activation);

@@ -64,3 +64,11 @@ TEST_CASE("unknown activations are refused before anything else") {
   s.activation = "swish";
   CHECK_THROWS_WITH_AS(resolve_config(s, {}, TargetLimits{}), doctest::Contains("unknown activation 'swish'"), Error);
 }
+
+TEST_CASE("the built-in default: one vector per thread, four for 16-bit types") {
+  CHECK(default_config(selu(Dtype::f32)).per_thread == 1);
+  CHECK(default_config(selu(Dtype::f64)).per_thread == 1);
+  CHECK(default_config(selu(Dtype::f16)).per_thread == 4);
+  CHECK(default_config(selu(Dtype::bf16)).per_thread == 4);
+  CHECK(default_config(selu(Dtype::bf16)).block == 256);
+}

@@ -1,10 +1,13 @@
 // Config fallback device -> architecture -> default; see config_lookup.hpp.
 #include "config_lookup.hpp"
 
+#include "../config_validation.hpp"
+
 namespace kplay {
 
 ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n) {
   ConfigChoice choice;
+  choice.config = default_config(spec);
   if (db) {
     const rt::DeviceInfo& dev = engine.backend().info();
     if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, spec, n)) {

@@ -204,12 +204,19 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
     if (r.ok && (!fastest || r.median_ms < fastest->median_ms)) fastest = &r;
   if (!fastest) throw Error(ErrorCode::verification_failed, "no candidate of " + to_string(spec) + " produced correct output");
   const double noise = std::max(0.02, 2.0 * fastest->spread_ms / fastest->median_ms);
-  std::vector<CandidateResult> contenders;
+  // The top of the landscape is often flat (dozens of configs within 1 %), so which few are
+  // fastest is noise. Re-measuring the 4 fastest plus the 20 simplest within the noise window
+  // lets the tie rule see the same simple candidates in every run.
+  std::vector<CandidateResult> window;
   for (const auto& r : results)
-    if (r.ok && r.median_ms <= fastest->median_ms * (1.0 + noise)) contenders.push_back(r);
-  std::sort(contenders.begin(), contenders.end(),
+    if (r.ok && r.median_ms <= fastest->median_ms * (1.0 + noise)) window.push_back(r);
+  std::sort(window.begin(), window.end(),
             [](const CandidateResult& a, const CandidateResult& b) { return a.median_ms < b.median_ms; });
-  if (contenders.size() > 8) contenders.resize(8);
+  std::vector<CandidateResult> contenders(window.begin(), window.begin() + std::min<std::size_t>(4, window.size()));
+  std::vector<CandidateResult> rest(window.begin() + static_cast<std::ptrdiff_t>(contenders.size()), window.end());
+  std::stable_sort(rest.begin(), rest.end(),
+                   [](const CandidateResult& a, const CandidateResult& b) { return simpler(a.config, b.config); });
+  for (std::size_t i = 0; i < rest.size() && i < 20; ++i) contenders.push_back(rest[i]);
   progress.phase = "re-measure";
   report(0);
   {
