@@ -8,6 +8,8 @@ OUT=${2:-${OUT:-/tmp/kplay-gpu}}
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
 export KPLAY_CLI="$BIN/kplay"
+export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # libkplay.so for the C example
+export KPLAY_DB="$OUT/default.db"  # never the machine's cache dir
 SHAPE=${KPLAY_SHAPE:-4096x393216}
 summary="$OUT/summary.txt"
 : >"$summary"
@@ -56,11 +58,15 @@ run_logged fwd_f64 "$BIN/kplay" run --no-db --act selu,relu --dtype f64 --shape 
 # Issue 3: tune, then serve from the database; a new process's first call vs a cold compile.
 DB="$OUT/kernels.db"
 rm -f "$DB"*
-run_logged tune_full /usr/bin/time -v "$BIN/kplay" autotune --db "$DB" --act selu,relu --shape "$SHAPE"
+run_logged tune_full "$BIN/kplay" autotune --db "$DB" --act selu,relu --shape "$SHAPE"
 run_logged tune_2e20 "$BIN/kplay" autotune --db "$DB" --act selu,relu --n 2^20
 run_logged tune_2e24 "$BIN/kplay" autotune --db "$DB" --act selu,relu --n 2^24
 run_logged tune_repeat "$BIN/kplay" autotune --db "$DB" --act selu --shape "$SHAPE" --no-resume
 run_logged run_tuned "$BIN/kplay" run --db "$DB" --act selu,relu --shape "$SHAPE"
+run_logged tune_f16 "$BIN/kplay" autotune --db "$DB" --act selu --dtype f16 --shape "$SHAPE"
+run_logged tune_bf16 "$BIN/kplay" autotune --db "$DB" --act selu --dtype bf16 --shape "$SHAPE"
+run_logged run_tuned_16 "$BIN/kplay" run --db "$DB" --act selu --dtype f16 --shape "$SHAPE"
+run_logged run_tuned_bf16 "$BIN/kplay" run --db "$DB" --act selu --dtype bf16 --shape "$SHAPE"
 rm -f "$OUT/cold.db"*
 run_logged start_cold "$BIN/kplay" run --db "$OUT/cold.db" --act selu --n 2^20 --repeat 3
 run_logged start_warm "$BIN/kplay" run --db "$OUT/cold.db" --act selu --n 2^20 --repeat 3

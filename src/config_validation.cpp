@@ -16,6 +16,7 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 KernelConfig default_config(const KernelSpec& spec) {
   KernelConfig c;
   c.per_thread = dtype_size(spec.dtype) == 2 ? 4 : 1;
+  if (spec.dtype == Dtype::f32) c.block = 128;
   return c;
 }
 

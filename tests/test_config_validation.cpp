@@ -65,7 +65,9 @@ TEST_CASE("unknown activations are refused before anything else") {
   CHECK_THROWS_WITH_AS(resolve_config(s, {}, TargetLimits{}), doctest::Contains("unknown activation 'swish'"), Error);
 }
 
-TEST_CASE("the built-in default: one vector per thread, four for 16-bit types") {
+TEST_CASE("the built-in default: one vector per thread, four for 16-bit types; float32 blocks of 128") {
+  CHECK(default_config(selu(Dtype::f32)).block == 128);
+  CHECK(default_config(selu(Dtype::f64)).block == 256);
   CHECK(default_config(selu(Dtype::f32)).per_thread == 1);
   CHECK(default_config(selu(Dtype::f64)).per_thread == 1);
   CHECK(default_config(selu(Dtype::f16)).per_thread == 4);
