@@ -76,6 +76,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);
+  append_file(os, "common/narrow_math.h");
   append_file(os, act.snippet);
   append_file(os, dialect.kernel);
   k.source = os.str();

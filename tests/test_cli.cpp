@@ -1,34 +1,14 @@
 // The kplay command line on bad input: a clear message and a non-zero status, never a crash.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
+#include "cli_runner.hpp"
 #include "device_fixture.hpp"
 
 namespace {
-struct Result {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_kplay(const std::string& args) {
-  Result r;
-  // KPLAY_CLI overrides the build-time path, for running a copied test binary elsewhere.
-  const char* cli = std::getenv("KPLAY_CLI");
-  const std::string cmd = std::string(cli && *cli ? cli : KPLAY_CLI_PATH) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  return r;
-}
+using Result = kplay::test::CliResult;
+Result run_kplay(const std::string& args) { return kplay::test::run_cli(args); }
 }  // namespace
 
 TEST_CASE("kplay: bad input gets a message and exit status 2") {

@@ -2,11 +2,10 @@
 // database, and bad imports refused with exit status 2 and the reason.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <string>
 
+#include "cli_runner.hpp"
 #include "database/sqlite.hpp"
 #include "db_test_support.hpp"
 
@@ -14,26 +13,14 @@ using namespace kplay;
 using kplay::test::TempDir;
 
 namespace {
-struct Result {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = test::CliResult;
 
 // `env` is prefixed to the command line, e.g. "KPLAY_DB=/tmp/x.db".
 Result kplay_db(const std::string& args, const std::string& env = "env -u KPLAY_DB") {
-  Result r;
-  const std::string cmd = env + " " + KPLAY_CLI_PATH + " db " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  return r;
+  return test::run_cli("db " + args, env);
 }
 
-bool has(const Result& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
+bool has(const Result& r, const std::string& text) { return r.has(text); }
 
 void seed(const std::string& path) {
   auto db = test::open_db(path);

@@ -3,6 +3,10 @@
  * math macros. float16 and bfloat16 are stored as raw 16-bit words and converted explicitly, so
  * no CUDA header is needed and math runs in float32 with one rounding on store. */
 #define KP_FN static __device__ __forceinline__
+/* For templates/common/narrow_math.h. */
+#define KP_FMAF(a, b, c) fmaf(a, b, c)
+#define KP_FABSF(x) fabsf(x)
+#define KP_HW_EXPF(x) __expf(x)
 
 #if KP_DTYPE_F64
 typedef double KP_T;
@@ -16,22 +20,6 @@ typedef float KP_C;
 #if KP_FAST_MATH
 /* Opt-in: the hardware exponential; loses relative precision for |x| near 0 (see docs). */
 #define KP_EXPM1(x) (__expf(x) - 1.0f)
-#define KP_EXP(x) __expf(x)
-#elif KP_DTYPE_F16 || KP_DTYPE_BF16
-/* A result rounded to 16 bits needs the float32 math only to ~1e-5 relative (half an ulp of
- * float16 is 4.9e-4), and the library expm1f would make 16-bit SELU compute-bound (8 elements
- * per 16 bytes). So: a degree-6 Taylor polynomial for |x| < 0.5 (truncation <= 4e-6 relative,
- * precise near 0 where exp(x)-1 is not), the hardware exponential elsewhere. */
-KP_FN float kp_expm1_narrow(float x) {
-  float p = 1.0f / 720.0f;
-  p = fmaf(p, x, 1.0f / 120.0f);
-  p = fmaf(p, x, 1.0f / 24.0f);
-  p = fmaf(p, x, 1.0f / 6.0f);
-  p = fmaf(p, x, 0.5f);
-  p = fmaf(p, x, 1.0f);
-  return fabsf(x) < 0.5f ? p * x : __expf(x) - 1.0f;
-}
-#define KP_EXPM1(x) kp_expm1_narrow(x)
 #define KP_EXP(x) __expf(x)
 #else
 #define KP_EXPM1(x) expm1f(x)

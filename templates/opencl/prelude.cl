@@ -6,6 +6,10 @@
  * extension is needed; math runs in float32 with one rounding (to nearest even) on store.
  * float64 needs cl_khr_fp64; the backend offers it only where the device reports it. */
 #define KP_FN static inline
+/* For templates/common/narrow_math.h. */
+#define KP_FMAF(a, b, c) fma(a, b, c)
+#define KP_FABSF(x) fabs(x)
+#define KP_HW_EXPF(x) native_exp(x)
 
 #if KP_DTYPE_F64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -22,21 +26,6 @@ typedef float KP_C;
 /* Opt-in: the native exponential, like CUDA's __expf(x) - 1; loses relative precision for
  * |x| near 0 (see docs). */
 #define KP_EXPM1(x) (native_exp(x) - 1.0f)
-#define KP_EXP(x) native_exp(x)
-#elif KP_DTYPE_F16 || KP_DTYPE_BF16
-/* As in the CUDA prelude: a result rounded to 16 bits needs float32 math only to ~1e-5, and the
- * library expm1 would make 16-bit SELU compute-bound. Degree-6 Taylor for |x| < 0.5, the native
- * exponential elsewhere. */
-KP_FN float kp_expm1_narrow(float x) {
-  float p = 1.0f / 720.0f;
-  p = fma(p, x, 1.0f / 120.0f);
-  p = fma(p, x, 1.0f / 24.0f);
-  p = fma(p, x, 1.0f / 6.0f);
-  p = fma(p, x, 0.5f);
-  p = fma(p, x, 1.0f);
-  return fabs(x) < 0.5f ? p * x : native_exp(x) - 1.0f;
-}
-#define KP_EXPM1(x) kp_expm1_narrow(x)
 #define KP_EXP(x) native_exp(x)
 #else
 #define KP_EXPM1(x) expm1(x)

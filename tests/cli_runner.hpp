@@ -1,0 +1,36 @@
+// Runs the kplay command line as a user would, for the CLI tests: output (stdout and stderr
+// together) and exit status. KPLAY_CLI overrides the build-time path of the binary, for running
+// a copied test binary on another machine.
+#pragma once
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace kplay::test {
+
+struct CliResult {
+  int status = -1;
+  std::string output;
+  bool has(const std::string& text) const { return output.find(text) != std::string::npos; }
+};
+
+// `env` is put before the command, e.g. "KPLAY_DB=/tmp/x.db" or "env -u KPLAY_DB".
+inline CliResult run_cli(const std::string& args, const std::string& env = "") {
+  const char* cli = std::getenv("KPLAY_CLI");
+  const std::string cmd =
+      env + (env.empty() ? "" : " ") + std::string(cli && *cli ? cli : KPLAY_CLI_PATH) + " " + args + " 2>&1";
+  CliResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int raw = pclose(p);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  return r;
+}
+
+}  // namespace kplay::test
