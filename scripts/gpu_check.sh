@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # All GPU checks and benchmarks of one device session, in one call (see docs/benchmarks.md).
 # Usage on the GPU machine: scripts/gpu_check.sh BIN_DIR [OUT_DIR]
-#   BIN_DIR holds kplay and kplay_tests built elsewhere; OUT_DIR receives the logs.
+#   BIN_DIR holds kplay, kplay_tests, kplay_db_stress, kplay_c_example and libkplay.so built
+#   elsewhere; OUT_DIR receives the logs (everything packed into logs.tgz).
 set -uo pipefail
 BIN=${1:?usage: gpu_check.sh BIN_DIR [OUT_DIR]}
 OUT=${2:-${OUT:-/tmp/kplay-gpu}}
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
 export KPLAY_CLI="$BIN/kplay"
+export KPLAY_DB_STRESS="$BIN/kplay_db_stress"  # the database tests' second process
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # libkplay.so for the C example
 export KPLAY_DB="$OUT/default.db"  # never the machine's cache dir
 SHAPE=${KPLAY_SHAPE:-4096x393216}

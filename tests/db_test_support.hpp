@@ -90,9 +90,11 @@ inline std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Starts kplay_db_stress with `args`; returns the child's pid.
+// Starts kplay_db_stress with `args`; returns the child's pid. KPLAY_DB_STRESS overrides the
+// build-time path, for running a copied test binary on another machine.
 inline pid_t spawn_stress(const std::vector<std::string>& args) {
-  std::vector<std::string> all = {KPLAY_DB_STRESS_PATH};
+  const char* override_path = std::getenv("KPLAY_DB_STRESS");
+  std::vector<std::string> all = {override_path && *override_path ? override_path : KPLAY_DB_STRESS_PATH};
   all.insert(all.end(), args.begin(), args.end());
   const pid_t pid = fork();
   if (pid == 0) {
