@@ -1,6 +1,7 @@
 // CUDA implementation of the Backend interface.
 #include "cuda_backend.hpp"
 
+#include <map>
 #include <mutex>
 
 #include "cuda_driver.hpp"
@@ -228,13 +229,26 @@ void require_primary_context(int ordinal) {
   CUcontext current = nullptr;
   check(d.cuCtxGetCurrent(&current), "cuCtxGetCurrent");
   if (!current) return;
-  CUdevice dev = 0, current_dev = 0;
-  check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+  // The primary context of each device, retained once for the process (a per-call retain and
+  // release would cost more than the rest of an API call's host work).
+  static std::mutex mutex;
+  static std::map<int, std::pair<CUdevice, CUcontext>> primaries;
+  std::pair<CUdevice, CUcontext> primary;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = primaries.find(ordinal);
+    if (it == primaries.end()) {
+      CUdevice dev = 0;
+      CUcontext ctx = nullptr;
+      check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+      check(d.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+      it = primaries.emplace(ordinal, std::make_pair(dev, ctx)).first;
+    }
+    primary = it->second;
+  }
+  CUdevice current_dev = 0;
   check(d.cuCtxGetDevice(&current_dev), "cuCtxGetDevice");
-  CUcontext primary = nullptr;
-  check(d.cuDevicePrimaryCtxRetain(&primary, dev), "cuDevicePrimaryCtxRetain");
-  d.cuDevicePrimaryCtxRelease(dev);
-  if (current_dev == dev && current != primary)
+  if (current_dev == primary.first && current != primary.second)
     throw Error(ErrorCode::unsupported,
                 "the current CUDA context is not the device's primary context; kplay runs in the primary "
                 "context (the CUDA runtime's), so use it or make it current");
