@@ -74,3 +74,11 @@ TEST_CASE("the reference problem: saved output is the rounded forward output") {
     CHECK(p.in1(i) == static_cast<double>(static_cast<float>(p.act->forward(x))));
   }
 }
+
+TEST_CASE("the tolerances per dtype, as the device tests apply them") {
+  CHECK(tolerance(Dtype::f32) == 2.4e-7);   // 2 ulp of float32
+  CHECK(tolerance(Dtype::f64) == 8.9e-16);  // 4 ulp of float64: CUDA's exp/expm1 plus two roundings
+  CHECK(tolerance(Dtype::f16) == 1.0e-3);   // 1 ulp of float16: float32 math, one rounding
+  CHECK(tolerance(Dtype::bf16) == 7.9e-3);  // 1 ulp of bfloat16
+  // Relative to max(|ref|, smallest normal); backward from the saved output relative to |grad|.
+}
