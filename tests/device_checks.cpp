@@ -71,4 +71,22 @@ void check_backend_knobs(Engine& engine) {
   }
 }
 
+void check_backend_fast_math(Engine& engine) {
+  KernelSpec s;
+  KernelConfig c;
+  c.fast_math = true;
+  ProblemShape shape;
+  shape.n = 100000;
+  const ErrorStats e = run_problem(engine, s, c, shape);
+  MESSAGE("fast-math SELU float32 on " << engine.backend().info().backend << ": " << e.summary());
+  CHECK(e.max_rel_error > tolerance(Dtype::f32));  // the hardware exp(x)-1 loses precision near 0
+}
+
+void check_backend_kernel_cache(Engine& engine) {
+  KernelSpec s;
+  auto a = engine.prepare(s, {});
+  auto b = engine.prepare(s, {});
+  CHECK(a.get() == b.get());
+}
+
 }  // namespace kplay::test

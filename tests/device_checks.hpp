@@ -42,5 +42,9 @@ inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const Kern
 // outputs, in place; every activation, direction and saved tensor; each dtype in `dtypes`.
 void check_backend_kernels(Engine& engine, const std::vector<Dtype>& dtypes);
 void check_backend_knobs(Engine& engine);
+// Fast-math SELU must show its (larger) error rather than hide it; the error is printed.
+void check_backend_fast_math(Engine& engine);
+// A second prepare of the same kernel is the same object (the in-process cache).
+void check_backend_kernel_cache(Engine& engine);
 
 }  // namespace kplay::test

@@ -27,23 +27,13 @@ TEST_SUITE("cuda") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);
     Engine engine(*be);
-    KernelSpec s;
-    KernelConfig c;
-    c.fast_math = true;
-    ProblemShape shape;
-    shape.n = 100000;
-    const ErrorStats e = test::run_problem(engine, s, c, shape);
-    MESSAGE("fast-math SELU float32: " << e.summary());
-    CHECK(e.max_rel_error > tolerance(Dtype::f32));  // __expf(x)-1 loses precision near 0
+    test::check_backend_fast_math(engine);
   }
 
   TEST_CASE("CUDA: a second prepare of the same kernel is served from the in-process cache") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);
     Engine engine(*be);
-    KernelSpec s;
-    auto a = engine.prepare(s, {});
-    auto b = engine.prepare(s, {});
-    CHECK(a.get() == b.get());
+    test::check_backend_kernel_cache(engine);
   }
 }

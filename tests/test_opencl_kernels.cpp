@@ -152,22 +152,12 @@ TEST_SUITE("opencl") {
 
   TEST_CASE("OpenCL: fast-math is measurably less precise, and its error is visible") {
     Engine engine(opencl_backend());
-    KernelSpec s;
-    KernelConfig c;
-    c.fast_math = true;
-    ProblemShape shape;
-    shape.n = 100000;
-    const ErrorStats e = test::run_problem(engine, s, c, shape);
-    MESSAGE("fast-math SELU float32 on OpenCL: " << e.summary());
-    CHECK(e.max_rel_error > tolerance(Dtype::f32));  // native_exp(x)-1 loses precision near 0
+    test::check_backend_fast_math(engine);
   }
 
   TEST_CASE("OpenCL: a second prepare of the same kernel is served from the in-process cache") {
     Engine engine(opencl_backend());
-    KernelSpec s;
-    auto a = engine.prepare(s, {});
-    auto b = engine.prepare(s, {});
-    CHECK(a.get() == b.get());
+    test::check_backend_kernel_cache(engine);
   }
 
   TEST_CASE("OpenCL: a build error names the template file and line, and carries the options") {
