@@ -1,31 +1,265 @@
-// The registry itself: one line per activation.
+// The registry itself: one entry per built-in activation, and name resolution.
 #include "activations.hpp"
 
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+
+#include "activation_text.hpp"
+#include "hash.hpp"
+#include "host_dtype.hpp"
 #include "kplay/error.hpp"
 #include "reference.hpp"
+#include "user_activations.hpp"
 
 namespace kplay {
+namespace {
+constexpr double kRequired = std::numeric_limits<double>::quiet_NaN();
 
+std::vector<double> no_edges(const double*) { return {}; }
+std::vector<double> zero_edge(const double*) { return {0.0}; }
+std::vector<double> relu6_edges(const double*) { return {0.0, 6.0}; }
+std::vector<double> first_param_edge(const double* p) { return {p[0]}; }
+std::vector<double> both_param_edges(const double* p) { return {p[0], p[1]}; }
+std::vector<double> band_edges(const double* p) { return {-p[0], p[0]}; }
+std::vector<double> hard_edges(const double*) { return {-3.0, 3.0, -1.5}; }
+std::vector<double> softplus_edges(const double* p) { return {p[1] / p[0]}; }
+
+std::string finite_slope(const double*) { return ""; }
+std::string celu_check(const double* p) { return p[0] == 0 ? "alpha must not be 0" : ""; }
+std::string softplus_check(const double* p) { return p[0] > 0 ? "" : "beta must be > 0"; }
+std::string hardtanh_check(const double* p) {
+  return p[0] <= p[1] ? "" : "min_val (" + format_number(p[0]) + ") must be <= max_val (" + format_number(p[1]) + ")";
+}
+std::string lambd_check(const double* p) { return p[0] >= 0 ? "" : "lambd must be >= 0"; }
+
+bool positive_first_param(const double* p) { return p[0] > 0; }
+bool nonnegative_first_param(const double* p) { return p[0] >= 0; }
+
+UlpBounds bounds(double f32_forward) {
+  UlpBounds b;
+  b.f32_forward = f32_forward;
+  return b;
+}
+UlpBounds exact() {
+  UlpBounds b;
+  b.f32_forward = b.narrow_forward = b.f64_forward = 0.5;
+  return b;
+}
+}  // namespace
+
+double UlpBounds::get(Dtype d, Direction dir) const {
+  const bool fwd = dir == Direction::forward;
+  switch (d) {
+    case Dtype::f32: return fwd ? f32_forward : f32_backward;
+    case Dtype::f64: return fwd ? f64_forward : f64_backward;
+    default: return fwd ? narrow_forward : narrow_backward;
+  }
+}
+
+// One entry per activation: name, snippet, parameters, reference (forward, from input, from
+// output), the output condition, parameter check, edges, bounds, cost.
 const std::vector<Activation>& activations() {
-  namespace ref = reference;
+  namespace r = reference;
+#define KPLAY_REF(n) r::n, r::n##_grad_from_input
   static const std::vector<Activation> registry = {
-      {"selu", "activations/selu.h", ref::selu, ref::selu_grad_from_input, ref::selu_grad_from_output},
-      {"relu", "activations/relu.h", ref::relu, ref::relu_grad_from_input, ref::relu_grad_from_output},
+      {"relu", "activations/relu.h", {}, KPLAY_REF(relu), r::relu_grad_from_output, nullptr, nullptr, zero_edge, exact(), 1},
+      {"relu6", "activations/relu6.h", {}, KPLAY_REF(relu6), r::relu6_grad_from_output, nullptr, nullptr, relu6_edges, exact(), 1},
+      {"leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}}, KPLAY_REF(leaky_relu),
+       r::leaky_relu_grad_from_output, positive_first_param, finite_slope, zero_edge, bounds(1), 1},
+      {"elu", "activations/elu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(elu), r::elu_grad_from_output,
+       nonnegative_first_param, nullptr, zero_edge, bounds(1), 4},
+      {"celu", "activations/celu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(celu), r::celu_grad_from_output,
+       positive_first_param, celu_check, zero_edge, bounds(1), 4},
+      {"selu", "activations/selu.h", {}, KPLAY_REF(selu), r::selu_grad_from_output, nullptr, nullptr, zero_edge, bounds(1), 4},
+      {"gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}}, KPLAY_REF(gelu), nullptr, nullptr,
+       nullptr, no_edges, bounds(2), 6},
+      {"silu", "activations/silu.h", {}, KPLAY_REF(silu), nullptr, nullptr, nullptr, no_edges, bounds(2), 4},
+      {"mish", "activations/mish.h", {}, KPLAY_REF(mish), nullptr, nullptr, nullptr, no_edges, bounds(2), 6},
+      {"softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}}, KPLAY_REF(softplus),
+       r::softplus_grad_from_output, nullptr, softplus_check, softplus_edges, bounds(2), 5},
+      {"softsign", "activations/softsign.h", {}, KPLAY_REF(softsign), r::softsign_grad_from_output, nullptr, nullptr,
+       no_edges, bounds(2), 2},
+      {"sigmoid", "activations/sigmoid.h", {}, KPLAY_REF(sigmoid), r::sigmoid_grad_from_output, nullptr, nullptr,
+       no_edges, bounds(2), 4},
+      {"tanh", "activations/tanh.h", {}, KPLAY_REF(tanh), r::tanh_grad_from_output, nullptr, nullptr, no_edges,
+       bounds(2), 4},
+      {"hardtanh", "activations/hardtanh.h", {{"min_val", -1.0, {}}, {"max_val", 1.0, {}}}, KPLAY_REF(hardtanh),
+       r::hardtanh_grad_from_output, nullptr, hardtanh_check, both_param_edges, exact(), 1},
+      {"hardsigmoid", "activations/hardsigmoid.h", {}, KPLAY_REF(hardsigmoid), r::hardsigmoid_grad_from_output,
+       nullptr, nullptr, hard_edges, bounds(1), 2},
+      {"hardswish", "activations/hardswish.h", {}, KPLAY_REF(hardswish), nullptr, nullptr, nullptr, hard_edges,
+       bounds(2), 2},
+      {"logsigmoid", "activations/logsigmoid.h", {}, KPLAY_REF(logsigmoid), r::logsigmoid_grad_from_output, nullptr,
+       nullptr, zero_edge, bounds(2), 5},
+      {"tanhshrink", "activations/tanhshrink.h", {}, KPLAY_REF(tanhshrink), nullptr, nullptr, nullptr, no_edges,
+       bounds(2), 4},
+      {"softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}}}, KPLAY_REF(softshrink),
+       r::softshrink_grad_from_output, nullptr, lambd_check, band_edges, bounds(0.5), 1},
+      {"hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}}}, KPLAY_REF(hardshrink),
+       r::hardshrink_grad_from_output, nullptr, lambd_check, band_edges, exact(), 1},
+      {"threshold", "activations/threshold.h", {{"threshold", kRequired, {}}, {"value", kRequired, {}}},
+       KPLAY_REF(threshold), nullptr, nullptr, nullptr, first_param_edge, exact(), 1, "threshold(threshold=0.1, value=20)"},
   };
+#undef KPLAY_REF
   return registry;
 }
 
 std::string activation_names() {
   std::string out;
-  for (const auto& a : activations()) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  for (const auto& a : activations()) out += (out.empty() ? "" : ", ") + a.name;
+  return out;
+}
+
+std::vector<std::string> all_activation_texts() {
+  std::vector<std::string> out;
+  for (const auto& a : activations()) out.push_back(a.example.empty() ? a.name : a.example);
   return out;
 }
 
 const Activation& find_activation(const std::string& name) {
   for (const auto& a : activations())
     if (name == a.name) return a;
-  throw Error(ErrorCode::invalid_argument,
-              "unknown activation '" + name + "' (known: " + activation_names() + ")");
+  if (const Activation* user = find_user_activation(name)) return *user;
+  throw Error(ErrorCode::invalid_argument, "unknown activation '" + name + "' (known: " + activation_names() +
+                                               "; or a snippet file: --act ./my_act.h, see docs/user-activations.md)");
+}
+
+namespace {
+[[noreturn]] void bad_param(const std::string& text, const std::string& why) {
+  throw Error(ErrorCode::invalid_argument, "activation '" + text + "': " + why);
+}
+
+std::string param_list(const Activation& a) {
+  std::string out;
+  for (const auto& p : a.params) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out.empty() ? "none" : out;
+}
+
+double parse_value(const std::string& text, const Activation& a, const ParamDef& def, const std::string& value) {
+  if (!def.choices.empty()) {
+    for (std::size_t i = 0; i < def.choices.size(); ++i)
+      if (value == def.choices[i]) return static_cast<double>(i);
+    std::string words;
+    for (const char* c : def.choices) words += (words.empty() ? "" : ", ") + std::string(c);
+    bad_param(text, "parameter " + std::string(def.name) + " of " + a.name + " is one of " + words + " (got '" +
+                        value + "')");
+  }
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0' || !std::isfinite(v))
+    bad_param(text, "parameter " + std::string(def.name) + " of " + a.name + " must be a finite number (got '" +
+                        value + "')");
+  return v;
+}
+
+ResolvedActivation resolve_uncached(const std::string& text) {
+  const ActivationCall call = split_activation_call(text);
+  ResolvedActivation r;
+  r.act = &find_activation(call.name);
+  if (r.act->user) {
+    if (!call.args.empty()) bad_param(text, "user activations take no parameters");
+    r.canonical = user_canonical_name(*r.act);
+    describe_user_backward(*r.act, r);
+    return r;
+  }
+  const Activation& a = *r.act;
+  r.params.assign(a.params.size(), kRequired);
+  std::vector<bool> given(a.params.size(), false);
+  std::size_t positional = 0;
+  for (const auto& [key, value] : call.args) {
+    std::size_t i = 0;
+    if (key.empty()) {
+      if (positional >= a.params.size())
+        bad_param(text, a.name + " takes " + std::to_string(a.params.size()) + " parameter(s) (" + param_list(a) + ")");
+      i = positional++;
+    } else {
+      while (i < a.params.size() && key != a.params[i].name) ++i;
+      if (i == a.params.size())
+        bad_param(text, "unknown parameter '" + key + "' of " + a.name + " (known: " + param_list(a) + ")");
+    }
+    if (given[i]) bad_param(text, "parameter " + std::string(a.params[i].name) + " given twice");
+    given[i] = true;
+    r.params[i] = parse_value(text, a, a.params[i], value);
+  }
+  r.canonical = a.name;
+  std::string args;
+  for (std::size_t i = 0; i < a.params.size(); ++i) {
+    const ParamDef& def = a.params[i];
+    if (!given[i]) {
+      if (std::isnan(def.default_value))
+        bad_param(text, "missing required parameter " + std::string(def.name) + " of " + a.name + " (" +
+                            a.name + " takes " + param_list(a) + ")");
+      r.params[i] = def.default_value;
+    }
+    if (r.params[i] == def.default_value && !std::isnan(def.default_value)) continue;
+    args += (args.empty() ? "" : ", ") + std::string(def.name) + "=" +
+            (def.choices.empty() ? format_number(r.params[i]) : def.choices[static_cast<std::size_t>(r.params[i])]);
+  }
+  if (!args.empty()) r.canonical += "(" + args + ")";
+  if (a.check_params) {
+    const std::string why = a.check_params(r.params.data());
+    if (!why.empty()) bad_param(text, why);
+  }
+  return r;
+}
+}  // namespace
+
+ResolvedActivation resolve_activation(const std::string& text) {
+  static std::mutex mutex;
+  static std::map<std::string, ResolvedActivation> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(text);
+    if (it != cache.end() && !it->second.act->user) return it->second;
+  }
+  ResolvedActivation r = resolve_uncached(text);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (cache.size() > 4096) cache.clear();  // bounded: texts come from users
+  cache[text] = r;
+  return r;
+}
+
+bool ResolvedActivation::has_grad_from_output() const {
+  if (act->user) return user_backward_from_output;
+  if (!act->grad_from_output) return false;
+  return !act->output_determines_grad || act->output_determines_grad(params.data());
+}
+
+std::string ResolvedActivation::param_defines() const {
+  std::string out;
+  for (std::size_t i = 0; i < act->params.size(); ++i) {
+    const ParamDef& def = act->params[i];
+    std::string macro = "KP_P_";
+    for (const char* c = def.name; *c; ++c) macro += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+    if (def.choices.empty()) {
+      std::string v = format_number(params[i]);
+      if (v.find_first_of(".eEn") == std::string::npos) v += ".0";  // a floating literal for KP_LIT
+      out += "#define " + macro + " KP_LIT(" + v + ")\n";
+    } else {
+      for (std::size_t k = 0; k < def.choices.size(); ++k) {
+        std::string word = def.choices[k];
+        for (auto& ch : word) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        out += "#define " + macro + "_" + word + " " + (static_cast<std::size_t>(params[i]) == k ? "1" : "0") + "\n";
+      }
+    }
+  }
+  return out;
+}
+
+std::string ResolvedActivation::entry_suffix() const {
+  if (canonical == act->name) return "";
+  Hasher h;
+  h.add(canonical);
+  return "_h" + h.hex().substr(0, 8);
+}
+
+std::vector<double> params_for(const ResolvedActivation& a, Dtype dtype) {
+  std::vector<double> p = a.params;
+  if (dtype != Dtype::f64)
+    for (double& v : p) v = static_cast<double>(static_cast<float>(v));
+  return p;
 }
 
 }  // namespace kplay

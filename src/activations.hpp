@@ -1,25 +1,98 @@
-// The activation registry: one entry per activation ties its name to its template snippet and
-// its double-precision reference. Adding an activation = one snippet in templates/activations/,
-// its reference functions in reference.cpp, one line in activations.cpp (and a row in the tests).
+// The activation registry: one entry per activation ties its name and parameters to its template
+// snippet, its double-precision reference, the points where its definition changes branch, its
+// accuracy bounds and its arithmetic cost. Adding a built-in = one snippet in
+// templates/activations/, its reference functions in reference.cpp, one entry in
+// activations.cpp and a row in tests/activation_cases.hpp (docs/adding-an-activation.md).
+//
+// Users add activations of their own at run time (user_activations.cpp): a snippet of the same
+// form, with no double reference of its own; it is checked against itself compiled for float64.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "kplay/types.hpp"
+
 namespace kplay {
 
-struct Activation {
-  const char* name;     // lower-case identifier, used in entry names and on the command line
-  const char* snippet;  // path under templates/
-  double (*forward)(double x);
-  double (*grad_from_input)(double grad, double x);
-  double (*grad_from_output)(double grad, double y);  // nullptr: the output does not determine it
+// A parameter of an activation. Numbers are finite doubles; a choice (gelu's `approximate`) is
+// stored as the index of the chosen word. Values reach the kernel as compile-time constants:
+// KP_P_<NAME> (a literal of the compute type) or, for a choice, KP_P_<NAME>_<WORD> set to 0 or 1.
+struct ParamDef {
+  const char* name;
+  double default_value;              // NaN: required
+  std::vector<const char*> choices;  // non-empty: a choice parameter
 };
 
-const std::vector<Activation>& activations();
+// Reference math on (value, parameters in ParamDef order).
+using RefForward = double (*)(double x, const double* p);
+using RefGrad = double (*)(double grad, double saved, const double* p);
 
-// Throws Error(invalid_argument) listing the known names.
+// Bounds, in ulps of the dtype, that the kernels keep against the double reference over every
+// input (backward: where the exact result is a normal number). Indexed [dtype][direction].
+struct UlpBounds {
+  double f32_forward = 2, f32_backward = 2;
+  double narrow_forward = 1, narrow_backward = 1;  // float16 and bfloat16
+  double f64_forward = 4, f64_backward = 4;
+  double get(Dtype d, Direction dir) const;
+};
+
+struct Activation {
+  std::string name;     // identifier: the CLI word, part of entry names
+  std::string snippet;  // built-in: template path; user: the snippet text itself
+  std::vector<ParamDef> params;
+  RefForward forward = nullptr;       // nullptr for user activations (self-referenced)
+  RefGrad grad_from_input = nullptr;  // nullptr: no backward
+  RefGrad grad_from_output = nullptr; // nullptr: the output does not determine the derivative
+  // Extra condition for grad_from_output on the parameters (leaky_relu needs a slope > 0).
+  bool (*output_determines_grad)(const double* p) = nullptr;
+  // Refuses parameter values the definition does not allow: returns a message, or "" if fine.
+  std::string (*check_params)(const double* p) = nullptr;
+  // Points where the definition changes branch (thresholds, clamps): tests and sweeps plant each
+  // one and its neighbours in the dtype.
+  std::vector<double> (*edges)(const double* p) = nullptr;
+  UlpBounds bounds;
+  int cost = 1;  // arithmetic per element relative to relu (a hint for the default config model)
+  // What `--act all` runs when a parameter has no default (threshold: torch's documented example).
+  std::string example;
+  // User activations only.
+  bool user = false;
+  std::string origin;       // the file it came from, for #line and messages ("" if registered)
+  std::string source_hash;  // hash of the snippet text
+};
+
+// An activation with its parameter values, as named by text (see activation_text.hpp).
+struct ResolvedActivation {
+  const Activation* act = nullptr;
+  std::vector<double> params;  // one per act->params, defaults filled in
+  std::string canonical;       // the text that names it everywhere; parameters at their default omitted
+
+  bool has_backward() const { return act->user ? user_backward : act->grad_from_input != nullptr; }
+  bool has_grad_from_output() const;
+  bool user_backward = false, user_backward_from_output = false;  // what a user snippet defines
+  // Compile-time definitions of the parameters for a kernel whose compute type is `compute`.
+  std::string param_defines() const;
+  // "_h1a2b3c4d" when the name alone does not identify the kernel (parameters, user snippet).
+  std::string entry_suffix() const;
+};
+
+const std::vector<Activation>& activations();  // the built-ins
+
+// Name, parameters, or a user snippet (path, registered name, or a name found on
+// KPLAY_ACTIVATION_PATH). Throws Error(invalid_argument) naming what is wrong: an unknown
+// activation (listing the known ones), an unknown parameter (listing the known ones), a missing
+// required parameter, a value out of range, malformed text. Cached: a repeat costs a map lookup.
+ResolvedActivation resolve_activation(const std::string& text);
+
+// The built-in or user activation named exactly `name` (no parameters). Throws like above.
 const Activation& find_activation(const std::string& name);
 
-std::string activation_names();  // "selu, relu"
+std::string activation_names();  // "relu, relu6, ..."
+
+// Every built-in as `--act all` runs it: its name, or its example where a parameter is required.
+std::vector<std::string> all_activation_texts();
+
+// Parameters rounded to what a kernel of `dtype` computes with (float for f32/f16/bf16), as torch
+// converts scalars to the operation's compute type: the reference uses these.
+std::vector<double> params_for(const ResolvedActivation& a, Dtype dtype);
 
 }  // namespace kplay

@@ -25,8 +25,10 @@ std::string RenderedKernel::options_string() const {
 }
 
 std::string entry_name(const KernelSpec& spec, const KernelConfig& c) {
+  const ResolvedActivation act = resolve_activation(spec.activation);
   std::ostringstream os;
-  os << "kplay_" << spec.activation << '_';
+  // Parameters and user snippets add a hash of the activation's text: entry names stay identifiers.
+  os << "kplay_" << act.act->name << act.entry_suffix() << '_';
   if (spec.direction == Direction::forward)
     os << "fwd";
   else
@@ -49,15 +51,22 @@ const char* dtype_macro(Dtype d) {
   return "KP_DTYPE_UNKNOWN";
 }
 
-void append_file(std::ostringstream& os, const std::string& name) {
-  std::string text = template_text(name);
-  os << "#line 1 \"" << name << "\"\n" << text;
+// `where` names the file in compiler messages (#line), so errors point at the template or user file.
+void append_text(std::ostringstream& os, const std::string& where, const std::string& text) {
+  std::string quoted;
+  for (char ch : where) {
+    if (ch == '"' || ch == '\\') quoted += '\\';
+    if (ch != '\n') quoted += ch;
+  }
+  os << "#line 1 \"" << quoted << "\"\n" << text;
   if (text.empty() || text.back() != '\n') os << '\n';
 }
+
+void append_file(std::ostringstream& os, const std::string& name) { append_text(os, name, template_text(name)); }
 }  // namespace
 
 RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, const Dialect& dialect) {
-  const Activation& act = find_activation(spec.activation);
+  const ResolvedActivation act = resolve_activation(spec.activation);
   RenderedKernel k;
   k.entry = entry_name(spec, c);
 
@@ -75,9 +84,14 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
      << (spec.direction == Direction::backward && spec.saved == Saved::output ? 1 : 0) << '\n';
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
+  // Parameters are compile-time constants (docs/design.md says why): KP_P_<NAME>.
+  os << act.param_defines();
   append_file(os, dialect.prelude);
   append_file(os, "common/narrow_math.h");
-  append_file(os, act.snippet);
+  if (act.act->user)
+    append_text(os, act.act->origin.empty() ? "activation " + act.act->name : act.act->origin, act.act->snippet);
+  else
+    append_file(os, act.act->snippet);
   append_file(os, dialect.kernel);
   k.source = os.str();
 

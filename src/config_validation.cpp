@@ -22,9 +22,12 @@ KernelConfig default_config(const KernelSpec& spec) {
 
 KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config,
                             const TargetLimits& limits) {
-  const Activation& act = find_activation(spec.activation);
-  if (spec.direction == Direction::backward && spec.saved == Saved::output && !act.grad_from_output)
-    throw Error(ErrorCode::unsupported, std::string("activation '") + act.name +
+  const ResolvedActivation act = resolve_activation(spec.activation);
+  if (spec.direction == Direction::backward && !act.has_backward())
+    throw Error(ErrorCode::unsupported, "activation '" + act.canonical +
+                                            "' has no backward pass (a user snippet defines kp_act_backward_from_input for it)");
+  if (spec.direction == Direction::backward && spec.saved == Saved::output && !act.has_grad_from_output())
+    throw Error(ErrorCode::unsupported, "activation '" + act.canonical +
                                             "' cannot recover its derivative from the saved output; save the input");
   if (std::find(limits.dtypes.begin(), limits.dtypes.end(), spec.dtype) == limits.dtypes.end())
     throw Error(ErrorCode::unsupported, std::string("the ") + limits.backend + " device cannot do dtype " +

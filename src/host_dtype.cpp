@@ -86,6 +86,32 @@ double round_to(Dtype d, double value) {
   return load_element(d, tmp, 0);
 }
 
+double next_toward(Dtype d, double v, double direction) {
+  if (std::isnan(v) || v == direction) return v;
+  const bool up = direction > v;
+  switch (d) {
+    case Dtype::f32: return std::nextafter(static_cast<float>(v), up ? HUGE_VALF : -HUGE_VALF);
+    case Dtype::f64: return std::nextafter(v, direction);
+    case Dtype::f16:
+    case Dtype::bf16: {
+      // 16-bit patterns are ordered like sign-magnitude integers: step the magnitude.
+      unsigned char tmp[2];
+      store_element(d, tmp, 0, v);
+      std::uint16_t bits;
+      std::memcpy(&bits, tmp, 2);
+      const bool negative = (bits & 0x8000u) != 0;
+      if ((bits & 0x7fffu) == 0) {
+        bits = static_cast<std::uint16_t>(up ? 0x0001u : 0x8001u);  // the smallest subnormal
+      } else {
+        bits = static_cast<std::uint16_t>(up != negative ? bits + 1 : bits - 1);
+      }
+      std::memcpy(tmp, &bits, 2);
+      return load_element(d, tmp, 0);
+    }
+  }
+  return v;
+}
+
 double min_normal(Dtype d) {
   switch (d) {
     case Dtype::f32: return std::numeric_limits<float>::min();

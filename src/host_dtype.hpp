@@ -20,6 +20,9 @@ double load_element(Dtype d, const void* buffer, std::size_t i);
 // The value as it survives a round trip through dtype d.
 double round_to(Dtype d, double value);
 
+// The neighbour of v in dtype d toward `direction` (v itself if equal or NaN).
+double next_toward(Dtype d, double v, double direction);
+
 // Smallest positive normal number of d: relative errors are measured against at least this.
 double min_normal(Dtype d);
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "host_dtype.hpp"
+#include "self_reference.hpp"
 
 namespace kplay {
 namespace {
@@ -98,7 +99,11 @@ ErrorStats Problem::verify(bool sampled) const {
     }
   }
 
-  ErrorStats total(spec_.dtype);
+  ErrorStats total(spec_.dtype, ulp_bound(spec_), spec_.direction == Direction::backward);
+  // A user activation is its own reference, in float64 on the device (see self_reference.hpp).
+  std::unique_ptr<SelfReference> self;
+  if (!ref_.has_reference()) self = std::make_unique<SelfReference>(backend_, spec_);
+  std::vector<double> self_in0, self_in1, self_out;
   std::vector<unsigned char> host;
   const std::uint64_t piece = 1u << 24;  // download in pieces to bound host memory
   for (const auto& r : ranges) {
@@ -106,12 +111,22 @@ ErrorStats Problem::verify(bool sampled) const {
       const std::uint64_t e = std::min(r.second, b + piece);
       host.resize((e - b) * esize_);
       backend_.download(host.data(), out().at(b * esize_), host.size());
+      if (self) {
+        self_in0.resize(e - b);
+        self_in1.resize(e - b);
+        for (std::uint64_t i = b; i < e; ++i) {
+          self_in0[i - b] = ref_.in0(i);
+          if (spec_.direction == Direction::backward) self_in1[i - b] = ref_.in1(i);
+        }
+        self->compute(self_in0, self_in1, self_out);
+      }
       std::vector<ErrorStats> parts;
       std::mutex m;
       parallel_for(e - b, [&](std::uint64_t lo, std::uint64_t hi) {
-        ErrorStats s(spec_.dtype);
+        ErrorStats s(total.dtype, total.bound_ulps, total.backward);
         for (std::uint64_t i = lo; i < hi; ++i)
-          s.add(b + i, load_element(spec_.dtype, host.data(), i), ref_.expected(b + i), ref_.error_scale(b + i));
+          s.add(b + i, load_element(spec_.dtype, host.data(), i), self ? self_out[i - b] : ref_.expected(b + i),
+                ref_.error_scale(b + i));
         std::lock_guard<std::mutex> lock(m);
         parts.push_back(s);
       });
@@ -125,7 +140,7 @@ ErrorStats Problem::verify(bool sampled) const {
   backend_.download(guard.data() + shape_.out_offset * esize_, out().at(n * esize_), kGuardElements * esize_);
   const bool intact = std::all_of(guard.begin(), guard.end(), [](unsigned char c) { return c == kPoisonByte; });
   if (!intact) {
-    ErrorStats bad(spec_.dtype);
+    ErrorStats bad(total.dtype, total.bound_ulps);
     bad.add(n, std::numeric_limits<double>::infinity(), 0.0);  // written outside [0, n)
     total.merge(bad);
   }

@@ -1,8 +1,8 @@
 // Input generation and error accounting; see verification.hpp.
 #include "verification.hpp"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -31,7 +31,18 @@ const double kSpecials[] = {
     65504.0, -65504.0,                // f16 max
     -87.0, -104.0, 88.0, 700.0, -745.0,
     1e-300, -1e-300,                  // f64 tiny
+    20.0, -20.0, 44.0, -9.5, -13.0,   // softplus threshold, exp(2x) overflow, gelu tails
 };
+
+int mantissa_bits(Dtype d) {
+  switch (d) {
+    case Dtype::f32: return 24;
+    case Dtype::f16: return 11;
+    case Dtype::bf16: return 8;
+    case Dtype::f64: return 53;
+  }
+  return 24;
+}
 }  // namespace
 
 std::size_t special_value_count() { return sizeof(kSpecials) / sizeof(kSpecials[0]); }
@@ -55,60 +66,103 @@ double generate_input(Dtype dtype, std::uint64_t seed, InputStream stream, std::
   } else if (cat < 12) {  // tiny magnitudes, both signs: 1e-12 .. 1e-1
     x = std::pow(10.0, -12.0 + 11.0 * unit(v));
     if (u & 0x100) x = -x;
+  } else if (cat < 16) {  // the tails, both signs: 8 .. 128
+    x = 8.0 * std::pow(16.0, unit(v));
+    if (u & 0x100) x = -x;
   } else {  // mixed signs, uniform in [-8, 8)
     x = -8.0 + 16.0 * unit(v);
   }
   return finish(x);
 }
 
-double tolerance(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::f32: return 2.4e-7;   // 2 ulp of float32
-    case Dtype::f64: return 8.9e-16;  // 4 ulp of float64: exp/expm1 (<= 2 ulp) plus two roundings
-    case Dtype::f16: return 1.0e-3;   // 1 ulp of float16 (math in float32, one rounding)
-    case Dtype::bf16: return 7.9e-3;  // 1 ulp of bfloat16
+std::vector<double> edge_values(const ResolvedActivation& act, Dtype dtype) {
+  std::vector<double> out;
+  if (!act.act->edges) return out;
+  const std::vector<double> p = params_for(act, dtype);
+  for (double e : act.act->edges(p.data())) {
+    const double r = round_to(dtype, e);
+    out.push_back(r);
+    out.push_back(next_toward(dtype, r, kInf));
+    out.push_back(next_toward(dtype, r, -kInf));
   }
-  return 0;
+  return out;
+}
+
+double ulp_of(Dtype dtype, double v) {
+  const int p = mantissa_bits(dtype);
+  const int emin = dtype == Dtype::f64 ? -1022 : (dtype == Dtype::f16 ? -14 : -126);
+  const double a = std::fabs(v);
+  const int e = a == 0 || std::isnan(a) ? emin : std::max(std::ilogb(std::min(a, std::numeric_limits<double>::max())), emin);
+  return std::ldexp(1.0, e - p + 1);
+}
+
+double ulp_error(Dtype dtype, double out, double ref) {
+  if (std::isnan(ref) || std::isnan(out)) return (std::isnan(ref) && std::isnan(out)) ? 0.0 : kInf;
+  if (std::isinf(out) || std::isinf(ref)) return out == round_to(dtype, ref) ? 0.0 : kInf;
+  return std::fabs(out - ref) / ulp_of(dtype, ref);
 }
 
 ReferenceProblem::ReferenceProblem(const KernelSpec& s, std::uint64_t sd)
-    : spec(s), seed(sd), act(&find_activation(s.activation)) {}
+    : spec(s), seed(sd), act(resolve_activation(s.activation)), params(params_for(act, s.dtype)),
+      edges(edge_values(act, s.dtype)) {}
+
+double ReferenceProblem::x(std::uint64_t i) const {
+  const std::size_t nspecial = special_value_count();
+  if (i >= nspecial && i - nspecial < edges.size()) return edges[i - nspecial];
+  return generate_input(spec.dtype, seed, InputStream::x, i);
+}
 
 double ReferenceProblem::in0(std::uint64_t i) const {
-  return generate_input(spec.dtype, seed,
-                        spec.direction == Direction::forward ? InputStream::x : InputStream::grad, i);
+  return spec.direction == Direction::forward ? x(i) : generate_input(spec.dtype, seed, InputStream::grad, i);
 }
 
 double ReferenceProblem::in1(std::uint64_t i) const {
-  const double x = generate_input(spec.dtype, seed, InputStream::x, i);
-  if (spec.saved == Saved::input) return x;
-  return round_to(spec.dtype, act->forward(x));  // the output as the forward kernel stored it
+  const double xi = x(i);
+  if (spec.saved == Saved::input) return xi;
+  // A user activation's saved-output derivative is checked against itself in float64 (rounding,
+  // not the formula), so any sample of values serves as the saved outputs.
+  if (!has_reference()) return xi;
+  return round_to(spec.dtype, forward(xi));  // the output as the forward kernel stored it
 }
 
 double ReferenceProblem::expected(std::uint64_t i) const {
-  if (spec.direction == Direction::forward) return act->forward(in0(i));
+  if (spec.direction == Direction::forward) return forward(in0(i));
   const double g = in0(i), s = in1(i);
-  return spec.saved == Saved::input ? act->grad_from_input(g, s) : act->grad_from_output(g, s);
+  return spec.saved == Saved::input ? act.act->grad_from_input(g, s, params.data())
+                                    : act.act->grad_from_output(g, s, params.data());
 }
 
-ErrorStats::ErrorStats(Dtype d) : dtype(d), tol(tolerance(d)) {}
+double ReferenceProblem::error_scale(std::uint64_t i) const {
+  if (spec.direction != Direction::backward) return 0.0;
+  const double g = std::fabs(in0(i));
+  if (spec.saved == Saved::output) return g;
+  if (!has_reference()) return g * min_normal(spec.dtype);
+  // From the input: a derivative that underflows in the dtype (SELU's lambda*alpha*exp(x) for
+  // x = -104 in float) is exact only to about min_normal, so a huge gradient times it (3.4e38 *
+  // 1.2e-45 = 4e-7) is exact only relative to |grad| * min_normal.
+  const double d = std::fabs(act.act->grad_from_input(1.0, in1(i), params.data()));
+  return d < min_normal(spec.dtype) ? g * min_normal(spec.dtype) : 0.0;
+}
+
+ErrorStats::ErrorStats(Dtype d, double bound, bool bwd) : dtype(d), bound_ulps(bound), backward(bwd) {}
 
 void ErrorStats::add(std::uint64_t index, double out, double ref, double scale) {
   ++checked;
-  double err;
-  if (std::isnan(ref) || std::isnan(out)) {
-    err = (std::isnan(ref) && std::isnan(out)) ? 0.0 : kInf;
-  } else if (std::isinf(ref) || std::isinf(out)) {
-    err = (out == round_to(dtype, ref)) ? 0.0 : kInf;
-  } else if (std::fabs(ref) < min_normal(dtype) && std::fabs(out) < min_normal(dtype)) {
+  double ulps, rel;
+  if (std::isnan(ref) || std::isnan(out) || std::isinf(ref) || std::isinf(out)) {
+    ulps = rel = ulp_error(dtype, out, ref);
+  } else if (backward && std::fabs(ref) < min_normal(dtype) && std::fabs(out) < min_normal(dtype)) {
     // Both in the underflow range: a float intermediate that underflows (exp(-104) -> 0) can give
     // 0 where the exact result is subnormal. The difference is below the smallest normal number.
-    err = 0.0;
+    ulps = rel = 0.0;
   } else {
-    err = std::fabs(out - ref) / std::max({std::fabs(ref), min_normal(dtype), scale});
+    const double mag = std::max(std::fabs(ref), scale);
+    ulps = std::fabs(out - ref) / ulp_of(dtype, mag);
+    rel = std::fabs(out - ref) / std::max(mag, min_normal(dtype));
   }
-  if (err > max_rel_error) max_rel_error = err;
-  if (err > tol) {
+  max_ulps = std::max(max_ulps, ulps);
+  max_rel_error = std::max(max_rel_error, rel);
+  if (ulps > bound_ulps) {
     if (mismatches == 0 || index < first_bad) {
       first_bad = index;
       first_bad_out = out;
@@ -118,19 +172,9 @@ void ErrorStats::add(std::uint64_t index, double out, double ref, double scale) 
   }
 }
 
-double ReferenceProblem::error_scale(std::uint64_t i) const {
-  if (spec.direction != Direction::backward) return 0.0;
-  const double g = std::fabs(in0(i));
-  if (spec.saved == Saved::output) return g;
-  // From the input: a derivative that underflows in the dtype (SELU's lambda*alpha*exp(x) for
-  // x = -104 in float) is exact only to about min_normal, so a huge gradient times it (3.4e38 *
-  // 1.2e-45 = 4e-7) is exact only relative to |grad| * min_normal.
-  const double d = std::fabs(act->grad_from_input(1.0, in1(i)));
-  return d < min_normal(spec.dtype) ? g * min_normal(spec.dtype) : 0.0;
-}
-
 void ErrorStats::merge(const ErrorStats& o) {
-  if (o.max_rel_error > max_rel_error) max_rel_error = o.max_rel_error;
+  max_ulps = std::max(max_ulps, o.max_ulps);
+  max_rel_error = std::max(max_rel_error, o.max_rel_error);
   checked += o.checked;
   if (o.mismatches && (mismatches == 0 || o.first_bad < first_bad)) {
     first_bad = o.first_bad;
@@ -142,8 +186,9 @@ void ErrorStats::merge(const ErrorStats& o) {
 
 std::string ErrorStats::summary() const {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "max rel error %.3g over %llu elements, %llu mismatches", max_rel_error,
-                static_cast<unsigned long long>(checked), static_cast<unsigned long long>(mismatches));
+  std::snprintf(buf, sizeof buf, "max %.3g ulp (rel %.3g) over %llu elements, %llu over %.3g ulp", max_ulps,
+                max_rel_error, static_cast<unsigned long long>(checked), static_cast<unsigned long long>(mismatches),
+                bound_ulps);
   std::string s = buf;
   if (mismatches) {
     std::snprintf(buf, sizeof buf, " (first at %llu: got %.9g, expected %.9g)",
@@ -151,6 +196,10 @@ std::string ErrorStats::summary() const {
     s += buf;
   }
   return s;
+}
+
+double ulp_bound(const KernelSpec& spec) {
+  return resolve_activation(spec.activation).act->bounds.get(spec.dtype, spec.direction);
 }
 
 }  // namespace kplay

@@ -3,10 +3,17 @@
 // Inputs are a pure function of (seed, stream, index), so a verifier can recompute any element
 // without keeping the input: mixed signs, magnitudes from 1e-12 to 8, and about one element in
 // 64 a special value (±0, ±inf, NaN, subnormals, the dtype's extremes); the first elements of
-// every stream are the whole special table, so even tiny tensors exercise it.
+// every stream are the whole special table, followed (for the forward input) by the activation's
+// edges (thresholds, clamp bounds) and their neighbours in the dtype, so even tiny tensors
+// exercise every branch boundary.
+//
+// Errors are measured in ulps of the dtype at the exact result (ulp_error), and each activation
+// states its bound per dtype and direction (UlpBounds in activations.hpp).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "activations.hpp"
 #include "kplay/types.hpp"
@@ -22,20 +29,33 @@ double generate_input(Dtype dtype, std::uint64_t seed, InputStream stream, std::
 // Number of special values planted at the start of each stream.
 std::size_t special_value_count();
 
-// Per-dtype tolerance on the relative error of correctly rounded (not fast-math) kernels.
-double tolerance(Dtype dtype);
+// The activation's edges and their neighbours, rounded to the dtype (planted after the specials).
+std::vector<double> edge_values(const ResolvedActivation& act, Dtype dtype);
+
+// |out - ref| in units of the dtype's spacing at |ref| (the subnormal spacing below the smallest
+// normal number). NaN against NaN and equal infinities are 0; any other NaN/inf disagreement is inf.
+double ulp_error(Dtype dtype, double out, double ref);
+double ulp_of(Dtype dtype, double v);
 
 // The reference value of element i of a problem (forward: f(x); backward: f'(saved) * grad with
-// saved = x, or the forward output rounded to dtype), rounded to the dtype, and the value that
-// the kernel's second input holds for backward (saved tensor).
+// saved = x, or the forward output rounded to dtype), and the value that the kernel's second
+// input holds for backward (saved tensor). Parameters are rounded to the kernel's compute type
+// (float below float64), as torch converts its scalars.
 struct ReferenceProblem {
   KernelSpec spec;
   std::uint64_t seed = 0;
-  const Activation* act = nullptr;
+  ResolvedActivation act;
+  std::vector<double> params;
+  std::vector<double> edges;
   explicit ReferenceProblem(const KernelSpec& s, std::uint64_t seed);
-  double in0(std::uint64_t i) const;       // x (forward) or grad (backward)
-  double in1(std::uint64_t i) const;       // saved tensor (backward only)
-  double expected(std::uint64_t i) const;  // exact (double) result for element i
+  double forward(double x) const { return act.act->forward(x, params.data()); }
+  double in0(std::uint64_t i) const;  // x (forward) or grad (backward)
+  double in1(std::uint64_t i) const;  // saved tensor (backward only)
+  double x(std::uint64_t i) const;    // the forward input behind element i
+  // Exact (double) result for element i. Not for user activations (no double reference): their
+  // values come from SelfReference.
+  double expected(std::uint64_t i) const;
+  bool has_reference() const { return act.act->forward != nullptr; }
   // Error scale for element i. With the saved output, SELU's derivative y + lambda*alpha cancels
   // for very negative x, where any float implementation (torch's too) is exact only relative to
   // the incoming gradient; so there the error is measured against |grad|. With the saved input,
@@ -43,24 +63,28 @@ struct ReferenceProblem {
   double error_scale(std::uint64_t i) const;
 };
 
-// Running comparison: relative error |out - ref| / max(|ref|, min_normal(dtype), scale); NaN must
-// meet NaN, and an infinity must match the reference rounded to the dtype (an overflow is the
-// correctly rounded result), or the element counts as a mismatch. Two values that are both below
-// the smallest normal number compare equal (what flush-to-zero or an underflowing intermediate
-// gives; the difference is under min_normal).
+// Running comparison in ulps against a bound. For backward, results whose exact value is below
+// the smallest normal number are exact only to about that number (a derivative that underflows
+// in a float intermediate), and are compared as equal when both are; forward results are held to
+// the bound everywhere, subnormal ones too. `scale` raises the magnitude an error is measured
+// against (see ReferenceProblem::error_scale).
 struct ErrorStats {
-  explicit ErrorStats(Dtype d);
+  ErrorStats(Dtype d, double bound_ulps, bool backward = false);
   Dtype dtype;
-  double tol;  // tolerance(dtype) unless changed (fast-math reports without failing)
+  double bound_ulps;
+  bool backward;
+  double max_ulps = 0;
   double max_rel_error = 0;
   std::uint64_t checked = 0;
-  std::uint64_t mismatches = 0;      // over tolerance, NaN/inf disagreement
+  std::uint64_t mismatches = 0;  // over the bound, or a NaN/inf disagreement
   std::uint64_t first_bad = UINT64_MAX;
   double first_bad_out = 0, first_bad_ref = 0;
-  // `scale`: the magnitude the error is measured against when |ref| is smaller (0: min_normal).
   void add(std::uint64_t index, double out, double ref, double scale = 0);
   void merge(const ErrorStats& o);
-  std::string summary() const;  // "max rel error 1.2e-07 over 1000 elements, 0 mismatches"
+  std::string summary() const;  // "max 0.5 ulp (rel 6e-08) over 1000 elements, 0 over 2 ulp"
 };
+
+// The bound of a spec (its activation's, for its dtype and direction; fast-math reports only).
+double ulp_bound(const KernelSpec& spec);
 
 }  // namespace kplay

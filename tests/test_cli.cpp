@@ -16,7 +16,13 @@ TEST_CASE("kplay: bad input gets a message and exit status 2") {
     const char* args;
     const char* message;
   } cases[] = {
-      {"run --act gelu --n 10", "unknown activation 'gelu'"},
+      {"run --act mystery --n 10", "unknown activation 'mystery'"},
+      {"run --act 'leaky_relu(slope=0.2)' --n 10", "unknown parameter 'slope'"},
+      {"run --act 'hardtanh(min_val=2,max_val=1)' --n 10", "min_val (2) must be <= max_val (1)"},
+      {"run --act 'threshold(threshold=1)' --n 10", "missing required parameter value"},
+      {"run --act 'elu(alpha=1' --n 10", "malformed activation"},
+      {"run --act ./no/such/snippet.h --n 10", "cannot be opened"},
+      {"run --act gelu --direction backward --saved output --n 10", "cannot recover its derivative"},
       {"run --act selu,swish --n 10", "unknown activation 'swish'"},
       {"run --act selu --n 10 --block 48", "--block 48"},
       {"run --act selu --n 10 --vec 8", "wider than 16 bytes"},

@@ -294,7 +294,7 @@ TEST_SUITE("opencl") {
       a.ld_in0 = a.ld_in1 = ld_in;
       engine.launch(*k, a);
       be.download(out.data(), bo.ptr(), out.size());
-      ErrorStats e(dtype);
+      ErrorStats e(dtype, ulp_bound(s), true);
       std::uint64_t touched = 0;
       for (std::uint64_t i = 0; i < off + rows * ld_out; ++i) {
         const bool inside = i >= off && (i - off) % ld_out < cols;
@@ -398,7 +398,7 @@ TEST_SUITE("opencl") {
       engine.launch_flat(*k, handle(bout), handle(bin), handle(bin), n, queue);
       REQUIRE(clEnqueueReadBuffer(queue, bout, CL_TRUE, 0, n * 4, out.data(), 0, nullptr, nullptr) == CL_SUCCESS);
     }  // the backend goes first: it retained the context, so the caller's release below is the last
-    ErrorStats e(Dtype::f32);
+    ErrorStats e(Dtype::f32, ulp_bound(s));
     for (std::size_t i = 0; i < n; ++i) e.add(i, out[i], ref.expected(i), ref.error_scale(i));
     INFO(e.summary());
     CHECK(e.mismatches == 0);

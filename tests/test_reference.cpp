@@ -1,54 +1,151 @@
-// The double reference against torch's definitions and the known pitfalls.
+// The double reference against torch's definitions and the known pitfalls, and the registry's
+// naming of activations and their parameters.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
+#include <set>
 
+#include "activation_cases.hpp"
 #include "activations.hpp"
+#include "kplay/error.hpp"
 #include "reference.hpp"
 
 using namespace kplay;
 
+namespace {
+const double kInf = std::numeric_limits<double>::infinity();
+double fwd(const std::string& text, double x) {
+  const auto a = resolve_activation(text);
+  return a.act->forward(x, a.params.data());
+}
+double bwd(const std::string& text, double g, double x) {
+  const auto a = resolve_activation(text);
+  return a.act->grad_from_input(g, x, a.params.data());
+}
+}  // namespace
+
 TEST_CASE("SELU uses torch's constants and keeps the -1 of the negative branch") {
   const double scale = 1.0507009873554804934193349852946, alpha = 1.6732632423543772848170429916717;
-  CHECK(reference::selu(2.0) == doctest::Approx(2.0 * scale).epsilon(1e-15));
-  CHECK(reference::selu(-1.0) == doctest::Approx(scale * alpha * (std::exp(-1.0) - 1.0)).epsilon(1e-15));
-  // Saturation: large negative inputs approach -scale*alpha, not 0 (the dropped "-1" bug).
-  CHECK(reference::selu(-50.0) == doctest::Approx(-scale * alpha).epsilon(1e-15));
-  // Precision near 0: expm1, not exp(x)-1.
-  const double tiny = -1e-12;
-  CHECK(reference::selu(tiny) == doctest::Approx(scale * alpha * tiny).epsilon(1e-11));
-  CHECK(std::isnan(reference::selu(std::nan(""))));
-  CHECK(reference::selu(-std::numeric_limits<double>::infinity()) == doctest::Approx(-scale * alpha));
+  CHECK(fwd("selu", 2.0) == doctest::Approx(2.0 * scale).epsilon(1e-15));
+  CHECK(fwd("selu", -1.0) == doctest::Approx(scale * alpha * (std::exp(-1.0) - 1.0)).epsilon(1e-15));
+  CHECK(fwd("selu", -50.0) == doctest::Approx(-scale * alpha).epsilon(1e-15));  // not 0: the "-1" kept
+  CHECK(fwd("selu", -1e-12) == doctest::Approx(scale * alpha * -1e-12).epsilon(1e-11));  // expm1, not exp-1
+  CHECK(std::isnan(fwd("selu", std::nan(""))));
+  CHECK(fwd("selu", -kInf) == doctest::Approx(-scale * alpha));
+  CHECK(bwd("selu", 2.0, -1.0) == doctest::Approx(2.0 * scale * alpha * std::exp(-1.0)));
 }
 
-TEST_CASE("ReLU keeps NaN, as torch.relu does") {
-  CHECK(std::isnan(reference::relu(std::nan(""))));
-  CHECK(reference::relu(-3.0) == 0.0);
-  CHECK(reference::relu(3.5) == 3.5);
+TEST_CASE("torch's edge behaviour: NaN, infinities, signed zeros, branch boundaries") {
+  CHECK(std::isnan(fwd("relu", std::nan(""))));          // torch.relu keeps NaN
+  CHECK(std::isnan(fwd("relu6", std::nan(""))));
+  CHECK(std::isnan(fwd("hardtanh", std::nan(""))));
+  CHECK(std::isnan(fwd("softshrink", std::nan(""))));    // x * 0 keeps NaN
+  CHECK(std::signbit(fwd("softshrink", -0.25)));         // ... and gives -0 inside the band
+  CHECK(fwd("softshrink", 0.5) == 0.0);                  // the band is closed
+  CHECK(fwd("hardshrink", -0.5) == 0.0);
+  CHECK(fwd("hardshrink", 0.5000001) == 0.5000001);
+  CHECK(fwd("threshold(0.1, 20)", 0.1) == 20.0);         // x <= threshold takes the value
+  CHECK(std::isnan(fwd("threshold(0.1, 20)", std::nan(""))));
+  CHECK(std::isnan(fwd("gelu", -kInf)));                 // torch: -inf * 0
+  CHECK(std::isnan(fwd("silu", -kInf)));
+  CHECK(std::isnan(fwd("mish", -kInf)));
+  CHECK(std::isnan(fwd("softsign", kInf)));              // inf / inf
+  CHECK(std::isnan(fwd("hardswish", -kInf)));
+  CHECK(fwd("gelu", kInf) == kInf);
+  CHECK(fwd("sigmoid", -kInf) == 0.0);
+  CHECK(fwd("logsigmoid", -kInf) == -kInf);
+  CHECK(fwd("softplus", 20.0) == doctest::Approx(20.0 + std::log1p(std::exp(-20.0))));  // 20 is not > 20
+  CHECK(fwd("softplus", 20.000001) == 20.000001);
+  CHECK(bwd("relu6", 1.0, 6.0) == 0.0);                  // hardtanh_backward: x >= max -> 0
+  CHECK(bwd("hardsigmoid", 1.0, 3.0) == 0.0);
+  CHECK(bwd("hardswish", 1.0, 3.0) == doctest::Approx(1.5));  // x <= 3 takes x/3 + 1/2
+  CHECK(bwd("hardswish", 1.0, -3.0) == doctest::Approx(-0.5));
+  CHECK(bwd("leaky_relu(negative_slope=0.2)", 1.0, 0.0) == doctest::Approx(0.2));  // x > 0 decides
+  CHECK(bwd("elu", 2.0, 0.0) == doctest::Approx(2.0));   // x <= 0: alpha * exp(0)
+}
+
+TEST_CASE("the tails keep relative precision: tanhshrink near 0, gelu far below 0") {
+  CHECK(fwd("tanhshrink", 1e-3) == doctest::Approx(1e-9 / 3).epsilon(1e-6));
+  CHECK(fwd("tanhshrink", 0.2) == doctest::Approx(0.2 - std::tanh(0.2)).epsilon(1e-12));
+  CHECK(fwd("gelu", -10.0) == doctest::Approx(-5.0 * std::erfc(10.0 / std::sqrt(2.0))).epsilon(1e-14));
+  CHECK(fwd("gelu", -10.0) < 0.0);
+  CHECK(fwd("gelu(approximate=tanh)", -10.0) < 0.0);
 }
 
 TEST_CASE("backward from the saved output agrees with backward from the input") {
-  for (const auto& act : activations()) {
-    REQUIRE(static_cast<bool>(act.grad_from_output));
+  for (const auto& text : test::activation_cases()) {
+    const auto a = resolve_activation(text);
+    if (!a.has_grad_from_output()) continue;
     for (double x : {-20.0, -3.0, -0.5, -1e-6, 1e-6, 0.25, 4.0}) {
-      const double y = act.forward(x);
-      CAPTURE(act.name);
+      const double y = a.act->forward(x, a.params.data());
+      CAPTURE(text);
       CAPTURE(x);
-      CHECK(act.grad_from_output(0.75, y) == doctest::Approx(act.grad_from_input(0.75, x)).epsilon(1e-12));
+      CHECK(a.act->grad_from_output(0.75, y, a.params.data()) ==
+            doctest::Approx(a.act->grad_from_input(0.75, x, a.params.data())).epsilon(1e-9));
     }
   }
 }
 
-TEST_CASE("SELU's derivative is lambda for x > 0 and lambda*alpha*exp(x) below") {
-  const double scale = 1.0507009873554804934193349852946, alpha = 1.6732632423543772848170429916717;
-  CHECK(reference::selu_grad_from_input(2.0, 1.0) == doctest::Approx(2.0 * scale));
-  CHECK(reference::selu_grad_from_input(2.0, -1.0) == doctest::Approx(2.0 * scale * alpha * std::exp(-1.0)));
-  CHECK(reference::relu_grad_from_input(5.0, -1.0) == 0.0);
-  CHECK(reference::relu_grad_from_input(5.0, 2.0) == 5.0);
+TEST_CASE("every built-in has a row in the test table, and every row resolves") {
+  std::set<std::string> covered;
+  for (const auto& text : test::activation_cases()) covered.insert(resolve_activation(text).act->name);
+  for (const auto& a : activations()) {
+    CAPTURE(a.name);
+    CHECK(covered.count(a.name) == 1);
+  }
+  CHECK(activations().size() == 21);
 }
 
-TEST_CASE("the registry finds activations by name and refuses unknown ones") {
-  CHECK(std::string(find_activation("selu").snippet) == "activations/selu.h");
-  CHECK_THROWS_WITH(find_activation("gelu"), doctest::Contains("known: selu, relu"));
+TEST_CASE("activation text: parameters by name or position, canonical form, entry names") {
+  const auto a = resolve_activation("leaky_relu(negative_slope=0.2)");
+  CHECK(a.canonical == "leaky_relu(negative_slope=0.2)");
+  CHECK(a.params.at(0) == 0.2);
+  CHECK(resolve_activation("leaky_relu( 0.2 )").canonical == a.canonical);
+  CHECK(resolve_activation("leaky_relu(negative_slope=0.01)").canonical == "leaky_relu");  // defaults omitted
+  CHECK(resolve_activation("gelu(approximate='tanh')").canonical == "gelu(approximate=tanh)");
+  CHECK(resolve_activation("gelu(approximate=\"none\")").canonical == "gelu");
+  CHECK(resolve_activation("hardtanh(max_val=2, min_val=-2)").canonical == "hardtanh(min_val=-2, max_val=2)");
+  CHECK(resolve_activation("threshold(0.5, 1e-3)").canonical == "threshold(threshold=0.5, value=0.001)");
+  CHECK(a.entry_suffix().size() == 10);
+  CHECK(resolve_activation("selu").entry_suffix().empty());
+  CHECK(resolve_activation("leaky_relu").has_grad_from_output());
+  CHECK_FALSE(resolve_activation("leaky_relu(negative_slope=-1)").has_grad_from_output());
+  CHECK(resolve_activation("softplus(beta=2)").param_defines() ==
+        "#define KP_P_BETA KP_LIT(2.0)\n#define KP_P_THRESHOLD KP_LIT(20.0)\n");
+  CHECK(resolve_activation("gelu(approximate=tanh)").param_defines() ==
+        "#define KP_P_APPROXIMATE_NONE 0\n#define KP_P_APPROXIMATE_TANH 1\n");
+}
+
+TEST_CASE("bad activation text is refused with a message naming what is wrong") {
+  auto refused = [](const std::string& text, const std::string& words) {
+    CAPTURE(text);
+    try {
+      resolve_activation(text);
+      FAIL("accepted: " << text);
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::invalid_argument);
+      CHECK_MESSAGE(std::string(e.what()).find(words) != std::string::npos, e.what());
+    }
+  };
+  refused("swish", "unknown activation 'swish'");
+  refused("swish", "leaky_relu");                                   // lists the known ones
+  refused("leaky_relu(slope=0.2)", "unknown parameter 'slope'");
+  refused("leaky_relu(slope=0.2)", "negative_slope");               // lists the known parameters
+  refused("threshold(threshold=1)", "missing required parameter value");
+  refused("hardtanh(min_val=2, max_val=1)", "min_val (2) must be <= max_val (1)");
+  refused("softplus(beta=0)", "beta must be > 0");
+  refused("softshrink(lambd=-1)", "lambd must be >= 0");
+  refused("celu(alpha=0)", "alpha must not be 0");
+  refused("gelu(approximate=fast)", "one of none, tanh");
+  refused("elu(alpha=abc)", "must be a finite number");
+  refused("elu(alpha=inf)", "must be a finite number");
+  refused("elu(alpha=1, alpha=2)", "given twice");
+  refused("relu(1)", "relu takes 0 parameter(s)");
+  refused("elu(alpha=1", "malformed");
+  refused("elu)", "malformed");
+  refused("elu(alpha=)", "has no value");
+  refused("elu(,)", "empty argument");
+  refused("(alpha=1)", "no name");
+  refused("", "empty name");
 }

@@ -41,9 +41,9 @@ TEST_CASE("gradients are never infinite") {
       REQUIRE_FALSE(std::isinf(generate_input(d, 7, InputStream::grad, i)));
 }
 
-TEST_CASE("ErrorStats flags NaN where a number is due, a lost NaN, and out-of-tolerance values") {
+TEST_CASE("ErrorStats flags NaN where a number is due, a lost NaN, and values over the ulp bound") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  ErrorStats s(Dtype::f32);
+  ErrorStats s(Dtype::f32, 2.0);
   s.add(0, 1.0, 1.0);
   s.add(1, nan, nan);
   s.add(2, inf, inf);
@@ -52,33 +52,70 @@ TEST_CASE("ErrorStats flags NaN where a number is due, a lost NaN, and out-of-to
   s.add(4, 0.0, nan);  // NaN turned into 0 (the relu bug)
   CHECK(s.mismatches == 1);
   CHECK(s.first_bad == 4);
-  s.add(5, 1.0 + 1e-6, 1.0);
+  s.add(5, 1.0 + 3 * 0x1p-23, 1.0);  // 3 ulp
   CHECK(s.mismatches == 2);
-  s.add(6, 1.0 + 1e-7, 1.0);  // within 2 ulp
+  s.add(6, 1.0 + 2 * 0x1p-23, 1.0);  // 2 ulp: within the bound
   CHECK(s.mismatches == 2);
-  s.add(7, -0.0, -1.2458e-43);  // both below the smallest normal float: equal
-  CHECK(s.mismatches == 2);
-  s.add(8, 0.0, 2e-38);  // a normal result lost to zero is a mismatch
+  ErrorStats u(Dtype::f32, 2.0);
+  u.add(0, 0.75 + 0x1p-24, 0.75);
+  CHECK(u.max_ulps == 1.0);
+  s.add(7, 0.0, 2e-38);  // a normal result lost to zero is a mismatch
   CHECK(s.mismatches == 3);
+  s.add(8, 0.0, 3 * 0x1p-149);  // forward: a subnormal result is held to the bound too (3 ulp)
+  CHECK(s.mismatches == 4);
   CHECK(std::isinf(s.max_rel_error));
-  CHECK(s.summary().find("3 mismatches") != std::string::npos);
+  CHECK(s.summary().find("4 over 2 ulp") != std::string::npos);
+  ErrorStats b(Dtype::f32, 2.0, true);
+  b.add(0, -0.0, -1.2458e-43);  // backward: both below the smallest normal float are equal
+  CHECK(b.mismatches == 0);
 }
 
-TEST_CASE("the reference problem: saved output is the rounded forward output") {
+TEST_CASE("ulps: the spacing of the dtype at the exact result") {
+  CHECK(ulp_of(Dtype::f32, 1.0) == 0x1p-23);
+  CHECK(ulp_of(Dtype::f32, 1.9999) == 0x1p-23);
+  CHECK(ulp_of(Dtype::f32, 0.75) == 0x1p-24);
+  CHECK(ulp_of(Dtype::f32, 1e-40) == 0x1p-149);  // subnormal spacing
+  CHECK(ulp_of(Dtype::f16, 1.0) == 0x1p-10);
+  CHECK(ulp_of(Dtype::bf16, 1.0) == 0x1p-7);
+  CHECK(ulp_of(Dtype::f64, 1.0) == 0x1p-52);
+  CHECK(ulp_error(Dtype::f32, 1.0 + 0x1p-23, 1.0) == 1.0);
+  CHECK(std::isinf(ulp_error(Dtype::f32, 1.0, std::nan(""))));
+}
+
+TEST_CASE("the reference problem: saved output is the rounded forward output; edges are planted") {
   KernelSpec spec;
   spec.direction = Direction::backward;
   spec.saved = Saved::output;
   ReferenceProblem p(spec, 5);
   for (std::uint64_t i = 40; i < 60; ++i) {
-    const double x = generate_input(Dtype::f32, 5, InputStream::x, i);
-    CHECK(p.in1(i) == static_cast<double>(static_cast<float>(p.act->forward(x))));
+    const double x = p.x(i);
+    CHECK(p.in1(i) == static_cast<double>(static_cast<float>(p.forward(x))));
   }
+  KernelSpec t;
+  t.activation = "threshold(threshold=0.1, value=20)";
+  t.dtype = Dtype::f16;
+  ReferenceProblem q(t, 5);
+  const double edge = 0.0999755859375;  // 0.1 rounded to float16
+  bool at = false, above = false, below = false;
+  for (std::uint64_t i = 0; i < 100; ++i) {
+    at |= q.x(i) == edge;
+    above |= q.x(i) == edge + 0x1p-14;  // the next float16 up
+    below |= q.x(i) == edge - 0x1p-14;
+  }
+  CHECK(at);
+  CHECK(above);
+  CHECK(below);
 }
 
-TEST_CASE("the tolerances per dtype, as the device tests apply them") {
-  CHECK(tolerance(Dtype::f32) == 2.4e-7);   // 2 ulp of float32
-  CHECK(tolerance(Dtype::f64) == 8.9e-16);  // 4 ulp of float64: CUDA's exp/expm1 plus two roundings
-  CHECK(tolerance(Dtype::f16) == 1.0e-3);   // 1 ulp of float16: float32 math, one rounding
-  CHECK(tolerance(Dtype::bf16) == 7.9e-3);  // 1 ulp of bfloat16
-  // Relative to max(|ref|, smallest normal); backward from the saved output relative to |grad|.
+TEST_CASE("the bounds per activation, dtype and direction, as the tests and docs state them") {
+  KernelSpec s;
+  s.activation = "selu";
+  CHECK(ulp_bound(s) == 1.0);  // SELU, ELU and CELU: one ulp in float32
+  s.activation = "gelu";
+  CHECK(ulp_bound(s) == 2.0);
+  s.dtype = Dtype::bf16;
+  CHECK(ulp_bound(s) == 1.0);  // 16-bit results: one ulp
+  s.activation = "relu";
+  s.dtype = Dtype::f32;
+  CHECK(ulp_bound(s) == 0.5);  // exact (correctly rounded: it is the input)
 }

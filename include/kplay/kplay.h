@@ -45,6 +45,10 @@ kplay_status kplay_backward_2d(kplay_backend backend, const char* activation, kp
 /* 1 if backward accepts KPLAY_SAVED_OUTPUT for this activation, 0 if not or unknown. */
 int kplay_supports_saved_output(const char* activation);
 
+/* Registers a user activation from snippet text (see kplay::register_activation in kplay.hpp).
+ * KPLAY_ERROR_INVALID_ARGUMENT for a bad name or a snippet without kp_act_forward. */
+kplay_status kplay_register_activation(const char* name, const char* source);
+
 /* The library's version, e.g. "0.1.0". */
 const char* kplay_version(void);
 

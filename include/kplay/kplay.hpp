@@ -1,5 +1,9 @@
 // kplay/kplay.hpp — the JIT activation API for C++.
 //
+// Activations are named as on the command line: "selu", "leaky_relu(negative_slope=0.2)",
+// "gelu(approximate=tanh)", a snippet file "./my_act.h", or a registered name (see
+// register_activation); docs/activations.md lists them with their parameters and accuracy.
+//
 // forward()/backward() run an activation on the caller's device buffers, on the caller's
 // stream. The first call for a (device, activation, direction, dtype) compiles the kernel
 // (or loads it from the kernel database) with the configuration tuned for the nearest problem
@@ -57,7 +61,17 @@ void forward_2d(const std::string& activation, Dtype dtype, const void* in, void
 void backward_2d(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved,
                  Saved saved_kind, void* grad_in, const View2D& view, Stream stream = {});
 
-// Whether backward() accepts Saved::output for this activation (SELU and ReLU do).
+// Whether backward() accepts Saved::output for this activation (with its parameters; e.g.
+// leaky_relu only with a positive slope). Throws for an unknown activation.
 bool supports_saved_output(const std::string& activation);
+
+// Registers an activation of the user's: `source` is a snippet of the form of
+// templates/activations/*.h (kp_act_forward required; kp_act_backward_from_input and
+// kp_act_backward_from_output optional). Afterwards `name` works wherever an activation is named.
+// Returns the name that keys its binaries and tunings ("name@<hash of source>"). Re-registering a
+// name replaces its source for later calls. Throws Error(invalid_argument) for a name that is not
+// an identifier or is a built-in's, or a snippet without kp_act_forward; compile errors come at
+// the first call, with the compiler log naming "activation <name>" and the line.
+std::string register_activation(const std::string& name, const std::string& source);
 
 }  // namespace kplay

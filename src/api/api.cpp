@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "../activations.hpp"
+#include "../user_activations.hpp"
 #include "device_registry.hpp"
 #ifdef KPLAY_WITH_CUDA
 #include "../../runtime/cuda/cuda_backend.hpp"
@@ -66,7 +67,7 @@ void check_overlap(const Operand& out, const Operand& in, const View2D& v, std::
 
 void run(const std::string& activation, const KernelSpec& spec, const Operand& out, const Operand& in0,
          const Operand* in1, const View2D& view, Stream stream) {
-  find_activation(activation);
+  const ResolvedActivation act = resolve_activation(activation);
   check_view(view);
   for (const Operand* op : {&out, &in0, in1})
     if (op && !op->ptr) invalid(std::string(op->name) + " is a null pointer");
@@ -76,9 +77,10 @@ void run(const std::string& activation, const KernelSpec& spec, const Operand& o
     check_overlap(out, in0, view, static_cast<std::int64_t>(esize));
     if (in1) check_overlap(out, *in1, view, static_cast<std::int64_t>(esize));
   }
-  if (spec.direction == Direction::backward && spec.saved == Saved::output &&
-      !find_activation(activation).grad_from_output)
-    throw Error(ErrorCode::unsupported, "activation '" + activation + "' cannot recover its derivative from the saved output");
+  if (spec.direction == Direction::backward && !act.has_backward())
+    throw Error(ErrorCode::unsupported, "activation '" + act.canonical + "' has no backward pass");
+  if (spec.direction == Direction::backward && spec.saved == Saved::output && !act.has_grad_from_output())
+    throw Error(ErrorCode::unsupported, "activation '" + act.canonical + "' cannot recover its derivative from the saved output");
 
   api::DeviceEngine* de = nullptr;
   void* queue = stream.handle;
@@ -130,7 +132,7 @@ View2D flat_view(std::int64_t n) {
 
 KernelSpec make_spec(const std::string& activation, Dtype dtype, Direction dir, Saved saved) {
   KernelSpec s;
-  s.activation = activation;
+  s.activation = resolve_activation(activation).canonical;
   s.dtype = dtype;
   s.direction = dir;
   s.saved = saved;
@@ -161,7 +163,11 @@ void backward_2d(const std::string& activation, Dtype dtype, const void* grad_ou
 }
 
 bool supports_saved_output(const std::string& activation) {
-  return find_activation(activation).grad_from_output != nullptr;
+  return resolve_activation(activation).has_grad_from_output();
+}
+
+std::string register_activation(const std::string& name, const std::string& source) {
+  return user_canonical_name(register_user_activation(name, source));
 }
 
 }  // namespace kplay

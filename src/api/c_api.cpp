@@ -108,6 +108,14 @@ int kplay_supports_saved_output(const char* activation) {
   }
 }
 
+kplay_status kplay_register_activation(const char* name, const char* source) {
+  return guarded([&] {
+    if (!name || !source)
+      throw kplay::Error(kplay::ErrorCode::invalid_argument, std::string(!name ? "name" : "source") + " is a null pointer");
+    kplay::register_activation(name, source);
+  });
+}
+
 const char* kplay_last_error(void) { return last_error.c_str(); }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "../activation_text.hpp"
 #include "../activations.hpp"
 #include "kplay/error.hpp"
 
@@ -10,7 +11,9 @@ namespace kplay::cli {
 
 void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
   app.add_option("--act", f.activations,
-                 std::string("activation") + (several ? "s, comma-separated" : "") + " (" + activation_names() + ")")
+                 std::string("activation") + (several ? "s, comma-separated, or all" : "") +
+                     " with parameters as in torch, e.g. leaky_relu(negative_slope=0.2), or a snippet file ./my_act.h (" +
+                     activation_names() + ")")
       ->capture_default_str();
   app.add_option("--dtype", f.dtype, "element type: f32, f16, bf16, f64")->capture_default_str();
   app.add_option("--direction", f.direction, "forward or backward")->capture_default_str();
@@ -26,23 +29,25 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
 }
 
 std::vector<std::string> ConfigFlags::activation_list() const {
+  // Commas inside parentheses separate parameters, not activations; "all" is every built-in.
   std::vector<std::string> out;
-  std::stringstream ss(activations);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  for (const auto& a : out) find_activation(a);  // unknown names fail before any work
-  if (out.empty()) find_activation(activations);
+  for (const auto& item : split_activation_list(activations)) {
+    if (item == "all") {
+      for (const auto& a : all_activation_texts()) out.push_back(resolve_activation(a).canonical);
+    } else {
+      out.push_back(resolve_activation(item).canonical);  // bad text fails before any work
+    }
+  }
+  if (out.empty()) throw Error(ErrorCode::invalid_argument, "--act: no activation given");
   return out;
 }
 
 KernelSpec ConfigFlags::spec(const std::string& activation) const {
   KernelSpec s;
-  s.activation = activation;
+  s.activation = resolve_activation(activation).canonical;
   s.dtype = parse_dtype(dtype);
   s.direction = parse_direction(direction);
   s.saved = parse_saved(saved);
-  find_activation(activation);
   return s;
 }
 

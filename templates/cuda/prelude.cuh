@@ -8,22 +8,43 @@
 #define KP_FABSF(x) fabsf(x)
 #define KP_HW_EXPF(x) __expf(x)
 
+/* Math in the compute type for the activation snippets: KP_EXP, KP_EXPM1, KP_LOG, KP_LOG1P,
+ * KP_TANH, KP_ERF, KP_ERFC, KP_FABS, KP_FMA, KP_SQRT. */
 #if KP_DTYPE_F64
 typedef double KP_T;
 typedef double KP_C;
 #define KP_LIT(x) x
 #define KP_EXPM1(x) expm1(x)
 #define KP_EXP(x) exp(x)
+#define KP_LOG(x) log(x)
+#define KP_LOG1P(x) log1p(x)
+#define KP_TANH(x) tanh(x)
+#define KP_ERF(x) erf(x)
+#define KP_ERFC(x) erfc(x)
+#define KP_FABS(x) fabs(x)
+#define KP_FMA(a, b, c) fma(a, b, c)
+#define KP_SQRT(x) sqrt(x)
 #else
 typedef float KP_C;
 #define KP_LIT(x) x##f
+#define KP_TANH(x) tanhf(x)
+#define KP_ERF(x) erff(x)
+#define KP_ERFC(x) erfcf(x)
+#define KP_FABS(x) fabsf(x)
+#define KP_FMA(a, b, c) fmaf(a, b, c)
+#define KP_SQRT(x) sqrtf(x)
 #if KP_FAST_MATH
-/* Opt-in: the hardware exponential; loses relative precision for |x| near 0 (see docs). */
+/* Opt-in: the hardware exponential and logarithm; exp(x)-1 loses relative precision for |x| near
+ * 0 (see docs). */
 #define KP_EXPM1(x) (__expf(x) - 1.0f)
 #define KP_EXP(x) __expf(x)
+#define KP_LOG(x) __logf(x)
+#define KP_LOG1P(x) __logf(1.0f + (x))
 #else
 #define KP_EXPM1(x) expm1f(x)
 #define KP_EXP(x) expf(x)
+#define KP_LOG(x) logf(x)
+#define KP_LOG1P(x) log1pf(x)
 #endif
 #endif
 

@@ -11,6 +11,15 @@
 #define KP_FABSF(x) fabs(x)
 #define KP_HW_EXPF(x) native_exp(x)
 
+/* Math in the compute type for the activation snippets, as in the CUDA prelude (OpenCL C's
+ * built-ins are overloaded for float and double). */
+#define KP_LOG1P(x) log1p(x)
+#define KP_TANH(x) tanh(x)
+#define KP_ERF(x) erf(x)
+#define KP_ERFC(x) erfc(x)
+#define KP_FABS(x) fabs(x)
+#define KP_FMA(a, b, c) fma(a, b, c)
+#define KP_SQRT(x) sqrt(x)
 #if KP_DTYPE_F64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define KP_TN double
@@ -19,6 +28,7 @@ typedef double KP_C;
 #define KP_LIT(x) x
 #define KP_EXPM1(x) expm1(x)
 #define KP_EXP(x) exp(x)
+#define KP_LOG(x) log(x)
 #else
 typedef float KP_C;
 #define KP_LIT(x) x##f
@@ -27,9 +37,11 @@ typedef float KP_C;
  * |x| near 0 (see docs). */
 #define KP_EXPM1(x) (native_exp(x) - 1.0f)
 #define KP_EXP(x) native_exp(x)
+#define KP_LOG(x) native_log(x)
 #else
 #define KP_EXPM1(x) expm1(x)
 #define KP_EXP(x) exp(x)
+#define KP_LOG(x) log(x)
 #endif
 #endif
 

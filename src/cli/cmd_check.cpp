@@ -1,0 +1,97 @@
+// `kplay check`: the accuracy of one kernel over every input of its dtype (see
+// src/exhaustive_check.hpp), with progress, against the activation's stated bound.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "../../runtime/backend_factory.hpp"
+#include "../activations.hpp"
+#include "../exhaustive_check.hpp"
+#include "command.hpp"
+#include "config_flags.hpp"
+
+namespace kplay::cli {
+namespace {
+class CheckCommand : public Command {
+ public:
+  explicit CheckCommand(CLI::App& parent) {
+    app_ = parent.add_subcommand("check", "sweep every input of the dtype through a kernel against the double reference");
+    add_config_flags(*app_, flags_, true);
+    app_->add_option("--sample", sample_, "float64: how many random bit patterns (the others are exhaustive)")
+        ->capture_default_str();
+    app_->add_option("--bound", bound_, "ulps to hold the kernel to (default: the activation's stated bound)");
+    app_->add_option("--seed", seed_, "float64 sample seed")->capture_default_str();
+  }
+  CLI::App* app() const override { return app_; }
+
+  int run() override {
+    const auto acts = flags_.activation_list();
+    std::vector<KernelSpec> specs;
+    for (const auto& a : acts) specs.push_back(flags_.spec(a));
+    const KernelConfig config = flags_.config();
+    for (const auto& spec : specs) resolve_config(spec, config, generic_limits(flags_.backend));
+    auto backend = rt::make_backend(flags_.backend, flags_.device);
+    const rt::DeviceInfo& dev = backend->info();
+    std::printf("device: %s [%d] %s (%s, %s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(), dev.arch.c_str(),
+                dev.compiler_version.c_str());
+    Engine engine(*backend);
+    const bool tty = ::isatty(STDERR_FILENO);
+    int status = kExitOk;
+    for (const auto& spec : specs) {
+      SweepOptions o;
+      o.sample = sample_;
+      o.seed = seed_;
+      o.bound = bound_;
+      int last_tenth = -1;
+      o.progress = [&](double f, const SweepStats& s) {
+        const int tenth = static_cast<int>(f * 10);
+        if (tty)
+          std::fprintf(stderr, "\r  %5.1f %%  max so far %.3g ulp  ", 100 * f, s.max_ulps);
+        else if (tenth != last_tenth)
+          std::fprintf(stderr, "  %3d %%  max so far %.3g ulp\n", tenth * 10, s.max_ulps);
+        last_tenth = tenth;
+      };
+      std::printf("\n== %s, config %s\n", to_string(spec).c_str(), to_string(resolve_config(spec, config, backend->limits())).c_str());
+      std::fflush(stdout);
+      const SweepResult r = exhaustive_check(engine, spec, config, o);
+      if (tty) std::fprintf(stderr, "\r%60s\r", "");
+      const SweepStats& s = r.stats;
+      std::printf("inputs: %llu (%s) in %.1f s\n", static_cast<unsigned long long>(s.checked),
+                  r.exhaustive ? "every bit pattern of the dtype" : "a seeded random sample of bit patterns", r.seconds);
+      if (r.self_referenced)
+        std::printf("reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula\n");
+      std::printf("max error: %.4g ulp at x = %.9g (got %.9g, exact %.17g)\n", s.max_ulps, s.worst_input, s.worst_out,
+                  s.worst_ref);
+      std::printf("over 0.5 ulp: %llu, over 1 ulp: %llu, over 2 ulp: %llu\n", static_cast<unsigned long long>(s.over_half),
+                  static_cast<unsigned long long>(s.over_one), static_cast<unsigned long long>(s.over_two));
+      std::printf("NaN mismatches: %llu, inf mismatches: %llu, signed-zero mismatches: %llu (reported, not judged)\n",
+                  static_cast<unsigned long long>(s.nan_mismatch), static_cast<unsigned long long>(s.inf_mismatch),
+                  static_cast<unsigned long long>(s.signed_zero_mismatch));
+      if (spec.direction == Direction::backward)
+        std::printf("subnormal exact results (not judged, the bound holds for normal results): %llu\n",
+                    static_cast<unsigned long long>(s.subnormal_skipped));
+      const bool pass = s.over_bound == 0 && s.nan_mismatch == 0 && s.inf_mismatch == 0;
+      std::printf("verdict: %s (bound %.3g ulp; %llu over it)\n", pass ? "PASS" : "FAIL", r.bound,
+                  static_cast<unsigned long long>(s.over_bound));
+      std::printf("row: | %s | %s | %s | %.3g | %.3g | %llu | %llu | %llu | %llu | %s |\n", spec.activation.c_str(),
+                  to_string(spec.dtype), spec.direction == Direction::forward ? "forward" : (spec.saved == Saved::input ? "backward (input)" : "backward (output)"),
+                  s.max_ulps, r.bound, static_cast<unsigned long long>(s.over_half),
+                  static_cast<unsigned long long>(s.over_one), static_cast<unsigned long long>(s.over_two),
+                  static_cast<unsigned long long>(s.nan_mismatch + s.inf_mismatch), pass ? "PASS" : "FAIL");
+      std::fflush(stdout);
+      if (!pass && !config.fast_math) status = kExitFailed;
+    }
+    return status;
+  }
+
+ private:
+  CLI::App* app_;
+  ConfigFlags flags_;
+  std::uint64_t sample_ = 1ull << 26, seed_ = 1;
+  double bound_ = 0;
+};
+}  // namespace
+
+std::unique_ptr<Command> make_check_command(CLI::App& parent) { return std::make_unique<CheckCommand>(parent); }
+
+}  // namespace kplay::cli

@@ -1,0 +1,188 @@
+// See exhaustive_check.hpp.
+#include "exhaustive_check.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "host_dtype.hpp"
+#include "self_reference.hpp"
+#include "verification.hpp"
+
+namespace kplay {
+namespace {
+constexpr std::uint64_t kChunk = 1ull << 24;  // elements per device round trip
+
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// The value of bit pattern `bits` in dtype d.
+double from_bits(Dtype d, std::uint64_t bits) {
+  switch (d) {
+    case Dtype::f32: {
+      const auto u = static_cast<std::uint32_t>(bits);
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    case Dtype::f64: {
+      double v;
+      std::memcpy(&v, &bits, 8);
+      return v;
+    }
+    case Dtype::f16: return half_bits_to_float(static_cast<std::uint16_t>(bits));
+    case Dtype::bf16: return bf16_bits_to_float(static_cast<std::uint16_t>(bits));
+  }
+  return 0;
+}
+
+void add(SweepStats& s, Dtype d, bool backward, double bound, double x, double out, double ref) {
+  ++s.checked;
+  const bool out_nan = std::isnan(out), ref_nan = std::isnan(ref);
+  double ulps;
+  if (out_nan || ref_nan) {
+    if (out_nan == ref_nan) return;
+    ++s.nan_mismatch;
+    ulps = INFINITY;
+  } else if (std::isinf(out) || std::isinf(ref)) {
+    if (out == round_to(d, ref)) return;
+    ++s.inf_mismatch;
+    ulps = INFINITY;
+  } else {
+    if (out == 0 && ref == 0 && std::signbit(out) != std::signbit(ref)) ++s.signed_zero_mismatch;
+    if (backward && std::fabs(ref) < min_normal(d)) {  // the bound holds for normal results
+      ++s.subnormal_skipped;
+      return;
+    }
+    ulps = std::fabs(out - ref) / ulp_of(d, ref);
+  }
+  s.over_half += ulps > 0.5;
+  s.over_one += ulps > 1;
+  s.over_two += ulps > 2;
+  s.over_bound += ulps > bound;
+  if (ulps > s.max_ulps || (s.checked == 1 && ulps >= s.max_ulps)) {
+    s.max_ulps = ulps;
+    s.worst_input = x;
+    s.worst_out = out;
+    s.worst_ref = ref;
+  }
+}
+}  // namespace
+
+void SweepStats::merge(const SweepStats& o) {
+  checked += o.checked;
+  if (o.max_ulps > max_ulps) {
+    max_ulps = o.max_ulps;
+    worst_input = o.worst_input;
+    worst_out = o.worst_out;
+    worst_ref = o.worst_ref;
+  }
+  over_half += o.over_half;
+  over_one += o.over_one;
+  over_two += o.over_two;
+  over_bound += o.over_bound;
+  nan_mismatch += o.nan_mismatch;
+  inf_mismatch += o.inf_mismatch;
+  signed_zero_mismatch += o.signed_zero_mismatch;
+  subnormal_skipped += o.subnormal_skipped;
+}
+
+double sweep_gradient(Dtype dtype, std::uint64_t i) {
+  const double u = static_cast<double>(mix(i) >> 11) * 0x1.0p-53;  // [0, 1)
+  return round_to(dtype, (u < 0.5 ? -1.0 : 1.0) * std::ldexp(1.0 + 2 * std::fmod(u, 0.5), static_cast<int>(mix(i + 7) % 5) - 2));
+}
+
+SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const KernelConfig& config,
+                             const SweepOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  rt::Backend& backend = engine.backend();
+  const ReferenceProblem ref(spec, options.seed);
+  SweepResult result;
+  result.bound = options.bound > 0 ? options.bound : ulp_bound(spec);
+  result.self_referenced = !ref.has_reference();
+  const Dtype d = spec.dtype;
+  const bool backward = spec.direction == Direction::backward;
+  const std::uint64_t total = d == Dtype::f32 ? (1ull << 32) : d == Dtype::f64 ? options.sample : (1ull << 16);
+  result.exhaustive = d != Dtype::f64;
+  auto input_bits = [&](std::uint64_t i) { return d == Dtype::f64 ? mix(options.seed * 0x100000001ull + i) : i; };
+
+  auto kernel = engine.prepare(spec, config);
+  std::unique_ptr<SelfReference> self;
+  if (result.self_referenced) self = std::make_unique<SelfReference>(backend, spec);
+  const std::size_t es = dtype_size(d);
+  const std::uint64_t chunk = std::min(kChunk, total);
+  rt::DeviceBuffer in0(backend, chunk * es), in1(backend, chunk * es), out(backend, chunk * es);
+  std::vector<unsigned char> h0(chunk * es), h1(chunk * es), hout(chunk * es);
+  std::vector<double> xs(chunk), self_in0, self_in1, self_out;
+  const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+
+  for (std::uint64_t base = 0; base < total; base += chunk) {
+    const std::uint64_t n = std::min(chunk, total - base);
+    auto fill = [&](std::uint64_t lo, std::uint64_t hi) {
+      for (std::uint64_t k = lo; k < hi; ++k) {
+        const double x = from_bits(d, input_bits(base + k));
+        xs[k] = x;
+        if (!backward) {
+          store_element(d, h0.data(), k, x);
+        } else {
+          store_element(d, h0.data(), k, sweep_gradient(d, base + k));
+          const bool from_output = spec.saved == Saved::output && ref.has_reference();
+          store_element(d, h1.data(), k, from_output ? round_to(d, ref.forward(x)) : x);
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < workers; ++w)
+      pool.emplace_back(fill, n * w / workers, n * (w + 1) / workers);
+    for (auto& t : pool) t.join();
+    pool.clear();
+    backend.upload(in0.ptr(), h0.data(), n * es);
+    if (backward) backend.upload(in1.ptr(), h1.data(), n * es);
+    engine.launch_flat(*kernel, out.ptr(), in0.ptr(), backward ? in1.ptr() : in0.ptr(), n);
+    backend.synchronize();
+    backend.download(hout.data(), out.ptr(), n * es);
+    if (self) {
+      self_in0.resize(n);
+      self_in1.resize(n);
+      for (std::uint64_t k = 0; k < n; ++k) {
+        self_in0[k] = load_element(d, h0.data(), k);
+        if (backward) self_in1[k] = load_element(d, h1.data(), k);
+      }
+      self->compute(self_in0, self_in1, self_out);
+    }
+    std::vector<SweepStats> parts(workers);
+    auto compare = [&](unsigned w, std::uint64_t lo, std::uint64_t hi) {
+      SweepStats& s = parts[w];
+      for (std::uint64_t k = lo; k < hi; ++k) {
+        const double o = load_element(d, hout.data(), k);
+        double r;
+        if (self) {
+          r = self_out[k];
+        } else if (!backward) {
+          r = ref.forward(xs[k]);
+        } else {
+          const double g = load_element(d, h0.data(), k), sv = load_element(d, h1.data(), k);
+          r = spec.saved == Saved::input ? ref.act.act->grad_from_input(g, sv, ref.params.data())
+                                         : ref.act.act->grad_from_output(g, sv, ref.params.data());
+        }
+        add(s, d, backward, result.bound, xs[k], o, r);
+      }
+    };
+    for (unsigned w = 0; w < workers; ++w) pool.emplace_back(compare, w, n * w / workers, n * (w + 1) / workers);
+    for (auto& t : pool) t.join();
+    for (const auto& p : parts) result.stats.merge(p);
+    if (options.progress) options.progress(static_cast<double>(base + n) / static_cast<double>(total), result.stats);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace kplay

@@ -1,0 +1,47 @@
+// `kplay check`: every input of a dtype (all 2^32 float32 bit patterns, all 2^16 of a 16-bit type;
+// float64 a seeded sample) through the device kernel, against the double reference computed on all
+// host cores, with the error in ulps and the counts a bound is judged by.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "engine.hpp"
+
+namespace kplay {
+
+struct SweepStats {
+  std::uint64_t checked = 0;
+  double max_ulps = 0;
+  double worst_input = 0, worst_out = 0, worst_ref = 0;
+  std::uint64_t over_half = 0, over_one = 0, over_two = 0, over_bound = 0;
+  std::uint64_t nan_mismatch = 0;        // NaN where a number is due, or the reverse
+  std::uint64_t inf_mismatch = 0;        // an infinity that the rounded reference is not
+  std::uint64_t signed_zero_mismatch = 0;  // +0 against -0 (reported, not held to the bound)
+  std::uint64_t subnormal_skipped = 0;   // backward: exact results below the smallest normal number
+  void merge(const SweepStats& o);
+};
+
+struct SweepOptions {
+  std::uint64_t sample = 1ull << 26;  // float64 only: how many random bit patterns
+  std::uint64_t seed = 1;
+  double bound = 0;                   // ulps; from the registry when 0
+  std::function<void(double fraction, const SweepStats& so_far)> progress;
+};
+
+struct SweepResult {
+  SweepStats stats;
+  double bound = 0;
+  bool exhaustive = true;
+  double seconds = 0;
+  bool self_referenced = false;  // a user activation: checked against itself in float64
+};
+
+// Throws Error like Engine::prepare. `config` as for `kplay run`.
+SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const KernelConfig& config,
+                             const SweepOptions& options);
+
+// Gradient used for element i of a backward sweep: finite, mixed sign, deterministic.
+double sweep_gradient(Dtype dtype, std::uint64_t i);
+
+}  // namespace kplay

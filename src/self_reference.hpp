@@ -1,0 +1,26 @@
+// The reference of an activation that has no double reference of its own (a user snippet): the
+// same snippet specialized for float64 and run on the device on the same inputs. It checks the
+// rounding of the narrower kernel, not the formula, and callers say so.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "engine.hpp"
+
+namespace kplay {
+
+class SelfReference {
+ public:
+  // Throws Error(unsupported) when the device cannot run float64 kernels.
+  SelfReference(rt::Backend& backend, const KernelSpec& spec);
+  // out[i] = the float64 kernel on (in0[i], in1[i]); in1 is ignored for forward.
+  void compute(const std::vector<double>& in0, const std::vector<double>& in1, std::vector<double>& out);
+
+ private:
+  rt::Backend& backend_;
+  KernelSpec spec64_;
+  std::unique_ptr<Engine> engine_;
+  std::shared_ptr<const PreparedKernel> kernel_;
+};
+
+}  // namespace kplay

@@ -1,0 +1,41 @@
+/* GELU as torch, approximate='none': 0.5 x (1 + erf(x / sqrt 2)), written 0.5 x erfc(-x / sqrt 2)
+ * so the negative tail keeps relative precision; approximate='tanh':
+ * 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), written x * sigmoid(2u) for the same
+ * reason. At -inf both give NaN, as torch's formula does (-inf * 0). No saved-output backward. */
+#define KP_GELU_SQRT1_2 KP_LIT(0.70710678118654752440)
+#define KP_GELU_INV_SQRT_2PI KP_LIT(0.39894228040143267794)
+#define KP_GELU_SQRT_2_PI KP_LIT(0.79788456080286535588)
+#define KP_GELU_KAPPA KP_LIT(0.044715)
+
+/* sigmoid(2u) and sigmoid(-2u) from one exponential that cannot overflow. */
+KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
+  const KP_C u = KP_GELU_SQRT_2_PI * KP_FMA(KP_GELU_KAPPA * x, x * x, x);
+  const KP_C e = KP_EXP(KP_LIT(-2.0) * KP_FABS(u));
+  const KP_C r = KP_LIT(1.0) / (KP_LIT(1.0) + e);
+  *s = u >= KP_LIT(0.0) ? r : e * r;
+  *sm = u >= KP_LIT(0.0) ? e * r : r;
+}
+
+KP_FN KP_C kp_act_forward(KP_C x) {
+#if KP_P_APPROXIMATE_TANH
+  KP_C s, sm;
+  kp_gelu_sig2u(x, &s, &sm);
+  return x * s;
+#else
+  return KP_LIT(0.5) * x * KP_ERFC(-x * KP_GELU_SQRT1_2);
+#endif
+}
+
+/* torch's gelu_backward: none: g (Phi(x) + x phi(x)); tanh: g (s + 2 x s (1 - s) sqrt(2/pi)
+ * (1 + 3 kappa x^2)) with s = sigmoid(2u), the same as torch's 0.5 (1 + t) + 0.5 x (1 - t^2) ... */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+#if KP_P_APPROXIMATE_TANH
+  KP_C s, sm;
+  kp_gelu_sig2u(x, &s, &sm);
+  const KP_C du = KP_GELU_SQRT_2_PI * KP_FMA(KP_LIT(3.0) * KP_GELU_KAPPA * x, x, KP_LIT(1.0));
+  return g * (s * KP_FMA(KP_LIT(2.0) * x * sm, du, KP_LIT(1.0)));
+#else
+  const KP_C pdf = KP_GELU_INV_SQRT_2PI * KP_EXP(KP_LIT(-0.5) * x * x);
+  return g * KP_FMA(x, pdf, KP_LIT(0.5) * KP_ERFC(-x * KP_GELU_SQRT1_2));
+#endif
+}

@@ -1,0 +1,10 @@
+/* LogSigmoid as torch: min(x, 0) - log1p(exp(-|x|)); derivative sigmoid(-x), which is
+ * -expm1(y) from the output. */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  return (x < KP_LIT(0.0) ? x : KP_LIT(0.0)) - KP_LOG1P(KP_EXP(-KP_FABS(x)));
+}
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  const KP_C e = KP_EXP(-KP_FABS(x));
+  return g * ((x < KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e));
+}
+KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) { return g * -KP_EXPM1(y); }

@@ -1,0 +1,20 @@
+/* Mish as torch: x * tanh(softplus(x)) with softplus = log1p(exp(x)). With n = e^x (e^x + 2),
+ * tanh(log1p(e^x)) = n / (n + 2): one exponential, no cancellation. Above x = 20 the factor is 1
+ * to well under float precision. At -inf the result is NaN, as torch's formula gives (-inf * 0).
+ * Backward (torch): g * (t + x * sigmoid(x) * (1 - t^2)), with 1 - t^2 = 4 (n + 1) / (n + 2)^2. */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  if (x > KP_LIT(20.0)) return x;
+  const KP_C e = KP_EXP(x);
+  const KP_C n = e * (e + KP_LIT(2.0));
+  return x * (n / (n + KP_LIT(2.0)));
+}
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  if (x > KP_LIT(20.0)) return g;
+  const KP_C e = KP_EXP(x);
+  const KP_C n = e * (e + KP_LIT(2.0));
+  const KP_C d = KP_LIT(1.0) / (n + KP_LIT(2.0));
+  const KP_C t = n * d;
+  const KP_C sech2 = KP_LIT(4.0) * (n + KP_LIT(1.0)) * d * d;
+  const KP_C s = e / (KP_LIT(1.0) + e);
+  return g * KP_FMA(x * s, sech2, t);
+}

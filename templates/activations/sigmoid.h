@@ -1,0 +1,12 @@
+/* Sigmoid as torch: 1 / (1 + exp(-x)), from exp(-|x|) so that neither tail overflows or loses
+ * relative precision; torch's sigmoid_backward uses the output: g * y * (1 - y). */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  const KP_C e = KP_EXP(-KP_FABS(x));
+  return (x >= KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e);
+}
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  const KP_C e = KP_EXP(-KP_FABS(x));
+  const KP_C d = KP_LIT(1.0) + e;
+  return g * (e / (d * d));
+}
+KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) { return g * (y * (KP_LIT(1.0) - y)); }

@@ -1,0 +1,14 @@
+/* SiLU (swish) as torch: x * sigmoid(x); backward g * s * (1 + x (1 - s)). The sigmoid comes
+ * from exp(-|x|), which never overflows, so x * e^x stays a normal number deep in the negative
+ * tail instead of flushing to zero; at -inf the result is NaN, as torch's x / (1 + exp(-x)). */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  const KP_C e = KP_EXP(-KP_FABS(x));
+  return (x >= KP_LIT(0.0) ? x : x * e) / (KP_LIT(1.0) + e);
+}
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  const KP_C e = KP_EXP(-KP_FABS(x));
+  const KP_C r = KP_LIT(1.0) / (KP_LIT(1.0) + e);
+  const KP_C s = x >= KP_LIT(0.0) ? r : e * r;   /* sigmoid(x) */
+  const KP_C sm = x >= KP_LIT(0.0) ? e * r : r;  /* sigmoid(-x) = 1 - s */
+  return g * (s * KP_FMA(x, sm, KP_LIT(1.0)));
+}

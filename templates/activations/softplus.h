@@ -1,0 +1,20 @@
+/* Softplus(beta, threshold) as torch: x * beta > threshold ? x : log1p(exp(beta x)) / beta,
+ * computed as max(bx, 0) + log1p(exp(-|bx|)) so that no exponential overflows for large
+ * thresholds. Backward g * sigmoid(beta x) (g above the threshold); from the output,
+ * sigmoid(beta x) = -expm1(-beta y). */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  const KP_C bx = x * KP_P_BETA;
+  if (bx > KP_P_THRESHOLD) return x;
+  const KP_C sp = (bx > KP_LIT(0.0) ? bx : KP_LIT(0.0)) + KP_LOG1P(KP_EXP(-KP_FABS(bx)));
+  return sp / KP_P_BETA;
+}
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  const KP_C bx = x * KP_P_BETA;
+  if (bx > KP_P_THRESHOLD) return g;
+  const KP_C e = KP_EXP(-KP_FABS(bx));
+  return g * ((bx >= KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e));
+}
+KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) {
+  const KP_C by = y * KP_P_BETA;
+  return by > KP_P_THRESHOLD ? g : g * -KP_EXPM1(-by);
+}

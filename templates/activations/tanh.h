@@ -1,0 +1,9 @@
+/* Tanh as torch; torch's tanh_backward uses the output: g * (1 - y^2) (one rounding with fma).
+ * From the input, 1 - tanh^2 = 4 e / (1 + e)^2 with e = exp(-2|x|), exact where tanh rounds to 1. */
+KP_FN KP_C kp_act_forward(KP_C x) { return KP_TANH(x); }
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  const KP_C e = KP_EXP(KP_LIT(-2.0) * KP_FABS(x));
+  const KP_C d = KP_LIT(1.0) + e;
+  return g * (KP_LIT(4.0) * e / (d * d));
+}
+KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) { return g * KP_FMA(-y, y, KP_LIT(1.0)); }
