@@ -17,6 +17,9 @@ struct Dialect {
   std::string kernel;                          // template path, e.g. "cuda/elementwise.cu"
   std::vector<std::string> options;            // always passed
   std::vector<std::string> fast_math_options;  // passed when config.fast_math
+  // Passed for float16/bfloat16 kernels, whose float32 math needs only ~2^-20 relative precision
+  // (see templates/common/narrow_math.h): CUDA's full-range division within 2 ulp.
+  std::vector<std::string> narrow_options;
 };
 
 Dialect cuda_dialect();

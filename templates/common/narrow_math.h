@@ -1,10 +1,14 @@
 /* Math for float16 and bfloat16 results, shared by every backend (the prelude defines KP_FN,
- * KP_FMAF, KP_FABSF and KP_HW_EXPF, the hardware exponential). A result rounded to 16 bits needs
- * the float32 math only to ~1e-5 relative (half an ulp of float16 is 4.9e-4), and the library
- * expm1 would make 16-bit SELU compute-bound (8 elements per 16 bytes). So: a degree-6 Taylor
- * polynomial for |x| < 0.5 (truncation <= 4e-6 relative, precise near 0 where exp(x)-1 is not),
- * the hardware exponential elsewhere. Fast-math and the 32/64-bit types keep their own. */
+ * KP_FMAF, KP_FABSF, KP_HW_EXPF, KP_HW_LOGF and KP_HW_DIVF: the hardware exponential and
+ * logarithm, relative error ~2^-21 and subnormals kept, and a full-range division within 2 ulp).
+ * A result rounded to 16 bits needs the float32 math only to ~1e-5 relative (half an ulp of
+ * float16 is 4.9e-4), and the library functions would make 16-bit activations compute-bound (8
+ * elements per 16 bytes). So: short series where the hardware functions lose relative precision
+ * (near 0: expm1, log1p, tanh), the hardware functions elsewhere, and erfc from a rational-exp
+ * fit with relative error < 1.2e-7 everywhere (Numerical Recipes' erfcc), so gelu's negative tail
+ * keeps its relative precision. Fast-math and the 32/64-bit types keep their own. */
 #if (KP_DTYPE_F16 || KP_DTYPE_BF16) && !KP_FAST_MATH
+/* Degree-6 Taylor for |x| < 0.5 (truncation <= 4e-6 relative), the hardware exponential elsewhere. */
 KP_FN float kp_expm1_narrow(float x) {
   float p = 1.0f / 720.0f;
   p = KP_FMAF(p, x, 1.0f / 120.0f);
@@ -14,8 +18,53 @@ KP_FN float kp_expm1_narrow(float x) {
   p = KP_FMAF(p, x, 1.0f);
   return KP_FABSF(x) < 0.5f ? p * x : KP_HW_EXPF(x) - 1.0f;
 }
+/* u - u^2/2 + u^3/3 - u^4/4 for |u| < 1/64 (truncation < 1e-9 relative), log(1 + u) elsewhere. */
+KP_FN float kp_log1p_narrow(float u) {
+  float p = -0.25f;
+  p = KP_FMAF(p, u, 1.0f / 3.0f);
+  p = KP_FMAF(p, u, -0.5f);
+  p = KP_FMAF(p, u, 1.0f);
+  return KP_FABSF(u) < 0.015625f ? p * u : KP_HW_LOGF(1.0f + u);
+}
+/* Odd Taylor to x^9 for |x| < 0.55 (truncation < 2e-5 relative), 1 - 2 / (e^2|x| + 1) elsewhere
+ * (>= 0.5 there, so the subtraction loses at most one bit). */
+KP_FN float kp_tanh_narrow(float x) {
+  const float z = x * x;
+  float p = 62.0f / 2835.0f;
+  p = KP_FMAF(p, z, -17.0f / 315.0f);
+  p = KP_FMAF(p, z, 2.0f / 15.0f);
+  p = KP_FMAF(p, z, -1.0f / 3.0f);
+  const float small = KP_FMAF(p * z, x, x);
+  const float big = 1.0f - KP_HW_DIVF(2.0f, KP_HW_EXPF(2.0f * KP_FABSF(x)) + 1.0f);
+  return KP_FABSF(x) < 0.55f ? small : (x < 0.0f ? -big : big);
+}
+/* erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), for z >= 0; 2 - erfc(-z) below. */
+KP_FN float kp_erfc_narrow(float z) {
+  const float a = KP_FABSF(z);
+  const float t = KP_HW_DIVF(1.0f, KP_FMAF(0.5f, a, 1.0f));
+  float p = 0.17087277f;
+  p = KP_FMAF(p, t, -0.82215223f);
+  p = KP_FMAF(p, t, 1.48851587f);
+  p = KP_FMAF(p, t, -1.13520398f);
+  p = KP_FMAF(p, t, 0.27886807f);
+  p = KP_FMAF(p, t, -0.18628806f);
+  p = KP_FMAF(p, t, 0.09678418f);
+  p = KP_FMAF(p, t, 0.37409196f);
+  p = KP_FMAF(p, t, 1.00002368f);
+  p = KP_FMAF(p, t, -1.26551223f);
+  const float r = t * KP_HW_EXPF(KP_FMAF(-a, a, p));
+  return z >= 0.0f ? r : 2.0f - r;
+}
 #undef KP_EXPM1
 #undef KP_EXP
+#undef KP_LOG
+#undef KP_LOG1P
+#undef KP_TANH
+#undef KP_ERFC
 #define KP_EXPM1(x) kp_expm1_narrow(x)
 #define KP_EXP(x) KP_HW_EXPF(x)
+#define KP_LOG(x) KP_HW_LOGF(x)
+#define KP_LOG1P(x) kp_log1p_narrow(x)
+#define KP_TANH(x) kp_tanh_narrow(x)
+#define KP_ERFC(x) kp_erfc_narrow(x)
 #endif

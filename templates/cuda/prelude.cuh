@@ -3,10 +3,29 @@
  * math macros. float16 and bfloat16 are stored as raw 16-bit words and converted explicitly, so
  * no CUDA header is needed and math runs in float32 with one rounding on store. */
 #define KP_FN static __device__ __forceinline__
-/* For templates/common/narrow_math.h. */
+/* For templates/common/narrow_math.h: the hardware exp2/log2 without flush-to-zero (bfloat16
+ * has float's exponent range, so its subnormal results must survive), and div.full, which is
+ * within 2 ulp over the whole range. */
 #define KP_FMAF(a, b, c) fmaf(a, b, c)
 #define KP_FABSF(x) fabsf(x)
-#define KP_HW_EXPF(x) __expf(x)
+KP_FN float kp_hw_expf(float x) {
+  float y;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x * 1.44269504088896341f));
+  return y;
+}
+KP_FN float kp_hw_logf(float x) {
+  float y;
+  asm("lg2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y * 0.693147180559945309f;
+}
+KP_FN float kp_hw_divf(float a, float b) {
+  float y;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+  return y;
+}
+#define KP_HW_EXPF(x) kp_hw_expf(x)
+#define KP_HW_LOGF(x) kp_hw_logf(x)
+#define KP_HW_DIVF(a, b) kp_hw_divf(a, b)
 
 /* Math in the compute type for the activation snippets: KP_EXP, KP_EXPM1, KP_LOG, KP_LOG1P,
  * KP_TANH, KP_ERF, KP_ERFC, KP_FABS, KP_FMA, KP_SQRT. */

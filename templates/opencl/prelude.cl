@@ -10,6 +10,8 @@
 #define KP_FMAF(a, b, c) fma(a, b, c)
 #define KP_FABSF(x) fabs(x)
 #define KP_HW_EXPF(x) native_exp(x)
+#define KP_HW_LOGF(x) native_log(x)
+#define KP_HW_DIVF(a, b) native_divide(a, b)
 
 /* Math in the compute type for the activation snippets, as in the CUDA prelude (OpenCL C's
  * built-ins are overloaded for float and double). */
