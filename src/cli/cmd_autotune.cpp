@@ -186,6 +186,9 @@ class AutotuneCommand : public Command {
         j["seconds"] = r.seconds;
         j["resumed"] = r.resumed;
         j["device_label"] = devices[r.device].label;
+        j["times"] = {{"setup_s", r.times.setup_s},     {"compile_s", r.times.compile_s},
+                      {"measure_s", r.times.measure_s}, {"remeasure_s", r.times.remeasure_s},
+                      {"binaries", r.times.binaries},   {"samples", r.times.samples}};
         out.push_back(j);
       }
       std::printf("%s\n", out.dump(2).c_str());
