@@ -136,6 +136,32 @@ TEST_SUITE("opencl") {
     CHECK(choose_config(&db, engine, other, 60000).source.find("built-in default") != std::string::npos);
   }
 
+  TEST_CASE("OpenCL: the halving and fast schedules run end to end and store a verified winner") {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    KernelDatabase::Options dbo;
+    dbo.path = ":memory:";
+    KernelDatabase db(dbo);
+    Engine engine(*be, &db);
+    KernelSpec spec;
+    TuneOptions o;
+    o.n = 30000;
+    o.repeats = 3;
+    o.space.blocks = {64, 128};  // a small space keeps PoCL's compiles short
+    o.space.per_thread = {1, 2};
+    o.space.vec_bytes = {16};
+    for (const char* strategy : {"halving", "fast"}) {
+      o.strategy = strategy;
+      TuneTimes times;
+      const TuningRecord rec = tune(engine, db, spec, o, &times);
+      CHECK(rec.strategy == strategy);
+      CHECK(rec.candidates.size() == 4 * 3);  // 2 blocks x 2 per-thread x 3 grids
+      CHECK(times.binaries <= 4);             // the grid policy shares a binary
+      CHECK(rec.best_gbps > 0);
+      CHECK(choose_config(&db, engine, spec, o.n).config == rec.best);
+    }
+  }
+
   TEST_CASE("OpenCL: a tuning run interrupted halfway resumes from the candidates already measured") {
     rt::Backend* be = test::shared_backend("opencl");
     REQUIRE(be != nullptr);
