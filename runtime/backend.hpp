@@ -31,6 +31,9 @@ struct DeviceInfo {
   int max_threads_per_unit = 0;  // resident threads per SM / compute unit
   int max_block = 0;
   std::uint64_t l2_bytes = 0;    // last-level cache; 0 if unknown (the tuner then assumes 64 MiB)
+  // Memory system, for the default-config model (src/tuner/default_model.hpp); 0 if unknown.
+  double memory_bandwidth_gbps = 0;  // peak DRAM bandwidth: 2 x memory clock x bus width / 8
+  int max_blocks_per_unit = 0;       // resident blocks per SM / compute unit
   std::string compile_target;    // what binaries are built for ("sm_90 cubin", "compute_90 PTX")
   std::string note;              // anything the user should know (e.g. PTX fallback)
 };

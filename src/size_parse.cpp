@@ -78,4 +78,26 @@ std::string shape_string(const std::vector<std::uint64_t>& shape) {
   return s;
 }
 
+std::vector<std::uint64_t> parse_size_list(const std::string& text, const char* flag) {
+  std::vector<std::uint64_t> out;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t comma = text.find(',', begin);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(begin, comma - begin);
+    const std::size_t dots = item.find("..");
+    if (dots == std::string::npos) {
+      out.push_back(parse_count(item, flag));
+    } else {
+      const std::uint64_t lo = parse_count(item.substr(0, dots), flag), hi = parse_count(item.substr(dots + 2), flag);
+      auto pow2 = [](std::uint64_t v) { return v && !(v & (v - 1)); };
+      if (!pow2(lo) || !pow2(hi) || lo > hi)
+        bad(flag, item, "a range A..B needs powers of two with A <= B, e.g. 2^16..2^31");
+      for (std::uint64_t v = lo; v <= hi && v; v *= 2) out.push_back(v);
+    }
+    begin = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace kplay

@@ -136,6 +136,32 @@ TEST_SUITE("opencl") {
     CHECK(choose_config(&db, engine, other, 60000).source.find("built-in default") != std::string::npos);
   }
 
+  TEST_CASE("OpenCL: the halving and fast schedules run end to end and store a verified winner") {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    KernelDatabase::Options dbo;
+    dbo.path = ":memory:";
+    KernelDatabase db(dbo);
+    Engine engine(*be, &db);
+    KernelSpec spec;
+    TuneOptions o;
+    o.n = 30000;
+    o.repeats = 3;
+    o.space.blocks = {64, 128};  // a small space keeps PoCL's compiles short
+    o.space.per_thread = {1, 2};
+    o.space.vec_bytes = {16};
+    for (const char* strategy : {"halving", "fast"}) {
+      o.strategy = strategy;
+      TuneTimes times;
+      const TuningRecord rec = tune(engine, db, spec, o, &times);
+      CHECK(rec.strategy == strategy);
+      CHECK(rec.candidates.size() == 4 * 3);  // 2 blocks x 2 per-thread x 3 grids
+      CHECK(times.binaries <= 4);             // the grid policy shares a binary
+      CHECK(rec.best_gbps > 0);
+      CHECK(choose_config(&db, engine, spec, o.n).config == rec.best);
+    }
+  }
+
   TEST_CASE("OpenCL: a tuning run interrupted halfway resumes from the candidates already measured") {
     rt::Backend* be = test::shared_backend("opencl");
     REQUIRE(be != nullptr);
@@ -161,5 +187,102 @@ TEST_SUITE("opencl") {
     const TuningRecord rec = tune(engine, db, spec, o);
     CHECK(first_done == 3);  // the three measured before the interruption were not redone
     CHECK(rec.candidates.size() == 6);
+  }
+}
+
+namespace {
+// A fixed synthetic timing model instead of a device: a landscape with a flat top (many configs
+// within 1 %), a few configs that fail verification or compilation, deterministic jitter per
+// sample, and a smaller problem (level 1) whose ranking differs from the full one by up to 3 %.
+class SyntheticMeasurer : public CandidateMeasurer {
+ public:
+  explicit SyntheticMeasurer(int levels) : levels_(levels) {}
+  int levels() const override { return levels_; }
+  std::vector<std::string> prepare(const std::vector<KernelConfig>& configs) override {
+    std::vector<std::string> out;
+    for (const auto& c : configs) out.push_back(c.block == 1024 && c.per_thread == 8 ? "does not compile: regs" : "");
+    prepared += configs.size();
+    return out;
+  }
+  std::string verify(const KernelConfig& c, int) override {
+    return c.block == 512 && c.per_thread == 2 && c.vec == 4 ? "wrong output: 3 mismatches" : "";
+  }
+  double sample(const KernelConfig& c, int level) override {
+    ++samples;
+    double t = cost(c);
+    if (level == 1) t *= 1.0 + 0.03 * static_cast<double>(hash(c) % 100) / 100.0;  // a distorted ranking
+    const double jitter = 0.0005 * static_cast<double>((hash(c) + samples * 7919) % 11) / 10.0;
+    return t * (1.0 + jitter);
+  }
+  std::vector<double> copy_samples(int repeats) override { return std::vector<double>(repeats, 1.0); }
+  double bytes_moved() const override { return 8e6; }
+
+  static double cost(const KernelConfig& c) {
+    double t = 1.0;
+    t += c.vec == 4 ? 0 : 0.4 / c.vec;
+    t += c.block >= 1024 ? 0.09 : 0.0;
+    t += c.block == 64 ? 0.004 : 0.0;  // inside the tie window: block 64 never beats simpler ones
+    t += c.per_thread == 2 ? 0 : 0.003 * c.per_thread;  // the fastest is pt 2, pt 1 within 1 %
+    t += c.grid == GridPolicy::one_shot ? 0 : 0.08 + 0.005 * c.waves;
+    t += c.cache == CacheHint::normal ? 0 : 0.002;
+    return t;
+  }
+  std::size_t samples = 0, prepared = 0;
+
+ private:
+  static std::uint64_t hash(const KernelConfig& c) {
+    return static_cast<std::uint64_t>(c.vec * 7 + c.block * 13 + c.per_thread * 31 + c.waves * 101 +
+                                      (c.cache == CacheHint::streaming) * 997);
+  }
+  int levels_;
+};
+
+SearchOutcome synthetic_search(const std::string& strategy, SyntheticMeasurer& m) {
+  TuneOptions o;
+  o.strategy = strategy;
+  o.repeats = 7;
+  return search(m, SearchSpace{}.enumerate(spec_of(Dtype::f32), TargetLimits{}), o);
+}
+}  // namespace
+
+TEST_CASE("early stopping picks exhaustive's winner on a synthetic timing model with far fewer samples") {
+  SyntheticMeasurer ex_m(1), halving_m(1), fast_m(2);
+  const SearchOutcome ex = synthetic_search("exhaustive", ex_m);
+  const SearchOutcome halving = synthetic_search("halving", halving_m);
+  const SearchOutcome fast = synthetic_search("fast", fast_m);
+  // The winner is the simplest within 1 % of the fastest: per-thread 1 beats the faster pt 2.
+  CHECK(ex.winner.config.per_thread == 1);
+  CHECK(ex.winner.config.vec == 4);
+  CHECK(ex.winner.config.block == 256);
+  CHECK(halving.winner.config == ex.winner.config);
+  CHECK(fast.winner.config == ex.winner.config);
+  CHECK(halving_m.samples * 2 < ex_m.samples);
+  CHECK(fast_m.samples < ex_m.samples);
+  // Every candidate is accounted for, and the wrong or uncompilable ones are rejected with a reason.
+  const std::size_t space = SearchSpace{}.enumerate(spec_of(Dtype::f32), TargetLimits{}).size();
+  for (const auto* out : {&ex, &halving, &fast}) {
+    CHECK(out->candidates.size() == space);
+    std::size_t wrong = 0, uncompiled = 0;
+    for (const auto& c : out->candidates) {
+      wrong += c.rejection.rfind("wrong output", 0) == 0;
+      uncompiled += c.rejection.rfind("does not compile", 0) == 0;
+      if (c.rejection.rfind("wrong output", 0) == 0) CHECK_FALSE(c.ok);
+    }
+    CHECK(wrong > 0);
+    CHECK(uncompiled > 0);
+  }
+}
+
+TEST_CASE("the early-stopping schedules never let a wrong kernel win, even the fastest") {
+  class WrongFastest : public SyntheticMeasurer {
+   public:
+    WrongFastest() : SyntheticMeasurer(1) {}
+    std::string verify(const KernelConfig& c, int) override { return c.per_thread == 2 ? "wrong output: NaN" : ""; }
+  };
+  for (const char* strategy : {"exhaustive", "halving"}) {
+    WrongFastest m;
+    const SearchOutcome out = synthetic_search(strategy, m);
+    CHECK(out.winner.config.per_thread != 2);
+    CHECK(out.winner.ok);
   }
 }

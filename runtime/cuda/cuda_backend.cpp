@@ -65,6 +65,12 @@ DeviceInfo describe(CUdevice dev, int index) {
   info.max_threads_per_unit = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
   info.max_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   info.l2_bytes = static_cast<std::uint64_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
+  info.max_blocks_per_unit = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  // Peak DRAM bandwidth from the memory clock (kHz) and bus width (bits), double data rate.
+  // A driver that reports 0 for either leaves it unknown, and the default model steps aside.
+  const double mem_khz = attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+  const double bus_bits = attribute(dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  info.memory_bandwidth_gbps = 2.0 * mem_khz * 1e3 * bus_bits / 8.0 / 1e9;
   info.driver_version = "CUDA " + version_string(d.version);
   try {
     const Nvrtc& nvrtc = Nvrtc::get();

@@ -1,14 +1,17 @@
-// `kplay autotune`: tunes each activation at each size on one device and stores the winners,
-// with every candidate, in the kernel database. Progress goes to stderr; --json prints records.
+// `kplay autotune`: tunes every activation x direction x dtype x size on one device or all of
+// them and stores the winners, with every candidate, in the kernel database. One progress line
+// for the whole run goes to stderr; a summary table (or --json) to stdout. A killed run resumes:
+// jobs already in the database are skipped (--no-resume tunes them again).
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <sstream>
 
 #include "../../runtime/backend_factory.hpp"
+#include "../activations.hpp"
 #include "../database/tuning_json.hpp"
 #include "../size_parse.hpp"
+#include "../tuner/table_run.hpp"
 #include "../tuner/tuner.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
@@ -16,20 +19,48 @@
 
 namespace kplay::cli {
 namespace {
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// "all" or a comma-separated list, each item checked by `parse`.
+template <class T, class Parse>
+std::vector<T> list_of(const std::string& text, const std::vector<T>& all, Parse parse) {
+  if (text == "all") return all;
+  std::vector<T> out;
+  for (const auto& item : split(text)) out.push_back(parse(item));
+  if (out.empty()) out.push_back(parse(text));
+  return out;
+}
+
 class AutotuneCommand : public Command {
  public:
   explicit AutotuneCommand(CLI::App& parent) {
     app_ = parent.add_subcommand("autotune", "find the fastest correct config per activation and size, and store it");
     add_config_flags(*app_, flags_, true);
-    auto* n = app_->add_option("--n", n_text_, "sizes, comma-separated: 1048576,2^24");
+    // --device and the spec flags take lists and "all" here.
+    app_->remove_option(app_->get_option("--device"));
+    app_->add_option("--device", device_text_, "device index, comma-separated indices, or all (tuned in parallel)")
+        ->capture_default_str();
+    app_->get_option("--act")->description("activations, comma-separated, or all");
+    app_->get_option("--dtype")->description("element types, comma-separated (f32,f16,bf16,f64), or all");
+    app_->get_option("--direction")->description("forward, backward, or all");
+    auto* n = app_->add_option("--n", n_text_, "sizes: 1048576,2^24 or a range of powers of two 2^16..2^31");
     auto* shape = app_->add_option("--shape", shape_text_, "one size as a shape, e.g. 4096x393216");
     n->excludes(shape);
-    app_->add_option("--strategy", options_.strategy, "exhaustive, random or local")->capture_default_str();
-    app_->add_option("--budget", options_.budget, "candidates for random and local")->capture_default_str();
-    app_->add_option("--seed", options_.seed, "seed for inputs and the random strategy")->capture_default_str();
-    app_->add_option("--warmup", options_.warmup, "untimed launches per candidate")->capture_default_str();
-    app_->add_option("--repeat", options_.repeats, "timed launches per candidate (median)")->capture_default_str();
-    app_->add_flag("--no-resume", no_resume_, "ignore the progress of an interrupted run");
+    app_->add_option("--strategy", options_.tune.strategy, "exhaustive, random, local, halving or fast")
+        ->capture_default_str();
+    app_->add_option("--budget", options_.tune.budget, "candidates for random and local")->capture_default_str();
+    app_->add_option("--seed", options_.tune.seed, "seed for inputs and the random strategy")->capture_default_str();
+    app_->add_option("--warmup", options_.tune.warmup, "untimed launches per candidate")->capture_default_str();
+    app_->add_option("--repeat", options_.tune.repeats, "timed launches per candidate (median)")->capture_default_str();
+    app_->add_flag("--no-resume", no_resume_, "tune again what the database already has, and ignore interrupted runs");
+    app_->add_flag("--times", times_, "print where each job spent its time (setup, compile, measure, re-measure)");
     app_->add_flag("--json", json_, "print the results as JSON on stdout");
     app_->add_option("--db", db_path_, "database file (default: $KPLAY_DB, else the cache dir)");
   }
@@ -40,79 +71,173 @@ class AutotuneCommand : public Command {
       throw Error(ErrorCode::invalid_argument,
                   "autotune searches the knobs itself: drop --vec/--block/--per-thread/--fast-math/--grid/--cache");
     std::vector<std::uint64_t> sizes;
-    if (!shape_text_.empty()) {
+    if (!shape_text_.empty())
       sizes.push_back(shape_elements(parse_shape(shape_text_)));
-    } else if (!n_text_.empty()) {
-      std::stringstream ss(n_text_);
-      for (std::string item; std::getline(ss, item, ',');) sizes.push_back(parse_count(item));
-    } else {
-      throw Error(ErrorCode::invalid_argument, "give the sizes with --n N[,N...] or --shape AxB");
-    }
+    else if (!n_text_.empty())
+      sizes = parse_size_list(n_text_);
+    else
+      throw Error(ErrorCode::invalid_argument, "give the sizes with --n N[,N...], --n 2^A..2^B or --shape AxB");
     for (auto n : sizes)
       if (n == 0) throw Error(ErrorCode::invalid_argument, "--n 0: there is nothing to tune");
-    std::vector<KernelSpec> specs;
-    for (const auto& a : flags_.activation_list()) specs.push_back(flags_.spec(a));
+    const auto specs = table_specs();
     generic_limits(flags_.backend);
+    const std::string& s = options_.tune.strategy;
+    if (s != "exhaustive" && s != "random" && s != "local" && s != "halving" && s != "fast")
+      throw Error(ErrorCode::invalid_argument,
+                  "unknown strategy '" + s + "' (expected exhaustive, random, local, halving or fast)");
     options_.resume = !no_resume_;
+    options_.tune.resume = !no_resume_;
 
-    auto backend = rt::make_backend(flags_.backend, flags_.device);
+    // Every chosen device, its own backend and engine, one shared database.
+    std::vector<int> indices;
+    if (device_text_ == "all") {
+      for (const auto& r : rt::probe_backends())
+        if (r.backend == flags_.backend)
+          for (const auto& d : r.devices) indices.push_back(d.index);
+      if (indices.empty()) rt::make_backend(flags_.backend, 0);  // throws with the reason
+    } else {
+      for (const auto& item : split(device_text_)) indices.push_back(static_cast<int>(parse_count(item, "--device")));
+    }
     KernelDatabase::Options dbo;
     dbo.path = db_path_;
     KernelDatabase db(dbo);
-    Engine engine(*backend, &db);
-    const rt::DeviceInfo& dev = backend->info();
-    std::fprintf(stderr, "autotune on %s [%d] %s (%s); database %s%s\n", dev.backend.c_str(), dev.index,
-                 dev.name.c_str(), dev.arch.c_str(), db.path().c_str(), db.persistent() ? "" : " (in memory)");
+    std::vector<std::unique_ptr<rt::Backend>> backends;
+    std::vector<std::unique_ptr<Engine>> engines;
+    std::vector<TableDevice> devices;
+    for (int index : indices) {
+      backends.push_back(rt::make_backend(flags_.backend, index));
+      engines.push_back(std::make_unique<Engine>(*backends.back(), &db));
+      Engine* engine = engines.back().get();
+      const rt::DeviceInfo& dev = backends.back()->info();
+      TableDevice d;
+      d.fingerprint = engine->fingerprint();
+      d.label = dev.backend + " [" + std::to_string(dev.index) + "] " + dev.name;
+      d.tune = [engine, &db](const TableJob& job, const TuneOptions& o, TuneTimes& times) {
+        return tune(*engine, db, job.spec, o, &times);
+      };
+      devices.push_back(d);
+      std::fprintf(stderr, "autotune on %s (%s); database %s%s\n", d.label.c_str(), dev.arch.c_str(),
+                   db.path().c_str(), db.persistent() ? "" : " (in memory)");
+    }
 
-    nlohmann::json out = nlohmann::json::array();
     const bool tty = isatty(STDERR_FILENO);
-    for (const auto& spec : specs)
-      for (auto n : sizes) {
-        const std::string label = to_string(spec) + " n=" + std::to_string(n);
-        TuneOptions o = options_;
-        o.n = n;
-        std::size_t last_decile = 0;
-        o.progress = [&](const TuneProgress& p) {
-          const std::size_t decile = p.total ? 10 * p.done / p.total : 0;
-          if (!tty && decile == last_decile && p.done != p.total) return;
-          last_decile = decile;
-          std::fprintf(stderr, "%s[%s] %s %zu/%zu", tty ? "\r\033[K" : "", label.c_str(), p.phase.c_str(), p.done,
-                       p.total);
-          if (p.have_best)
-            std::fprintf(stderr, ", best %.0f GB/s (%s)", p.best_gbps, to_string(p.best).c_str());
-          if (p.eta_seconds > 0) std::fprintf(stderr, ", %.0f s left", p.eta_seconds);
-          if (!tty) std::fputc('\n', stderr);
-        };
-        const auto t0 = std::chrono::steady_clock::now();
-        TuningRecord rec = tune(engine, db, spec, o);
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (tty) std::fputc('\n', stderr);
-        std::size_t rejected = 0;
-        for (const auto& c : rec.candidates) rejected += !c.ok;
-        if (json_) {
-          nlohmann::json j = tuning_to_json(rec);
-          j["seconds"] = secs;
-          out.push_back(j);
-        } else {
-          std::printf("%s: %s\n  %.4f ms, %.1f GB/s = %.1f %% of the same-run copy (%.1f GB/s); %zu candidates, "
-                      "%zu rejected, %s strategy, %.1f s\n",
-                      label.c_str(), to_string(rec.best).c_str(), rec.best_ms, rec.best_gbps,
-                      100.0 * rec.best_gbps / rec.copy_gbps, rec.copy_gbps, rec.candidates.size(), rejected,
-                      rec.strategy.c_str(), secs);
-          for (const auto& c : rec.candidates)
-            if (!c.ok) std::printf("  rejected %s: %s\n", to_string(c.config).c_str(), c.rejection.c_str());
-        }
-      }
-    if (json_) std::printf("%s\n", out.dump(2).c_str());
-    return kExitOk;
+    std::size_t last_done = SIZE_MAX;
+    options_.progress = [&](const TableProgress& p) {
+      // A terminal gets one line rewritten in place; a log gets a line per finished job.
+      if (!tty && p.done == last_done) return;
+      last_done = p.done;
+      std::string now;
+      for (std::size_t i = 0; i < p.current.size(); ++i)
+        if (!p.current[i].empty() && p.current[i] != "done")
+          now += (now.empty() ? "" : " | ") + (p.current.size() > 1 ? "dev" + std::to_string(i) + ": " : "") + p.current[i];
+      std::fprintf(stderr, "%s[%zu/%zu]", tty ? "\r\033[K" : "", p.done, p.total);
+      if (p.resumed) std::fprintf(stderr, " %zu resumed,", p.resumed);
+      if (p.failed) std::fprintf(stderr, " %zu failed,", p.failed);
+      if (!p.best.empty()) std::fprintf(stderr, " best %s,", p.best.c_str());
+      if (p.eta_seconds > 0) std::fprintf(stderr, " ~%.0f s left,", p.eta_seconds);
+      std::fprintf(stderr, " %s%s", now.c_str(), tty ? "" : "\n");
+    };
+    const auto rows = run_table(devices, db, table_jobs(specs, sizes), options_);
+    if (tty) std::fputc('\n', stderr);
+    return report(rows, devices);
   }
 
  private:
+  std::vector<KernelSpec> table_specs() const {
+    std::vector<std::string> names;
+    for (const auto& a : activations()) names.push_back(a.name);
+    const auto acts = list_of<std::string>(flags_.activations, names, [](const std::string& a) {
+      find_activation(a);
+      return a;
+    });
+    const auto dtypes = list_of<Dtype>(flags_.dtype, {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64}, parse_dtype);
+    const auto dirs = list_of<Direction>(flags_.direction, {Direction::forward, Direction::backward}, parse_direction);
+    const TargetLimits limits = generic_limits(flags_.backend);
+    std::vector<KernelSpec> specs;
+    for (const auto& a : acts)
+      for (Direction dir : dirs)
+        for (Dtype d : dtypes) {
+          KernelSpec s;
+          s.activation = a;
+          s.direction = dir;
+          s.dtype = d;
+          s.saved = parse_saved(flags_.saved);
+          try {
+            resolve_config(s, KernelConfig{}, limits);
+          } catch (const Error& e) {
+            // A whole table skips what cannot exist (saved output for an activation without
+            // it); a single spec asked for by name fails as before.
+            if (acts.size() * dirs.size() * dtypes.size() == 1) throw;
+            std::fprintf(stderr, "skipping %s: %s\n", to_string(s).c_str(), e.what());
+            continue;
+          }
+          specs.push_back(s);
+        }
+    return specs;
+  }
+
+  int report(const std::vector<TableRow>& rows, const std::vector<TableDevice>& devices) const {
+    int status = kExitOk;
+    if (json_) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& r : rows) {
+        if (!r.error.empty()) continue;
+        nlohmann::json j = tuning_to_json(r.record);
+        j["seconds"] = r.seconds;
+        j["resumed"] = r.resumed;
+        j["device_label"] = devices[r.device].label;
+        j["times"] = {{"setup_s", r.times.setup_s},     {"compile_s", r.times.compile_s},
+                      {"measure_s", r.times.measure_s}, {"remeasure_s", r.times.remeasure_s},
+                      {"binaries", r.times.binaries},   {"samples", r.times.samples}};
+        out.push_back(j);
+      }
+      std::printf("%s\n", out.dump(2).c_str());
+    } else {
+      std::printf("%-4s %-10s %-8s %-5s %-12s %9s %7s %-10s %8s  %s\n", "dev", "activation", "dir", "dtype", "n", "GB/s",
+                  "% copy", "strategy", "seconds", "best config");
+      for (const auto& r : rows) {
+        const std::string act = r.job.spec.activation.size() > 10 ? r.job.spec.activation.substr(0, 10)
+                                                                    : r.job.spec.activation;
+        std::printf("%-4zu %-10s %-8s %-5s %-12llu ", r.device, act.c_str(), to_string(r.job.spec.direction),
+                    to_string(r.job.spec.dtype), static_cast<unsigned long long>(r.job.n));
+        if (!r.error.empty()) {
+          std::printf("FAILED: %s\n", r.error.c_str());
+          continue;
+        }
+        const TuningRecord& rec = r.record;
+        char secs[32];
+        std::snprintf(secs, sizeof secs, "%.1f", r.seconds);
+        std::printf("%9.1f %6.1f%% %-10s %8s  %s\n", rec.best_gbps,
+                    rec.copy_gbps > 0 ? 100.0 * rec.best_gbps / rec.copy_gbps : 0.0, rec.strategy.c_str(),
+                    r.resumed ? "resumed" : secs, to_string(rec.best).c_str());
+        if (times_ && !r.resumed)
+          std::printf("     times: setup %.2f s, compile %.2f s (%zu binaries), measure %.2f s, re-measure %.2f s, "
+                      "%zu samples\n",
+                      r.times.setup_s, r.times.compile_s, r.times.binaries, r.times.measure_s, r.times.remeasure_s,
+                      r.times.samples);
+        std::size_t rejected = 0;
+        for (const auto& c : rec.candidates)
+          if (!c.ok && c.rejection.rfind("dropped early", 0) != 0) ++rejected;
+        if (rejected && !r.resumed)
+          for (const auto& c : rec.candidates)
+            if (!c.ok && c.rejection.rfind("dropped early", 0) != 0)
+              std::printf("     rejected %s: %s\n", to_string(c.config).c_str(), c.rejection.c_str());
+      }
+    }
+    for (const auto& r : rows)
+      if (!r.error.empty()) {
+        std::fprintf(stderr, "kplay: %s n=%llu failed: %s\n", to_string(r.job.spec).c_str(),
+                     static_cast<unsigned long long>(r.job.n), r.error.c_str());
+        status = kExitFailed;
+      }
+    return status;
+  }
+
   CLI::App* app_;
   ConfigFlags flags_;
-  TuneOptions options_;
-  std::string n_text_, shape_text_, db_path_;
-  bool no_resume_ = false, json_ = false;
+  TableOptions options_;
+  std::string n_text_, shape_text_, db_path_, device_text_ = "0";
+  bool no_resume_ = false, json_ = false, times_ = false;
 };
 }  // namespace
 

@@ -23,7 +23,9 @@ class DevicesCommand : public Command {
         if (!d.platform.empty()) std::printf("      platform:     %s\n", d.platform.c_str());
         std::printf("      architecture: %s, %d compute units, max block %d\n", d.arch.c_str(), d.compute_units,
                     d.max_block);
-        std::printf("      memory:       %.1f GiB\n", static_cast<double>(d.memory_bytes) / (1ull << 30));
+        std::printf("      memory:       %.1f GiB", static_cast<double>(d.memory_bytes) / (1ull << 30));
+        if (d.memory_bandwidth_gbps > 0) std::printf(", %.0f GB/s peak", d.memory_bandwidth_gbps);
+        std::printf("\n");
         std::printf("      driver:       %s\n", d.driver_version.c_str());
         std::printf("      compiler:     %s%s%s\n", d.compiler_version.c_str(),
                     d.compile_target.empty() ? "" : ", builds ", d.compile_target.c_str());

@@ -19,6 +19,7 @@ std::unique_ptr<Command> make_run_command(CLI::App& parent);
 std::unique_ptr<Command> make_db_command(CLI::App& parent);
 std::unique_ptr<Command> make_autotune_command(CLI::App& parent);
 std::unique_ptr<Command> make_check_command(CLI::App& parent);
+std::unique_ptr<Command> make_bench_command(CLI::App& parent);
 
 // Exit statuses, documented in the README.
 constexpr int kExitOk = 0;

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   commands.push_back(kplay::cli::make_db_command(app));
   commands.push_back(kplay::cli::make_autotune_command(app));
   commands.push_back(kplay::cli::make_check_command(app));
+  commands.push_back(kplay::cli::make_bench_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,16 +1,28 @@
-// Config fallback device -> architecture -> default; see config_lookup.hpp.
+// Config fallback: this device -> the same device model elsewhere -> the device model -> the
+// static table; see config_lookup.hpp.
 #include "config_lookup.hpp"
 
 #include "../config_validation.hpp"
+#include "default_model.hpp"
 
 namespace kplay {
 
 ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n) {
+  const rt::DeviceInfo& dev = engine.backend().info();
   ConfigChoice choice;
-  choice.config = default_config(spec);
-  if (db) {
-    const rt::DeviceInfo& dev = engine.backend().info();
-    if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, spec, n)) {
+  std::string why;
+  choice.config = device_default_config(spec, dev, n, &why);
+  const bool modelled = dev.memory_bandwidth_gbps > 0;
+  if (!db) {
+    choice.source = why + "; no kernel database";
+    return choice;
+  }
+  if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, spec, n)) {
+    // Another device of the same architecture may have another memory system (an H200 is an
+    // sm_90 like the H100, with 1.4x the bandwidth): its tuning is used only for a device of the
+    // same name (which names the memory: "H100 80GB HBM3"), or when the model cannot run.
+    const bool same_device = rec->match == "device" || rec->device_name == dev.name;
+    if (same_device || !modelled) {
       choice.config = rec->best;
       const std::string where = rec->match == "device" ? "this device" : "another " + dev.arch + " device (" +
                                                                              rec->device_name + ")";
@@ -18,11 +30,12 @@ ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const Kerne
                       std::to_string(rec->size_bucket) + ") to n = " + std::to_string(n);
       return choice;
     }
-    choice.source = std::string("built-in default: no tuning for this ") + to_string(spec.dtype) +
-                    " kernel on this device or architecture in " + db->path() + " (run kplay autotune)";
+    choice.source = why + "; the " + dev.arch + " tuning of " + rec->device_name +
+                    " is not used: another device (run kplay autotune)";
     return choice;
   }
-  choice.source = "built-in default (no kernel database)";
+  choice.source = why + ": no tuning for this " + std::string(to_string(spec.dtype)) +
+                  " kernel on this device or architecture in " + db->path() + " (run kplay autotune)";
   return choice;
 }
 

@@ -1,6 +1,7 @@
 // Which configuration to use when the caller gives none: the tuned one for the nearest size
-// bucket on this device, else one tuned on another device of the same architecture, else the
-// built-in default. Never tunes implicitly.
+// bucket on this device, else one tuned on another device of the same name and architecture,
+// else the device model's default (src/tuner/default_model.hpp), else the static table (devices
+// that report no bandwidth, which also accept any same-architecture tuning). Never tunes.
 #pragma once
 #include <string>
 

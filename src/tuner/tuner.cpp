@@ -2,6 +2,7 @@
 #include "tuner.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <future>
@@ -97,26 +98,195 @@ std::string run_key(const Engine& engine, const KernelSpec& spec, const TuneOpti
                    std::to_string(o.seed), std::to_string(o.repeats), o.space.describe()});
 }
 
-// Compiles every config in parallel (NVRTC and the engine are thread-safe).
-std::vector<std::pair<std::shared_ptr<const PreparedKernel>, std::string>> compile_all(
-    Engine& engine, const KernelSpec& spec, const std::vector<KernelConfig>& configs) {
-  std::vector<std::pair<std::shared_ptr<const PreparedKernel>, std::string>> out(configs.size());
+// The same binary for configs that differ only in the grid policy (it changes the launch, not
+// the code): codegen leaves the grid out of the source.
+KernelConfig binary_identity(KernelConfig c) {
+  c.grid = GridPolicy::one_shot;
+  c.waves = 0;
+  return c;
+}
+
+template <class F>
+void parallel_for(std::size_t count, unsigned threads, const F& body) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t i; (i = next++) < configs.size();) {
-      try {
-        out[i].first = engine.prepare(spec, configs[i]);
-      } catch (const Error& e) {
-        out[i].second = std::string("does not compile: ") + e.what();
-      }
-    }
+    for (std::size_t i; (i = next++) < count;) body(i);
   };
-  const unsigned threads = std::max(1u, std::min<unsigned>(8, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
-  for (unsigned t = 0; t < std::min<std::size_t>(threads, configs.size()); ++t) pool.emplace_back(worker);
+  for (unsigned t = 0; t < std::min<std::size_t>(threads, count); ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
+}
+
+// Smaller problem for the "fast" schedule's first ranking: 1/16 of n when n is large enough that
+// the smaller problem still streams from DRAM (the buffers rotate past the L2 either way).
+std::uint64_t fidelity_n(std::uint64_t n) { return n >= (1ull << 26) ? n / 16 : 0; }
+
+class DeviceMeasurer : public CandidateMeasurer {
+ public:
+  DeviceMeasurer(Engine& engine, const KernelSpec& spec, const TuneOptions& o, TuneTimes& times)
+      : engine_(engine), spec_(spec), o_(o), times_(times) {
+    benches_.push_back(std::make_unique<Bench>(engine, spec, o.n, o.seed));
+    if (o.strategy == "fast" && fidelity_n(o.n))
+      benches_.push_back(std::make_unique<Bench>(engine, spec, fidelity_n(o.n), o.seed + 1000));
+  }
+  int levels() const override { return static_cast<int>(benches_.size()); }
+
+  std::vector<std::string> prepare(const std::vector<KernelConfig>& configs) override {
+    // One compile per distinct binary, on every host core; then the others load that binary.
+    std::vector<KernelConfig> unique;
+    for (const auto& c : configs) {
+      const KernelConfig id = binary_identity(c);
+      if (!compiled_.count(request_key(spec_, id)) && std::find(unique.begin(), unique.end(), id) == unique.end())
+        unique.push_back(id);
+    }
+    std::vector<std::string> unique_error(unique.size());
+    parallel_for(unique.size(), o_.compile_threads, [&](std::size_t i) {
+      try {
+        engine_.prepare(spec_, unique[i]);
+      } catch (const Error& e) {
+        unique_error[i] = std::string("does not compile: ") + e.what();
+      }
+    });
+    times_.binaries += unique.size();
+    for (std::size_t i = 0; i < unique.size(); ++i) compiled_[request_key(spec_, unique[i])] = unique_error[i];
+    std::vector<std::string> out(configs.size());
+    std::vector<std::shared_ptr<const PreparedKernel>> kernels(configs.size());
+    parallel_for(configs.size(), o_.compile_threads, [&](std::size_t i) {
+      out[i] = compiled_[request_key(spec_, binary_identity(configs[i]))];
+      if (!out[i].empty()) return;
+      try {
+        kernels[i] = engine_.prepare(spec_, configs[i]);
+      } catch (const Error& e) {
+        out[i] = std::string("does not compile: ") + e.what();
+      }
+    });
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      if (kernels[i]) kernels_[request_key(spec_, configs[i])] = kernels[i];
+    return out;
+  }
+
+  std::string verify(const KernelConfig& c, int level) override {
+    const ErrorStats err = benches_.at(static_cast<std::size_t>(level))->verify(kernel(c));
+    return err.mismatches ? "wrong output: " + err.summary() : "";
+  }
+  double sample(const KernelConfig& c, int level) override {
+    return benches_.at(static_cast<std::size_t>(level))->time_once(kernel(c));
+  }
+  std::vector<double> copy_samples(int repeats) override { return benches_[0]->time_copy(repeats); }
+  double bytes_moved() const override { return static_cast<double>(benches_[0]->bytes()); }
+
+ private:
+  const PreparedKernel& kernel(const KernelConfig& c) {
+    auto it = kernels_.find(request_key(spec_, c));
+    if (it == kernels_.end()) it = kernels_.emplace(request_key(spec_, c), engine_.prepare(spec_, c)).first;
+    return *it->second;
+  }
+  Engine& engine_;
+  KernelSpec spec_;
+  const TuneOptions& o_;
+  TuneTimes& times_;
+  std::vector<std::unique_ptr<Bench>> benches_;
+  std::map<std::string, std::string> compiled_;  // binary identity -> "" or compile error
+  std::map<std::string, std::shared_ptr<const PreparedKernel>> kernels_;
+};
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The configurations to re-measure together: the 4 fastest and the 20 simplest within the noise
+// window of the fastest. The top of the landscape is often flat (dozens of configs within 1 %),
+// so which few are fastest is noise; the simplest ones make the tie rule see the same
+// candidates in every run.
+std::vector<CandidateResult> contenders_of(const std::vector<CandidateResult>& results) {
+  const CandidateResult* fastest = nullptr;
+  for (const auto& r : results)
+    if (r.ok && (!fastest || r.median_ms < fastest->median_ms)) fastest = &r;
+  if (!fastest) return {};
+  const double noise = std::max(0.02, 2.0 * fastest->spread_ms / fastest->median_ms);
+  std::vector<CandidateResult> window;
+  for (const auto& r : results)
+    if (r.ok && r.median_ms <= fastest->median_ms * (1.0 + noise)) window.push_back(r);
+  std::sort(window.begin(), window.end(),
+            [](const CandidateResult& a, const CandidateResult& b) { return a.median_ms < b.median_ms; });
+  std::vector<CandidateResult> out(window.begin(), window.begin() + std::min<std::size_t>(4, window.size()));
+  std::vector<CandidateResult> rest(window.begin() + static_cast<std::ptrdiff_t>(out.size()), window.end());
+  std::stable_sort(rest.begin(), rest.end(),
+                   [](const CandidateResult& a, const CandidateResult& b) { return simpler(a.config, b.config); });
+  for (std::size_t i = 0; i < rest.size() && i < 20; ++i) out.push_back(rest[i]);
   return out;
 }
+
+// Successive halving over repeats: every survivor gets more samples each round (1, 1, 2, 4, ...),
+// then the slower half is dropped, except that the contenders (4 fastest and 20 simplest within
+// the noise window) always survive, so the tie rule later sees what exhaustive would show it.
+// Ends when a round drops nothing or the survivors have `repeats` samples.
+struct Halving {
+  CandidateMeasurer& m;
+  const TuneOptions& o;
+  TuneTimes& times;
+  std::function<void(std::size_t, std::size_t, const std::string&)> report;
+
+  // Verifies (a wrong kernel's time never counts), then halves; returns survivors with medians.
+  std::vector<CandidateResult> run(std::vector<CandidateResult> alive, int level, std::size_t keep_at_least,
+                                   std::vector<CandidateResult>& rejected) {
+    std::vector<CandidateResult> checked;
+    for (auto& r : alive) {
+      r.rejection = m.verify(r.config, level);
+      if (!r.rejection.empty()) {
+        r.ok = false;
+        rejected.push_back(r);
+        continue;
+      }
+      r.ok = true;
+      m.sample(r.config, level);  // warm-up
+      checked.push_back(r);
+    }
+    std::vector<std::vector<double>> samples(checked.size());
+    alive = checked;
+    for (int round = 0, taken = 0; !alive.empty(); ++round) {
+      const int more = round == 0 ? 1 : std::min(1 << (round - 1), std::max(1, o.repeats - taken));
+      report(alive.size(), static_cast<std::size_t>(round), level ? "halving at a smaller n" : "halving");
+      for (int k = 0; k < more; ++k)
+        for (std::size_t i = 0; i < alive.size(); ++i) {
+          samples[i].push_back(m.sample(alive[i].config, level));
+          ++times.samples;
+        }
+      taken += more;
+      for (std::size_t i = 0; i < alive.size(); ++i) {
+        const Timing t = summarize(samples[i]);
+        alive[i].median_ms = t.median_ms;
+        alive[i].spread_ms = samples[i].size() > 2 ? t.max_ms - t.min_ms : 0;
+      }
+      if (taken >= o.repeats || alive.size() <= keep_at_least) break;
+      std::vector<std::size_t> order(alive.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::size_t a, std::size_t b) { return alive[a].median_ms < alive[b].median_ms; });
+      std::vector<bool> keep(alive.size(), false);
+      const std::size_t half = std::max(keep_at_least, (alive.size() + 1) / 2);
+      for (std::size_t i = 0; i < half && i < order.size(); ++i) keep[order[i]] = true;
+      for (const auto& c : contenders_of(alive))
+        for (std::size_t i = 0; i < alive.size(); ++i)
+          if (alive[i].config == c.config) keep[i] = true;
+      std::vector<CandidateResult> next;
+      std::vector<std::vector<double>> next_samples;
+      for (std::size_t i = 0; i < alive.size(); ++i) {
+        if (keep[i]) {
+          next.push_back(alive[i]);
+          next_samples.push_back(samples[i]);
+        } else {
+          alive[i].rejection = "dropped early: slower than half of round " + std::to_string(round + 1);
+          dropped.push_back(alive[i]);
+        }
+      }
+      if (next.size() == alive.size()) break;
+      alive = std::move(next);
+      samples = std::move(next_samples);
+    }
+    return alive;
+  }
+  std::vector<CandidateResult> dropped;  // measured, kept in the record with their partial medians
+};
 
 }  // namespace
 
@@ -131,113 +301,159 @@ const CandidateResult& pick_winner(const std::vector<CandidateResult>& c, double
   return *pick;
 }
 
-TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, const TuneOptions& o) {
-  if (o.n == 0) throw Error(ErrorCode::invalid_argument, "cannot tune for 0 elements");
+SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& space, const TuneOptions& o,
+                     std::vector<CandidateResult> results, const std::function<void(const CandidateResult&)>& save,
+                     TuneTimes* times_out) {
   if (o.repeats < 3 || o.warmup < 0) throw Error(ErrorCode::invalid_argument, "--repeat must be >= 3, --warmup >= 0");
-  const std::vector<KernelConfig> space = o.space.enumerate(spec, engine.backend().limits());
-  if (space.empty()) throw Error(ErrorCode::invalid_config, "the search space is empty for " + to_string(spec));
-  auto strategy = make_strategy(o.strategy, space, o.budget, o.seed);
-  const std::string key = run_key(engine, spec, o);
-  const std::uint64_t esize = dtype_size(spec.dtype);
-
-  Bench bench(engine, spec, o.n, o.seed);
-  std::vector<double> copy_samples = bench.time_copy(o.repeats);
-
-  std::vector<CandidateResult> results = o.resume ? db.load_progress(key) : std::vector<CandidateResult>{};
-  std::vector<Measurement> history;
-  for (const auto& r : results) history.push_back({r.config, r.ok, r.median_ms});
+  if (space.empty()) throw Error(ErrorCode::invalid_config, "the search space is empty");
+  TuneTimes local_times;
+  TuneTimes& times = times_out ? *times_out : local_times;
+  const bool early = o.strategy == "halving" || o.strategy == "fast";
+  std::unique_ptr<SearchStrategy> strategy;
+  if (!early) strategy = make_strategy(o.strategy, space, o.budget, o.seed);
 
   const auto start = Clock::now();
   std::size_t measured_here = 0;
   TuneProgress progress;
-  auto report = [&](std::size_t pending) {
+  auto report = [&](std::size_t done, std::size_t pending) {
     if (!o.progress) return;
-    progress.done = results.size();
-    progress.total = results.size() + pending;
-    const double per = measured_here ? std::chrono::duration<double>(Clock::now() - start).count() / measured_here : 0;
-    progress.eta_seconds = per * pending;
+    progress.done = done;
+    progress.total = done + pending;
+    const double per = measured_here ? seconds_since(start) / static_cast<double>(measured_here) : 0;
+    progress.eta_seconds = per * static_cast<double>(pending);
     o.progress(progress);
   };
   auto note_best = [&](const CandidateResult& r) {
-    if (r.ok && (!progress.have_best || r.gbps > progress.best_gbps)) {
+    const double gbps = r.ok && r.median_ms > 0 ? m.bytes_moved() / (r.median_ms * 1e6) : 0;
+    if (r.ok && (!progress.have_best || gbps > progress.best_gbps)) {
       progress.have_best = true;
       progress.best = r.config;
-      progress.best_gbps = r.gbps;
+      progress.best_gbps = gbps;
     }
   };
   for (const auto& r : results) note_best(r);
-  progress.phase = "measure";
 
-  for (std::vector<KernelConfig> batch; !(batch = strategy->next(history)).empty();) {
-    auto compiled = compile_all(engine, spec, batch);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      report(batch.size() - i);
+  if (early) {
+    progress.phase = "compile";
+    report(0, space.size());
+    auto t0 = Clock::now();
+    const std::vector<std::string> errors = m.prepare(space);
+    times.compile_s += seconds_since(t0);
+    t0 = Clock::now();
+    std::vector<CandidateResult> alive, rejected;
+    for (std::size_t i = 0; i < space.size(); ++i) {
       CandidateResult r;
-      r.config = batch[i];
-      if (!compiled[i].first) {
-        r.rejection = compiled[i].second;
-      } else {
-        const PreparedKernel& k = *compiled[i].first;
-        const ErrorStats err = bench.verify(k);
-        if (err.mismatches) {
-          r.rejection = "wrong output: " + err.summary();
-        } else {
-          const Timing t = bench.time_kernel(k, o.warmup, o.repeats);
+      r.config = space[i];
+      r.rejection = errors[i];
+      (errors[i].empty() ? alive : rejected).push_back(r);
+    }
+    Halving h{m, o, times, {}, {}};
+    h.report = [&](std::size_t survivors, std::size_t round, const std::string& phase) {
+      progress.phase = phase + ", round " + std::to_string(round + 1);
+      measured_here = round;
+      report(space.size() - survivors, survivors);
+    };
+    if (m.levels() > 1) alive = h.run(alive, 1, 24, rejected);  // rank at the smaller n first
+    alive = h.run(alive, 0, 4, rejected);
+    results = rejected;
+    results.insert(results.end(), h.dropped.begin(), h.dropped.end());
+    for (auto& r : results)
+      if (r.rejection.rfind("dropped early", 0) == 0) r.ok = false;  // partial times never compete
+    results.insert(results.end(), alive.begin(), alive.end());
+    for (const auto& r : alive) note_best(r);
+    times.measure_s += seconds_since(t0);
+  } else {
+    std::vector<Measurement> history;
+    for (const auto& r : results) history.push_back({r.config, r.ok, r.median_ms});
+    progress.phase = "measure";
+    for (std::vector<KernelConfig> batch; !(batch = strategy->next(history)).empty();) {
+      auto t0 = Clock::now();
+      const std::vector<std::string> errors = m.prepare(batch);
+      times.compile_s += seconds_since(t0);
+      t0 = Clock::now();
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        report(results.size(), batch.size() - i);
+        CandidateResult r;
+        r.config = batch[i];
+        r.rejection = errors[i];
+        if (r.rejection.empty()) r.rejection = m.verify(r.config, 0);
+        if (r.rejection.empty()) {
+          for (int w = 0; w < o.warmup; ++w) m.sample(r.config, 0);
+          std::vector<double> s;
+          for (int k = 0; k < o.repeats; ++k) s.push_back(m.sample(r.config, 0));
+          times.samples += s.size();
+          const Timing t = summarize(s);
           r.ok = true;
           r.median_ms = t.median_ms;
           r.spread_ms = t.max_ms - t.min_ms;
-          r.gbps = bench.bytes() / (t.median_ms * 1e6);
         }
+        if (save) save(r);
+        results.push_back(r);
+        history.push_back({r.config, r.ok, r.median_ms});
+        note_best(r);
+        ++measured_here;
       }
-      db.save_progress(key, r);
-      results.push_back(r);
-      history.push_back({r.config, r.ok, r.median_ms});
-      note_best(r);
-      ++measured_here;
+      times.measure_s += seconds_since(t0);
     }
   }
-  report(0);
+  report(results.size(), 0);
 
   // Contenders within the noise of the fastest are re-measured together, interleaved.
-  const CandidateResult* fastest = nullptr;
-  for (const auto& r : results)
-    if (r.ok && (!fastest || r.median_ms < fastest->median_ms)) fastest = &r;
-  if (!fastest) throw Error(ErrorCode::verification_failed, "no candidate of " + to_string(spec) + " produced correct output");
-  const double noise = std::max(0.02, 2.0 * fastest->spread_ms / fastest->median_ms);
-  // The top of the landscape is often flat (dozens of configs within 1 %), so which few are
-  // fastest is noise. Re-measuring the 4 fastest plus the 20 simplest within the noise window
-  // lets the tie rule see the same simple candidates in every run.
-  std::vector<CandidateResult> window;
-  for (const auto& r : results)
-    if (r.ok && r.median_ms <= fastest->median_ms * (1.0 + noise)) window.push_back(r);
-  std::sort(window.begin(), window.end(),
-            [](const CandidateResult& a, const CandidateResult& b) { return a.median_ms < b.median_ms; });
-  std::vector<CandidateResult> contenders(window.begin(), window.begin() + std::min<std::size_t>(4, window.size()));
-  std::vector<CandidateResult> rest(window.begin() + static_cast<std::ptrdiff_t>(contenders.size()), window.end());
-  std::stable_sort(rest.begin(), rest.end(),
-                   [](const CandidateResult& a, const CandidateResult& b) { return simpler(a.config, b.config); });
-  for (std::size_t i = 0; i < rest.size() && i < 20; ++i) contenders.push_back(rest[i]);
+  const auto t_re = Clock::now();
+  std::vector<CandidateResult> contenders = contenders_of(results);
+  if (contenders.empty()) throw Error(ErrorCode::verification_failed, "no candidate produced correct output");
   progress.phase = "re-measure";
-  report(0);
+  report(results.size(), 0);
   {
-    std::vector<std::shared_ptr<const PreparedKernel>> kernels;
-    for (const auto& c : contenders) kernels.push_back(engine.prepare(spec, c.config));
     std::vector<std::vector<double>> samples(contenders.size());
+    for (std::size_t i = 0; i < contenders.size(); ++i) m.sample(contenders[i].config, 0);  // warm after the others
     for (int round = 0; round < 2 * o.repeats; ++round)
-      for (std::size_t i = 0; i < contenders.size(); ++i) samples[i].push_back(bench.time_once(*kernels[i]));
+      for (std::size_t i = 0; i < contenders.size(); ++i) samples[i].push_back(m.sample(contenders[i].config, 0));
+    times.samples += 2 * o.repeats * contenders.size();
     for (std::size_t i = 0; i < contenders.size(); ++i) {
       const Timing t = summarize(samples[i]);
       contenders[i].median_ms = t.median_ms;
       contenders[i].spread_ms = t.max_ms - t.min_ms;
-      contenders[i].gbps = bench.bytes() / (t.median_ms * 1e6);
     }
   }
-  const CandidateResult winner = pick_winner(contenders);
+  times.remeasure_s += seconds_since(t_re);
+  SearchOutcome out;
+  out.winner = pick_winner(contenders);
   for (auto& r : results)  // the record keeps the re-measured times of the contenders
     for (const auto& c : contenders)
       if (r.config == c.config) r = c;
+  for (auto& r : results) r.gbps = r.ok && r.median_ms > 0 ? m.bytes_moved() / (r.median_ms * 1e6) : 0;
+  out.winner.gbps = m.bytes_moved() / (out.winner.median_ms * 1e6);
+  out.candidates = std::move(results);
+  out.strategy = early ? o.strategy : strategy->name();
+  return out;
+}
 
-  const std::vector<double> more_copy = bench.time_copy(o.repeats);
+TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, const TuneOptions& o,
+                  TuneTimes* times_out) {
+  if (o.n == 0) throw Error(ErrorCode::invalid_argument, "cannot tune for 0 elements");
+  if (o.repeats < 3 || o.warmup < 0) throw Error(ErrorCode::invalid_argument, "--repeat must be >= 3, --warmup >= 0");
+  const std::vector<KernelConfig> space = o.space.enumerate(spec, engine.backend().limits());
+  if (space.empty()) throw Error(ErrorCode::invalid_config, "the search space is empty for " + to_string(spec));
+  if (o.strategy != "halving" && o.strategy != "fast") make_strategy(o.strategy, space, o.budget, o.seed);  // checks
+  const std::string key = run_key(engine, spec, o);
+  const std::uint64_t esize = dtype_size(spec.dtype);
+  TuneTimes local_times;
+  TuneTimes& times = times_out ? *times_out : local_times;
+
+  const auto t_setup = Clock::now();
+  DeviceMeasurer measurer(engine, spec, o, times);
+  std::vector<double> copy_samples = measurer.copy_samples(o.repeats);
+  times.setup_s += seconds_since(t_setup);
+
+  // Resume applies to the strategies that measure candidate by candidate; the early-stopping
+  // schedules take seconds and start over.
+  const bool resumable = o.strategy != "halving" && o.strategy != "fast";
+  std::vector<CandidateResult> resumed = o.resume && resumable ? db.load_progress(key) : std::vector<CandidateResult>{};
+  SearchOutcome found = search(measurer, space, o, resumed, [&](const CandidateResult& r) { db.save_progress(key, r); },
+                               &times);
+
+  const std::vector<double> more_copy = measurer.copy_samples(o.repeats);
   copy_samples.insert(copy_samples.end(), more_copy.begin(), more_copy.end());
   const Timing copy = summarize(copy_samples);
 
@@ -250,16 +466,16 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   rec.spec = spec;
   rec.n = o.n;
   rec.size_bucket = size_bucket(o.n);
-  rec.best = winner.config;
-  rec.best_ms = winner.median_ms;
-  rec.best_gbps = winner.gbps;
+  rec.best = found.winner.config;
+  rec.best_ms = found.winner.median_ms;
+  rec.best_gbps = found.winner.gbps;
   rec.copy_gbps = 2.0 * o.n * esize / (copy.median_ms * 1e6);
-  rec.strategy = strategy->name();
+  rec.strategy = found.strategy;
   rec.created_unix = static_cast<std::int64_t>(std::time(nullptr));
-  rec.candidates = results;
+  rec.candidates = found.candidates;
   db.put_device(rec.fingerprint, dev);
   db.save_tuning(rec);
-  db.clear_progress(key);
+  if (resumable) db.clear_progress(key);
   return rec;
 }
 

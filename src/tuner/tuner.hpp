@@ -28,6 +28,9 @@ struct TuneProgress {
 
 struct TuneOptions {
   std::uint64_t n = 0;
+  // exhaustive, random, local (see strategies.hpp), or the early-stopping schedules over the
+  // whole space: "halving" (successive halving over repeats at n) and "fast" (halving that first
+  // ranks at a smaller n, fidelity_n, when n is large).
   std::string strategy = "exhaustive";
   int budget = 40;  // random and local
   std::uint64_t seed = 1;
@@ -36,10 +39,48 @@ struct TuneOptions {
   bool resume = true;
   SearchSpace space;
   std::function<void(const TuneProgress&)> progress;
+  unsigned compile_threads = 0;  // 0: every host core
 };
 
+// Where a tuning run spent its time (printed by kplay autotune --times, read by the GPU script).
+struct TuneTimes {
+  double setup_s = 0, compile_s = 0, measure_s = 0, remeasure_s = 0;
+  std::size_t binaries = 0;  // distinct binaries compiled (configs differing only in grid share one)
+  std::size_t samples = 0;   // timed samples (each one launch per buffer set)
+};
+
+// How candidates are measured: on the device (the default) or, in tests, a synthetic model.
+// Level 0 is the tuned size; level 1, where levels() == 2, is a smaller problem for "fast".
+class CandidateMeasurer {
+ public:
+  virtual ~CandidateMeasurer() = default;
+  virtual int levels() const { return 1; }
+  // Compiles every config (in parallel); returns, per config, "" or why it does not compile.
+  virtual std::vector<std::string> prepare(const std::vector<KernelConfig>& configs) = 0;
+  // Runs the prepared config on poisoned output and checks it: "" or why it is wrong.
+  virtual std::string verify(const KernelConfig& config, int level) = 0;
+  // One timed sample, in ms per launch; warm-up launches are the caller's.
+  virtual double sample(const KernelConfig& config, int level) = 0;
+  virtual std::vector<double> copy_samples(int repeats) = 0;  // at level 0
+  virtual double bytes_moved() const = 0;                     // per launch at level 0
+};
+
+struct SearchOutcome {
+  std::vector<CandidateResult> candidates;  // every candidate, contenders with re-measured times
+  CandidateResult winner;
+  std::string strategy;
+};
+
+// The search itself, on any measurer: strategy or early-stopping schedule, then re-measurement
+// of the contenders and the tie rule. `resumed` are candidates already measured (exhaustive,
+// random, local); `save` is called for each new one.
+SearchOutcome search(CandidateMeasurer& measurer, const std::vector<KernelConfig>& space, const TuneOptions& options,
+                     std::vector<CandidateResult> resumed = {},
+                     const std::function<void(const CandidateResult&)>& save = {}, TuneTimes* times = nullptr);
+
 // Throws Error for bad options or when no candidate survives. `db` may be in memory.
-TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, const TuneOptions& options);
+TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, const TuneOptions& options,
+                  TuneTimes* times = nullptr);
 
 // Deterministic final choice among re-measured contenders (exposed for tests): the simplest
 // configuration whose median is within `tie` (relative) of the fastest.

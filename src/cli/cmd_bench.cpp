@@ -1,0 +1,207 @@
+// `kplay bench`: a sweep over sizes for chosen activations and dtypes, kplay's config (tuned,
+// else the device model's default, as the API would pick it) against a device-to-device copy of
+// the same bytes, timed interleaved in one run. Buffers rotate through enough sets to cover 4x
+// the L2, so no size is flattered by the cache. Prints a table; --csv/--json write files whose
+// columns docs/benchmarks.md describes (for plotting).
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "../../runtime/backend_factory.hpp"
+#include "../benchmark.hpp"
+#include "../problem.hpp"
+#include "../size_parse.hpp"
+#include "../tuner/config_lookup.hpp"
+#include "command.hpp"
+#include "config_flags.hpp"
+#include "kplay/error.hpp"
+
+namespace kplay::cli {
+namespace {
+
+struct Row {
+  std::string device, activation, direction, dtype, config, source;
+  std::uint64_t n = 0, kernel_bytes = 0, copy_bytes = 0;
+  std::size_t buffer_sets = 0;
+  double kernel_ms = 0, copy_ms = 0, kernel_gbps = 0, copy_gbps = 0, ratio = 0;
+  bool verified = false;
+};
+
+// Buffer sets so that one sample's working set is >= 4x the L2 (at most 16, within a quarter of
+// device memory).
+std::size_t sets_for(const rt::DeviceInfo& dev, std::uint64_t bytes) {
+  const std::uint64_t l2 = dev.l2_bytes ? dev.l2_bytes : (64ull << 20);
+  std::uint64_t sets = bytes ? (4 * l2 + bytes - 1) / bytes : 1;
+  sets = std::min<std::uint64_t>(sets, 16);
+  if (dev.memory_bytes && bytes) sets = std::min<std::uint64_t>(sets, std::max<std::uint64_t>(1, dev.memory_bytes / 4 / bytes));
+  return static_cast<std::size_t>(std::max<std::uint64_t>(sets, 1));
+}
+
+class BenchCommand : public Command {
+ public:
+  explicit BenchCommand(CLI::App& parent) {
+    app_ = parent.add_subcommand("bench", "kplay against a same-run copy over a sweep of sizes (table, CSV, JSON)");
+    add_config_flags(*app_, flags_, true);
+    app_->get_option("--dtype")->description("element types, comma-separated (f32,f16,bf16,f64)");
+    app_->add_option("--n", n_text_, "sizes: a list and/or ranges of powers of two")->capture_default_str();
+    app_->add_option("--warmup", warmup_, "untimed samples first")->capture_default_str();
+    app_->add_option("--repeat", repeat_, "timed samples; medians are reported")->capture_default_str();
+    app_->add_option("--csv", csv_path_, "write the rows as CSV to this file");
+    app_->add_option("--json", json_path_, "write the rows as JSON to this file");
+    app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
+    app_->add_flag("--no-db", no_db_, "ignore tunings: the device model's default everywhere");
+  }
+  CLI::App* app() const override { return app_; }
+
+  int run() override {
+    const auto sizes = parse_size_list(n_text_);
+    if (warmup_ < 0 || repeat_ < 1) throw Error(ErrorCode::invalid_argument, "--warmup must be >= 0 and --repeat >= 1");
+    std::vector<KernelSpec> specs;
+    for (const auto& a : flags_.activation_list()) {
+      std::stringstream ss(flags_.dtype);
+      for (std::string d; std::getline(ss, d, ',');) {
+        KernelSpec s;
+        s.activation = a;
+        s.dtype = parse_dtype(d);
+        s.direction = parse_direction(flags_.direction);
+        s.saved = parse_saved(flags_.saved);
+        specs.push_back(s);
+      }
+    }
+    const KernelConfig requested = flags_.config();
+    const bool knobs = flags_.knobs_given(*app_);
+    for (const auto& s : specs) resolve_config(s, requested, generic_limits(flags_.backend));
+
+    auto backend = rt::make_backend(flags_.backend, flags_.device);
+    const rt::DeviceInfo& dev = backend->info();
+    std::unique_ptr<KernelDatabase> db;
+    if (!no_db_) {
+      KernelDatabase::Options o;
+      o.path = db_path_;
+      db = std::make_unique<KernelDatabase>(o);
+    }
+    Engine engine(*backend, db.get());
+    std::printf("device: %s [%d] %s (%s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(), dev.arch.c_str());
+    std::printf("%-10s %-8s %-5s %12s %5s %10s %10s %9s %9s %7s  %s\n", "activation", "dir", "dtype", "n", "sets",
+                "kernel ms", "copy ms", "GB/s", "copy GB/s", "% copy", "config");
+    std::vector<Row> rows;
+    int status = kExitOk;
+    for (const auto& spec : specs)
+      for (auto n : sizes) {
+        Row r = measure(engine, db.get(), spec, n, knobs ? &requested : nullptr);
+        if (!r.verified) status = kExitFailed;
+        std::printf("%-10s %-8s %-5s %12llu %5zu %10.4f %10.4f %9.1f %9.1f %6.1f%%  %s%s\n", r.activation.c_str(),
+                    r.direction.c_str(), r.dtype.c_str(), static_cast<unsigned long long>(n), r.buffer_sets,
+                    r.kernel_ms, r.copy_ms, r.kernel_gbps, r.copy_gbps, 100.0 * r.ratio, r.config.c_str(),
+                    r.verified ? "" : "  WRONG OUTPUT");
+        std::fflush(stdout);
+        rows.push_back(r);
+      }
+    write_files(rows);
+    return status;
+  }
+
+ private:
+  Row measure(Engine& engine, KernelDatabase* db, const KernelSpec& spec, std::uint64_t n, const KernelConfig* knobs) {
+    rt::Backend& be = engine.backend();
+    Row r;
+    r.device = be.info().name;
+    r.activation = spec.activation;
+    r.direction = to_string(spec.direction);
+    r.dtype = to_string(spec.dtype);
+    r.n = n;
+    ConfigChoice choice;
+    if (knobs) {
+      choice.config = *knobs;
+      choice.source = "command line";
+    } else {
+      choice = choose_config(db, engine, spec, n);
+    }
+    auto kernel = engine.prepare(spec, choice.config);
+    r.config = to_string(kernel->config);
+    r.source = choice.source;
+    std::vector<std::unique_ptr<Problem>> problems;
+    ProblemShape shape;
+    shape.n = n;
+    shape.seed = 1;
+    problems.push_back(std::make_unique<Problem>(be, spec, shape));
+    r.buffer_sets = sets_for(be.info(), problems[0]->bytes_moved());
+    for (std::size_t i = 1; i < r.buffer_sets; ++i) {
+      shape.seed = 1 + i;
+      problems.push_back(std::make_unique<Problem>(be, spec, shape));
+    }
+    engine.launch_flat(*kernel, problems[0]->out(), problems[0]->in0(), problems[0]->in1(), n);
+    be.synchronize();
+    r.verified = problems[0]->verify(true).mismatches == 0;
+    const std::uint64_t bytes = n * dtype_size(spec.dtype);
+    rt::DeviceBuffer scratch(be, bytes);
+    const double per = static_cast<double>(problems.size());
+    auto kernel_sample = [&] {
+      return be.time_ms([&] {
+        for (auto& p : problems) engine.launch_flat(*kernel, p->out(), p->in0(), p->in1(), n);
+      }) / per;
+    };
+    auto copy_sample = [&] {
+      return be.time_ms([&] {
+        for (auto& p : problems) be.copy(scratch.ptr(), p->in0(), bytes);
+      }) / per;
+    };
+    for (int i = 0; i < warmup_; ++i) {
+      kernel_sample();
+      copy_sample();
+    }
+    std::vector<double> k, c;
+    for (int i = 0; i < repeat_; ++i) {  // interleaved: drift hits both alike
+      k.push_back(kernel_sample());
+      c.push_back(copy_sample());
+    }
+    r.kernel_ms = summarize(k).median_ms;
+    r.copy_ms = summarize(c).median_ms;
+    r.kernel_bytes = problems[0]->bytes_moved();
+    r.copy_bytes = 2 * bytes;
+    r.kernel_gbps = r.kernel_ms > 0 ? r.kernel_bytes / (r.kernel_ms * 1e6) : 0;
+    r.copy_gbps = r.copy_ms > 0 ? r.copy_bytes / (r.copy_ms * 1e6) : 0;
+    r.ratio = r.copy_gbps > 0 ? r.kernel_gbps / r.copy_gbps : 0;
+    return r;
+  }
+
+  void write_files(const std::vector<Row>& rows) const {
+    if (!csv_path_.empty()) {
+      std::ofstream f(csv_path_);
+      if (!f) throw Error(ErrorCode::io_failed, "--csv " + csv_path_ + ": cannot write");
+      f << "device,activation,direction,dtype,n,buffer_sets,kernel_ms,copy_ms,kernel_bytes,copy_bytes,kernel_gbps,"
+           "copy_gbps,ratio,verified,config,config_source\n";
+      for (const auto& r : rows)
+        f << '"' << r.device << "\"," << r.activation << ',' << r.direction << ',' << r.dtype << ',' << r.n << ','
+          << r.buffer_sets << ',' << r.kernel_ms << ',' << r.copy_ms << ',' << r.kernel_bytes << ',' << r.copy_bytes
+          << ',' << r.kernel_gbps << ',' << r.copy_gbps << ',' << r.ratio << ',' << (r.verified ? 1 : 0) << ",\""
+          << r.config << "\",\"" << r.source << "\"\n";
+    }
+    if (!json_path_.empty()) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& r : rows)
+        out.push_back({{"device", r.device}, {"activation", r.activation}, {"direction", r.direction},
+                       {"dtype", r.dtype}, {"n", r.n}, {"buffer_sets", r.buffer_sets}, {"kernel_ms", r.kernel_ms},
+                       {"copy_ms", r.copy_ms}, {"kernel_bytes", r.kernel_bytes}, {"copy_bytes", r.copy_bytes},
+                       {"kernel_gbps", r.kernel_gbps}, {"copy_gbps", r.copy_gbps}, {"ratio", r.ratio},
+                       {"verified", r.verified}, {"config", r.config}, {"config_source", r.source}});
+      std::ofstream f(json_path_);
+      if (!f) throw Error(ErrorCode::io_failed, "--json " + json_path_ + ": cannot write");
+      f << out.dump(2) << '\n';
+    }
+  }
+
+  CLI::App* app_;
+  ConfigFlags flags_;
+  std::string n_text_ = "2^12..2^31", csv_path_, json_path_, db_path_;
+  int warmup_ = 3, repeat_ = 15;
+  bool no_db_ = false;
+};
+}  // namespace
+
+std::unique_ptr<Command> make_bench_command(CLI::App& parent) { return std::make_unique<BenchCommand>(parent); }
+
+}  // namespace kplay::cli

@@ -1,0 +1,167 @@
+// Whole-table tuning over devices; see table_run.hpp.
+#include "table_run.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "kplay/error.hpp"
+
+namespace kplay {
+namespace {
+
+std::string job_label(const TableJob& j) {
+  return to_string(j.spec) + " n=" + std::to_string(j.n);
+}
+
+bool same_job(const TuningRecord& r, const std::string& fingerprint, const TableJob& j, const std::string& strategy) {
+  return r.fingerprint == fingerprint && r.n == j.n && to_string(r.spec) == to_string(j.spec) &&
+         r.spec.saved == j.spec.saved && r.strategy == strategy;
+}
+
+}  // namespace
+
+std::vector<TableJob> table_jobs(const std::vector<KernelSpec>& specs, const std::vector<std::uint64_t>& sizes) {
+  std::vector<TableJob> jobs;
+  for (const auto& s : specs)
+    for (auto n : sizes) jobs.push_back({s, n});
+  return jobs;
+}
+
+std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelDatabase& db,
+                                const std::vector<TableJob>& jobs, const TableOptions& o) {
+  if (devices.empty()) throw Error(ErrorCode::no_device, "no device to tune on");
+  // One queue per fingerprint; each queue holds every job.
+  std::map<std::string, std::size_t> queue_of;
+  for (const auto& d : devices) queue_of.emplace(d.fingerprint, queue_of.size());
+  struct Queue {
+    std::vector<TableJob> pending;
+    std::size_t next = 0;
+  };
+  std::vector<Queue> queues(queue_of.size());
+  std::vector<TableRow> rows;
+  const std::vector<TuningRecord> stored = o.resume ? db.list_tuning() : std::vector<TuningRecord>{};
+  for (const auto& [fp, q] : queue_of) {
+    const std::size_t first_device = [&, fp = fp] {
+      for (std::size_t i = 0; i < devices.size(); ++i)
+        if (devices[i].fingerprint == fp) return i;
+      return std::size_t{0};
+    }();
+    for (const auto& j : jobs) {
+      const TuningRecord* done = nullptr;
+      for (const auto& r : stored)
+        if (same_job(r, fp, j, o.tune.strategy)) done = &r;
+      if (done) {
+        TableRow row;
+        row.device = first_device;
+        row.job = j;
+        row.resumed = true;
+        row.record = *done;
+        rows.push_back(row);
+      } else {
+        queues[q].pending.push_back(j);
+      }
+    }
+  }
+
+  std::mutex mutex;  // guards queues, rows, progress and stopped
+  std::exception_ptr stopped;
+  TableProgress progress;
+  progress.total = jobs.size() * queues.size();
+  progress.done = progress.resumed = rows.size();
+  progress.current.assign(devices.size(), "");
+  double best_ratio = 0;
+  for (const auto& r : rows)
+    if (r.record.copy_gbps > 0 && r.record.best_gbps / r.record.copy_gbps > best_ratio) {
+      best_ratio = r.record.best_gbps / r.record.copy_gbps;
+      char text[64];
+      std::snprintf(text, sizeof text, "%.1f %% of copy: ", 100.0 * best_ratio);
+      progress.best = text + job_label(r.job);
+    }
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t measured = 0;
+  auto publish = [&] {  // with mutex held
+    if (!o.progress) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::size_t left = progress.total - progress.done;
+    progress.eta_seconds = measured ? elapsed / static_cast<double>(measured) * static_cast<double>(left) /
+                                          static_cast<double>(devices.size())
+                                    : 0;
+    o.progress(progress);
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    publish();
+  }
+
+  auto worker = [&](std::size_t d) {
+    Queue& q = queues[queue_of.at(devices[d].fingerprint)];
+    for (;;) {
+      TableJob job;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (q.next >= q.pending.size()) {
+          progress.current[d] = "done";
+          publish();
+          return;
+        }
+        job = q.pending[q.next++];
+        progress.current[d] = job_label(job);
+        publish();
+      }
+      TableRow row;
+      row.device = d;
+      row.job = job;
+      TuneOptions t = o.tune;
+      t.n = job.n;
+      t.progress = [&, d, label = job_label(job)](const TuneProgress& p) {
+        std::lock_guard<std::mutex> lock(mutex);
+        progress.current[d] = label + " " + p.phase + " " + std::to_string(p.done) + "/" + std::to_string(p.total);
+        publish();
+      };
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        row.record = devices[d].tune(job, t, row.times);
+      } catch (const Error& e) {
+        row.error = e.what();
+      } catch (...) {  // not a failed job but a failed run (out of memory, interrupt): stop all
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!stopped) stopped = std::current_exception();
+        for (auto& other : queues) other.next = other.pending.size();
+        return;
+      }
+      row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::lock_guard<std::mutex> lock(mutex);
+      ++progress.done;
+      ++measured;
+      if (!row.error.empty()) ++progress.failed;
+      if (row.error.empty() && row.record.copy_gbps > 0) {
+        const double ratio = row.record.best_gbps / row.record.copy_gbps;
+        if (ratio > best_ratio) {
+          best_ratio = ratio;
+          char text[64];
+          std::snprintf(text, sizeof text, "%.1f %% of copy: ", 100.0 * ratio);
+          progress.best = text + job_label(job);
+        }
+      }
+      rows.push_back(row);
+      publish();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t d = 0; d < devices.size(); ++d) threads.emplace_back(worker, d);
+  for (auto& t : threads) t.join();
+  if (stopped) std::rethrow_exception(stopped);
+  // Job order, then device.
+  std::vector<TableRow> ordered;
+  for (const auto& j : jobs)
+    for (const auto& r : rows)
+      if (r.job.n == j.n && to_string(r.job.spec) == to_string(j.spec) && r.job.spec.saved == j.spec.saved)
+        ordered.push_back(r);
+  return ordered;
+}
+
+}  // namespace kplay

@@ -1,0 +1,60 @@
+// Whole tuning tables in one run: every (spec, size) job on every chosen device, devices in
+// parallel (one thread each). Devices with the same fingerprint (identical GPUs, driver and
+// compiler) share one queue, since their results are stored under that one fingerprint; devices
+// that differ each run the whole table. Jobs already tuned in the database (same fingerprint,
+// spec, n and strategy) are skipped, so a killed run resumes where it stopped.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../database/kernel_database.hpp"
+#include "tuner.hpp"
+
+namespace kplay {
+
+struct TableJob {
+  KernelSpec spec;
+  std::uint64_t n = 0;
+};
+
+struct TableDevice {
+  std::string fingerprint;  // Engine::fingerprint()
+  std::string label;        // "cuda [0] NVIDIA H100 80GB HBM3"
+  // Tunes one job and stores it (kplay::tune in the CLI; tests inject their own).
+  std::function<TuningRecord(const TableJob&, const TuneOptions&, TuneTimes&)> tune;
+};
+
+struct TableRow {
+  std::size_t device = 0;  // index into the devices given
+  TableJob job;
+  bool resumed = false;    // tuned by an earlier run: not measured again
+  TuningRecord record;     // the stored record (resumed ones included)
+  TuneTimes times;
+  double seconds = 0;
+  std::string error;       // the job failed (others go on)
+};
+
+struct TableProgress {
+  std::size_t done = 0, total = 0, resumed = 0, failed = 0;
+  double eta_seconds = 0;
+  std::vector<std::string> current;  // per device: what it is doing now
+  std::string best;                  // best ratio to copy so far, and where
+};
+
+struct TableOptions {
+  TuneOptions tune;  // n and progress are set per job
+  bool resume = true;
+  std::function<void(const TableProgress&)> progress;  // called from the device threads, serialized
+};
+
+// The jobs of every activation x direction x dtype x size, in that order.
+std::vector<TableJob> table_jobs(const std::vector<KernelSpec>& specs, const std::vector<std::uint64_t>& sizes);
+
+// Runs the table; rows in job order per device. A job that fails with kplay::Error gets a row
+// saying why and the others go on; any other exception stops every device and is rethrown
+// (what finished is in the database, so the next run resumes).
+std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelDatabase& db,
+                                const std::vector<TableJob>& jobs, const TableOptions& options);
+
+}  // namespace kplay

@@ -1,0 +1,114 @@
+// The default-config model on the numbers of the two GPUs it was calibrated on (H100 and H200)
+// and on the shapes of its answers: more loads in flight for more bandwidth, for heavier math,
+// fewer for small problems, and the static table where the device reports no bandwidth.
+#include <doctest/doctest.h>
+
+#include "tuner/default_model.hpp"
+
+using namespace kplay;
+
+namespace {
+DefaultModelInputs hopper(double gbps) {
+  DefaultModelInputs d;
+  d.bandwidth_gbps = gbps;
+  d.sms = 132;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.max_block = 1024;
+  return d;
+}
+const DefaultModelInputs kH100 = hopper(3350), kH200 = hopper(4800);
+
+KernelSpec spec(const char* act, Dtype d = Dtype::f32, Direction dir = Direction::forward) {
+  KernelSpec s;
+  s.activation = act;
+  s.dtype = d;
+  s.direction = dir;
+  return s;
+}
+KernelConfig model(const KernelSpec& s, const DefaultModelInputs& d, std::uint64_t n = 0) {
+  KernelConfig c;
+  REQUIRE(model_default_config(s, d, n, c));
+  return c;
+}
+KernelConfig with(int block, int pt) {
+  KernelConfig c;
+  c.vec = 4;
+  c.block = block;
+  c.per_thread = pt;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("default model: reproduces the measured f32 points of the H100 and H200") {
+  // H100 SELU block 128, one vector: 100.5 % measured; H200: 87 %; H200 ReLU: 100.8 %.
+  CHECK(estimate(spec("selu"), with(128, 1), kH100).predicted_fraction > 0.99);
+  CHECK(estimate(spec("selu"), with(128, 1), kH200).predicted_fraction == doctest::Approx(0.87).epsilon(0.05));
+  CHECK(estimate(spec("relu"), with(128, 1), kH200).predicted_fraction > 0.99);
+  // H200 SELU with 2 or 4 vectors per thread: 97.9 % and 99.6 % measured.
+  CHECK(estimate(spec("selu"), with(128, 2), kH200).predicted_fraction > 0.97);
+  // 16-bit SELU on the H100 with one vector (8 elements): 83-92 % measured.
+  KernelConfig h = with(256, 1);
+  h.vec = 8;
+  CHECK(estimate(spec("selu", Dtype::f16), h, kH100).predicted_fraction == doctest::Approx(0.88).epsilon(0.06));
+}
+
+TEST_CASE("default model: more bandwidth or heavier math means more vectors per thread") {
+  const KernelConfig h100 = model(spec("selu"), kH100), h200 = model(spec("selu"), kH200);
+  CHECK(h100.block == 128);
+  CHECK(h100.vec == 4);
+  CHECK(h100.grid == GridPolicy::one_shot);
+  CHECK(h200.per_thread > h100.per_thread);  // the H200 gap (87 % at one vector) closes
+  CHECK(h200.per_thread >= 2);
+  CHECK(model(spec("relu"), kH100).per_thread == 1);  // ReLU at one vector is at the roofline
+  CHECK(model(spec("relu"), kH100).per_thread <= model(spec("selu"), kH100).per_thread);
+  CHECK(model(spec("selu", Dtype::f16), kH100).per_thread == 4);  // as the H100 16-bit tuning found
+  CHECK(model(spec("selu", Dtype::bf16), kH200).per_thread >= 4);
+  CHECK(model(spec("gelu"), kH200).per_thread >= model(spec("selu"), kH200).per_thread);
+  for (const auto& dev : {kH100, kH200})
+    for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+      for (Direction dir : {Direction::forward, Direction::backward}) {
+        const KernelSpec s = spec("selu", d, dir);
+        const KernelConfig c = model(s, dev);
+        CHECK(c.per_thread * c.vec * static_cast<int>(dtype_size(d)) <= 128);  // the tuner's register bound
+        CHECK(estimate(s, c, dev).predicted_fraction > 0.97);
+      }
+}
+
+TEST_CASE("default model: backward reads two streams per thread, so needs no more vectors than forward") {
+  for (const auto& dev : {kH100, kH200})
+    CHECK(model(spec("selu", Dtype::f32, Direction::backward), dev).per_thread <= model(spec("selu"), dev).per_thread);
+}
+
+TEST_CASE("default model: a problem smaller than one wave gets fewer vectors per thread") {
+  const KernelConfig big = model(spec("selu"), kH200), small = model(spec("selu"), kH200, 1u << 20);
+  CHECK(big.per_thread > 1);
+  CHECK(small.per_thread == 1);  // 2^20 elements / 4 per vector < 132 x 2048 threads
+}
+
+TEST_CASE("default model: a device without bandwidth gets the static table") {
+  rt::DeviceInfo cpu;
+  cpu.compute_units = 2;
+  cpu.max_threads_per_unit = 1024;
+  KernelConfig unused;
+  CHECK_FALSE(model_default_config(spec("selu"), model_inputs(cpu), 0, unused));
+  std::string why;
+  CHECK(device_default_config(spec("selu", Dtype::f16), cpu, 0, &why) == static_default_config(spec("selu", Dtype::f16)));
+  CHECK(why.find("static table") != std::string::npos);
+  rt::DeviceInfo h200;
+  h200.memory_bandwidth_gbps = 4800;
+  h200.compute_units = 132;
+  h200.max_threads_per_unit = 2048;
+  h200.max_blocks_per_unit = 32;
+  h200.max_block = 1024;
+  CHECK(device_default_config(spec("selu"), h200, 0, &why) == model(spec("selu"), kH200));
+  CHECK(why.find("device model") != std::string::npos);
+}
+
+TEST_CASE("activation cost: relu-like 1, exp-like more, erf-like most, parameters ignored") {
+  CHECK(activation_cost(spec("relu")) == 1);
+  CHECK(activation_cost(spec("leaky_relu(negative_slope=0.2)")) == 1);
+  CHECK(activation_cost(spec("selu")) > activation_cost(spec("relu")));
+  CHECK(activation_cost(spec("gelu")) > activation_cost(spec("selu")));
+  CHECK(activation_cost(spec("mish")) > activation_cost(spec("selu")));
+}

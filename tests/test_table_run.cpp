@@ -1,0 +1,116 @@
+// Whole-table tuning without a device: injected per-device tune functions show which device ran
+// which job, that identical devices share the table and different ones each run it all, and that
+// a run killed partway resumes with only the missing jobs. Also the size-range syntax.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <mutex>
+
+#include "kplay/error.hpp"
+#include "size_parse.hpp"
+#include "tuner/table_run.hpp"
+
+using namespace kplay;
+
+namespace {
+struct Recorder {
+  explicit Recorder(KernelDatabase* d) : db(d) {}
+  KernelDatabase* db;
+  std::mutex mutex;
+  std::map<std::string, int> runs;  // "fingerprint|spec|n" -> times tuned
+  std::atomic<int> left{1 << 30};   // jobs until a simulated kill
+
+  TableDevice device(const std::string& fp) {
+    TableDevice d;
+    d.fingerprint = fp;
+    d.label = fp;
+    d.tune = [this, fp](const TableJob& job, const TuneOptions& o, TuneTimes&) {
+      struct Killed {};
+      if (left-- <= 0) throw Killed{};
+      TuningRecord rec;
+      rec.fingerprint = fp;
+      rec.backend = "test";
+      rec.device_name = fp;
+      rec.arch = "x";
+      rec.spec = job.spec;
+      rec.n = job.n;
+      rec.best.vec = 4;
+      rec.best_ms = 1;
+      rec.best_gbps = 1;
+      rec.copy_gbps = 1;
+      rec.strategy = o.strategy;
+      db->save_tuning(rec);
+      std::lock_guard<std::mutex> lock(mutex);
+      ++runs[fp + "|" + to_string(job.spec) + "|" + std::to_string(job.n)];
+      return rec;
+    };
+    return d;
+  }
+};
+
+std::vector<TableJob> jobs() {
+  std::vector<KernelSpec> specs(2);
+  specs[1].activation = "relu";
+  specs[1].dtype = Dtype::f16;
+  return table_jobs(specs, parse_size_list("2^10..2^13"));
+}
+
+}  // namespace
+
+TEST_CASE("size lists: powers-of-two ranges, single sizes, and clear refusals") {
+  CHECK(parse_size_list("2^16..2^19") == std::vector<std::uint64_t>{1u << 16, 1u << 17, 1u << 18, 1u << 19});
+  CHECK(parse_size_list("1000,2^20..2^21,5") == std::vector<std::uint64_t>{1000, 1u << 20, 1u << 21, 5});
+  CHECK(parse_size_list("2^31..2^31").size() == 1);
+  CHECK_THROWS_AS(parse_size_list("1000..2^20"), Error);  // not a power of two
+  CHECK_THROWS_AS(parse_size_list("2^20..2^16"), Error);  // reversed
+  CHECK_THROWS_AS(parse_size_list("2^16..x"), Error);
+}
+
+TEST_CASE("table: identical devices share the jobs, different devices each run them all, in parallel") {
+  KernelDatabase::Options o;
+  o.path = ":memory:";
+  KernelDatabase db(o);
+  Recorder rec(&db);
+  TableOptions opts;
+  std::size_t last_total = 0;
+  opts.progress = [&](const TableProgress& p) { last_total = p.total; };
+  const auto table = jobs();
+  const auto rows = run_table({rec.device("A"), rec.device("A"), rec.device("B")}, db, table, opts);
+  CHECK(last_total == 2 * table.size());  // two fingerprints, each the whole table
+  CHECK(rows.size() == 2 * table.size());
+  std::size_t a = 0, b = 0;
+  for (const auto& [key, count] : rec.runs) {
+    CHECK(count == 1);  // no job tuned twice for one fingerprint
+    (key[0] == 'A' ? a : b) += 1;
+  }
+  CHECK(a == table.size());
+  CHECK(b == table.size());
+  std::set<std::size_t> devices_used;
+  for (const auto& r : rows) devices_used.insert(r.device);
+  CHECK(devices_used.count(2) == 1);
+}
+
+TEST_CASE("table: a run killed partway resumes with only the missing jobs") {
+  KernelDatabase::Options o;
+  o.path = ":memory:";
+  KernelDatabase db(o);
+  Recorder rec(&db);
+  rec.left = 3;  // the fourth job "kills" the run
+  TableOptions opts;
+  const auto table = jobs();
+  // Anything but a kplay::Error stops the whole run, as a kill would, and reaches the caller.
+  CHECK_THROWS(run_table({rec.device("A")}, db, table, opts));
+  rec.left = 1 << 30;
+  rec.runs.clear();
+  const auto second = run_table({rec.device("A")}, db, table, opts);
+  std::size_t resumed = 0;
+  for (const auto& r : second) resumed += r.resumed;
+  CHECK(resumed == 3);
+  CHECK(rec.runs.size() == table.size() - 3);
+  opts.resume = false;  // --no-resume: everything again
+  rec.runs.clear();
+  run_table({rec.device("A")}, db, table, opts);
+  CHECK(rec.runs.size() == table.size());
+}
