@@ -262,6 +262,12 @@ void require_primary_context(int ordinal) {
 
 void* legacy_default_stream() { return CU_STREAM_LEGACY; }
 
+bool stream_is_capturing(void* stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (driver().cuStreamIsCapturing(static_cast<CUstream>(stream), &status) != CUDA_SUCCESS) return false;
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 BackendReport probe_cuda() {
   BackendReport report;
   report.backend = "cuda";

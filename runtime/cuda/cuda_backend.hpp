@@ -23,6 +23,10 @@ int pointer_device(std::uint64_t ptr, const char* name);
 // not the primary context of `ordinal` (kernels are loaded in the primary context).
 void require_primary_context(int ordinal);
 
+// Whether work on `stream` is being captured into a CUDA graph (then nothing may compile,
+// allocate or synchronize). False when the query itself fails.
+bool stream_is_capturing(void* stream);
+
 // The legacy default stream (CU_STREAM_LEGACY), for callers that pass a null stream.
 void* legacy_default_stream();
 

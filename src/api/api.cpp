@@ -102,7 +102,16 @@ void run(const std::string& activation, const KernelSpec& spec, const Operand& o
   if (view.rows == 0 || view.cols == 0) return;  // checked, nothing to do
 
   const std::uint64_t n = static_cast<std::uint64_t>(view.rows) * static_cast<std::uint64_t>(view.cols);
-  auto kernel = de->kernel(spec, n);
+  auto kernel = de->cached_kernel(spec, n);
+#ifdef KPLAY_WITH_CUDA
+  // A first call compiles (or loads) the kernel, which a CUDA graph capture does not allow.
+  if (!kernel && stream.backend == Backend::cuda && rt::cuda::stream_is_capturing(queue))
+    throw Error(ErrorCode::unsupported,
+                "kplay: '" + to_string(spec) + "' for " + std::to_string(n) +
+                    " elements is not compiled yet and the stream is being captured into a CUDA graph; call it "
+                    "once with the same activation, dtype and size before the capture (warm-up)");
+#endif
+  if (!kernel) kernel = de->kernel(spec, n);
   auto ptr = [](const void* p) { return rt::DevicePtr{reinterpret_cast<std::uint64_t>(p), 0}; };
   rt::KernelArgs a;
   a.out = ptr(out.ptr);

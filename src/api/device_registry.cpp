@@ -37,13 +37,22 @@ DeviceEngine& find_or_make(const std::string& key, Make make) {
 DeviceEngine::DeviceEngine(std::unique_ptr<rt::Backend> backend, KernelDatabase* db)
     : backend_(std::move(backend)), db_(db), engine_(std::make_unique<Engine>(*backend_, db)) {}
 
+namespace {
+std::string kernel_key(const KernelSpec& spec, std::uint64_t n) {
+  return to_string(spec) + "#" + std::to_string(size_bucket(n));
+}
+}  // namespace
+
+std::shared_ptr<const PreparedKernel> DeviceEngine::cached_kernel(const KernelSpec& spec, std::uint64_t n) {
+  const std::string key = kernel_key(spec, n);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = kernels_.find(key);
+  return it == kernels_.end() ? nullptr : it->second;
+}
+
 std::shared_ptr<const PreparedKernel> DeviceEngine::kernel(const KernelSpec& spec, std::uint64_t n) {
-  const std::string key = to_string(spec) + "#" + std::to_string(size_bucket(n));
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = kernels_.find(key);
-    if (it != kernels_.end()) return it->second;
-  }
+  const std::string key = kernel_key(spec, n);
+  if (auto k = cached_kernel(spec, n)) return k;
   const ConfigChoice choice = choose_config(db_, *engine_, spec, n);
   auto k = engine_->prepare(spec, choice.config);
   std::lock_guard<std::mutex> lock(mutex_);

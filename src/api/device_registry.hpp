@@ -20,6 +20,8 @@ class DeviceEngine {
   // The kernel for spec at size n: config from the database (nearest size bucket, device ->
   // architecture -> default), remembered per (spec, bucket) so repeat calls skip the lookup.
   std::shared_ptr<const PreparedKernel> kernel(const KernelSpec& spec, std::uint64_t n);
+  // The same kernel if an earlier call already prepared it, else nullptr (no lookup, no compile).
+  std::shared_ptr<const PreparedKernel> cached_kernel(const KernelSpec& spec, std::uint64_t n);
 
  private:
   std::unique_ptr<rt::Backend> backend_;

@@ -1,0 +1,59 @@
+"""kplay: JIT-generated, autotuned element-wise activation kernels for CUDA and OpenCL.
+
+    import kplay
+    y = kplay.forward("selu", x)                      # x: torch/CuPy/JAX CUDA array or pyopencl array
+    g = kplay.backward("selu", grad_y, y, saved_output=True)
+
+Importing kplay needs neither a GPU nor torch. kplay.torch (torch custom ops with autograd),
+kplay.nn (drop-in modules) and kplay.plot (matplotlib charts) are imported on demand.
+Failures raise kplay.Error (a RuntimeError) or one of its subclasses, with kplay's message.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from . import _core
+from ._api import backward, forward
+from ._core import CompileError, Error, InvalidArgumentError, NoDeviceError, UnsupportedError
+from .database import db_clear, db_export, db_import, db_path, db_stats, db_tunings
+
+__version__ = _core.version()
+
+__all__ = [
+    "forward", "backward", "activations", "supports_saved_output", "devices", "backends", "autotune",
+    "db_path", "db_stats", "db_tunings", "db_export", "db_import", "db_clear",
+    "Error", "InvalidArgumentError", "NoDeviceError", "UnsupportedError", "CompileError", "__version__",
+]
+
+
+def activations() -> List[str]:
+    """Names of the built-in activations, e.g. ['selu', 'relu', ...]."""
+    return list(_core.activations())
+
+
+def supports_saved_output(activation: str) -> bool:
+    """Whether backward can start from the forward output (saved_output=True) for this activation."""
+    return bool(_core.supports_saved_output(activation))
+
+
+def backends() -> List[Dict[str, Any]]:
+    """Every backend kplay knows: {'backend', 'available', 'status', 'devices': [...]}; never raises."""
+    return list(_core.backends())
+
+
+def devices() -> List[Dict[str, Any]]:
+    """Every usable device ({'backend', 'index', 'name', 'arch', 'memory_bytes', ...}); [] when
+    there is none (backends() says why)."""
+    return [d for b in _core.backends() for d in b["devices"]]
+
+
+def autotune(activation: str, n: int, dtype: str = "f32", direction: str = "forward", saved: str = "input",
+             backend: str = "cuda", device: int = 0, strategy: str = "exhaustive", budget: int = 40,
+             warmup: int = 2, repeats: int = 7, resume: bool = True, db: str = "") -> Dict[str, Any]:
+    """Finds the fastest correct configuration for (activation, dtype, direction) at size n on one
+    device, stores it with every candidate in the kernel database (db: path, "" = default), and
+    returns the record as `kplay autotune --json` prints it. Later calls of any process use it."""
+    import json
+
+    return json.loads(_core.autotune(activation, int(n), dtype, direction, saved, backend, int(device), strategy,
+                                     int(budget), int(warmup), int(repeats), bool(resume), db))

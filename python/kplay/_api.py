@@ -1,0 +1,101 @@
+"""kplay.forward / kplay.backward on any accepted array (see _arrays.py for which)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import _core
+from ._arrays import DTYPE_NAMES, ArrayRef, describe, empty_like
+from ._layout import plan
+
+_bad = _core.InvalidArgumentError
+
+
+def _stream_for(ref: ArrayRef, stream: Optional[int], what: str) -> int:
+    """The stream/queue to launch on: the caller's, else the producer's, else the default."""
+    if stream is not None:
+        if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+            return int(stream.cuda_stream)
+        if hasattr(stream, "int_ptr"):  # pyopencl.CommandQueue
+            return int(stream.int_ptr)
+        if hasattr(stream, "ptr"):  # cupy.cuda.Stream
+            return int(stream.ptr)
+        return int(stream)
+    if ref.stream is not None:
+        return int(ref.stream)
+    if ref.backend == _core.BACKEND_OPENCL:
+        raise _bad(f"{what} is a pyopencl array without a queue: pass stream=<pyopencl.CommandQueue>")
+    return 0  # the legacy default stream
+
+
+def _check_same(a: ArrayRef, b: ArrayRef, a_name: str, b_name: str) -> None:
+    if a.backend != b.backend:
+        raise _bad(f"{a_name} and {b_name} are on different backends (CUDA and OpenCL)")
+    if a.dtype != b.dtype:
+        raise _bad(f"{a_name} is {DTYPE_NAMES[a.dtype]} but {b_name} is {DTYPE_NAMES[b.dtype]}; kplay does not convert")
+    if a.shape != b.shape:
+        raise _bad(f"{a_name} has shape {a.shape} but {b_name} has shape {b.shape}")
+    if a.device >= 0 and b.device >= 0 and a.device != b.device:
+        raise _bad(f"{a_name} is on cuda:{a.device} but {b_name} on cuda:{b.device}")
+    if a.context and b.context and a.context != b.context:
+        raise _bad(f"{a_name} and {b_name} belong to different OpenCL contexts")
+
+
+def _layout(refs, names):
+    p = plan(refs[0].shape, *(r.strides for r in refs))
+    if p is None:
+        raise _bad(f"kplay takes {', '.join(names)} either dense with equal strides (contiguous) or as row-pitched "
+                   f"2-D views with unit column stride; got strides {[r.strides for r in refs]}: copy to "
+                   "contiguous first")
+    return p
+
+
+def forward(activation: str, x: Any, out: Any = None, stream: Any = None) -> Any:
+    """out = activation(x) on x's device; out=None allocates an array like x (torch, CuPy, pyopencl).
+
+    activation is a name or a name with parameters, e.g. "leaky_relu(negative_slope=0.2)", passed
+    to kplay unchanged. out may be x itself (in place). The launch goes on `stream` (an int handle,
+    torch.cuda.Stream, cupy Stream or pyopencl CommandQueue), else the stream the array came
+    with (torch's current stream, __cuda_array_interface__'s stream, the pyopencl array's queue),
+    else CUDA's legacy default stream. Returns out.
+    """
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a str such as 'selu', not {type(activation).__name__}")
+    xr = describe(x)
+    if out is None:
+        out = empty_like(x)
+    orf = xr if out is x else describe(out)
+    _check_same(xr, orf, "x", "out")
+    s = _stream_for(xr, stream, "x")
+    p = _layout((xr, orf), ("x", "out"))
+    if p[0] == "flat":
+        _core.forward(activation, xr.dtype, xr.ptr, orf.ptr, p[1], xr.backend, s)
+    else:
+        _, rows, cols, (ld_in, ld_out) = p
+        _core.forward_2d(activation, xr.dtype, xr.ptr, ld_in, orf.ptr, ld_out, rows, cols, xr.backend, s)
+    return out
+
+
+def backward(activation: str, grad_out: Any, saved: Any, saved_output: bool = False, grad_in: Any = None,
+             stream: Any = None) -> Any:
+    """grad_in = grad_out * activation'(x), where saved is the forward input x, or its output y when
+    saved_output=True (only where supports_saved_output(activation)). Returns grad_in."""
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a str such as 'selu', not {type(activation).__name__}")
+    gr = describe(grad_out)
+    sr = describe(saved)
+    _check_same(gr, sr, "grad_out", "saved")
+    if grad_in is None:
+        grad_in = empty_like(grad_out)
+    ir = gr if grad_in is grad_out else describe(grad_in)
+    _check_same(gr, ir, "grad_out", "grad_in")
+    s = _stream_for(gr, stream, "grad_out")
+    p = _layout((gr, sr, ir), ("grad_out", "saved", "grad_in"))
+    if p[0] == "flat":
+        _core.backward(activation, gr.dtype, gr.ptr, sr.ptr, bool(saved_output), ir.ptr, p[1], gr.backend, s)
+    else:
+        _, rows, cols, (ld_g, ld_s, ld_out) = p
+        if ld_g != ld_s:
+            raise _bad("grad_out and saved must share one row pitch (kplay's 2-D path has one input pitch)")
+        _core.backward_2d(activation, gr.dtype, gr.ptr, sr.ptr, bool(saved_output), ld_g, ir.ptr, ld_out, rows,
+                          cols, gr.backend, s)
+    return grad_in

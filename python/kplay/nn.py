@@ -1,0 +1,62 @@
+"""Drop-in torch.nn activation modules backed by kplay: kplay.nn.SELU(), kplay.nn.GELU(approximate="tanh"),
+kplay.nn.LeakyReLU(0.2, inplace=True), ... with torch's class names, arguments and defaults (the
+21 of kplay/_table.py). Each module's `activation` attribute is the kplay string it runs.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import _table
+from . import torch as ktorch
+
+__all__ = ["Activation", "from_torch"]
+
+
+class Activation(torch.nn.Module):
+    """Any kplay activation string as a module, e.g. Activation("leaky_relu(negative_slope=0.2)")."""
+
+    def __init__(self, activation: str, inplace: bool = False) -> None:
+        super().__init__()
+        self.activation = activation
+        self.inplace = inplace
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.inplace:
+            return ktorch.activation_(x, self.activation)
+        return ktorch.activation(x, self.activation)
+
+    def extra_repr(self) -> str:
+        return f"{self.activation!r}" + (", inplace=True" if self.inplace else "")
+
+
+def _make_class(entry: _table.Entry) -> type:
+    def __init__(self: Activation, *args: Any, **kwargs: Any) -> None:
+        values, inplace = _table.bind(entry, args, kwargs)
+        Activation.__init__(self, _table.activation_string(entry.activation, values), inplace)
+        for name, default in entry.params:  # torch's attributes, for code that reads them
+            setattr(self, name, values.get(name, default))
+
+    params = ", ".join(f"{n}={d!r}" if d is not _table.REQUIRED else n for n, d in entry.params)
+    if entry.inplace:
+        params = (params + ", " if params else "") + "inplace=False"
+    doc = f"kplay's torch.nn.{entry.torch_class}({params}): runs kplay activation '{entry.activation}'."
+    return type(entry.torch_class, (Activation,), {"__init__": __init__, "__doc__": doc, "__module__": __name__})
+
+
+for _entry in _table.TABLE:
+    globals()[_entry.torch_class] = _make_class(_entry)
+    __all__.append(_entry.torch_class)
+
+
+def from_torch(module: torch.nn.Module) -> Activation:
+    """The kplay module equivalent to a torch.nn activation module (same parameters)."""
+    entry = _table.BY_CLASS.get(type(module).__name__)
+    if entry is None:
+        raise TypeError(f"kplay has no counterpart of {type(module).__name__}; it maps "
+                        f"{', '.join(e.torch_class for e in _table.TABLE)}")
+    kwargs = {name: getattr(module, name) for name, _ in entry.params}
+    if entry.inplace:
+        kwargs["inplace"] = bool(getattr(module, "inplace", False))
+    return globals()[entry.torch_class](**kwargs)

@@ -1,0 +1,240 @@
+"""kplay activations as PyTorch custom ops, with autograd, fake kernels (torch.compile) and
+CUDA-graph-safe launches.
+
+Design: three generic ops take the activation string, and thin Python wrappers give every
+activation torch's name and parameters:
+    torch.ops.kplay.forward(Tensor x, str activation) -> Tensor
+    torch.ops.kplay.forward_(Tensor(a!) x, str activation) -> ()          (in place)
+    torch.ops.kplay.backward(Tensor grad, Tensor saved, str activation, bool saved_output) -> Tensor
+    kplay.torch.selu(x), kplay.torch.selu_(x), kplay.torch.leaky_relu(x, negative_slope=0.2), ...
+    kplay.torch.activation(x, "leaky_relu(negative_slope=0.2)")
+One op per activation string would register a new op for every parameter value; the generic op
+keeps the string as a graph constant, so torch.compile specializes on it all the same.
+
+Autograd saves the forward output where kplay.supports_saved_output(activation) says the
+derivative follows from it (SELU, ReLU, ...), else the input.
+
+Launches go on torch's current stream of the tensor's device. Layouts: dense tensors (contiguous
+or permuted, e.g. channels_last) run flat and the output keeps their strides; row-pitched 2-D
+views (x[:, a:b], and N-D tensors whose leading dimensions fold into rows) use kplay's pitched
+path (kplay::forward_2d) with a contiguous output; any other layout (broadcast, gapped inner
+stride) is first copied to a dense tensor. Backward always works on dense operands (it copies a
+non-dense grad or saved tensor). Tensors must be CUDA tensors of float32, float16, bfloat16 or
+float64; anything else raises kplay.InvalidArgumentError.
+
+CUDA graphs: kplay allocates nothing, never synchronizes, and launches on the current
+(capturing) stream; outputs come from torch's allocator (the graph's private pool). A kernel's
+first use compiles or loads it, which capture forbids: warm up (run the model once) before
+capturing. A capture that would need a compile raises kplay.UnsupportedError saying so.
+
+In-place variants (selu_) on a tensor that requires grad run out of place and copy the result
+back (x.copy_), so autograd sees a differentiable in-place update; for activations that need
+their input for the gradient, the input is cloned first.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+import torch
+from torch import Tensor
+
+from . import _core
+from . import _table
+from ._layout import is_dense, plan
+
+__all__ = ["activation", "activation_", "replace_activations", "saves_output"]
+
+_DTYPES = {torch.float32: _core.F32, torch.float16: _core.F16, torch.bfloat16: _core.BF16, torch.float64: _core.F64}
+_CUDA = _core.BACKEND_CUDA
+
+try:  # what torch.compile's generated code uses: an int, no Stream object
+    _raw_stream: Callable[[int], int] = torch._C._cuda_getCurrentRawStream
+except AttributeError:  # pragma: no cover
+    def _raw_stream(index: int) -> int:
+        return torch.cuda.current_stream(index).cuda_stream
+
+_saves_output_cache: Dict[str, bool] = {}
+
+
+def saves_output(activation: str) -> bool:
+    """Whether autograd keeps the forward output (True) or the input (False) for backward."""
+    r = _saves_output_cache.get(activation)
+    if r is None:
+        r = _saves_output_cache[activation] = bool(_core.supports_saved_output(activation))
+    return r
+
+
+def _dtype_code(t: Tensor, what: str) -> int:
+    if t.device.type != "cuda":
+        raise _core.InvalidArgumentError(f"kplay.torch needs CUDA tensors; {what} is on '{t.device}'")
+    code = _DTYPES.get(t.dtype)
+    if code is None:
+        raise _core.InvalidArgumentError(
+            f"kplay.torch takes float32, float16, bfloat16 or float64 tensors; {what} is {t.dtype}")
+    return code
+
+
+def _dense_like(src: Tensor, like: Tensor) -> Tensor:
+    """src's values in a tensor with like's (dense) strides."""
+    out = torch.empty_like(like)
+    out.copy_(src)
+    return out
+
+
+def _launch_forward(x: Tensor, out: Tensor, activation: str) -> None:
+    code = _dtype_code(x, "x")
+    stream = _raw_stream(x.get_device())
+    p = plan(tuple(x.shape), tuple(x.stride()), tuple(out.stride()))
+    if p is None:  # broadcast or gapped input: copy into out's dense layout, then in place
+        out.copy_(x)
+        _core.forward(activation, code, out.data_ptr(), out.data_ptr(), out.numel(), _CUDA, stream)
+    elif p[0] == "flat":
+        if p[1]:
+            _core.forward(activation, code, x.data_ptr(), out.data_ptr(), p[1], _CUDA, stream)
+    else:
+        _, rows, cols, (ld_in, ld_out) = p
+        _core.forward_2d(activation, code, x.data_ptr(), ld_in, out.data_ptr(), ld_out, rows, cols, _CUDA, stream)
+
+
+# ---- the ops --------------------------------------------------------------------------------
+
+@torch.library.custom_op("kplay::forward", mutates_args=())
+def _forward(x: Tensor, activation: str) -> Tensor:
+    out = torch.empty_like(x)  # dense: x's strides when x is dense, else contiguous
+    _launch_forward(x, out, activation)
+    return out
+
+
+@_forward.register_fake
+def _(x: Tensor, activation: str) -> Tensor:
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("kplay::forward_", mutates_args=("x",))
+def _forward_inplace(x: Tensor, activation: str) -> None:
+    code = _dtype_code(x, "x")
+    stream = _raw_stream(x.get_device())
+    p = plan(tuple(x.shape), tuple(x.stride()))
+    if p is None:
+        tmp = x.contiguous()
+        _core.forward(activation, code, tmp.data_ptr(), tmp.data_ptr(), tmp.numel(), _CUDA, stream)
+        x.copy_(tmp)
+    elif p[0] == "flat":
+        if p[1]:
+            _core.forward(activation, code, x.data_ptr(), x.data_ptr(), p[1], _CUDA, stream)
+    else:
+        _, rows, cols, (ld,) = p
+        _core.forward_2d(activation, code, x.data_ptr(), ld, x.data_ptr(), ld, rows, cols, _CUDA, stream)
+
+
+@_forward_inplace.register_fake
+def _(x: Tensor, activation: str) -> None:
+    return None
+
+
+@torch.library.custom_op("kplay::backward", mutates_args=())
+def _backward(grad: Tensor, saved: Tensor, activation: str, saved_output: bool) -> Tensor:
+    code = _dtype_code(saved, "saved")
+    _dtype_code(grad, "grad")
+    if grad.dtype != saved.dtype or grad.shape != saved.shape:
+        raise _core.InvalidArgumentError(
+            f"grad ({grad.dtype}, {tuple(grad.shape)}) and saved ({saved.dtype}, {tuple(saved.shape)}) must match")
+    out = torch.empty_like(saved)
+    if grad.stride() != out.stride() or not is_dense(grad.shape, grad.stride()):
+        grad = _dense_like(grad, out)
+    if saved.stride() != out.stride() or not is_dense(saved.shape, saved.stride()):
+        saved = _dense_like(saved, out)
+    if out.numel():
+        _core.backward(activation, code, grad.data_ptr(), saved.data_ptr(), saved_output, out.data_ptr(),
+                       out.numel(), _CUDA, _raw_stream(out.get_device()))
+    return out
+
+
+@_backward.register_fake
+def _(grad: Tensor, saved: Tensor, activation: str, saved_output: bool) -> Tensor:
+    return torch.empty_like(saved)
+
+
+def _setup_context(ctx: Any, inputs: Any, output: Tensor) -> None:
+    x, activation = inputs
+    ctx.activation = activation
+    ctx.saved_output = saves_output(activation)
+    ctx.save_for_backward(output if ctx.saved_output else x)
+
+
+def _forward_grad(ctx: Any, grad: Tensor):
+    (saved,) = ctx.saved_tensors
+    return torch.ops.kplay.backward(grad, saved, ctx.activation, ctx.saved_output), None
+
+
+_forward.register_autograd(_forward_grad, setup_context=_setup_context)
+
+
+# ---- the functions users call ---------------------------------------------------------------
+
+def activation(x: Tensor, activation: str) -> Tensor:
+    """activation(x) for any kplay activation string, e.g. "selu" or "leaky_relu(negative_slope=0.2)".
+
+    In eager mode, a contiguous CUDA tensor that needs no gradient skips the dispatcher and
+    launches straight through kplay (the per-call host cost is then kplay's alone); everything
+    else (autograd, torch.compile, tensor subclasses, other layouts) goes through the op.
+    """
+    if (not torch.compiler.is_compiling() and type(x) is torch.Tensor and x.is_cuda and x.is_contiguous()
+            and not (x.requires_grad and torch.is_grad_enabled())):
+        code = _DTYPES.get(x.dtype)
+        if code is not None:
+            out = torch.empty_like(x)
+            _core.forward(activation, code, x.data_ptr(), out.data_ptr(), x.numel(), _CUDA,
+                          _raw_stream(x.get_device()))
+            return out
+    return torch.ops.kplay.forward(x, activation)
+
+
+def activation_(x: Tensor, activation: str) -> Tensor:
+    """In place; returns x. See the module notes for tensors that require grad."""
+    if x.requires_grad and torch.is_grad_enabled():
+        # Under torch.compile the saved-output query (a C++ call) would break the graph: clone.
+        keep_x = not torch.compiler.is_compiling() and saves_output(activation)
+        y = torch.ops.kplay.forward(x if keep_x else x.clone(), activation)
+        return x.copy_(y)
+    torch.ops.kplay.forward_(x, activation)
+    return x
+
+
+def _make_functions(entry: _table.Entry) -> None:
+    def fn(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        values, inplace = _table.bind(entry, args, kwargs)
+        act = _table.activation_string(entry.activation, values)
+        return activation_(x, act) if inplace else activation(x, act)
+
+    def fn_(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        values, _ = _table.bind(entry, args, kwargs)
+        return activation_(x, _table.activation_string(entry.activation, values))
+
+    params = ", ".join(f"{n}={d!r}" if d is not _table.REQUIRED else n for n, d in entry.params)
+    fn.__name__, fn_.__name__ = entry.activation, entry.activation + "_"
+    fn.__doc__ = f"kplay's {entry.activation}(x{', ' + params if params else ''}) with torch's parameters."
+    fn_.__doc__ = f"In-place {entry.activation}; returns x."
+    globals()[fn.__name__] = fn
+    globals()[fn_.__name__] = fn_
+    __all__.extend([fn.__name__, fn_.__name__])
+
+
+for _entry in _table.TABLE:
+    _make_functions(_entry)
+
+
+def replace_activations(model: torch.nn.Module, only_available: bool = True) -> torch.nn.Module:
+    """Swaps every torch.nn activation module of `model` (recursively, in place) for its kplay.nn
+    counterpart with the same parameters, and returns the model. only_available=True keeps torch's
+    module where this kplay build lacks the activation (kplay.activations())."""
+    from . import nn as knn
+
+    available = set(_core.activations())
+    for name, child in list(model.named_children()):
+        entry = _table.BY_CLASS.get(type(child).__name__) if type(child).__module__.startswith("torch.nn") else None
+        if entry is not None and (entry.activation in available or not only_available):
+            setattr(model, name, knn.from_torch(child))
+        else:
+            replace_activations(child, only_available)
+    return model

@@ -1,0 +1,280 @@
+// kplay._core: the C++ API (kplay/kplay.hpp) for Python, through nanobind.
+//
+// The launch functions take raw integers (device pointer or cl_mem, stream or cl_command_queue)
+// so the per-call path is a string, a few integers and one C++ call; turning tensors of torch,
+// CuPy, JAX or pyopencl into those integers is the job of the Python layer (kplay/_arrays.py).
+// kplay::Error becomes a Python exception of kplay's hierarchy carrying kplay's message.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../../runtime/backend_factory.hpp"
+#include "../../src/activations.hpp"
+#include "../../src/database/kernel_database.hpp"
+#include "../../src/database/tuning_json.hpp"
+#include "../../src/tuner/tuner.hpp"
+#include "kplay/kplay.h"
+#include "kplay/kplay.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// Python exception types, created once at import (see NB_MODULE below).
+PyObject* error_base = nullptr;       // kplay.Error(RuntimeError)
+PyObject* error_argument = nullptr;   // kplay.InvalidArgumentError(Error, ValueError)
+PyObject* error_no_device = nullptr;  // kplay.NoDeviceError(Error)
+PyObject* error_unsupported = nullptr;
+PyObject* error_compile = nullptr;
+
+PyObject* exception_for(kplay::ErrorCode code) {
+  switch (code) {
+    case kplay::ErrorCode::invalid_argument:
+    case kplay::ErrorCode::invalid_config: return error_argument;
+    case kplay::ErrorCode::no_device: return error_no_device;
+    case kplay::ErrorCode::unsupported: return error_unsupported;
+    case kplay::ErrorCode::compile_failed: return error_compile;
+    default: return error_base;
+  }
+}
+
+kplay::Dtype dtype_from_code(int code) {
+  switch (code) {
+    case KPLAY_F32: return kplay::Dtype::f32;
+    case KPLAY_F16: return kplay::Dtype::f16;
+    case KPLAY_BF16: return kplay::Dtype::bf16;
+    case KPLAY_F64: return kplay::Dtype::f64;
+  }
+  throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown dtype code " + std::to_string(code));
+}
+
+kplay::Stream make_stream(int backend, std::uintptr_t stream) {
+  if (backend != KPLAY_BACKEND_CUDA && backend != KPLAY_BACKEND_OPENCL)
+    throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown backend code " + std::to_string(backend));
+  return {backend == KPLAY_BACKEND_CUDA ? kplay::Backend::cuda : kplay::Backend::opencl,
+          reinterpret_cast<void*>(stream)};
+}
+
+const void* as_ptr(std::uintptr_t p) { return reinterpret_cast<const void*>(p); }
+void* as_mut(std::uintptr_t p) { return reinterpret_cast<void*>(p); }
+
+kplay::View2D view(std::int64_t rows, std::int64_t cols, std::int64_t ld_in, std::int64_t ld_out) {
+  kplay::View2D v;
+  v.rows = rows;
+  v.cols = cols;
+  v.ld_in = ld_in;
+  v.ld_out = ld_out;
+  return v;
+}
+
+kplay::KernelDatabase::Options db_options(const std::string& path) {
+  kplay::KernelDatabase::Options o;
+  o.path = path;
+  return o;
+}
+
+nb::dict device_dict(const kplay::rt::DeviceInfo& d) {
+  nb::dict r;
+  r["backend"] = d.backend;
+  r["index"] = d.index;
+  r["name"] = d.name;
+  r["platform"] = d.platform;
+  r["arch"] = d.arch;
+  r["driver_version"] = d.driver_version;
+  r["compiler_version"] = d.compiler_version;
+  r["memory_bytes"] = d.memory_bytes;
+  r["compute_units"] = d.compute_units;
+  r["max_block"] = d.max_block;
+  r["compile_target"] = d.compile_target;
+  r["note"] = d.note;
+  return r;
+}
+
+// DLPack dtype -> kplay dtype code, or -1 when kplay cannot take it.
+int dlpack_dtype_code(const nb::dlpack::dtype& t) {
+  if (t.lanes != 1) return -1;
+  if (t.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float)) {
+    if (t.bits == 32) return KPLAY_F32;
+    if (t.bits == 16) return KPLAY_F16;
+    if (t.bits == 64) return KPLAY_F64;
+  }
+  if (t.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat) && t.bits == 16) return KPLAY_BF16;
+  return -1;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "kplay's C++ API (low level; use the functions of the kplay package)";
+
+  error_base = PyErr_NewException("kplay.Error", PyExc_RuntimeError, nullptr);
+  error_argument = PyErr_NewException("kplay.InvalidArgumentError",
+                                      PyTuple_Pack(2, error_base, PyExc_ValueError), nullptr);
+  error_no_device = PyErr_NewException("kplay.NoDeviceError", error_base, nullptr);
+  error_unsupported = PyErr_NewException("kplay.UnsupportedError", error_base, nullptr);
+  error_compile = PyErr_NewException("kplay.CompileError", error_base, nullptr);
+  m.attr("Error") = nb::handle(error_base);
+  m.attr("InvalidArgumentError") = nb::handle(error_argument);
+  m.attr("NoDeviceError") = nb::handle(error_no_device);
+  m.attr("UnsupportedError") = nb::handle(error_unsupported);
+  m.attr("CompileError") = nb::handle(error_compile);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const kplay::Error& e) {
+      // A compile error's message alone does not say why; the log and options do.
+      const std::string text = e.code() == kplay::ErrorCode::compile_failed ? e.describe() : e.what();
+      PyErr_SetString(exception_for(e.code()), text.c_str());
+    }
+  });
+
+  m.attr("BACKEND_CUDA") = static_cast<int>(KPLAY_BACKEND_CUDA);
+  m.attr("BACKEND_OPENCL") = static_cast<int>(KPLAY_BACKEND_OPENCL);
+  m.attr("F32") = static_cast<int>(KPLAY_F32);
+  m.attr("F16") = static_cast<int>(KPLAY_F16);
+  m.attr("BF16") = static_cast<int>(KPLAY_BF16);
+  m.attr("F64") = static_cast<int>(KPLAY_F64);
+
+  // The hot path: integers in, one C++ call, the GIL released (a first call may compile).
+  m.def(
+      "forward",
+      [](const std::string& act, int dtype, std::uintptr_t in, std::uintptr_t out, std::int64_t n, int backend,
+         std::uintptr_t stream) {
+        kplay::forward(act, dtype_from_code(dtype), as_ptr(in), as_mut(out), n, make_stream(backend, stream));
+      },
+      "activation"_a, "dtype"_a, "in_ptr"_a, "out_ptr"_a, "n"_a, "backend"_a, "stream"_a,
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "backward",
+      [](const std::string& act, int dtype, std::uintptr_t grad_out, std::uintptr_t saved, bool saved_output,
+         std::uintptr_t grad_in, std::int64_t n, int backend, std::uintptr_t stream) {
+        kplay::backward(act, dtype_from_code(dtype), as_ptr(grad_out), as_ptr(saved),
+                        saved_output ? kplay::Saved::output : kplay::Saved::input, as_mut(grad_in), n,
+                        make_stream(backend, stream));
+      },
+      "activation"_a, "dtype"_a, "grad_out_ptr"_a, "saved_ptr"_a, "saved_output"_a, "grad_in_ptr"_a, "n"_a,
+      "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "forward_2d",
+      [](const std::string& act, int dtype, std::uintptr_t in, std::int64_t ld_in, std::uintptr_t out,
+         std::int64_t ld_out, std::int64_t rows, std::int64_t cols, int backend, std::uintptr_t stream) {
+        kplay::forward_2d(act, dtype_from_code(dtype), as_ptr(in), as_mut(out), view(rows, cols, ld_in, ld_out),
+                          make_stream(backend, stream));
+      },
+      "activation"_a, "dtype"_a, "in_ptr"_a, "ld_in"_a, "out_ptr"_a, "ld_out"_a, "rows"_a, "cols"_a, "backend"_a,
+      "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "backward_2d",
+      [](const std::string& act, int dtype, std::uintptr_t grad_out, std::uintptr_t saved, bool saved_output,
+         std::int64_t ld_in, std::uintptr_t grad_in, std::int64_t ld_out, std::int64_t rows, std::int64_t cols,
+         int backend, std::uintptr_t stream) {
+        kplay::backward_2d(act, dtype_from_code(dtype), as_ptr(grad_out), as_ptr(saved),
+                           saved_output ? kplay::Saved::output : kplay::Saved::input, as_mut(grad_in),
+                           view(rows, cols, ld_in, ld_out), make_stream(backend, stream));
+      },
+      "activation"_a, "dtype"_a, "grad_out_ptr"_a, "saved_ptr"_a, "saved_output"_a, "ld_in"_a, "grad_in_ptr"_a,
+      "ld_out"_a, "rows"_a, "cols"_a, "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+
+  m.def("supports_saved_output", &kplay::supports_saved_output, "activation"_a);
+  m.def("version", [] { return std::string(KPLAY_PYTHON_VERSION); });
+  m.def("activations", [] {
+    std::vector<std::string> names;
+    for (const auto& a : kplay::activations()) names.emplace_back(a.name);
+    return names;
+  });
+
+  m.def("backends", [] {
+    nb::list out;
+    for (const auto& r : kplay::rt::probe_backends()) {
+      nb::dict b;
+      b["backend"] = r.backend;
+      b["available"] = r.available;
+      b["status"] = r.status;
+      nb::list devs;
+      for (const auto& d : r.devices) devs.append(device_dict(d));
+      b["devices"] = devs;
+      out.append(b);
+    }
+    return out;
+  });
+
+  // (pointer, dtype code or -1, shape, strides in elements, DLPack device type, device id) of any
+  // object with __dlpack__; the pointer includes the byte offset.
+  m.def("dlpack_info", [](nb::ndarray<> a) {
+    std::vector<std::int64_t> shape, strides;
+    for (std::size_t i = 0; i < a.ndim(); ++i) {
+      shape.push_back(a.shape(i));
+      strides.push_back(a.stride(i));
+    }
+    return std::make_tuple(reinterpret_cast<std::uintptr_t>(a.data()), dlpack_dtype_code(a.dtype()), shape, strides,
+                           a.device_type(), a.device_id());
+  });
+
+  m.def(
+      "autotune",
+      [](const std::string& activation, std::uint64_t n, const std::string& dtype, const std::string& direction,
+         const std::string& saved, const std::string& backend, int device, const std::string& strategy, int budget,
+         int warmup, int repeats, bool resume, const std::string& db_path) {
+        kplay::KernelSpec spec;
+        spec.activation = activation;
+        spec.dtype = kplay::parse_dtype(dtype);
+        spec.direction = kplay::parse_direction(direction);
+        spec.saved = kplay::parse_saved(saved);
+        kplay::find_activation(activation);
+        if (n == 0) throw kplay::Error(kplay::ErrorCode::invalid_argument, "n = 0: there is nothing to tune");
+        kplay::TuneOptions o;
+        o.n = n;
+        o.strategy = strategy;
+        o.budget = budget;
+        o.warmup = warmup;
+        o.repeats = repeats;
+        o.resume = resume;
+        auto be = kplay::rt::make_backend(backend, device);
+        kplay::KernelDatabase db(db_options(db_path));
+        kplay::Engine engine(*be, &db);
+        return kplay::tuning_to_json(kplay::tune(engine, db, spec, o)).dump();
+      },
+      "activation"_a, "n"_a, "dtype"_a, "direction"_a, "saved"_a, "backend"_a, "device"_a, "strategy"_a, "budget"_a,
+      "warmup"_a, "repeats"_a, "resume"_a, "db_path"_a, nb::call_guard<nb::gil_scoped_release>());
+
+  // Kernel database helpers; db_path "" means the default ($KPLAY_DB, else the cache dir).
+  m.def("db_path", [](const std::string& p) { return p.empty() ? kplay::KernelDatabase::default_path() : p; },
+        "db_path"_a);
+  m.def("db_export", [](const std::string& p) { return kplay::KernelDatabase(db_options(p)).export_json().dump(); },
+        "db_path"_a);
+  m.def(
+      "db_import",
+      [](const std::string& p, const std::string& text) {
+        nlohmann::json doc;
+        try {
+          doc = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::exception& e) {
+          throw kplay::Error(kplay::ErrorCode::invalid_argument, std::string("not JSON: ") + e.what());
+        }
+        return kplay::KernelDatabase(db_options(p)).import_json(doc);
+      },
+      "db_path"_a, "text"_a);
+  m.def("db_clear", [](const std::string& p) { kplay::KernelDatabase(db_options(p)).clear(); }, "db_path"_a);
+  m.def(
+      "db_stats",
+      [](const std::string& p) {
+        kplay::KernelDatabase db(db_options(p));
+        const auto s = db.stats();
+        nb::dict r;
+        r["path"] = db.path();
+        r["persistent"] = db.persistent();
+        r["binaries"] = s.binaries;
+        r["binary_bytes"] = s.binary_bytes;
+        r["tunings"] = s.tunings;
+        r["devices"] = s.devices;
+        return r;
+      },
+      "db_path"_a);
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The Python package on a CUDA machine without network (torch, cupy, nanobind, scikit-build-core,
+# pytest and matplotlib preinstalled): build and install it, run pytest with torch, the examples
+# and the overhead measurement. Logs go to $OUT (default ./gpu-python-logs); a summary comes last.
+#   bash scripts/gpu_python.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-python-logs}"
+mkdir -p "$OUT"
+export KPLAY_DB="$OUT/kernels.db"
+PY="${PYTHON:-python3}"
+declare -a summary
+
+step() {  # step NAME LIMIT_SECONDS COMMAND...: runs it, logs to $OUT/NAME.log, records the status
+  local name="$1" limit="$2"; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  summary+=("$(printf '%-14s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(tail -n 1 "$OUT/$name.log")")")
+  return $rc
+}
+
+step install 240 "$PY" -m pip install --no-build-isolation --no-deps -v . || { printf '%s\n' "${summary[@]}"; exit 1; }
+step pytest 240 "$PY" -m pytest -q -rs tests/python
+step overhead 60 "$PY" examples/overhead.py
+step selu_model 120 "$PY" examples/selu_model.py
+step train_small 180 "$PY" examples/train_small.py --steps 100
+step plot 60 "$PY" -m kplay.plot bench --db --out "$OUT/plots"
+
+echo "==== details ===="
+grep -E "passed|failed|skipped|error" "$OUT/pytest.log" | tail -n 3
+cat "$OUT/overhead.log" "$OUT/selu_model.log" "$OUT/train_small.log" 2>/dev/null | tail -n 20
+echo "==== summary (logs in $OUT) ===="
+printf '%s\n' "${summary[@]}"
