@@ -110,9 +110,11 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
   result.self_referenced = !ref.has_reference();
   const Dtype d = spec.dtype;
   const bool backward = spec.direction == Direction::backward;
-  const std::uint64_t total = d == Dtype::f32 ? (1ull << 32) : d == Dtype::f64 ? options.sample : (1ull << 16);
-  result.exhaustive = d != Dtype::f64;
-  auto input_bits = [&](std::uint64_t i) { return d == Dtype::f64 ? mix(options.seed * 0x100000001ull + i) : i; };
+  const bool sampled = d == Dtype::f64 || options.force_sample;
+  const std::uint64_t total = sampled ? options.sample : d == Dtype::f32 ? (1ull << 32) : (1ull << 16);
+  const std::uint64_t bits_mask = d == Dtype::f32 ? 0xffffffffull : d == Dtype::f64 ? ~0ull : 0xffffull;
+  result.exhaustive = !sampled;
+  auto input_bits = [&](std::uint64_t i) { return sampled ? mix(options.seed * 0x100000001ull + i) & bits_mask : i; };
 
   auto kernel = engine.prepare(spec, config);
   std::unique_ptr<SelfReference> self;

@@ -23,7 +23,8 @@ struct SweepStats {
 };
 
 struct SweepOptions {
-  std::uint64_t sample = 1ull << 26;  // float64 only: how many random bit patterns
+  std::uint64_t sample = 1ull << 26;  // float64: how many random bit patterns
+  bool force_sample = false;          // sample the other dtypes too (quicker than exhaustive)
   std::uint64_t seed = 1;
   double bound = 0;                   // ulps; from the registry when 0
   std::function<void(double fraction, const SweepStats& so_far)> progress;

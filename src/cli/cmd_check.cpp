@@ -17,7 +17,7 @@ class CheckCommand : public Command {
   explicit CheckCommand(CLI::App& parent) {
     app_ = parent.add_subcommand("check", "sweep every input of the dtype through a kernel against the double reference");
     add_config_flags(*app_, flags_, true);
-    app_->add_option("--sample", sample_, "float64: how many random bit patterns (the others are exhaustive)")
+    app_->add_option("--sample", sample_, "how many random bit patterns (float64 always samples; given, the other dtypes sample too)")
         ->capture_default_str();
     app_->add_option("--bound", bound_, "ulps to hold the kernel to (default: the activation's stated bound)");
     app_->add_option("--seed", seed_, "float64 sample seed")->capture_default_str();
@@ -40,6 +40,7 @@ class CheckCommand : public Command {
     for (const auto& spec : specs) {
       SweepOptions o;
       o.sample = sample_;
+      o.force_sample = app_->count("--sample") > 0;
       o.seed = seed_;
       o.bound = bound_;
       int last_tenth = -1;

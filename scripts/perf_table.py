@@ -1,0 +1,109 @@
+"""kplay against torch and a device-to-device copy, in one process, for every activation x dtype x
+direction: the performance table of docs/benchmarks.md (issue 8) and the untuned-default
+comparison with torch (issue 9). Needs the kplay Python package and torch with CUDA.
+
+Each case times kplay (its untuned default unless KPLAY_DB holds a tuning), torch, and a copy of
+the same bytes, interleaved (kplay, torch, copy, kplay, ...), median of --repeat after --warmup, with
+CUDA events. Ratios are bandwidth over the copy's: forward moves 2 streams like the copy, backward
+3 (grad, saved, grad_in), so its ratio is 1.5 x copy_ms / kernel_ms. torch's backward is timed as
+its autograd backward alone (the forward is run before the timed region). A correctness line
+compares kplay with torch on the first million elements.
+Prints one tab-separated row per case: ACT DIR DTYPE KPLAY_% TORCH_% KPLAY_MS TORCH_MS COPY_MS MAXDIFF_ULP
+Usage: perf_table.py [--acts all|a,b] [--dtypes f32,f16,bf16,f64] [--directions forward,backward]
+                     [--shape 4096x393216] [--repeat 15] [--warmup 3]
+"""
+import argparse
+import math
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import kplay
+
+DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
+EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f64": 2.0 ** -52}
+
+# kplay activation text -> torch callable
+TORCH = {
+    "relu": F.relu, "relu6": F.relu6, "leaky_relu": F.leaky_relu, "elu": F.elu, "celu": F.celu,
+    "selu": F.selu, "gelu": F.gelu, "gelu(approximate=tanh)": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu, "mish": F.mish, "softplus": F.softplus, "softsign": F.softsign, "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh, "hardtanh": F.hardtanh, "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish,
+    "logsigmoid": F.logsigmoid, "tanhshrink": F.tanhshrink, "softshrink": F.softshrink,
+    "hardshrink": F.hardshrink, "threshold(threshold=0.1, value=20)": lambda x: F.threshold(x, 0.1, 20.0),
+}
+
+
+def median_ms(fns, warmup, repeat):
+    """Interleaved timing of several callables; returns the median ms of each."""
+    times = [[] for _ in fns]
+    for it in range(warmup + repeat):
+        for k, fn in enumerate(fns):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            if it >= warmup:
+                times[k].append(a.elapsed_time(b))
+    return [sorted(t)[len(t) // 2] for t in times]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--acts", default="all")
+    p.add_argument("--dtypes", default="f32,f16,bf16,f64")
+    p.add_argument("--directions", default="forward,backward")
+    p.add_argument("--shape", default="4096x393216")
+    p.add_argument("--repeat", type=int, default=15)
+    p.add_argument("--warmup", type=int, default=3)
+    a = p.parse_args()
+    acts = list(TORCH) if a.acts == "all" else a.acts.split(";")
+    shape = tuple(int(v) for v in a.shape.split("x"))
+    print("device: %s, torch %s, kplay %s" % (torch.cuda.get_device_name(), torch.__version__, kplay.__version__))
+    print("ACT\tDIR\tDTYPE\tKPLAY_%\tTORCH_%\tKPLAY_MS\tTORCH_MS\tCOPY_MS\tMAXDIFF_ULP", flush=True)
+    for dname in a.dtypes.split(","):
+        dt = DT[dname]
+        g = torch.Generator(device="cuda").manual_seed(1)
+        x = torch.randn(shape, device="cuda", dtype=dt, generator=g) * 3  # mixed signs, both tails
+        out = torch.empty_like(x)
+        cpy = torch.empty_like(x)
+        for direction in a.directions.split(","):
+            grad = torch.randn(shape, device="cuda", dtype=dt, generator=g) if direction == "backward" else None
+            for act in acts:
+                fn = TORCH[act]
+                try:
+                    if direction == "forward":
+                        kfn = lambda: kplay.forward(act, x, out=out)
+                        tfn = lambda: fn(x)
+                        scale = 1.0
+                    else:
+                        kfn = lambda: kplay.backward(act, grad, x, grad_in=out)
+                        xr = x.detach().requires_grad_(True)
+                        y = fn(xr)
+                        tfn = lambda: torch.autograd.grad(y, xr, grad, retain_graph=True)
+                        scale = 1.5
+                    kfn()
+                    torch.cuda.synchronize()
+                    k_ms, t_ms, c_ms = median_ms([kfn, tfn, lambda: cpy.copy_(x)], a.warmup, a.repeat)
+                    ref = tfn() if direction == "forward" else tfn()[0]
+                    kk = out.view(-1)[: 1 << 20].double()
+                    rr = ref.reshape(-1)[: 1 << 20].double()
+                    both = torch.isfinite(kk) & torch.isfinite(rr)
+                    ulp = ((kk - rr).abs()[both] / (rr.abs()[both].clamp_min(torch.finfo(dt).tiny) * EPS[dname])).max().item()
+                    print("%s\t%s\t%s\t%.1f\t%.1f\t%.4f\t%.4f\t%.4f\t%.3g" % (act, direction, dname, 100 * scale * c_ms / k_ms,
+                          100 * scale * c_ms / t_ms, k_ms, t_ms, c_ms, ulp), flush=True)
+                    del ref
+                except Exception as e:  # keep going: one failing case must not hide the table
+                    print("%s\t%s\t%s\tERROR %s" % (act, direction, dname, str(e).splitlines()[0][:160]), flush=True)
+                if direction == "backward":
+                    del y, xr
+                torch.cuda.empty_cache()
+            del grad
+        del x, out, cpy
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
