@@ -44,15 +44,18 @@ KP_FN float kp_two_sum(float a, float b, float* err) {
 /* expm1 of the reduced argument: x = k ln2 + r, |r| <= ln2/2 + tiny, r = rh + rl. Returns
  * E = e^r - 1 as a normalised float-float (rel 2^-30) and stores k (an integer-valued float, as
  * the bits of KP_PM_SHIFT + k) in *j. x must be finite with |x| < 200, or NaN. */
-KP_FN float kp_pm_expm1_reduced(float xh, float xl, float* e_lo, float* j) {
+KP_FN float kp_pm_expm1_reduced(float xh, float xl, int ff_arg, float* e_lo, float* j) {
   float jj = KP_FMAF(xh, KP_PM_LOG2E, KP_PM_SHIFT);
   float k = jj - KP_PM_SHIFT;
   float r1 = KP_FMAF(-k, KP_PM_LN2_1, xh); /* exact: k*LN2_1 exact, Sterbenz-like cancellation */
   float t = k * KP_PM_LN2_2;               /* exact */
   float rh0 = r1 - t;
   float rl = (r1 - rh0) - t; /* |r1| >= |t| except where both are tiny */
-  rl = KP_FMAF(-k, KP_PM_LN2_3, rl) + xl;
-  float rh = kp_fast_two_sum(rh0, rl, &rl); /* |rl| <= ulp(rh): then rl e^rh ~ rl (1 + rh + s) */
+  rl = KP_FMAF(-k, KP_PM_LN2_3, rl);
+  rl = ff_arg ? rl + xl : rl;
+  /* A float-float argument can leave |rl| ~ ulp(xh): renormalise, so that rl e^rh ~ rl (1 + rh + s).
+   * For a float argument |rl| < 2^-25.9 already (ff_arg is a constant: the test folds away). */
+  float rh = ff_arg ? kp_fast_two_sum(rh0, rl, &rl) : rh0;
   /* e^r - 1 = r + r^2/2 + (r^3/2) (1/3 + r P(r)), P fitted on |r| <= ln2/2 (fit_poly.py); the
    * r^2/2 and r^3/6 terms are carried exactly enough that only the r^4 tail rounds as a float. */
   float h = 0.5f * rh;
@@ -86,13 +89,13 @@ KP_FN void kp_pm_scale_factors(float j, int bias, float* s1, float* s2) {
   *s2 = KP_AS_FLOAT((int)((unsigned)(k - k1 + 127) << 23));
 }
 
-/* e^(xh + xl) * 2^bias as hi + *lo. bias (0..64, meant as a constant) keeps the tails of
+/* e^(xh + xl) * 2^bias as hi + *lo; ff_arg (a constant) = 0 ignores xl. bias (0..64, meant as a constant) keeps the tails of
  * x * e^x-like products normal: the caller multiplies its final result by 2^-bias. */
-KP_FN float kp_pm_exp_scaled(float xh, float xl, int bias, float* lo) {
+KP_FN float kp_pm_exp_scaled(float xh, float xl, int ff_arg, int bias, float* lo) {
   float xc = xh > 90.0f ? 90.0f : xh;
   xc = xc < -160.0f ? -160.0f : xc; /* e^-160 2^64 is still below 2^-150 */
   float el, j;
-  float eh = kp_pm_expm1_reduced(xc, xl, &el, &j);
+  float eh = kp_pm_expm1_reduced(xc, xl, ff_arg, &el, &j);
   float fl;
   float fh = kp_fast_two_sum(1.0f, eh, &fl);
   fl = fl + el;
@@ -106,9 +109,9 @@ KP_FN float kp_pm_exp_scaled(float xh, float xl, int bias, float* lo) {
 /* e^(xh + xl) as hi + *lo, rel 2^-28.6 while the result is above 2^-100; smaller results are
  * hi alone, rounded once. Overflow: hi = inf, lo = 0. NaN in, NaN out. xl must be <= ~ulp(xh)
  * (a float-float); pass 0 for a plain float. */
-KP_FN float kp_exp_ff2(float xh, float xl, float* lo) { return kp_pm_exp_scaled(xh, xl, 0, lo); }
+KP_FN float kp_exp_ff2(float xh, float xl, float* lo) { return kp_pm_exp_scaled(xh, xl, 1, 0, lo); }
 
-KP_FN float kp_exp_ff(float x, float* lo) { return kp_exp_ff2(x, 0.0f, lo); }
+KP_FN float kp_exp_ff(float x, float* lo) { return kp_pm_exp_scaled(x, 0.0f, 0, 0, lo); }
 
 /* expm1(xh + xl) as hi + *lo, rel 2^-30 for all inputs below overflow (x > 88.72: hi = inf,
  * lo = 0); -inf gives -1. NaN in, NaN out.
@@ -119,11 +122,11 @@ KP_FN float kp_exp_ff(float x, float* lo) { return kp_exp_ff2(x, 0.0f, lo); }
  *                                                          // correctly rounded
  * CELU's expm1(x / alpha): q = x * inv_alpha, ql = KP_FMAF(x, inv_alpha, -q) (+ x * inv_alpha_lo),
  * then kp_expm1_ff2(q, ql, &lo). */
-KP_FN float kp_expm1_ff2(float xh, float xl, float* lo) {
+KP_FN float kp_pm_expm1_ff(float xh, float xl, int ff_arg, float* lo) {
   float xc = xh > 90.0f ? 90.0f : xh;
   xc = xc < -110.0f ? -110.0f : xc;
   float el, j;
-  float eh = kp_pm_expm1_reduced(xc, xl, &el, &j);
+  float eh = kp_pm_expm1_reduced(xc, xl, ff_arg, &el, &j);
   /* k != 0: 2^k (1 + E) - 1, with 1 + E = fh + fl. */
   float fl;
   float fh = kp_fast_two_sum(1.0f, eh, &fl);
@@ -140,7 +143,8 @@ KP_FN float kp_expm1_ff2(float xh, float xl, float* lo) {
   return k_is_zero ? (xh == 0.0f ? xh : eh) : mh;
 }
 
-KP_FN float kp_expm1_ff(float x, float* lo) { return kp_expm1_ff2(x, 0.0f, lo); }
+KP_FN float kp_expm1_ff2(float xh, float xl, float* lo) { return kp_pm_expm1_ff(xh, xl, 1, lo); }
+KP_FN float kp_expm1_ff(float x, float* lo) { return kp_pm_expm1_ff(x, 0.0f, 0, lo); }
 
 
 /* ---- Shared cores of the activations ------------------------------------------------------- */
@@ -148,10 +152,10 @@ KP_FN float kp_expm1_ff(float x, float* lo) { return kp_expm1_ff2(x, 0.0f, lo); 
 /* a * sigmoid(zh + zl) = a / (1 + e^-z), about 0.5 ulp + 2^-28 relative; special values as the
  * formula a / (1 + exp(-z)) gives them (a = -inf, z = -inf: NaN, like torch's silu). For z < 0 the
  * numerator a * e^z is formed at 2^64 scale so that it stays normal down to the subnormal result. */
-KP_FN float kp_pm_mul_sigmoid(float a, float zh, float zl) {
+KP_FN float kp_pm_mul_sigmoid(float a, float zh, float zl, int ff_arg) {
   int neg = zh < 0.0f;
   float ml;
-  float mh = kp_pm_exp_scaled(neg ? zh : -zh, neg ? zl : -zl, neg ? 64 : 0, &ml);
+  float mh = kp_pm_exp_scaled(neg ? zh : -zh, neg ? zl : -zl, ff_arg, neg ? 64 : 0, &ml);
   float down = neg ? 0x1p-64f : 1.0f;
   float dl;
   float dh = kp_fast_two_sum(1.0f, mh * down, &dl); /* 1 + e^-|z| */
@@ -186,10 +190,10 @@ KP_FN float kp_pm_tanh_ff(float x, float* lo) {
 
 /* log1p(e^-|z|) * 2^bias as hi + *lo (rel ~2^-25), z = zh + zl; bias as for kp_pm_exp_scaled.
  * log1p(t) = 2 atanh(s) = 2 (s + s^3 Q(s^2)) with s = t / (2 + t) in [0, 1/3]. */
-KP_FN float kp_pm_log1p_exp_neg_abs(float zh, float zl, int bias, float* lo) {
+KP_FN float kp_pm_log1p_exp_neg_abs(float zh, float zl, int ff_arg, int bias, float* lo) {
   int pos = zh > 0.0f;
   float ml;
-  float mh = kp_pm_exp_scaled(pos ? -zh : zh, pos ? -zl : zl, bias, &ml); /* t 2^bias */
+  float mh = kp_pm_exp_scaled(pos ? -zh : zh, pos ? -zl : zl, ff_arg, bias, &ml); /* t 2^bias */
   float down = KP_AS_FLOAT((127 - bias) << 23);
   float th = mh * down;
   float dl;
@@ -212,10 +216,10 @@ KP_FN float kp_pm_log1p_exp_neg_abs(float zh, float zl, int bias, float* lo) {
 /* ---- Precise float32 activations (forward) -------------------------------------------------- */
 
 /* sigmoid(x) = 1 / (1 + e^-x). */
-KP_FN float kp_precise_sigmoid(float x) { return kp_pm_mul_sigmoid(1.0f, x, 0.0f); }
+KP_FN float kp_precise_sigmoid(float x) { return kp_pm_mul_sigmoid(1.0f, x, 0.0f, 0); }
 
 /* silu(x) = x sigmoid(x); silu(-inf) = NaN as in torch (x / (1 + exp(-x))). */
-KP_FN float kp_precise_silu(float x) { return kp_pm_mul_sigmoid(x, x, 0.0f); }
+KP_FN float kp_precise_silu(float x) { return kp_pm_mul_sigmoid(x, x, 0.0f, 0); }
 
 /* tanh(x). */
 KP_FN float kp_precise_tanh(float x) {
@@ -257,7 +261,7 @@ KP_FN float kp_precise_softplus(float x, float beta, float threshold) {
   int pos = zh > 0.0f;
   int b = pos ? 0 : 64; /* z < 0: log1p(t) ~ t, formed at 2^64 scale, rounded once at the end */
   float ll;
-  float lh = kp_pm_log1p_exp_neg_abs(zh, zl, b, &ll);
+  float lh = kp_pm_log1p_exp_neg_abs(zh, zl, beta != 1.0f, b, &ll);
   /* max(z, 0) + log1p(e^-|z|) */
   float e;
   float sh = kp_two_sum(pos ? zh : 0.0f, lh, &e);
@@ -277,7 +281,7 @@ KP_FN float kp_precise_softplus(float x, float beta, float threshold) {
 KP_FN float kp_precise_logsigmoid(float x) {
   int pos = x > 0.0f;
   float ll; /* log1p(e^-|x|), at 2^64 scale for x > 0 where the result is about -e^-x */
-  float lh = kp_pm_log1p_exp_neg_abs(x, 0.0f, pos ? 64 : 0, &ll);
+  float lh = kp_pm_log1p_exp_neg_abs(x, 0.0f, 0, pos ? 64 : 0, &ll);
   float e;
   float yh = kp_two_sum(pos ? 0.0f : x, -lh, &e);
   float y = (yh + (e - ll)) * (pos ? 0x1p-64f : 1.0f);
@@ -291,7 +295,7 @@ KP_FN float kp_precise_mish(float x) {
   float xc = x > 20.0f ? 20.0f : x; /* tanh(softplus(x)) rounds to 1 long before */
   int neg = xc < 0.0f;
   float ml;
-  float mh = kp_pm_exp_scaled(xc, 0.0f, neg ? 64 : 0, &ml); /* t 2^b */
+  float mh = kp_pm_exp_scaled(xc, 0.0f, 0, neg ? 64 : 0, &ml); /* t 2^b */
   float down = neg ? 0x1p-64f : 1.0f;
   float al;
   float ah = kp_two_sum(mh * down, 2.0f, &al); /* t + 2 */
@@ -328,7 +332,7 @@ KP_FN float kp_precise_gelu_tanh(float x) {
   float mlo = KP_FMAF(xc, vh, -mh) + xc * vl;
   float uh = KP_PM_GELU_C_HI * mh;
   float ul = KP_FMAF(KP_PM_GELU_C_HI, mh, -uh) + KP_FMAF(KP_PM_GELU_C_HI, mlo, KP_PM_GELU_C_LO * mh);
-  return kp_pm_mul_sigmoid(x, uh, ul);
+  return kp_pm_mul_sigmoid(x, uh, ul, 1);
 }
 
 /* erfc(a) * 2^bias for a = ah + al in [0, 15] as hi + *lo: erfc(a) = e^(-a^2) Phi(t) / (1 + 2a),
@@ -368,7 +372,7 @@ KP_FN float kp_pm_erfc_ff(float ah, float al, int bias, float* lo) {
   float a2h = ah * ah;
   float a2l = KP_FMAF(ah, ah, -a2h) + 2.0f * ah * al;
   float el;
-  float eh = kp_pm_exp_scaled(-a2h, -a2l, bias, &el);
+  float eh = kp_pm_exp_scaled(-a2h, -a2l, 1, bias, &el);
   float hi = eh * g0;
   *lo = KP_FMAF(eh, g0, -hi) + KP_FMAF(eh, g1, el * g0);
   return hi;

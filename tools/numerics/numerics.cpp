@@ -16,7 +16,13 @@ int kp_host_rcp_nudge = 0;
 
 namespace {
 
+// References in long double (x87, 64-bit significand) by default; -DKP_NUMERICS_DOUBLE_REF
+// uses double (53 bits: still ~2^-29 ulp resolution, several times faster) for full sweeps.
+#ifdef KP_NUMERICS_DOUBLE_REF
+using LD = double;
+#else
 using LD = long double;
+#endif
 
 float bits_to_float(uint32_t b) { return kp_host_as_float(static_cast<int>(b)); }
 uint32_t float_to_bits(float f) { return static_cast<uint32_t>(kp_host_as_int(f)); }
@@ -196,7 +202,7 @@ void print_ulp(const char* name, const Stats& s) {
   std::printf("%-22s max %9.4f ulp at x=%-16.9g (%a) y=%.9g ref=%.12Lg | >0.5:%" PRIu64
               " >1:%" PRIu64 " >2:%" PRIu64 " nan:%" PRIu64 " inf:%" PRIu64 " -0:%" PRIu64
               " | n=%" PRIu64 "\n",
-              name, s.max_err, s.worst_x, s.worst_x, s.worst_y, s.worst_ref, s.over_half,
+              name, s.max_err, s.worst_x, s.worst_x, s.worst_y, static_cast<long double>(s.worst_ref), s.over_half,
               s.over_one, s.over_two, s.nan_bad, s.inf_bad, s.zero_sign_bad, s.n);
   if (s.nan_bad) std::printf("%-22s first NaN mismatch at x=%a\n", name, s.nan_x);
   if (s.inf_bad) std::printf("%-22s first inf mismatch at x=%a\n", name, s.inf_x);
@@ -209,7 +215,7 @@ void print_ff(const char* name, const Stats& s) {
               " >2^-28:%" PRIu64 " >2^-24:%" PRIu64 " nan:%" PRIu64 " inf:%" PRIu64
               " | n=%" PRIu64 "\n",
               name, s.max_err > 0 ? std::log2(s.max_err) : -999.0, s.worst_x, s.worst_x,
-              s.worst_y, s.worst_ref, s.over_half, s.over_one, s.over_two, s.nan_bad, s.inf_bad,
+              s.worst_y, static_cast<long double>(s.worst_ref), s.over_half, s.over_one, s.over_two, s.nan_bad, s.inf_bad,
               s.n);
   std::fflush(stdout);
 }
@@ -232,6 +238,8 @@ int main(int argc, char** argv) {
       if (opt.threads == 0) opt.threads = 1;
     } else if (a == "--rcp-nudge" && i + 1 < argc) {
       kp_host_rcp_nudge = std::atoi(argv[++i]);
+    } else if (a == "--no-windows") {
+      opt.windows = false;
     } else if (a == "--binades") {
       opt.binades = true;
     } else if (a == "--list") {
@@ -241,7 +249,7 @@ int main(int argc, char** argv) {
       opt.only.push_back(a);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--full | --step N] [--threads N] [--rcp-nudge ULPS] [--binades] [--list] "
+                   "usage: %s [--full | --step N] [--no-windows] [--threads N] [--rcp-nudge ULPS] [--binades] [--list] "
                    "[test ...]\n",
                    argv[0]);
       return 2;
