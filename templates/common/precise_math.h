@@ -202,7 +202,7 @@ KP_FN float kp_pm_log1p_exp_neg_abs(float zh, float zl, int ff_arg, int bias, fl
   float r = KP_RCP_APPROXF(dh);
   float sh = mh * r; /* s 2^bias */
   float sl = (KP_FMAF(-dh, sh, mh) + KP_FMAF(-dl, sh, ml)) * r;
-  float su = th * r;
+  float su = (sh + sl) * down; /* s, unscaled; corrected, so r's last bits do not matter */
   float w = su * su;
   float q = 0.116094232f;
   q = KP_FMAF(q, w, 0.108538941f);

@@ -143,11 +143,13 @@ struct Options {
   bool binades = false;
   uint64_t step = 64;
   bool windows = true;
+  unsigned window_log2 = 21;  // at most 2^window_log2 points per window and sign
   unsigned threads = 2;
   std::vector<std::string> only;
 };
 
-// Every step-th bit pattern, then every float of each window (at most 2^21 per window and sign).
+// Every step-th bit pattern, then every float of each window (thinned to at most
+// 2^window_log2 points per window and sign).
 template <class Test, class Check>
 Stats sweep(const Test& t, const Options& opt, Check check) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end) of bit patterns, stride
@@ -157,7 +159,7 @@ Stats sweep(const Test& t, const Options& opt, Check check) {
   if (opt.windows) {
     for (auto w : t.windows) {
       uint64_t a = float_to_bits(w.first), b = float_to_bits(w.second) + 1;
-      uint64_t stride = (b - a) >> 21;
+      uint64_t stride = (b - a) >> opt.window_log2;
       if (stride == 0) stride = 1;
       ranges.push_back({a, b}), strides.push_back(stride);
       ranges.push_back({a | 0x80000000u, b | 0x80000000u}), strides.push_back(stride);
@@ -238,6 +240,9 @@ int main(int argc, char** argv) {
       if (opt.threads == 0) opt.threads = 1;
     } else if (a == "--rcp-nudge" && i + 1 < argc) {
       kp_host_rcp_nudge = std::atoi(argv[++i]);
+    } else if (a == "--window-log2" && i + 1 < argc) {
+      opt.window_log2 = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+      if (opt.window_log2 > 31) opt.window_log2 = 31;
     } else if (a == "--no-windows") {
       opt.windows = false;
     } else if (a == "--binades") {
@@ -249,7 +254,7 @@ int main(int argc, char** argv) {
       opt.only.push_back(a);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--full | --step N] [--no-windows] [--threads N] [--rcp-nudge ULPS] [--binades] [--list] "
+                   "usage: %s [--full | --step N] [--no-windows | --window-log2 N] [--threads N] [--rcp-nudge ULPS] [--binades] [--list] "
                    "[test ...]\n",
                    argv[0]);
       return 2;
