@@ -421,4 +421,65 @@ KP_FN float kp_precise_gelu(float x) {
   return (x > 10.0f || x == 0.0f) ? x : y;
 }
 
+/* ---- Precise float32 derivatives (backward helpers; the snippet multiplies by the gradient) --- */
+
+/* sigmoid'(x) * scale, scale a power of two (a constant), as t / (1 + t)^2 with t = e^-|x| at
+ * 2^64 scale (the derivative is subnormal beyond |x| ~ 87). */
+KP_FN float kp_pm_sigmoid_grad(float x, float scale) {
+  float ml;
+  float mh = kp_pm_exp_scaled(-KP_FABSF(x), 0.0f, 0, 64, &ml); /* t 2^64 */
+  float dl;
+  float dh = kp_fast_two_sum(1.0f, mh * 0x1p-64f, &dl);
+  dl = KP_FMAF(ml, 0x1p-64f, dl);
+  float qh = dh * dh; /* (1 + t)^2 */
+  float ql = KP_FMAF(dh, dh, -qh) + 2.0f * dh * dl;
+  float r = KP_RCP_APPROXF(qh);
+  float y0 = mh * r;
+  float rho = KP_FMAF(-qh, y0, mh) + KP_FMAF(-ql, y0, ml);
+  return KP_FMAF(rho, r, y0) * (scale * 0x1p-64f);
+}
+
+/* d/dx sigmoid(x) = sigmoid(x) (1 - sigmoid(x)); also logsigmoid'(x) = sigmoid(-x) and
+ * softplus'(x) = sigmoid(beta x) are kp_precise_sigmoid. */
+KP_FN float kp_precise_sigmoid_grad(float x) { return kp_pm_sigmoid_grad(x, 1.0f); }
+
+/* d/dx tanh(x) = 1 - tanh(x)^2 = 4 sigmoid'(2x). */
+KP_FN float kp_precise_tanh_grad(float x) { return kp_pm_sigmoid_grad(2.0f * x, 4.0f); }
+
+/* d/dx silu(x) = sigmoid(x) (1 + x sigmoid(-x)), torch's silu_backward (NaN at +-inf like it).
+ * 1 + x sigmoid(-x) vanishes at x = -1.2785: it is formed as a float-float. */
+KP_FN float kp_precise_silu_grad(float x) {
+  float ml;
+  float mh = kp_pm_exp_scaled(-KP_FABSF(x), 0.0f, 0, 64, &ml); /* t 2^64, t = e^-|x| */
+  float dl;
+  float dh = kp_fast_two_sum(1.0f, mh * 0x1p-64f, &dl); /* 1 + t */
+  dl = KP_FMAF(ml, 0x1p-64f, dl);
+  float r = KP_RCP_APPROXF(dh);
+  float a0 = r; /* sigmoid(|x|) = a0 + a1 */
+  float a1 = (KP_FMAF(-dh, a0, 1.0f) - dl * a0) * r;
+  float b0 = mh * r; /* sigmoid(-|x|) 2^64 = b0 + b1 */
+  float b1 = (KP_FMAF(-dh, b0, mh) + KP_FMAF(-dl, b0, ml)) * r;
+  int neg = x < 0.0f;
+  float s0 = neg ? b0 : a0; /* sigmoid(x), scaled by 2^64 when x < 0 */
+  float s1 = neg ? b1 : a1;
+  float q0 = neg ? a0 : b0 * 0x1p-64f; /* sigmoid(-x), unscaled */
+  float q1 = neg ? a1 : b1 * 0x1p-64f;
+  float p = x * q0;
+  float pe = KP_FMAF(x, q0, -p) + x * q1;
+  float fl;
+  float fh = kp_two_sum(1.0f, p, &fl);
+  fl += pe;
+  float y = KP_FMAF(s0, fh, KP_FMAF(s0, fl, s1 * fh)) * (neg ? 0x1p-64f : 1.0f);
+  /* Within 1/16 of the root x0 the factor's absolute error (~2^-31, from e^x) would dominate:
+   * Taylor series about x0 = X0_HI + X0_LO in d = x - x0 (x - X0_HI is exact there). */
+  float d = x - -0x1.474974p+0f;
+  float q = -0.00660658914f;
+  q = KP_FMAF(q, d, -0.0152226552f);
+  q = KP_FMAF(q, d, 0.0188748142f);
+  q = KP_FMAF(q, d, 0.146648797f);
+  q = KP_FMAF(q, d, 0.217811706f);
+  float near_root = KP_FMAF(d, q, -0x1.bdf6fap-27f * q);
+  return KP_FABSF(d) < 0.0625f ? near_root : y;
+}
+
 #endif

@@ -9,7 +9,7 @@ nvdisasm="${NVDISASM:-$(command -v nvdisasm || true)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fns=(copy exp_ff expm1_ff selu sigmoid silu tanh tanhshrink softplus softplus_b2 logsigmoid mish
-     gelu_tanh gelu)
+     gelu_tanh gelu sigmoid_grad tanh_grad silu_grad)
 {
   echo '#include "cuda_prelude_stub.cuh"'
   echo '#include "precise_math.h"'
@@ -20,7 +20,7 @@ fns=(copy exp_ff expm1_ff selu sigmoid silu tanh tanhshrink softplus softplus_b2
   echo '  float l; float h = kp_expm1_ff(x, &l); return fmaf(1.75809932f, h, fmaf(1.75809932f, l, 1.7580993e-08f * h)); }'
   echo 'static __device__ __forceinline__ float f_softplus(float x) { return kp_precise_softplus(x, 1.0f, 20.0f); }'
   echo 'static __device__ __forceinline__ float f_softplus_b2(float x) { return kp_precise_softplus(x, 2.0f, 20.0f); }'
-  for f in sigmoid silu tanh tanhshrink logsigmoid mish gelu_tanh gelu; do
+  for f in sigmoid silu tanh tanhshrink logsigmoid mish gelu_tanh gelu sigmoid_grad tanh_grad silu_grad; do
     echo "static __device__ __forceinline__ float f_$f(float x) { return kp_precise_$f(x); }"
   done
   for f in "${fns[@]}"; do
