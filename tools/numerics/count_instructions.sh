@@ -16,8 +16,8 @@ fns=(copy exp_ff expm1_ff selu sigmoid silu tanh tanhshrink softplus softplus_b2
   echo 'static __device__ __forceinline__ float f_copy(float x) { return x; }'
   echo 'static __device__ __forceinline__ float f_exp_ff(float x) { float l; float h = kp_exp_ff(x, &l); return h + l; }'
   echo 'static __device__ __forceinline__ float f_expm1_ff(float x) { float l; float h = kp_expm1_ff(x, &l); return h + l; }'
-  echo 'static __device__ __forceinline__ float f_selu(float x) { if (x >= 0.0f) return 1.05070102f * x;'
-  echo '  float l; float h = kp_expm1_ff(x, &l); return fmaf(1.75809932f, h, fmaf(1.75809932f, l, 1.7580993e-08f * h)); }'
+  echo 'static __device__ __forceinline__ float f_selu(float x) { if (x >= 0.0f) return 0x1.0cfabep+0f * x;'
+  echo '  float l; float h = kp_expm1_ff(x, &l); return fmaf(0x1.c212ccp+0f, h, fmaf(0x1.c212ccp+0f, l, 0x1.903c0cp-26f * h)); }'
   echo 'static __device__ __forceinline__ float f_softplus(float x) { return kp_precise_softplus(x, 1.0f, 20.0f); }'
   echo 'static __device__ __forceinline__ float f_softplus_b2(float x) { return kp_precise_softplus(x, 2.0f, 20.0f); }'
   for f in sigmoid silu tanh tanhshrink logsigmoid mish gelu_tanh gelu sigmoid_grad tanh_grad silu_grad; do
