@@ -94,6 +94,7 @@ KP_FN void kp_pm_scale_factors(float j, int bias, float* s1, float* s2) {
 KP_FN float kp_pm_exp_scaled(float xh, float xl, int ff_arg, int bias, float* lo) {
   float xc = xh > 90.0f ? 90.0f : xh;
   xc = xc < -160.0f ? -160.0f : xc; /* e^-160 2^64 is still below 2^-150 */
+  xl = ff_arg && xc != xh ? 0.0f : xl; /* a clamped (or infinite) argument drops its low part */
   float el, j;
   float eh = kp_pm_expm1_reduced(xc, xl, ff_arg, &el, &j);
   float fl;
@@ -125,6 +126,7 @@ KP_FN float kp_exp_ff(float x, float* lo) { return kp_pm_exp_scaled(x, 0.0f, 0, 
 KP_FN float kp_pm_expm1_ff(float xh, float xl, int ff_arg, float* lo) {
   float xc = xh > 90.0f ? 90.0f : xh;
   xc = xc < -110.0f ? -110.0f : xc;
+  xl = ff_arg && xc != xh ? 0.0f : xl; /* a clamped (or infinite) argument drops its low part */
   float el, j;
   float eh = kp_pm_expm1_reduced(xc, xl, ff_arg, &el, &j);
   /* k != 0: 2^k (1 + E) - 1, with 1 + E = fh + fl. */
