@@ -1,6 +1,19 @@
 /* CELU(alpha) as torch: x <= 0 ? alpha * expm1(x / alpha) : x; backward g * exp(x / alpha) for
  * x <= 0, or from the output g * (y / alpha + 1). */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: x / alpha as a float-float (1/alpha = inv_hi + inv_lo, folded at compile time), its
+ * expm1 as a float-float, times alpha rounded once (precise_math.h): within 1 ulp. */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  if (!(x <= KP_LIT(0.0))) return x;
+  const float inv_hi = 1.0f / KP_P_ALPHA;
+  const float inv_lo = KP_FMAF(-inv_hi, KP_P_ALPHA, 1.0f) / KP_P_ALPHA;
+  const float q = x * inv_hi, ql = KP_FMAF(x, inv_hi, -q) + x * inv_lo;
+  float lo, hi = kp_expm1_ff2(q, ql, &lo);
+  return KP_FMAF(KP_P_ALPHA, hi, KP_P_ALPHA * lo);
+}
+#else
 KP_FN KP_C kp_act_forward(KP_C x) { return x <= KP_LIT(0.0) ? KP_P_ALPHA * KP_EXPM1(x / KP_P_ALPHA) : x; }
+#endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return x <= KP_LIT(0.0) ? g * KP_EXP(x / KP_P_ALPHA) : g; }
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) {
   return y <= KP_LIT(0.0) ? g * (y / KP_P_ALPHA + KP_LIT(1.0)) : g;

@@ -1,6 +1,15 @@
 /* ELU(alpha) as torch: x <= 0 ? alpha * expm1(x) : x (NaN stays NaN); backward
  * x <= 0 ? g * alpha * exp(x) : g, or from the output y <= 0 ? g * (y + alpha) : g. */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: alpha * expm1(x) rounded once (expm1 as a float-float, precise_math.h): within 1 ulp. */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  if (!(x <= KP_LIT(0.0))) return x;
+  float lo, hi = kp_expm1_ff(x, &lo);
+  return KP_FMAF(KP_P_ALPHA, hi, KP_P_ALPHA * lo);
+}
+#else
 KP_FN KP_C kp_act_forward(KP_C x) { return x <= KP_LIT(0.0) ? KP_P_ALPHA * KP_EXPM1(x) : x; }
+#endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return x <= KP_LIT(0.0) ? g * (KP_P_ALPHA * KP_EXP(x)) : g;
 }

@@ -1,8 +1,13 @@
 /* LogSigmoid as torch: min(x, 0) - log1p(exp(-|x|)); derivative sigmoid(-x), which is
  * -expm1(y) from the output. */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_logsigmoid(x); }
+#else
 KP_FN KP_C kp_act_forward(KP_C x) {
   return (x < KP_LIT(0.0) ? x : KP_LIT(0.0)) - KP_LOG1P(KP_EXP(-KP_FABS(x)));
 }
+#endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(-KP_FABS(x));
   return g * ((x < KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e));

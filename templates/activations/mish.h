@@ -2,12 +2,17 @@
  * tanh(log1p(e^x)) = n / (n + 2): one exponential, no cancellation. Above x = 20 the factor is 1
  * to well under float precision. At -inf the result is NaN, as torch's formula gives (-inf * 0).
  * Backward (torch): g * (t + x * sigmoid(x) * (1 - t^2)), with 1 - t^2 = 4 (n + 1) / (n + 2)^2. */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_mish(x); }
+#else
 KP_FN KP_C kp_act_forward(KP_C x) {
   if (x > KP_LIT(20.0)) return x;
   const KP_C e = KP_EXP(x);
   const KP_C n = e * (e + KP_LIT(2.0));
   return x * (n / (n + KP_LIT(2.0)));
 }
+#endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (x > KP_LIT(20.0)) return g;
   const KP_C e = KP_EXP(x);

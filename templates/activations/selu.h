@@ -9,9 +9,21 @@
 #define KP_SELU_LAMBDA KP_LIT(1.0507009873554804934193349852946)
 #define KP_SELU_LAMBDA_ALPHA KP_LIT(1.7580993408473768599402175208123)
 
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: lambda * alpha * expm1(x) rounded once, expm1 as a float-float and lambda * alpha as
+ * 0x1.c212ccp+0f + 0x1.903c0cp-26f (templates/common/precise_math.h): within 1 ulp everywhere,
+ * where the plain product rounds twice (2.27 ulp, as torch). */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  /* lambda as 0x1.0cfabep+0f - 0x1.2adddap-25f too: lambda * x rounded once. */
+  if (x > KP_LIT(0.0)) return KP_FMAF(0x1.0cfabep+0f, x, -0x1.2adddap-25f * x);
+  float lo, hi = kp_expm1_ff(x, &lo);
+  return KP_FMAF(0x1.c212ccp+0f, hi, KP_FMAF(0x1.c212ccp+0f, lo, 0x1.903c0cp-26f * hi));
+}
+#else
 KP_FN KP_C kp_act_forward(KP_C x) {
   return x > KP_LIT(0.0) ? KP_SELU_LAMBDA * x : KP_SELU_LAMBDA_ALPHA * KP_EXPM1(x);
 }
+#endif
 
 /* The backward passes decide on `<= 0` as torch's elu_backward does: a NaN saved value takes
  * the lambda branch there, so we match it. */

@@ -1,9 +1,14 @@
 /* Sigmoid as torch: 1 / (1 + exp(-x)), from exp(-|x|) so that neither tail overflows or loses
  * relative precision; torch's sigmoid_backward uses the output: g * y * (1 - y). */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_sigmoid(x); }
+#else
 KP_FN KP_C kp_act_forward(KP_C x) {
   const KP_C e = KP_EXP(-KP_FABS(x));
   return (x >= KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e);
 }
+#endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(-KP_FABS(x));
   const KP_C d = KP_LIT(1.0) + e;

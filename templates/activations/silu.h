@@ -1,10 +1,15 @@
 /* SiLU (swish) as torch: x * sigmoid(x); backward g * s * (1 + x (1 - s)). The sigmoid comes
  * from exp(-|x|), which never overflows, so x * e^x stays a normal number deep in the negative
  * tail instead of flushing to zero; at -inf the result is NaN, as torch's x / (1 + exp(-x)). */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_silu(x); }
+#else
 KP_FN KP_C kp_act_forward(KP_C x) {
   const KP_C e = KP_EXP(-KP_FABS(x));
   return (x >= KP_LIT(0.0) ? x : x * e) / (KP_LIT(1.0) + e);
 }
+#endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(-KP_FABS(x));
   const KP_C r = KP_LIT(1.0) / (KP_LIT(1.0) + e);

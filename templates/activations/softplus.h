@@ -2,12 +2,17 @@
  * computed as max(bx, 0) + log1p(exp(-|bx|)) so that no exponential overflows for large
  * thresholds. Backward g * sigmoid(beta x) (g above the threshold); from the output,
  * sigmoid(beta x) = -expm1(-beta y). */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
+#else
 KP_FN KP_C kp_act_forward(KP_C x) {
   const KP_C bx = x * KP_P_BETA;
   if (bx > KP_P_THRESHOLD) return x;
   const KP_C sp = (bx > KP_LIT(0.0) ? bx : KP_LIT(0.0)) + KP_LOG1P(KP_EXP(-KP_FABS(bx)));
   return sp / KP_P_BETA;
 }
+#endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C bx = x * KP_P_BETA;
   if (bx > KP_P_THRESHOLD) return g;

@@ -1,6 +1,11 @@
 /* Tanh as torch; torch's tanh_backward uses the output: g * (1 - y^2) (one rounding with fma).
  * From the input, 1 - tanh^2 = 4 e / (1 + e)^2 with e = exp(-2|x|), exact where tanh rounds to 1. */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_tanh(x); }
+#else
 KP_FN KP_C kp_act_forward(KP_C x) { return KP_TANH(x); }
+#endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(KP_LIT(-2.0) * KP_FABS(x));
   const KP_C d = KP_LIT(1.0) + e;

@@ -1,6 +1,10 @@
 /* Tanhshrink as torch: x - tanh(x), which cancels near 0: there its odd series
  * x^3/3 - 2x^5/15 + 17x^7/315 - ... (terms fall by 6x each for |x| < 0.625, so eleven reach float
  * precision). Backward g * tanh(x)^2. */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_tanhshrink(x); }
+#else
 KP_FN KP_C kp_act_forward(KP_C x) {
   if (KP_FABS(x) < KP_LIT(0.625)) {
     const KP_C z = x * x;
@@ -19,6 +23,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   }
   return x - KP_TANH(x);
 }
+#endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C t = KP_TANH(x);
   return g * (t * t);

@@ -23,6 +23,16 @@ KP_FN float kp_hw_divf(float a, float b) {
   asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
   return y;
 }
+/* For templates/common/precise_math.h (float32 kernels): bit casts and an approximate reciprocal,
+ * always followed there by an fma residual correction. */
+#define KP_AS_INT(f) __float_as_int(f)
+#define KP_AS_FLOAT(i) __int_as_float(i)
+KP_FN float kp_rcp_approx(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+#define KP_RCP_APPROXF(x) kp_rcp_approx(x)
 #define KP_HW_EXPF(x) kp_hw_expf(x)
 #define KP_HW_LOGF(x) kp_hw_logf(x)
 #define KP_HW_DIVF(a, b) kp_hw_divf(a, b)

@@ -9,6 +9,9 @@
 /* For templates/common/narrow_math.h. */
 #define KP_FMAF(a, b, c) fma(a, b, c)
 #define KP_FABSF(x) fabs(x)
+#define KP_AS_INT(f) as_int(f)
+#define KP_AS_FLOAT(i) as_float(i)
+#define KP_RCP_APPROXF(x) (1.0f / (x))
 #define KP_HW_EXPF(x) native_exp(x)
 #define KP_HW_LOGF(x) native_log(x)
 #define KP_HW_DIVF(a, b) native_divide(a, b)
