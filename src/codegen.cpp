@@ -11,12 +11,12 @@ namespace kplay {
 
 Dialect cuda_dialect() {
   return {"cuda", "cuda/prelude.cuh", "cuda/elementwise.cu", {"-default-device"}, {"--use_fast_math"},
-          {"-prec-div=false"}};
+          {"-prec-div=false"}, {"-fmad=false"}};
 }
 
 Dialect opencl_dialect() {
   return {"opencl", "opencl/prelude.cl", "opencl/elementwise.cl", {"-cl-std=CL1.2"},
-          {"-cl-fast-relaxed-math"}, {}};
+          {"-cl-fast-relaxed-math"}, {}, {}};
 }
 
 std::string RenderedKernel::options_string() const {
@@ -101,6 +101,8 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   k.options = dialect.options;
   if (dtype_size(spec.dtype) == 2)
     k.options.insert(k.options.end(), dialect.narrow_options.begin(), dialect.narrow_options.end());
+  if (spec.dtype == Dtype::f32 && !c.fast_math)
+    k.options.insert(k.options.end(), dialect.precise_options.begin(), dialect.precise_options.end());
   if (c.fast_math)
     k.options.insert(k.options.end(), dialect.fast_math_options.begin(), dialect.fast_math_options.end());
 

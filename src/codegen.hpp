@@ -20,6 +20,9 @@ struct Dialect {
   // Passed for float16/bfloat16 kernels, whose float32 math needs only ~2^-20 relative precision
   // (see templates/common/narrow_math.h): CUDA's full-range division within 2 ulp.
   std::vector<std::string> narrow_options;
+  // Passed for float32 kernels without fast-math, whose float-float math (precise_math.h) needs
+  // every operation rounded as written: CUDA must not contract a * b + c into an fma.
+  std::vector<std::string> precise_options;
 };
 
 Dialect cuda_dialect();

@@ -170,7 +170,8 @@ double hardswish(double x, const double*) {
   return x * (r <= 0.0 ? 0.0 : (r >= 6.0 ? 6.0 : r)) / 6.0;
 }
 double hardswish_grad_from_input(double g, double x, const double*) {
-  return x < -3.0 ? 0.0 : (x <= 3.0 ? g * (x / 3.0 + 0.5) : g);
+  // x / 3 + 1/2 written (2x + 3) / 6: exact near x = -1.5, where the sum would cancel.
+  return x < -3.0 ? 0.0 : (x <= 3.0 ? g * ((2.0 * x + 3.0) / 6.0) : g);
 }
 double hardswish_grad_from_output(double, double, const double*) { return kNaN; }
 

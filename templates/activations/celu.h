@@ -14,7 +14,21 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #else
 KP_FN KP_C kp_act_forward(KP_C x) { return x <= KP_LIT(0.0) ? KP_P_ALPHA * KP_EXPM1(x / KP_P_ALPHA) : x; }
 #endif
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: g * e^(x / alpha) rounded once, x / alpha and the exponential as float-floats (the
+ * rounding of x / alpha alone would be amplified |x / alpha| times). */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  if (!(x <= KP_LIT(0.0))) return g;
+  const float inv_hi = 1.0f / KP_P_ALPHA;
+  const float inv_lo = KP_FMAF(-inv_hi, KP_P_ALPHA, 1.0f) / KP_P_ALPHA;
+  const float q = x * inv_hi, ql = KP_FMAF(x, inv_hi, -q) + x * inv_lo;
+  const int deep = q < -64.0f; /* e^q at 2^64 scale where it would be subnormal */
+  float lo, hi = kp_pm_exp_scaled(q, ql, 1, deep ? 64 : 0, &lo);
+  return KP_FMAF(g, hi, g * lo) * (deep ? 0x1p-64f : 1.0f);
+}
+#else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return x <= KP_LIT(0.0) ? g * KP_EXP(x / KP_P_ALPHA) : g; }
+#endif
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) {
   return y <= KP_LIT(0.0) ? g * (y / KP_P_ALPHA + KP_LIT(1.0)) : g;
 }

@@ -10,7 +10,19 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #else
 KP_FN KP_C kp_act_forward(KP_C x) { return x <= KP_LIT(0.0) ? KP_P_ALPHA * KP_EXPM1(x) : x; }
 #endif
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: g * alpha * e^x rounded once (g * alpha and e^x as float-floats). */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  if (!(x <= KP_LIT(0.0))) return g;
+  /* below x = -64, e^x at 2^64 scale: it would be subnormal in float and lose its low bits */
+  const int deep = x < -64.0f;
+  float lo, hi = kp_pm_exp_scaled(x, 0.0f, 0, deep ? 64 : 0, &lo);
+  const float ah = g * KP_P_ALPHA, al = KP_FMAF(g, KP_P_ALPHA, -ah);
+  return KP_FMAF(ah, hi, KP_FMAF(ah, lo, al * hi)) * (deep ? 0x1p-64f : 1.0f);
+}
+#else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return x <= KP_LIT(0.0) ? g * (KP_P_ALPHA * KP_EXP(x)) : g;
 }
+#endif
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) { return y <= KP_LIT(0.0) ? g * (y + KP_P_ALPHA) : g; }

@@ -34,6 +34,9 @@ KP_FN KP_C kp_act_forward(KP_C x) {
  * (1 + 3 kappa x^2)) with s = sigmoid(2u), the same as torch's 0.5 (1 + t) + 0.5 x (1 - t^2) ... */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
 #if KP_P_APPROXIMATE_TANH
+  /* Beyond |x| = 20 the derivative is 1 or 0 to every precision; x^3 would overflow. NaN at +-inf,
+   * as torch's 0.5 x (1 - t^2) ... gives (inf * 0). */
+  if (KP_FABS(x) > KP_LIT(20.0)) return (x > KP_LIT(0.0) ? g : g * KP_LIT(0.0)) + g * (x - x);
   KP_C s, sm;
   kp_gelu_sig2u(x, &s, &sm);
   const KP_C du = KP_GELU_SQRT_2_PI * KP_FMA(KP_LIT(3.0) * KP_GELU_KAPPA * x, x, KP_LIT(1.0));

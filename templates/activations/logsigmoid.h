@@ -8,8 +8,12 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return (x < KP_LIT(0.0) ? x : KP_LIT(0.0)) - KP_LOG1P(KP_EXP(-KP_FABS(x)));
 }
 #endif
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid(g, -x, 0.0f, 0); }
+#else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(-KP_FABS(x));
   return g * ((x < KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e));
 }
+#endif
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) { return g * -KP_EXPM1(y); }

@@ -14,7 +14,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 }
 #endif
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  if (x > KP_LIT(20.0)) return g;
+  if (x > KP_LIT(20.0)) return g + g * (x - x);  /* g; NaN at +inf, as torch's x * s * (1 - t^2) */
   const KP_C e = KP_EXP(x);
   const KP_C n = e * (e + KP_LIT(2.0));
   const KP_C d = KP_LIT(1.0) / (n + KP_LIT(2.0));

@@ -15,7 +15,7 @@
  * where the plain product rounds twice (2.27 ulp, as torch). */
 KP_FN KP_C kp_act_forward(KP_C x) {
   /* lambda as 0x1.0cfabep+0f - 0x1.2adddap-25f too: lambda * x rounded once. */
-  if (x > KP_LIT(0.0)) return KP_FMAF(0x1.0cfabep+0f, x, -0x1.2adddap-25f * x);
+  if (x > KP_LIT(0.0)) return x > 0x1.fffffep+127f ? x : KP_FMAF(0x1.0cfabep+0f, x, -0x1.2adddap-25f * x);
   float lo, hi = kp_expm1_ff(x, &lo);
   return KP_FMAF(0x1.c212ccp+0f, hi, KP_FMAF(0x1.c212ccp+0f, lo, 0x1.903c0cp-26f * hi));
 }
@@ -27,9 +27,21 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 
 /* The backward passes decide on `<= 0` as torch's elu_backward does: a NaN saved value takes
  * the lambda branch there, so we match it. */
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: g * lambda * alpha * e^x rounded once (g * lambda * alpha and e^x as float-floats). */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  if (!(x <= KP_LIT(0.0))) return KP_FMAF(0x1.0cfabep+0f, g, -0x1.2adddap-25f * g);
+  /* below x = -64, e^x at 2^64 scale: it would be subnormal in float and lose its low bits */
+  const int deep = x < -64.0f;
+  float lo, hi = kp_pm_exp_scaled(x, 0.0f, 0, deep ? 64 : 0, &lo);
+  const float ah = g * 0x1.c212ccp+0f, al = KP_FMAF(g, 0x1.c212ccp+0f, -ah) + g * 0x1.903c0cp-26f;
+  return KP_FMAF(ah, hi, KP_FMAF(ah, lo, al * hi)) * (deep ? 0x1p-64f : 1.0f);
+}
+#else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return x <= KP_LIT(0.0) ? g * (KP_SELU_LAMBDA_ALPHA * KP_EXP(x)) : g * KP_SELU_LAMBDA;
 }
+#endif
 
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) {
   return y <= KP_LIT(0.0) ? g * (y + KP_SELU_LAMBDA_ALPHA) : g * KP_SELU_LAMBDA;

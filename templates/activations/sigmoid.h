@@ -9,9 +9,16 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return (x >= KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e);
 }
 #endif
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: (g * sigmoid(x)) * sigmoid(-x), two single roundings (precise_math.h). */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  return kp_pm_mul_sigmoid(kp_pm_mul_sigmoid(g, x, 0.0f, 0), -x, 0.0f, 0);
+}
+#else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(-KP_FABS(x));
   const KP_C d = KP_LIT(1.0) + e;
   return g * (e / (d * d));
 }
+#endif
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) { return g * (y * (KP_LIT(1.0) - y)); }

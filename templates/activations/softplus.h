@@ -13,12 +13,21 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return sp / KP_P_BETA;
 }
 #endif
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: g * sigmoid(beta x) rounded once, beta x as a float-float (precise_math.h). */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  const float bh = x * KP_P_BETA, bl = KP_FMAF(x, KP_P_BETA, -bh);
+  if (bh > KP_P_THRESHOLD) return g;
+  return kp_pm_mul_sigmoid(g, bh, bl, 1);
+}
+#else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C bx = x * KP_P_BETA;
   if (bx > KP_P_THRESHOLD) return g;
   const KP_C e = KP_EXP(-KP_FABS(bx));
   return g * ((bx >= KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e));
 }
+#endif
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) {
   const KP_C by = y * KP_P_BETA;
   return by > KP_P_THRESHOLD ? g : g * -KP_EXPM1(-by);

@@ -6,9 +6,16 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_tanh(x); }
 #else
 KP_FN KP_C kp_act_forward(KP_C x) { return KP_TANH(x); }
 #endif
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: 1 - tanh^2 = 4 sigmoid(2x) sigmoid(-2x), two single roundings (precise_math.h). */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  return kp_pm_mul_sigmoid(kp_pm_mul_sigmoid(4.0f * g, 2.0f * x, 0.0f, 0), -2.0f * x, 0.0f, 0);
+}
+#else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(KP_LIT(-2.0) * KP_FABS(x));
   const KP_C d = KP_LIT(1.0) + e;
   return g * (KP_LIT(4.0) * e / (d * d));
 }
+#endif
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) { return g * KP_FMA(-y, y, KP_LIT(1.0)); }

@@ -8,7 +8,24 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_tanhshrink(x); }
 KP_FN KP_C kp_act_forward(KP_C x) {
   if (KP_FABS(x) < KP_LIT(0.625)) {
     const KP_C z = x * x;
+#if KP_DTYPE_F64
+    /* double precision needs twelve more terms (terms fall by 6x each). */
+    KP_C p = KP_LIT(7.713933635359062e-10);
+    p = KP_FMA(p, z, KP_LIT(-1.903336833931276e-09));
+    p = KP_FMA(p, z, KP_LIT(4.6962953982309016e-09));
+    p = KP_FMA(p, z, KP_LIT(-1.1587644432798853e-08));
+    p = KP_FMA(p, z, KP_LIT(2.859136662305254e-08));
+    p = KP_FMA(p, z, KP_LIT(-7.054636946400968e-08));
+    p = KP_FMA(p, z, KP_LIT(1.7406618963571648e-07));
+    p = KP_FMA(p, z, KP_LIT(-4.294911078273806e-07));
+    p = KP_FMA(p, z, KP_LIT(1.0597268320104654e-06));
+    p = KP_FMA(p, z, KP_LIT(-2.6147711512907546e-06));
+    p = KP_FMA(p, z, KP_LIT(6.451689215655431e-06));
+    p = KP_FMA(p, z, KP_LIT(-1.5918905069328964e-05));
+    p = KP_FMA(p, z, KP_LIT(3.927832388331683e-05));
+#else
     KP_C p = KP_LIT(3.927832388331683e-05);
+#endif
     p = KP_FMA(p, z, KP_LIT(-9.691537956929451e-05));
     p = KP_FMA(p, z, KP_LIT(0.00023912911424355248));
     p = KP_FMA(p, z, KP_LIT(-0.000590027440945586));
@@ -24,7 +41,22 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return x - KP_TANH(x);
 }
 #endif
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: g * tanh(x)^2 rounded once, tanh and its square as float-floats (tanh(x) = x to float
+ * precision below 2^-12). */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  float tl, th = kp_pm_tanh_ff(x, &tl);
+  if (KP_FABSF(x) < 0x1p-12f) {
+    th = x;
+    tl = 0.0f;
+  }
+  /* (g t) t: g t stays normal where the result is, while t^2 alone could be subnormal */
+  const float ph = g * th, pl = KP_FMAF(g, th, -ph) + g * tl;
+  return KP_FMAF(ph, th, KP_FMAF(ph, tl, pl * th));
+}
+#else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C t = KP_TANH(x);
   return g * (t * t);
 }
+#endif
