@@ -26,8 +26,13 @@ TEST_CASE("rendered source carries the knobs and #line markers for every templat
   CHECK(k.source.find("#line 1 \"cuda/prelude.cuh\"") != std::string::npos);
   CHECK(k.source.find("#line 1 \"activations/selu.h\"") != std::string::npos);
   CHECK(k.source.find("#line 1 \"cuda/elementwise.cu\"") != std::string::npos);
-  CHECK(k.options_string() == "-default-device");
+  CHECK(k.source.find("#line 1 \"common/precise_math.h\"") != std::string::npos);  // float32
+  CHECK(k.options_string() == "-default-device -fmad=false");  // float-float math: no contraction
   CHECK(k.hash.size() == 16);
+  KernelSpec h = s;
+  h.dtype = Dtype::bf16;
+  CHECK(render(h).options_string() == "-default-device -prec-div=false");  // 16-bit: full-range division
+  CHECK(render(h).source.find("precise_math.h") == std::string::npos);
 }
 
 TEST_CASE("the hash is stable and changes with every knob that changes the code") {
