@@ -13,6 +13,7 @@
 
 #include "database_impl.hpp"
 #include "key_lock.hpp"
+#include "private_dir.hpp"
 #include "schema.hpp"
 
 namespace kplay {
@@ -103,9 +104,7 @@ void KernelDatabase::Impl::open_file() {
   conn.close();
   const fs::path file(path);
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(ErrorCode::io_failed, "cannot create the directory " + dir.string() + ": " + ec.message());
+  ensure_private_directory(dir.string(), "directory", false);
   if (access(dir.c_str(), W_OK) != 0)  // WAL needs to create files beside the database
     throw Error(ErrorCode::io_failed, "the directory " + dir.string() + " is not writable");
 
