@@ -239,6 +239,16 @@ json document_to_json(const TuningDocument& doc) {
 
 TuningDocument document_from_json(const json& j) {
   if (!j.is_object()) bad("document", "expected a JSON object (as written by `kplay db export`)");
+  // Compiled code is never imported: a binary is found by its key, which only this kplay's own
+  // compile of the rendered source for this device produces.
+  if (j.contains("binaries"))
+    bad("document.binaries", "binaries are never imported (kplay compiles its own on each device); "
+                             "remove the field to import the tunings");
+  for (const auto& [name, value] : j.items())
+    if (name != "format" && name != "version" && name != "devices" && name != "tunings" && name != "exported_unix")
+      bad("document", "unknown field '" + name.substr(0, 40) +
+                          "' (expected format, version, exported_unix, devices, tunings)");
+  if (j.contains("exported_unix")) get_int(j, "exported_unix", "document", 0, kI64Max);
   if (get_string(j, "format", "document") != kTuningFormatName)
     bad("document.format", std::string("expected \"") + kTuningFormatName + "\"");
   const std::int64_t version = get_int(j, "version", "document", 1, kI64Max);
