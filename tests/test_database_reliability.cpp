@@ -308,3 +308,46 @@ TEST_CASE("reliability: 16 processes creating one new database at once all end o
       CHECK(w.size() == 0);
     }
 }
+
+// A shared temporary directory (world-writable, like /tmp) where someone planted a symlink in
+// place of kplay's folder, or of its locks/ folder: kplay refuses to follow either.
+TEST_CASE("reliability: folders are created private and a planted symlink is refused, not followed") {
+  TempDir dir;
+  const std::string shared = dir.file("shared"), target = dir.file("elsewhere");
+  std::filesystem::create_directory(shared);
+  std::filesystem::create_directory(target);
+  ::chmod(shared.c_str(), 01777);
+  {  // the database folder is the planted link: memory, one warning naming the reason
+    std::filesystem::create_directory_symlink(target, shared + "/kplay");
+    Warnings w;
+    auto db = open_db(shared + "/kplay/kernels.db", &w);
+    CHECK_FALSE(db->persistent());
+    CHECK(w.all().find("symbolic link") != std::string::npos);
+    CHECK(std::filesystem::is_empty(target));
+  }
+  {  // a new folder there is made with mode 0700
+    Warnings w;
+    auto db = open_db(shared + "/mine/kernels.db", &w);
+    CHECK(db->persistent());
+    struct stat st {};
+    REQUIRE(::stat((shared + "/mine").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+    auto lock = db->lock("k");
+    CHECK(lock != nullptr);
+    REQUIRE(::lstat((shared + "/mine/locks").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+  }
+  {  // locks/ replaced by a link: the lock is refused with a warning, the database still works
+    const std::string base = dir.file("own");
+    Warnings w;
+    auto db = open_db(base + "/kernels.db", &w);
+    REQUIRE(db->persistent());
+    std::filesystem::create_directory_symlink(target, base + "/locks");
+    CHECK(db->lock("k") == nullptr);
+    CHECK(w.all().find("symbolic link") != std::string::npos);
+    CHECK(std::filesystem::is_empty(target));
+    db->put("k", test::make_binary("k"));
+    rt::Binary out;
+    CHECK(db->get("k", out));
+  }
+}

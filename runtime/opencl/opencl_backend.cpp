@@ -18,7 +18,8 @@
 namespace kplay::rt::opencl {
 namespace {
 
-cl_mem mem(DevicePtr p) { return reinterpret_cast<cl_mem>(static_cast<std::uintptr_t>(p.handle)); }
+// DevicePtr carries a cl_mem as an integer handle (backend.hpp); this is its way back.
+cl_mem mem(DevicePtr p) { return reinterpret_cast<cl_mem>(static_cast<std::uintptr_t>(p.handle)); }  // NOLINT(performance-no-int-to-ptr)
 
 // clEnqueueFillBuffer is used only for ranges that end at or below this byte (see fill_bytes).
 constexpr std::uint64_t kFillLimit = (std::uint64_t{1} << 31) - 4096;

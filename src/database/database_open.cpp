@@ -36,7 +36,7 @@ std::string aside_name(const std::string& path) {
 }  // namespace
 
 std::string KernelDatabase::default_path() {
-  if (const std::string p = env("KPLAY_DB"); !p.empty()) return p;
+  if (std::string p = env("KPLAY_DB"); !p.empty()) return p;
   // XDG: a relative XDG_CACHE_HOME is invalid and ignored.
   if (const std::string x = env("XDG_CACHE_HOME"); !x.empty() && x[0] == '/') return x + "/kplay/kernels.db";
   std::string home = env("HOME");

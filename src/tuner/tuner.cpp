@@ -69,6 +69,7 @@ class Bench {
   Timing time_kernel(const PreparedKernel& k, int warmup, int repeats) {
     for (int i = 0; i < warmup; ++i) time_once(k);
     std::vector<double> s;
+    s.reserve(static_cast<std::size_t>(std::max(repeats, 0)));
     for (int i = 0; i < repeats; ++i) s.push_back(time_once(k));
     return summarize(s);
   }
@@ -145,6 +146,7 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
 
   std::vector<CandidateResult> results = o.resume ? db.load_progress(key) : std::vector<CandidateResult>{};
   std::vector<Measurement> history;
+  history.reserve(results.size());
   for (const auto& r : results) history.push_back({r.config, r.ok, r.median_ms});
 
   const auto start = Clock::now();
@@ -221,6 +223,7 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   report(0);
   {
     std::vector<std::shared_ptr<const PreparedKernel>> kernels;
+    kernels.reserve(contenders.size());
     for (const auto& c : contenders) kernels.push_back(engine.prepare(spec, c.config));
     std::vector<std::vector<double>> samples(contenders.size());
     for (int round = 0; round < 2 * o.repeats; ++round)
