@@ -8,7 +8,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 rc=0
 # shellcheck disable=SC2046  # one argument per file
-run-clang-tidy -p build -quiet -j "$(nproc)" -warnings-as-errors='*' $(git ls-files 'src/*.cpp' 'runtime/*.cpp') \
+run-clang-tidy -p build -quiet -j "$(nproc)" $(git ls-files 'src/*.cpp' 'runtime/*.cpp') \
   >"$log" 2>&1 || rc=$?
 # Only the findings (with their source lines), not the per-file chatter.
 grep -E -A3 '(warning|error): ' "$log" | grep -v -E '^[0-9]+ warnings? (and [0-9]+ errors? )?generated' || true
