@@ -37,6 +37,26 @@ std::string lambd_check(const double* p) { return p[0] >= 0 ? "" : "lambd must b
 bool positive_first_param(const double* p) { return p[0] > 0; }
 bool nonnegative_first_param(const double* p) { return p[0] >= 0; }
 
+Activation builtin(std::string name, std::string snippet, std::vector<ParamDef> params, RefForward forward,
+                   RefGrad from_input, RefGrad from_output, bool (*output_determines)(const double*),
+                   std::string (*check)(const double*), std::vector<double> (*edges)(const double*), UlpBounds b,
+                   int cost, std::string example = "") {
+  Activation a;
+  a.name = std::move(name);
+  a.snippet = std::move(snippet);
+  a.params = std::move(params);
+  a.forward = forward;
+  a.grad_from_input = from_input;
+  a.grad_from_output = from_output;
+  a.output_determines_grad = output_determines;
+  a.check_params = check;
+  a.edges = edges;
+  a.bounds = b;
+  a.cost = cost;
+  a.example = std::move(example);
+  return a;
+}
+
 UlpBounds bounds(double f32_forward) {
   UlpBounds b;
   b.f32_forward = f32_forward;
@@ -64,43 +84,43 @@ const std::vector<Activation>& activations() {
   namespace r = reference;
 #define KPLAY_REF(n) r::n, r::n##_grad_from_input
   static const std::vector<Activation> registry = {
-      {"relu", "activations/relu.h", {}, KPLAY_REF(relu), r::relu_grad_from_output, nullptr, nullptr, zero_edge, exact(), 1},
-      {"relu6", "activations/relu6.h", {}, KPLAY_REF(relu6), r::relu6_grad_from_output, nullptr, nullptr, relu6_edges, exact(), 1},
-      {"leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}}, KPLAY_REF(leaky_relu),
-       r::leaky_relu_grad_from_output, positive_first_param, finite_slope, zero_edge, bounds(1), 1},
-      {"elu", "activations/elu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(elu), r::elu_grad_from_output,
-       nonnegative_first_param, nullptr, zero_edge, bounds(1), 4},
-      {"celu", "activations/celu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(celu), r::celu_grad_from_output,
-       positive_first_param, celu_check, zero_edge, bounds(1), 4},
-      {"selu", "activations/selu.h", {}, KPLAY_REF(selu), r::selu_grad_from_output, nullptr, nullptr, zero_edge, bounds(1), 4},
-      {"gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}}, KPLAY_REF(gelu), nullptr, nullptr,
-       nullptr, no_edges, bounds(2), 6},
-      {"silu", "activations/silu.h", {}, KPLAY_REF(silu), nullptr, nullptr, nullptr, no_edges, bounds(2), 4},
-      {"mish", "activations/mish.h", {}, KPLAY_REF(mish), nullptr, nullptr, nullptr, no_edges, bounds(2), 6},
-      {"softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}}, KPLAY_REF(softplus),
-       r::softplus_grad_from_output, nullptr, softplus_check, softplus_edges, bounds(2), 5},
-      {"softsign", "activations/softsign.h", {}, KPLAY_REF(softsign), r::softsign_grad_from_output, nullptr, nullptr,
-       no_edges, bounds(2), 2},
-      {"sigmoid", "activations/sigmoid.h", {}, KPLAY_REF(sigmoid), r::sigmoid_grad_from_output, nullptr, nullptr,
-       no_edges, bounds(2), 4},
-      {"tanh", "activations/tanh.h", {}, KPLAY_REF(tanh), r::tanh_grad_from_output, nullptr, nullptr, no_edges,
-       bounds(2), 4},
-      {"hardtanh", "activations/hardtanh.h", {{"min_val", -1.0, {}}, {"max_val", 1.0, {}}}, KPLAY_REF(hardtanh),
-       r::hardtanh_grad_from_output, nullptr, hardtanh_check, both_param_edges, exact(), 1},
-      {"hardsigmoid", "activations/hardsigmoid.h", {}, KPLAY_REF(hardsigmoid), r::hardsigmoid_grad_from_output,
-       nullptr, nullptr, hard_edges, bounds(1), 2},
-      {"hardswish", "activations/hardswish.h", {}, KPLAY_REF(hardswish), nullptr, nullptr, nullptr, hard_edges,
-       bounds(2), 2},
-      {"logsigmoid", "activations/logsigmoid.h", {}, KPLAY_REF(logsigmoid), r::logsigmoid_grad_from_output, nullptr,
-       nullptr, zero_edge, bounds(2), 5},
-      {"tanhshrink", "activations/tanhshrink.h", {}, KPLAY_REF(tanhshrink), nullptr, nullptr, nullptr, no_edges,
-       bounds(2), 4},
-      {"softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}}}, KPLAY_REF(softshrink),
-       r::softshrink_grad_from_output, nullptr, lambd_check, band_edges, bounds(0.5), 1},
-      {"hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}}}, KPLAY_REF(hardshrink),
-       r::hardshrink_grad_from_output, nullptr, lambd_check, band_edges, exact(), 1},
-      {"threshold", "activations/threshold.h", {{"threshold", kRequired, {}}, {"value", kRequired, {}}},
-       KPLAY_REF(threshold), nullptr, nullptr, nullptr, first_param_edge, exact(), 1, "threshold(threshold=0.1, value=20)"},
+      builtin("relu", "activations/relu.h", {}, KPLAY_REF(relu), r::relu_grad_from_output, nullptr, nullptr, zero_edge, exact(), 1),
+      builtin("relu6", "activations/relu6.h", {}, KPLAY_REF(relu6), r::relu6_grad_from_output, nullptr, nullptr, relu6_edges, exact(), 1),
+      builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}}, KPLAY_REF(leaky_relu),
+       r::leaky_relu_grad_from_output, positive_first_param, finite_slope, zero_edge, bounds(1), 1),
+      builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(elu), r::elu_grad_from_output,
+       nonnegative_first_param, nullptr, zero_edge, bounds(1), 4),
+      builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(celu), r::celu_grad_from_output,
+       positive_first_param, celu_check, zero_edge, bounds(1), 4),
+      builtin("selu", "activations/selu.h", {}, KPLAY_REF(selu), r::selu_grad_from_output, nullptr, nullptr, zero_edge, bounds(1), 4),
+      builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}}, KPLAY_REF(gelu), nullptr, nullptr,
+       nullptr, no_edges, bounds(2), 6),
+      builtin("silu", "activations/silu.h", {}, KPLAY_REF(silu), nullptr, nullptr, nullptr, no_edges, bounds(2), 4),
+      builtin("mish", "activations/mish.h", {}, KPLAY_REF(mish), nullptr, nullptr, nullptr, no_edges, bounds(2), 6),
+      builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}}, KPLAY_REF(softplus),
+       r::softplus_grad_from_output, nullptr, softplus_check, softplus_edges, bounds(2), 5),
+      builtin("softsign", "activations/softsign.h", {}, KPLAY_REF(softsign), r::softsign_grad_from_output, nullptr, nullptr,
+       no_edges, bounds(2), 2),
+      builtin("sigmoid", "activations/sigmoid.h", {}, KPLAY_REF(sigmoid), r::sigmoid_grad_from_output, nullptr, nullptr,
+       no_edges, bounds(2), 4),
+      builtin("tanh", "activations/tanh.h", {}, KPLAY_REF(tanh), r::tanh_grad_from_output, nullptr, nullptr, no_edges,
+       bounds(2), 4),
+      builtin("hardtanh", "activations/hardtanh.h", {{"min_val", -1.0, {}}, {"max_val", 1.0, {}}}, KPLAY_REF(hardtanh),
+       r::hardtanh_grad_from_output, nullptr, hardtanh_check, both_param_edges, exact(), 1),
+      builtin("hardsigmoid", "activations/hardsigmoid.h", {}, KPLAY_REF(hardsigmoid), r::hardsigmoid_grad_from_output,
+       nullptr, nullptr, hard_edges, bounds(1), 2),
+      builtin("hardswish", "activations/hardswish.h", {}, KPLAY_REF(hardswish), nullptr, nullptr, nullptr, hard_edges,
+       bounds(2), 2),
+      builtin("logsigmoid", "activations/logsigmoid.h", {}, KPLAY_REF(logsigmoid), r::logsigmoid_grad_from_output, nullptr,
+       nullptr, zero_edge, bounds(2), 5),
+      builtin("tanhshrink", "activations/tanhshrink.h", {}, KPLAY_REF(tanhshrink), nullptr, nullptr, nullptr, no_edges,
+       bounds(2), 4),
+      builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}}}, KPLAY_REF(softshrink),
+       r::softshrink_grad_from_output, nullptr, lambd_check, band_edges, bounds(0.5), 1),
+      builtin("hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}}}, KPLAY_REF(hardshrink),
+       r::hardshrink_grad_from_output, nullptr, lambd_check, band_edges, exact(), 1),
+      builtin("threshold", "activations/threshold.h", {{"threshold", kRequired, {}}, {"value", kRequired, {}}},
+       KPLAY_REF(threshold), nullptr, nullptr, nullptr, first_param_edge, exact(), 1, "threshold(threshold=0.1, value=20)"),
   };
 #undef KPLAY_REF
   return registry;

@@ -2,6 +2,7 @@
 #include "engine.hpp"
 
 #include "config_validation.hpp"
+#include "device_fingerprint.hpp"
 #include "hash.hpp"
 #include "kplay/error.hpp"
 #include "launch_geometry.hpp"
@@ -15,8 +16,7 @@ std::string request_key(const KernelSpec& spec, const KernelConfig& c) {
 }
 
 std::string Engine::fingerprint() const {
-  const rt::DeviceInfo& d = backend_.info();
-  return hash_hex({d.backend, d.name, d.arch, d.driver_version, d.compiler_version, d.compile_target});
+  return device_fingerprint(backend_.info());
 }
 
 std::shared_ptr<const PreparedKernel> Engine::prepare(const KernelSpec& spec, const KernelConfig& config) {

@@ -11,7 +11,7 @@ namespace kplay {
 std::size_t dtype_size(Dtype d) {
   switch (d) {
     case Dtype::f32: return 4;
-    case Dtype::f16: return 2;
+    case Dtype::f16:
     case Dtype::bf16: return 2;
     case Dtype::f64: return 8;
   }

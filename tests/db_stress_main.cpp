@@ -3,12 +3,17 @@
 //                             reads were consistent and no warning came
 //   hold-lock DB KEY READY MS take lock(KEY), create READY, hold it MS milliseconds, exit 0
 //   write-forever DB READY    write binaries and tunings in a loop until killed; READY after a few
+//   create DB GO              wait for GO to exist, then open DB (all start together), write and
+//                             read back one binary and one tuning; exit 0 only if the database was
+//                             persistent, both read back, and no warning came
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
+
+#include <unistd.h>
 
 #include "database/kernel_database.hpp"
 
@@ -104,6 +109,24 @@ int write_forever(const std::string& path, const std::string& ready) {
   }
 }
 
+// Waits for `go` so that many processes open the database in the same instant.
+int create(const std::string& path, const std::string& go) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::ifstream(go)) {
+    if (std::chrono::steady_clock::now() > end) return 3;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  auto db = open(path);
+  if (!db->persistent()) return 2;
+  const std::string key = "create-" + std::to_string(getpid());
+  db->put(key, binary_for(7, static_cast<int>(getpid() % 100), 600));
+  rt::Binary b;
+  if (!db->get(key, b) || b.bytes.size() != 600) return 1;
+  db->save_tuning(tuning_for(1, 1));
+  if (db->list_tuning().empty()) return 1;
+  return warned ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,7 +134,8 @@ int main(int argc, char** argv) {
   if (mode == "stress" && argc == 5) return stress(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
   if (mode == "hold-lock" && argc == 6) return hold_lock(argv[2], argv[3], argv[4], std::atoi(argv[5]));
   if (mode == "write-forever" && argc == 4) return write_forever(argv[2], argv[3]);
+  if (mode == "create" && argc == 4) return create(argv[2], argv[3]);
   std::fprintf(stderr, "usage: kplay_db_stress stress DB WORKER KEYS | hold-lock DB KEY READY MS | "
-                       "write-forever DB READY\n");
+                       "write-forever DB READY | create DB GO\n");
   return 64;
 }

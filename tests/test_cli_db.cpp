@@ -136,7 +136,21 @@ TEST_CASE("kplay db import refuses a bad file with exit status 2 and the reason"
       {dir.file("garbage.json"), "not valid JSON"},
       {dir.file("wrong.json"), "tunings[0]: missing field"},
       {dir.file("missing.json"), "cannot read"},
+      // A crafted export carrying code for a key: refused as a whole, nothing imported.
+      {dir.file("binaries.json"), "document.binaries: binaries are never imported"},
+      {dir.file("path.json"), "tunings[0].spec.activation: '../../x'"},
+      {dir.file("huge.json"), "larger than 64 MiB"},
   };
+  {
+    seed(dir.file("a.db"));
+    auto doc = nlohmann::json::parse(kplay_db("export --db " + dir.file("a.db")).output);
+    doc["binaries"] = nlohmann::json::array({{{"key", "k"}, {"format", "cubin"}, {"bytes", "f00d"}}});
+    test::write_file(dir.file("binaries.json"), doc.dump());
+    doc.erase("binaries");
+    doc["tunings"][0]["spec"]["activation"] = "../../x";
+    test::write_file(dir.file("path.json"), doc.dump());
+    test::write_file(dir.file("huge.json"), std::string((64u << 20) + 1, ' '));
+  }
   for (const auto& c : cases) {
     const Result r = kplay_db("import " + c.file + " --db " + dir.file("k.db"));
     INFO(r.output);

@@ -8,6 +8,7 @@
 #include "database/schema.hpp"
 #include "database/tuning_json.hpp"
 #include "db_test_support.hpp"
+#include "device_fingerprint.hpp"
 #include "hash.hpp"
 #include "kplay/error.hpp"
 #include "temp_templates.hpp"
@@ -247,13 +248,14 @@ TEST_CASE("database: export and import into a fresh database round-trip records 
   dev.memory_bytes = 80ull << 30;
   dev.compute_units = 132;
   dev.l2_bytes = 50ull << 20;
-  src->put_device("fpA", dev);
-  TuningRecord back = record("fpA", "GPU A", "sm_90", 3000, 512);
+  const std::string fp = device_fingerprint(dev);  // import checks it against the device
+  src->put_device(fp, dev);
+  TuningRecord back = record(fp, "GPU A", "sm_90", 3000, 512);
   back.spec.direction = Direction::backward;
   back.spec.saved = Saved::output;
   back.spec.dtype = Dtype::bf16;
   back.best.fast_math = true;
-  src->save_tuning(record("fpA", "GPU A", "sm_90", 1ull << 20, 128));
+  src->save_tuning(record(fp, "GPU A", "sm_90", 1ull << 20, 128));
   src->save_tuning(back);
   src->put("binary", test::make_binary("x"));
   const nlohmann::json doc = src->export_json();
@@ -275,7 +277,7 @@ TEST_CASE("database: a malformed import document is refused with a message namin
   TempDir dir;
   auto db = open_db(dir.file("kernels.db"));
   nlohmann::json good = {{"format", "kplay-tuning"}, {"version", 1}, {"tunings", nlohmann::json::array()}};
-  good["tunings"].push_back(tuning_to_json(record("fpA", "GPU A", "sm_90", 1 << 20, 128)));
+  good["tunings"].push_back(tuning_to_json(record("0123456789abcdef", "GPU A", "sm_90", 1 << 20, 128)));
   struct Case {
     std::function<void(nlohmann::json&)> edit;
     const char* message;
@@ -292,17 +294,47 @@ TEST_CASE("database: a malformed import document is refused with a message namin
       {[](nlohmann::json& j) { j["tunings"][1]["best_gbps"] = -1; }, "tunings[1].best_gbps"},
       {[](nlohmann::json& j) { j["tunings"][1]["candidates"][1]["ok"] = "no"; }, "tunings[1].candidates[1].ok"},
       {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "Robert'); DROP TABLE"; }, "activation"},
+      // Hostile documents: code, paths, forged fingerprints, configs the command line refuses.
+      {[](nlohmann::json& j) { j["binaries"] = nlohmann::json::array({{{"key", "k"}, {"bytes", "AAAA"}}}); },
+       "document.binaries: binaries are never imported"},
+      {[](nlohmann::json& j) { j["extra"] = 1; }, "document: unknown field 'extra'"},
+      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "../../etc/passwd"; },
+       "tunings[1].spec.activation"},
+      {[](nlohmann::json& j) { j["tunings"][1]["arch"] = "../sm_90"; }, "tunings[1].arch: '../sm_90' looks like a path"},
+      {[](nlohmann::json& j) { j["tunings"][1]["fingerprint"] = "../../x"; },
+       "tunings[1].fingerprint: '../../x' is not a device fingerprint"},
+      {[](nlohmann::json& j) { j["tunings"][1]["backend"] = "vulkan"; }, "tunings[1].backend: 'vulkan' is not a backend"},
+      {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = 48; }, "tunings[1].best: --block 48"},
+      {[](nlohmann::json& j) { j["tunings"][1]["best"]["vec"] = 16; }, "tunings[1].best: --vec 16"},
+      {[](nlohmann::json& j) { j["tunings"][1]["candidates"][0]["config"]["per_thread"] = 999; },
+       "tunings[1].candidates[0].config: --per-thread"},
+      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "gelu_unknown"; },
+       "tunings[1].spec.activation: unknown activation 'gelu_unknown'"},
+      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "leaky_relu(0.2)"; },
+       "not in canonical form (write 'leaky_relu(negative_slope=0.2)')"},
+      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "hardtanh(min_val=3, max_val=1)"; },
+       "min_val (3) must be <= max_val (1)"},
+      {[](nlohmann::json& j) { j["tunings"][1]["best_ms"] = 1e308 * 10; }, "tunings[1].best_ms"},
+      {[](nlohmann::json& j) { j["tunings"][1]["device_name"] = std::string(300, 'x'); },
+       "tunings[1].device_name: longer than 256 bytes"},
+      {[](nlohmann::json& j) { j["tunings"][1]["strategy"] = std::string("a\x01") + "b"; }, "tunings[1].strategy: contains a control"},
+      {[](nlohmann::json& j) {
+         j["devices"] = nlohmann::json::array({{{"fingerprint", "0123456789abcdef"}, {"backend", "cuda"},
+                                                {"name", "Forged GPU"}, {"arch", "sm_90"}}});
+       },
+       "devices[0].fingerprint: 0123456789abcdef does not match the device it describes"},
   };
   for (const auto& c : cases) {
     nlohmann::json doc = good;  // tunings[0] valid, tunings[1] edited: all or nothing
     doc["tunings"].push_back(good["tunings"][0]);
     doc["tunings"][0]["n"] = 1 << 24;
     c.edit(doc);
-    INFO(c.message);
+    INFO(std::string(c.message));
     try {
       db->import_json(doc);
       FAIL("imported a bad document");
     } catch (const Error& e) {
+      INFO(std::string(e.what()));
       CHECK(e.code() == ErrorCode::invalid_argument);
       CHECK(std::string(e.what()).find(c.message) != std::string::npos);
     }

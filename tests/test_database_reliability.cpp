@@ -278,3 +278,76 @@ TEST_CASE("reliability: a process SIGKILLed in the middle of writes leaves a cle
   CHECK(db->get("forever-0", out));
   CHECK(w.size() == 0);
 }
+
+// 16 processes open one path at the same instant: a missing file (and directory), then an
+// existing empty file. Every one must end on the same persistent database with the current
+// schema; none may take a file another is creating for a foreign one. KPLAY_CREATE_ROUNDS sets
+// the rounds (scripts/db_create_stress.sh runs it many times under load).
+TEST_CASE("reliability: 16 processes creating one new database at once all end on it") {
+  const char* env_rounds = std::getenv("KPLAY_CREATE_ROUNDS");
+  const int rounds = env_rounds && std::atoi(env_rounds) > 0 ? std::atoi(env_rounds) : 2;
+  for (int round = 0; round < rounds; ++round)
+    for (const bool empty_file_first : {false, true}) {
+      CAPTURE(round);
+      CAPTURE(empty_file_first);
+      TempDir dir;
+      const std::string path = dir.file(empty_file_first ? "kernels.db" : "new/dir/kernels.db");
+      if (empty_file_first) test::write_file(path, "");
+      const std::string go = dir.file("go");
+      std::vector<pid_t> children;
+      for (int i = 0; i < 16; ++i) children.push_back(test::spawn_stress({"create", path, go}));
+      test::write_file(go, "go");
+      int failed = 0;
+      for (const pid_t child : children) failed += test::wait_child(child) != 0;
+      CHECK(failed == 0);
+      Warnings w;
+      auto db = open_db(path, &w);
+      CHECK(db->persistent());
+      CHECK(db->verify(false).integrity_ok);
+      CHECK(db->verify(false).binaries == 16);
+      CHECK(w.size() == 0);
+    }
+}
+
+// A shared temporary directory (world-writable, like /tmp) where someone planted a symlink in
+// place of kplay's folder, or of its locks/ folder: kplay refuses to follow either.
+TEST_CASE("reliability: folders are created private and a planted symlink is refused, not followed") {
+  TempDir dir;
+  const std::string shared = dir.file("shared"), target = dir.file("elsewhere");
+  std::filesystem::create_directory(shared);
+  std::filesystem::create_directory(target);
+  ::chmod(shared.c_str(), 01777);
+  {  // the database folder is the planted link: memory, one warning naming the reason
+    std::filesystem::create_directory_symlink(target, shared + "/kplay");
+    Warnings w;
+    auto db = open_db(shared + "/kplay/kernels.db", &w);
+    CHECK_FALSE(db->persistent());
+    CHECK(w.all().find("symbolic link") != std::string::npos);
+    CHECK(std::filesystem::is_empty(target));
+  }
+  {  // a new folder there is made with mode 0700
+    Warnings w;
+    auto db = open_db(shared + "/mine/kernels.db", &w);
+    CHECK(db->persistent());
+    struct stat st {};
+    REQUIRE(::stat((shared + "/mine").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+    auto lock = db->lock("k");
+    CHECK(lock != nullptr);
+    REQUIRE(::lstat((shared + "/mine/locks").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+  }
+  {  // locks/ replaced by a link: the lock is refused with a warning, the database still works
+    const std::string base = dir.file("own");
+    Warnings w;
+    auto db = open_db(base + "/kernels.db", &w);
+    REQUIRE(db->persistent());
+    std::filesystem::create_directory_symlink(target, base + "/locks");
+    CHECK(db->lock("k") == nullptr);
+    CHECK(w.all().find("symbolic link") != std::string::npos);
+    CHECK(std::filesystem::is_empty(target));
+    db->put("k", test::make_binary("k"));
+    rt::Binary out;
+    CHECK(db->get("k", out));
+  }
+}

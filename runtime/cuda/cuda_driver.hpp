@@ -10,6 +10,7 @@
 namespace kplay::rt::cuda {
 
 struct Driver {
+// NOLINTNEXTLINE(bugprone-macro-parentheses): `name` is a declarator here, parentheses would break it
 #define KPLAY_CU_FN(name) decltype(&::name) name = nullptr;
 #include "cuda_driver_functions.inc"
 #undef KPLAY_CU_FN

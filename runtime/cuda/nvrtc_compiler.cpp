@@ -12,6 +12,7 @@
 namespace kplay::rt::cuda {
 
 struct Nvrtc::Api {
+// NOLINTNEXTLINE(bugprone-macro-parentheses): `name` is a declarator here, parentheses would break it
 #define KPLAY_NVRTC_FN(name) decltype(&::name) name = nullptr;
   KPLAY_NVRTC_FN(nvrtcVersion)
   KPLAY_NVRTC_FN(nvrtcGetErrorString)

@@ -18,7 +18,8 @@
 namespace kplay::rt::opencl {
 namespace {
 
-cl_mem mem(DevicePtr p) { return reinterpret_cast<cl_mem>(static_cast<std::uintptr_t>(p.handle)); }
+// DevicePtr carries a cl_mem as an integer handle (backend.hpp); this is its way back.
+cl_mem mem(DevicePtr p) { return reinterpret_cast<cl_mem>(static_cast<std::uintptr_t>(p.handle)); }  // NOLINT(performance-no-int-to-ptr)
 
 // clEnqueueFillBuffer is used only for ranges that end at or below this byte (see fill_bytes).
 constexpr std::uint64_t kFillLimit = (std::uint64_t{1} << 31) - 4096;
@@ -108,12 +109,14 @@ class OpenClBackend : public Backend {
     cl_command_queue queue = stream ? static_cast<cl_command_queue>(stream) : queue_;
 
     std::lock_guard<std::mutex> lock(k.arguments());
+    // NOLINTBEGIN(bugprone-sizeof-expression): OpenCL takes handles (cl_mem, cl_context) by their size
     const struct {
       std::size_t size;
       const void* value;
     } args[] = {{sizeof out, &out},       {sizeof out_off, &out_off}, {sizeof in0, &in0},  {sizeof in0_off, &in0_off},
                 {sizeof in1, &in1},       {sizeof in1_off, &in1_off}, {sizeof rows, &rows}, {sizeof cols, &cols},
                 {sizeof ld_out, &ld_out}, {sizeof ld0, &ld0},         {sizeof ld1, &ld1}};
+    // NOLINTEND(bugprone-sizeof-expression)
     for (cl_uint i = 0; i < sizeof args / sizeof args[0]; ++i)
       check(clSetKernelArg(k.kernel(), i, args[i].size, args[i].value),
             "clSetKernelArg(" + k.entry() + ", " + std::to_string(i) + ")");
@@ -248,10 +251,12 @@ QueueOwner queue_owner(void* queue) {
   if (!queue) throw Error(ErrorCode::invalid_argument, "the OpenCL stream must be a cl_command_queue, not null");
   auto q = static_cast<cl_command_queue>(queue);
   QueueOwner o;
+  // NOLINTBEGIN(bugprone-sizeof-expression): OpenCL takes handles (cl_mem, cl_context) by their size
   check(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof o.context, &o.context, nullptr),
         "clGetCommandQueueInfo(CL_QUEUE_CONTEXT) on the stream", ErrorCode::invalid_argument);
   check(clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof o.device, &o.device, nullptr),
         "clGetCommandQueueInfo(CL_QUEUE_DEVICE) on the stream", ErrorCode::invalid_argument);
+  // NOLINTEND(bugprone-sizeof-expression)
   return o;
 }
 
@@ -280,8 +285,10 @@ std::unique_ptr<Backend> make_opencl_backend_for_queue(void* queue) {
   const QueueOwner o = queue_owner(queue);
   DeviceHandle handle;
   handle.device = o.device;
+  // NOLINTBEGIN(bugprone-sizeof-expression): OpenCL takes handles (cl_mem, cl_context) by their size
   check(clGetDeviceInfo(o.device, CL_DEVICE_PLATFORM, sizeof handle.platform, &handle.platform, nullptr),
         "clGetDeviceInfo(CL_DEVICE_PLATFORM)");
+  // NOLINTEND(bugprone-sizeof-expression)
   int index = 0;  // the device's place in `kplay devices`, for messages; 0 if not listed (a sub-device)
   try {
     const std::vector<DeviceHandle> devices = list_devices();

@@ -2,6 +2,7 @@
 // into a status plus a thread-local message.
 #include "kplay/kplay.h"
 
+#include <cstring>
 #include <string>
 
 #include "kplay/kplay.hpp"
@@ -40,26 +41,40 @@ kplay_status guarded(Fn fn) {
   }
 }
 
-kplay::Dtype dtype_of(kplay_dtype d) {
-  switch (d) {
+// A C caller may pass any int where the header declares an enum, and reading such a value as
+// the C++ enum type is undefined (UBSan: "not a valid value for type"). So the codes are taken
+// by reference and read as the ints they are before anything compares them.
+template <class Enum>
+int code_of(const Enum& e) {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized");
+  int code = 0;
+  std::memcpy(&code, &e, sizeof code);
+  return code;
+}
+
+kplay::Dtype dtype_of(const kplay_dtype& d) {
+  switch (code_of(d)) {
     case KPLAY_F32: return kplay::Dtype::f32;
     case KPLAY_F16: return kplay::Dtype::f16;
     case KPLAY_BF16: return kplay::Dtype::bf16;
     case KPLAY_F64: return kplay::Dtype::f64;
+    default: break;
   }
-  throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown dtype code " + std::to_string(static_cast<int>(d)));
+  throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown dtype code " + std::to_string(code_of(d)));
 }
 
-kplay::Stream stream_of(kplay_backend b, void* handle) {
-  if (b != KPLAY_BACKEND_CUDA && b != KPLAY_BACKEND_OPENCL)
-    throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown backend code " + std::to_string(static_cast<int>(b)));
-  return {b == KPLAY_BACKEND_CUDA ? kplay::Backend::cuda : kplay::Backend::opencl, handle};
+kplay::Stream stream_of(const kplay_backend& b, void* handle) {
+  const int code = code_of(b);
+  if (code != KPLAY_BACKEND_CUDA && code != KPLAY_BACKEND_OPENCL)
+    throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown backend code " + std::to_string(code));
+  return {code == KPLAY_BACKEND_CUDA ? kplay::Backend::cuda : kplay::Backend::opencl, handle};
 }
 
-kplay::Saved saved_of(kplay_saved s) {
-  if (s != KPLAY_SAVED_INPUT && s != KPLAY_SAVED_OUTPUT)
-    throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown saved code " + std::to_string(static_cast<int>(s)));
-  return s == KPLAY_SAVED_INPUT ? kplay::Saved::input : kplay::Saved::output;
+kplay::Saved saved_of(const kplay_saved& s) {
+  const int code = code_of(s);
+  if (code != KPLAY_SAVED_INPUT && code != KPLAY_SAVED_OUTPUT)
+    throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown saved code " + std::to_string(code));
+  return code == KPLAY_SAVED_INPUT ? kplay::Saved::input : kplay::Saved::output;
 }
 
 std::string name_of(const char* activation) {

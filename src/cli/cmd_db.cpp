@@ -127,6 +127,9 @@ class DbCommand : public Command {
       ss << in.rdbuf();
       text = ss.str();
     }
+    constexpr std::size_t kMaxImportBytes = 64u << 20;  // exports are kilobytes; refuse before parsing
+    if (text.size() > kMaxImportBytes)
+      throw Error(ErrorCode::invalid_argument, import_file_ + ": larger than 64 MiB; not a kplay export");
     nlohmann::json doc;
     try {
       doc = nlohmann::json::parse(text);

@@ -60,6 +60,7 @@ class RunCommand : public Command {
       throw Error(ErrorCode::invalid_argument, "--warmup must be >= 0 and --repeat >= 1");
     const auto acts = flags_.activation_list();
     std::vector<KernelSpec> specs;
+    specs.reserve(acts.size());
     for (const auto& a : acts) specs.push_back(flags_.spec(a));
     const KernelConfig requested = flags_.config();
     for (const auto& spec : specs) resolve_config(spec, requested, generic_limits(flags_.backend));

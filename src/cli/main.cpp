@@ -19,7 +19,7 @@ int exit_code(kplay::ErrorCode code) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   CLI::App app{"kplay: element-wise activation kernels specialized at run time (NVRTC, OpenCL)"};
   app.require_subcommand(1);
   std::vector<std::unique_ptr<kplay::cli::Command>> commands;
@@ -49,4 +49,13 @@ int main(int argc, char** argv) {
     return kplay::cli::kExitFailed;
   }
   return kplay::cli::kExitUsage;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (...) {  // setting up the commands failed (out of memory): still a message, not a crash
+    std::fprintf(stderr, "kplay: error: cannot start\n");
+    return kplay::cli::kExitFailed;
+  }
 }

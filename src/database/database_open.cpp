@@ -13,6 +13,7 @@
 
 #include "database_impl.hpp"
 #include "key_lock.hpp"
+#include "private_dir.hpp"
 #include "schema.hpp"
 
 namespace kplay {
@@ -35,7 +36,7 @@ std::string aside_name(const std::string& path) {
 }  // namespace
 
 std::string KernelDatabase::default_path() {
-  if (const std::string p = env("KPLAY_DB"); !p.empty()) return p;
+  if (std::string p = env("KPLAY_DB"); !p.empty()) return p;
   // XDG: a relative XDG_CACHE_HOME is invalid and ignored.
   if (const std::string x = env("XDG_CACHE_HOME"); !x.empty() && x[0] == '/') return x + "/kplay/kernels.db";
   std::string home = env("HOME");
@@ -103,9 +104,7 @@ void KernelDatabase::Impl::open_file() {
   conn.close();
   const fs::path file(path);
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(ErrorCode::io_failed, "cannot create the directory " + dir.string() + ": " + ec.message());
+  ensure_private_directory(dir.string(), "directory", false);
   if (access(dir.c_str(), W_OK) != 0)  // WAL needs to create files beside the database
     throw Error(ErrorCode::io_failed, "the directory " + dir.string() + " is not writable");
 

@@ -9,10 +9,10 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include "../hash.hpp"
 #include "kplay/error.hpp"
+#include "private_dir.hpp"
 
 namespace kplay {
 namespace {
@@ -40,12 +40,11 @@ std::string file_name(const std::string& name) {
 }  // namespace
 
 std::unique_ptr<BinaryStore::KeyLock> acquire_file_lock(const std::string& dir, const std::string& name) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(ErrorCode::io_failed, "cannot create the lock directory " + dir + ": " + ec.message());
+  ensure_private_directory(dir, "lock directory", true);
   const std::string path = dir + "/" + file_name(name);
   for (;;) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // O_NOFOLLOW: a symlink in place of a lock file is refused, never followed.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) throw Error(ErrorCode::io_failed, "cannot open the lock file " + path + ": " + std::strerror(errno));
     int rc;
     while ((rc = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {

@@ -1,6 +1,7 @@
 // Looking after the kernel database: verify (SQLite's integrity check, every binary's checksum,
 // every stored config), clear, statistics, and moving tuning records between machines as JSON.
 #include "database_impl.hpp"
+#include "import_validation.hpp"
 #include "tuning_json.hpp"
 
 namespace kplay {
@@ -132,7 +133,8 @@ nlohmann::json KernelDatabase::export_json() {
 }
 
 std::size_t KernelDatabase::import_json(const nlohmann::json& doc) {
-  const TuningDocument parsed = document_from_json(doc);  // all or nothing: check before writing
+  TuningDocument parsed = document_from_json(doc);  // all or nothing: check before writing
+  validate_import(parsed);
   impl_->with_db([&] {
     db::Transaction t(impl_->conn);
     for (const auto& [fingerprint, info] : parsed.devices) db::write_device(impl_->conn, fingerprint, info);

@@ -94,10 +94,16 @@ const std::vector<std::vector<const char*>>& migrations() {
 }  // namespace
 
 SchemaProbe probe_schema(Connection& c) {
+  // One statement, so one read snapshot: three separate reads could straddle another process's
+  // commit of the new schema and see its tables without its application_id (a "foreign" file).
+  Statement s(c,
+              "SELECT (SELECT user_version FROM pragma_user_version), "
+              "(SELECT application_id FROM pragma_application_id), (SELECT COUNT(*) FROM sqlite_master)");
   SchemaProbe p;
-  p.version = c.query_int("PRAGMA user_version");
-  p.ours = c.query_int("PRAGMA application_id") == kApplicationId;
-  p.empty = c.query_int("SELECT COUNT(*) FROM sqlite_master") == 0;
+  if (!s.step()) return p;
+  p.version = s.column_int(0);
+  p.ours = s.column_int(1) == kApplicationId;
+  p.empty = s.column_int(2) == 0;
   return p;
 }
 

@@ -21,7 +21,8 @@ struct SchemaProbe {
   bool ours = false;         // application_id is kplay's
 };
 
-// Reads only; throws CorruptDatabase for a file that is not a database.
+// Reads only, from one consistent snapshot (a schema another process is creating is either not
+// there yet or complete); throws CorruptDatabase for a file that is not a database.
 SchemaProbe probe_schema(Connection& c);
 
 // Whether migrate() may touch the file, and if not, why (empty when it may).

@@ -2,8 +2,10 @@
 #include "tuning_json.hpp"
 
 #include <cctype>
+#include <regex>
 #include <limits>
 
+#include "../activations.hpp"
 #include "kplay/error.hpp"
 
 namespace kplay {
@@ -102,14 +104,30 @@ json spec_to_json(const KernelSpec& s) {
           {"saved", to_string(s.saved)}};
 }
 
+// An imported activation is a built-in in canonical form ("leaky_relu(negative_slope=0.2)") or
+// a user snippet's key ("my_act@1a2b3c4d", which only ever matches that snippet); never a path,
+// which resolving would open.
+void check_activation_text(const std::string& text, const std::string& where) {
+  static const std::regex user_key("[A-Za-z_][A-Za-z0-9_]{0,63}@[0-9a-f]{8}");
+  if (text.empty() || text.size() > 256)
+    bad(where, "'" + text.substr(0, 64) + "' is not an activation (empty or longer than 256 characters)");
+  for (char ch : text)
+    if (ch == '/' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      bad(where, "'" + text + "' is not an activation (a path or a control character)");
+  if (std::regex_match(text, user_key)) return;
+  std::string canonical;
+  try {
+    canonical = resolve_activation(text).canonical;
+  } catch (const Error& e) {
+    bad(where, e.what());
+  }
+  if (canonical != text) bad(where, "'" + text + "' is not in canonical form (write '" + canonical + "')");
+}
+
 KernelSpec spec_from_json(const json& j, const std::string& where) {
   KernelSpec s;
   s.activation = get_string(j, "activation", where);
-  bool name_ok = !s.activation.empty() && s.activation.size() <= 64;
-  for (char ch : s.activation)
-    if (!(std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_'))
-      name_ok = false;
-  if (!name_ok) bad(where + ".activation", "'" + s.activation + "' is not an activation name");
+  check_activation_text(s.activation, where + ".activation");
   const std::string direction = get_string(j, "direction", where);
   s.direction = parsed(where + ".direction", [&] { return parse_direction(direction); });
   const std::string dtype = get_string(j, "dtype", where);
@@ -239,6 +257,16 @@ json document_to_json(const TuningDocument& doc) {
 
 TuningDocument document_from_json(const json& j) {
   if (!j.is_object()) bad("document", "expected a JSON object (as written by `kplay db export`)");
+  // Compiled code is never imported: a binary is found by its key, which only this kplay's own
+  // compile of the rendered source for this device produces.
+  if (j.contains("binaries"))
+    bad("document.binaries", "binaries are never imported (kplay compiles its own on each device); "
+                             "remove the field to import the tunings");
+  for (const auto& [name, value] : j.items())
+    if (name != "format" && name != "version" && name != "devices" && name != "tunings" && name != "exported_unix")
+      bad("document", "unknown field '" + name.substr(0, 40) +
+                          "' (expected format, version, exported_unix, devices, tunings)");
+  if (j.contains("exported_unix")) get_int(j, "exported_unix", "document", 0, kI64Max);
   if (get_string(j, "format", "document") != kTuningFormatName)
     bad("document.format", std::string("expected \"") + kTuningFormatName + "\"");
   const std::int64_t version = get_int(j, "version", "document", 1, kI64Max);

@@ -153,7 +153,10 @@ std::optional<TuningRecord> KernelDatabase::find_tuning(const std::string& finge
         {"architecture", "backend = ?1 AND arch = ?2 AND "},
     };
     for (const auto& [match, where] : levels) {
-      db::Statement s(impl_->conn, std::string("SELECT ") + kTuningColumns + " FROM tunings WHERE " + where + spec_match);
+      std::string sql = std::string("SELECT ") + kTuningColumns + " FROM tunings WHERE ";
+      sql += where;
+      sql += spec_match;
+      db::Statement s(impl_->conn, sql);
       s.bind(1, match == std::string("device") ? fingerprint : backend).bind(2, arch);
       s.bind(3, k.activation).bind(4, to_string(k.direction)).bind(5, to_string(k.dtype)).bind(6, to_string(k.saved));
       s.bind(7, bucket);

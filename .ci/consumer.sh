@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the build in ./build into a temporary prefix and builds tests/consumer against it:
+# with find_package(kplay) (C and C++, the README snippet included), with pkg-config (C), and
+# from the source tree with add_subdirectory. Each program runs; all work without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+cmake --install build --prefix "$prefix" >/dev/null
+echo "installed: $(cd "$prefix" && find . -type f -o -type l | sort | tr '\n' ' ')"
+soname=$(objdump -p "$prefix"/lib*/libkplay.so | awk '/SONAME/ {print $2}')
+echo "SONAME: $soname"
+[[ "$soname" == libkplay.so.* ]] || { echo "libkplay.so has no versioned SONAME"; exit 1; }
+"$prefix/bin/kplay" --help >/dev/null
+
+echo "-- find_package(kplay)"
+cmake -S tests/consumer -B "$work/fp" -DCMAKE_PREFIX_PATH="$prefix" -DKPLAY_README="$PWD/README.md" >/dev/null
+cmake --build "$work/fp" -j"$(nproc)" >/dev/null
+ctest --test-dir "$work/fp" --output-on-failure
+
+echo "-- pkg-config"
+export PKG_CONFIG_PATH
+PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name kplay.pc)")
+libdir=$(pkg-config --variable=libdir kplay)
+# shellcheck disable=SC2046  # pkg-config's flags are meant to split
+cc tests/consumer/consumer.c -o "$work/consumer_pc" -DKPLAY_EXPECTED_VERSION="\"$(pkg-config --modversion kplay)\"" \
+  $(pkg-config --cflags --libs kplay) -Wl,-rpath,"$libdir"
+"$work/consumer_pc"
+
+echo "-- add_subdirectory"
+cmake -S tests/consumer -B "$work/sub" -DKPLAY_SOURCE_DIR="$PWD" -DKPLAY_README="$PWD/README.md" >/dev/null
+cmake --build "$work/sub" -j"$(nproc)" >/dev/null
+ctest --test-dir "$work/sub" --output-on-failure

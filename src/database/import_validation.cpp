@@ -1,0 +1,117 @@
+// Semantic checks of an imported tuning document; see import_validation.hpp.
+#include "import_validation.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <map>
+
+#include "../config_validation.hpp"
+#include "../device_fingerprint.hpp"
+#include "kplay/error.hpp"
+
+namespace kplay {
+namespace {
+
+[[noreturn]] void bad(const std::string& where, const std::string& what) {
+  throw Error(ErrorCode::invalid_argument, where + ": " + what);
+}
+
+// Printable ASCII or UTF-8 continuation bytes; no control characters, bounded.
+void check_text(const std::string& text, const std::string& where, std::size_t max) {
+  if (text.size() > max) bad(where, "longer than " + std::to_string(max) + " bytes");
+  for (const char ch : text)
+    if (std::iscntrl(static_cast<unsigned char>(ch)) && ch != '\n' && ch != '\t')
+      bad(where, "contains a control character");
+}
+
+// Names end up in file names (lock files) and messages: no separators, no "..", no leading dot.
+void check_name(const std::string& name, const std::string& where) {
+  check_text(name, where, kMaxImportText);
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos ||
+      name.find("..") != std::string::npos || (!name.empty() && name[0] == '.'))
+    bad(where, "'" + name + "' looks like a path, not a name");
+}
+
+void check_fingerprint(const std::string& fp, const std::string& where) {
+  bool ok = fp.size() == 16;
+  for (const char ch : fp) ok = ok && std::isxdigit(static_cast<unsigned char>(ch)) && !std::isupper(static_cast<unsigned char>(ch));
+  if (!ok) bad(where, "'" + fp.substr(0, 40) + "' is not a device fingerprint (16 lowercase hex digits)");
+}
+
+void check_backend(const std::string& backend, const std::string& where) {
+  if (backend != "cuda" && backend != "opencl") bad(where, "'" + backend + "' is not a backend (cuda or opencl)");
+}
+
+void check_time(double x, const std::string& where) {
+  if (!std::isfinite(x)) bad(where, "expected a finite number");
+}
+
+// The command line's checks (config_validation.hpp), with the knob's name placed in the document.
+// Stored as given (a round trip keeps every field), used only through resolve_config again.
+void check_config(const KernelSpec& spec, const KernelConfig& c, const std::string& backend, const std::string& where) {
+  TargetLimits limits;
+  limits.backend = backend;
+  try {
+    resolve_config(spec, c, limits);
+  } catch (const Error& e) {
+    bad(where, e.what());
+  }
+}
+
+}  // namespace
+
+void validate_import(TuningDocument& doc) {
+  std::map<std::string, const rt::DeviceInfo*> devices;
+  for (std::size_t i = 0; i < doc.devices.size(); ++i) {
+    const auto& [fp, d] = doc.devices[i];
+    const std::string where = "devices[" + std::to_string(i) + "]";
+    check_fingerprint(fp, where + ".fingerprint");
+    check_backend(d.backend, where + ".backend");
+    for (const auto& [name, text] : {std::pair<const char*, const std::string&>{"name", d.name},
+                                     {"platform", d.platform}, {"arch", d.arch},
+                                     {"driver_version", d.driver_version},
+                                     {"compiler_version", d.compiler_version},
+                                     {"compile_target", d.compile_target}})
+      check_text(text, where + "." + name, kMaxImportText);
+    check_text(d.note, where + ".note", kMaxImportNote);
+    if (device_fingerprint(d) != fp)
+      bad(where + ".fingerprint", fp + " does not match the device it describes (" + device_fingerprint(d) + ")");
+    devices[fp] = &d;
+  }
+  if (doc.tunings.size() > kMaxImportTunings)
+    bad("tunings", "more than " + std::to_string(kMaxImportTunings) + " records");
+  for (std::size_t i = 0; i < doc.tunings.size(); ++i) {
+    TuningRecord& r = doc.tunings[i];
+    const std::string where = "tunings[" + std::to_string(i) + "]";
+    check_fingerprint(r.fingerprint, where + ".fingerprint");
+    check_backend(r.backend, where + ".backend");
+    check_text(r.device_name, where + ".device_name", kMaxImportText);
+    check_name(r.arch, where + ".arch");
+    check_name(r.spec.activation, where + ".spec.activation");
+    check_text(r.strategy, where + ".strategy", kMaxImportText);
+    if (const auto it = devices.find(r.fingerprint); it != devices.end()) {
+      const rt::DeviceInfo& d = *it->second;
+      if (d.backend != r.backend || d.name != r.device_name || d.arch != r.arch)
+        bad(where, "backend, device_name and arch disagree with the device " + r.fingerprint + " of this document");
+    }
+    if (r.n == 0) bad(where + ".n", "expected a size > 0");
+    r.size_bucket = size_bucket(r.n);  // derived, never taken from the document (as save_tuning does)
+    check_time(r.best_ms, where + ".best_ms");
+    check_time(r.best_gbps, where + ".best_gbps");
+    check_time(r.copy_gbps, where + ".copy_gbps");
+    check_config(r.spec, r.best, r.backend, where + ".best");
+    if (r.candidates.size() > kMaxImportCandidates)
+      bad(where + ".candidates", "more than " + std::to_string(kMaxImportCandidates) + " candidates");
+    for (std::size_t k = 0; k < r.candidates.size(); ++k) {
+      const CandidateResult& c = r.candidates[k];
+      const std::string cw = where + ".candidates[" + std::to_string(k) + "]";
+      check_config(r.spec, c.config, r.backend, cw + ".config");
+      check_time(c.median_ms, cw + ".median_ms");
+      check_time(c.spread_ms, cw + ".spread_ms");
+      check_time(c.gbps, cw + ".gbps");
+      check_text(c.rejection, cw + ".rejection", kMaxImportNote);
+    }
+  }
+}
+
+}  // namespace kplay

@@ -1,0 +1,171 @@
+// The fuzz targets of fuzz_targets.hpp: sizes and shapes, activation names, the config flags of
+// the command line, and `kplay db import` documents.
+#include "fuzz_targets.hpp"
+
+#include <CLI/CLI.hpp>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "activations.hpp"
+#include "cli/config_flags.hpp"
+#include "codegen.hpp"
+#include "config_validation.hpp"
+#include "database/kernel_database.hpp"
+#include "kplay/error.hpp"
+#include "size_parse.hpp"
+
+namespace kplay::fuzz {
+namespace {
+
+std::string text_of(const std::uint8_t* data, std::size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+void sizes(const std::uint8_t* data, std::size_t size) {
+  const std::string text = text_of(data, size);
+  try {
+    parse_count(text);
+  } catch (const Error&) {
+  }
+  try {
+    const auto shape = parse_shape(text);
+    if (shape.empty()) throw std::logic_error("parse_shape accepted '" + text + "' as an empty shape");
+    shape_string(shape);
+    shape_elements(shape);
+  } catch (const Error&) {
+  }
+}
+
+void activation(const std::uint8_t* data, std::size_t size) {
+  const std::string text = text_of(data, size);
+  try {
+    // The activation parser under test. Path-like text is left out: it names a file to open.
+    if (text.find('/') != std::string::npos) return;
+    const ResolvedActivation act = resolve_activation(text);
+    KernelSpec spec;
+    spec.activation = act.canonical;
+    resolve_config(spec, KernelConfig{}, TargetLimits{});
+    render_kernel(spec, resolve_config(spec, KernelConfig{}, TargetLimits{}), opencl_dialect());
+  } catch (const Error&) {
+  }
+}
+
+// Bytes split at NUL or newline into argv, parsed as `kplay run`'s knobs, then checked.
+void config_flags(const std::uint8_t* data, std::size_t size) {
+  std::vector<std::string> args = {"kplay"};
+  std::string current;
+  for (std::size_t i = 0; i < size; ++i) {
+    const char ch = static_cast<char>(data[i]);
+    if (ch == '\0' || ch == '\n') {
+      args.push_back(current);
+      current.clear();
+    } else {
+      current += ch;
+    }
+  }
+  args.push_back(current);
+  if (args.size() > 64) return;
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  CLI::App app("fuzz");
+  cli::ConfigFlags flags;
+  cli::add_config_flags(app, flags, true);
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+    const KernelConfig config = flags.config();
+    const TargetLimits limits = cli::generic_limits(flags.backend);
+    for (const auto& name : flags.activation_list()) resolve_config(flags.spec(name), config, limits);
+  } catch (const CLI::Error&) {
+  } catch (const Error&) {
+  }
+}
+
+nlohmann::json export_seed();
+
+// Bytes that are not JSON become edits of a valid export, so most inputs get past the parser:
+// each 3 bytes pick a node (a walk of up to 6 steps) and replace it with a hostile value.
+nlohmann::json edited_export(const std::uint8_t* data, std::size_t size) {
+  static const nlohmann::json values[] = {nullptr, -1, 0, 48, 1u << 31, std::numeric_limits<std::int64_t>::max(),
+                                          std::numeric_limits<std::uint64_t>::max(), 1e308, -0.0, true, "",
+                                          "../../etc/passwd", std::string(300, 'a'), std::string("a\x01b"),
+                                          "selu", "one-shot", "grid-stride:0", nlohmann::json::array(),
+                                          nlohmann::json::object(), "0123456789abcdef"};
+  nlohmann::json doc = export_seed();
+  for (std::size_t i = 0; i + 2 < size; i += 3) {
+    nlohmann::json* node = &doc;
+    for (int depth = data[i + 1] % 7; depth > 0 && (node->is_object() || node->is_array()) && !node->empty(); --depth) {
+      auto it = node->begin();
+      std::advance(it, data[i] % node->size());
+      node = &*it;
+    }
+    if (data[i + 2] == 255 && doc.is_object() && !doc.empty()) doc.erase(doc.begin());  // drop a top-level field
+    else *node = values[data[i + 2] % (sizeof values / sizeof values[0])];
+  }
+  return doc;
+}
+
+// The whole `kplay db import` path after reading the file: parse, check, write (in memory).
+void import_document(const std::uint8_t* data, std::size_t size) {
+  nlohmann::json doc = nlohmann::json::parse(data, data + size, nullptr, false);
+  if (doc.is_discarded()) doc = edited_export(data, size);
+  static const std::unique_ptr<KernelDatabase> db = [] {  // one for all inputs: opening costs more than importing
+    KernelDatabase::Options o;
+    o.path = ":memory:";
+    o.warn = [](const std::string& m) { throw std::logic_error("database warning during import: " + m); };
+    return std::make_unique<KernelDatabase>(o);
+  }();
+  try {
+    db->import_json(doc);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::invalid_argument)
+      throw std::logic_error(std::string("import failed with an error other than invalid input: ") + e.what());
+  }
+}
+
+const char* kExport = R"({"format": "kplay-tuning", "version": 1, "exported_unix": 1700000000,
+ "devices": [{"fingerprint": "0123456789abcdef", "backend": "cuda", "index": 0, "name": "GPU A",
+   "platform": "", "arch": "sm_90", "driver_version": "13.0", "compiler_version": "13.0",
+   "memory_bytes": 85899345920, "compute_units": 132, "max_threads_per_unit": 2048,
+   "max_block": 1024, "l2_bytes": 52428800, "compile_target": "sm_90", "note": ""}],
+ "tunings": [{"fingerprint": "0123456789abcdef", "backend": "cuda", "device_name": "GPU A",
+   "arch": "sm_90", "spec": {"activation": "selu", "direction": "backward", "dtype": "bf16",
+   "saved": "output"}, "n": 1048576, "size_bucket": 20,
+   "best": {"vec": 8, "block": 256, "per_thread": 4, "fast_math": false, "grid": "grid-stride",
+   "waves": 4, "cache": "streaming"}, "best_ms": 0.25, "best_gbps": 900.0, "copy_gbps": 1000.0,
+   "strategy": "exhaustive", "created_unix": 1700000000,
+   "candidates": [{"config": {"vec": 0, "block": 1024, "per_thread": 1, "fast_math": true,
+     "grid": "one-shot", "waves": 0, "cache": "default"}, "ok": false, "median_ms": 0,
+     "spread_ms": 0, "gbps": 0, "rejection": "wrong output"}]}]})";
+
+// Seeds for config_flags: arguments joined by NUL, as the target splits them.
+std::string argv_bytes(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : std::string(1, '\0')) + a;
+  return out;
+}
+
+nlohmann::json export_seed() {
+  static const nlohmann::json seed = nlohmann::json::parse(kExport);
+  return seed;
+}
+
+}  // namespace
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = {
+      {"sizes", sizes, {"1000", "2^31+5", "4096x393216", "1x1x1", "0", "-1", "18446744073709551616", "2^64", "1e9"}},
+      {"activation", activation, {"selu", "relu", "leaky_relu(negative_slope=0.2)", "SELU", ""}},
+      {"config-flags",
+       config_flags,
+       {argv_bytes({"--act", "selu,relu", "--vec", "4", "--block", "256"}),
+        argv_bytes({"--grid", "grid-stride:8", "--cache", "streaming", "--backend", "opencl"}),
+        argv_bytes({"--dtype", "bf16", "--direction", "backward", "--saved", "output", "--per-thread", "4"}),
+        argv_bytes({"--fast-math", "--device", "0"})}},
+      {"import", import_document, {kExport, R"({"format": "kplay-tuning", "version": 1, "tunings": []})"}},
+  };
+  return all;
+}
+
+}  // namespace kplay::fuzz
