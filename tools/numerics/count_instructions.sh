@@ -55,11 +55,11 @@ for f in "${fns[@]}"; do
   ptx[$f]=$(awk -v s="k_$f(" 'index($0, ".entry " s) {on = 1; next} on && /^}/ {on = 0}
     on && /^[ \t]+[a-z]/ {n++} END {print n + 0}' "$work/k.ptx")
 done
-printf '%-12s %12s %12s\n' function "SASS-copy" "PTX-copy"
+printf '%-18s %12s %12s\n' function "SASS-copy" "PTX-copy"
 for f in "${fns[@]}"; do
   [ "$f" = copy ] && continue
   s="-"
   [ -n "$nvdisasm" ] && s=$(( ${sass[$f]} - ${sass[copy]} ))
-  printf '%-12s %12s %12s\n' "$f" "$s" "$(( ${ptx[$f]} - ${ptx[copy]} ))"
+  printf '%-18s %12s %12s\n' "$f" "$s" "$(( ${ptx[$f]} - ${ptx[copy]} ))"
 done
 [ -n "$nvdisasm" ] && echo "(copy kernel itself: ${sass[copy]} SASS, ${ptx[copy]} PTX instructions)"
