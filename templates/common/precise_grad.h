@@ -6,8 +6,9 @@
  *
  * Pattern: f'(x) is formed as a float-float fh + fl, and the result is g * fh + g * fl rounded
  * once. Where f'(x) is tiny (far negative x) it is formed at 2^64 scale and the product scaled
- * back, so that g * f'(x) keeps its bits down to 2^-126 for |g| up to 2^64 (the scale is only
- * used where f'(x) < 2^-64, so g * f'(x) * 2^64 cannot overflow). Each derivative has a root
+ * back, so that g * f'(x) keeps its bits down to 2^-126 for |g| <= 2^38 (larger |g|: results
+ * just above 2^-126 in the far tails may lose bits, as exp's low part is dropped below 2^-100).
+ * The scale is only used where f'(x) < 2^-64, so g * f'(x) * 2^64 cannot overflow. Each derivative has a root
  * where its terms cancel; around it f'(x) = (x - x0) q(x) with q fitted (fit_grad_roots.py).
  * Special values follow torch's formulas: x = +-inf gives NaN (inf * 0), NaN gives NaN; large
  * finite |x| gives g (f' = 1) or +-0 without spurious overflow. */
