@@ -9,10 +9,11 @@ nvdisasm="${NVDISASM:-$(command -v nvdisasm || true)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fns=(copy exp_ff expm1_ff selu sigmoid silu tanh tanhshrink softplus softplus_b2 logsigmoid mish
-     gelu_tanh gelu sigmoid_grad tanh_grad silu_grad)
+     gelu_tanh gelu sigmoid_grad tanh_grad silu_grad silu_grad_g gelu_grad_g gelu_tanh_grad_g mish_grad_g)
 {
   echo '#include "cuda_prelude_stub.cuh"'
   echo '#include "precise_math.h"'
+  echo '#include "precise_grad.h"'
   echo 'static __device__ __forceinline__ float f_copy(float x) { return x; }'
   echo 'static __device__ __forceinline__ float f_exp_ff(float x) { float l; float h = kp_exp_ff(x, &l); return h + l; }'
   echo 'static __device__ __forceinline__ float f_expm1_ff(float x) { float l; float h = kp_expm1_ff(x, &l); return h + l; }'
@@ -23,13 +24,24 @@ fns=(copy exp_ff expm1_ff selu sigmoid silu tanh tanhshrink softplus softplus_b2
   for f in sigmoid silu tanh tanhshrink logsigmoid mish gelu_tanh gelu sigmoid_grad tanh_grad silu_grad; do
     echo "static __device__ __forceinline__ float f_$f(float x) { return kp_precise_$f(x); }"
   done
+  # backward functions g * f'(x): g from a second input array, so the count includes its load
+  for f in silu gelu gelu_tanh mish; do
+    echo "static __device__ __forceinline__ float f_${f}_grad_g(float x, float g) { return kp_precise_${f}_grad(g, x); }"
+  done
   for f in "${fns[@]}"; do
+    case $f in
+      *_grad_g)
+        echo "extern \"C\" __global__ void k_$f(const float* __restrict__ in, const float* __restrict__ gin, float* __restrict__ out, int n) {"
+        echo "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = f_$f(in[i], gin[i]); }"
+        continue ;;
+    esac
     echo "extern \"C\" __global__ void k_$f(const float* __restrict__ in, float* __restrict__ out, int n) {"
     echo "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = f_$f(in[i]); }"
   done
 } > "$work/k.cu"
-"$nvcc" -arch=sm_90 -O3 -I"$here" -I"$here/../../templates/common" -cubin -o "$work/k.cubin" "$work/k.cu"
-"$nvcc" -arch=sm_90 -O3 -I"$here" -I"$here/../../templates/common" -ptx -o "$work/k.ptx" "$work/k.cu"
+# --fmad=false as the kernels are compiled: every fma in the headers is an explicit KP_FMAF
+"$nvcc" -arch=sm_90 -O3 --fmad=false -I"$here" -I"$here/../../templates/common" -cubin -o "$work/k.cubin" "$work/k.cu"
+"$nvcc" -arch=sm_90 -O3 --fmad=false -I"$here" -I"$here/../../templates/common" -ptx -o "$work/k.ptx" "$work/k.cu"
 declare -A sass ptx
 if [ -n "$nvdisasm" ]; then
   "$nvdisasm" "$work/k.cubin" > "$work/k.sass"
@@ -43,11 +55,11 @@ for f in "${fns[@]}"; do
   ptx[$f]=$(awk -v s="k_$f(" 'index($0, ".entry " s) {on = 1; next} on && /^}/ {on = 0}
     on && /^[ \t]+[a-z]/ {n++} END {print n + 0}' "$work/k.ptx")
 done
-printf '%-12s %12s %12s\n' function "SASS-copy" "PTX-copy"
+printf '%-18s %12s %12s\n' function "SASS-copy" "PTX-copy"
 for f in "${fns[@]}"; do
   [ "$f" = copy ] && continue
   s="-"
   [ -n "$nvdisasm" ] && s=$(( ${sass[$f]} - ${sass[copy]} ))
-  printf '%-12s %12s %12s\n' "$f" "$s" "$(( ${ptx[$f]} - ${ptx[copy]} ))"
+  printf '%-18s %12s %12s\n' "$f" "$s" "$(( ${ptx[$f]} - ${ptx[copy]} ))"
 done
 [ -n "$nvdisasm" ] && echo "(copy kernel itself: ${sass[copy]} SASS, ${ptx[copy]} PTX instructions)"

@@ -2,6 +2,7 @@
 // GPU) and compares with long-double references. See README.md.
 #include "host_prelude.h"
 #include "precise_math.h"
+#include "precise_grad.h"
 
 #include <atomic>
 #include <cfloat>
@@ -33,6 +34,7 @@ struct UlpTest {
   float (*fn)(float);
   LD (*ref)(float);
   std::vector<std::pair<float, float>> windows;  // dense positive ranges, swept for +x and -x
+  bool normal_only = false;  // bound only results whose true value is normal (backward functions)
 };
 // A float-float function: hi + lo compared relatively with the reference.
 struct FFTest {
@@ -49,6 +51,8 @@ struct Stats {
   uint64_t n = 0, over_half = 0, over_one = 0, over_two = 0;
   uint64_t nan_bad = 0, inf_bad = 0, zero_sign_bad = 0;
   float nan_x = 0, inf_x = 0, zero_x = 0;
+  uint64_t sub_n = 0;   // normal_only tests: results whose true value is subnormal, not bounded
+  double sub_max = 0;   // their max error in ulps of 2^-149
   std::vector<double> binade_max = std::vector<double>(512, 0.0);  // by sign and exponent of x
   std::vector<float> binade_x = std::vector<float>(512, 0.0f);
   void merge(const Stats& o) {
@@ -57,6 +61,8 @@ struct Stats {
     if (o.max_err > max_err) {
       max_err = o.max_err, worst_x = o.worst_x, worst_y = o.worst_y, worst_ref = o.worst_ref;
     }
+    sub_n += o.sub_n;
+    if (o.sub_max > sub_max) sub_max = o.sub_max;
     n += o.n, over_half += o.over_half, over_one += o.over_one, over_two += o.over_two;
     if (o.nan_bad && !nan_bad) nan_x = o.nan_x;
     if (o.inf_bad && !inf_bad) inf_x = o.inf_x;
@@ -114,7 +120,13 @@ void record(Stats& st, double err, float x, float y, LD ref) {
 void check_ulp(const UlpTest& t, float x, Stats& st) {
   float y = t.fn(x);
   LD ref = t.ref(x);
-  record(st, ulp_error(x, y, ref, st), x, y, ref);
+  double err = ulp_error(x, y, ref, st);
+  if (t.normal_only && err >= 0 && std::fabs(ref) < std::ldexp(1.0L, -126)) {
+    ++st.n, ++st.sub_n;
+    if (err > st.sub_max) st.sub_max = err;
+    return;
+  }
+  record(st, err, x, y, ref);
 }
 
 // Relative error of hi + lo where the reference is a normal float; special values must match on hi.
@@ -146,6 +158,7 @@ struct Options {
   unsigned window_log2 = 21;  // at most 2^window_log2 points per window and sign
   unsigned threads = 2;
   std::vector<std::string> only;
+  std::vector<float> grad_g;  // incoming gradients for the backward tests (--g); default list in tests.inc
 };
 
 // Every step-th bit pattern, then every float of each window (thinned to at most
@@ -206,6 +219,9 @@ void print_ulp(const char* name, const Stats& s) {
               " | n=%" PRIu64 "\n",
               name, s.max_err, s.worst_x, s.worst_x, s.worst_y, static_cast<long double>(s.worst_ref), s.over_half,
               s.over_one, s.over_two, s.nan_bad, s.inf_bad, s.zero_sign_bad, s.n);
+  if (s.sub_n)
+    std::printf("%-22s (%" PRIu64 " subnormal results not bounded; their max %.3f ulp of 2^-149)\n", name,
+                s.sub_n, s.sub_max);
   if (s.nan_bad) std::printf("%-22s first NaN mismatch at x=%a\n", name, s.nan_x);
   if (s.inf_bad) std::printf("%-22s first inf mismatch at x=%a\n", name, s.inf_x);
   if (s.zero_sign_bad) std::printf("%-22s first signed-zero mismatch at x=%a\n", name, s.zero_x);
@@ -245,6 +261,8 @@ int main(int argc, char** argv) {
       if (opt.window_log2 > 31) opt.window_log2 = 31;
     } else if (a == "--no-windows") {
       opt.windows = false;
+    } else if (a == "--g" && i + 1 < argc) {
+      opt.grad_g.push_back(std::strtof(argv[++i], nullptr));
     } else if (a == "--binades") {
       opt.binades = true;
     } else if (a == "--list") {
@@ -254,7 +272,7 @@ int main(int argc, char** argv) {
       opt.only.push_back(a);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--full | --step N] [--no-windows | --window-log2 N] [--threads N] [--rcp-nudge ULPS] [--binades] [--list] "
+                   "usage: %s [--full | --step N] [--no-windows | --window-log2 N] [--threads N] [--rcp-nudge ULPS] [--g GRAD]... [--binades] [--list] "
                    "[test ...]\n",
                    argv[0]);
       return 2;

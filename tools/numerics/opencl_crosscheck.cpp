@@ -13,6 +13,7 @@
 
 #include "host_prelude.h"
 #include "precise_math.h"
+#include "precise_grad.h"
 
 int kp_host_rcp_nudge = 0;
 
@@ -41,36 +42,58 @@ const Fn kFns[] = {{"expm1_sum", expm1_sum},
                    {"kp_precise_tanh_grad", kp_precise_tanh_grad},
                    {"kp_precise_silu_grad", kp_precise_silu_grad}};
 
-std::string kernel_source(const std::string& header) {
+// Backward functions of precise_grad.h, g * f'(x): g from a second buffer.
+struct GradFn {
+  const char* name;
+  float (*host)(float, float);
+};
+const GradFn kGradFns[] = {{"kp_precise_silu_grad", kp_precise_silu_grad},
+                           {"kp_precise_gelu_grad", kp_precise_gelu_grad},
+                           {"kp_precise_gelu_tanh_grad", kp_precise_gelu_tanh_grad},
+                           {"kp_precise_mish_grad", kp_precise_mish_grad}};
+
+// OpenCL C has no overloading: precise_math.h's one-argument kp_precise_silu_grad(x) is renamed
+// here so that precise_grad.h's kp_precise_silu_grad(g, x) can follow it in one program.
+std::string kernel_source(const std::string& header, const std::string& grad_header) {
   std::ostringstream os;
   // No contraction, as the host build: then every bit must agree. (With contraction on, the
   // default, a few last bits differ; the -mfma -ffp-contract=fast host sweep bounds that case.)
   os << "#pragma OPENCL FP_CONTRACT OFF\n#define KP_FN static inline\n#define KP_FMAF(a, b, c) fma(a, b, c)\n"
         "#define KP_FABSF(x) fabs(x)\n#define KP_AS_INT(f) as_int(f)\n"
         "#define KP_AS_FLOAT(i) as_float(i)\n#define KP_RCP_APPROXF(x) (1.0f / (x))\n"
-     << header
+     << (grad_header.empty() ? "" : "#define kp_precise_silu_grad kp_precise_silu_grad_1arg\n") << header
+     << (grad_header.empty() ? "" : "\n#undef kp_precise_silu_grad\n") << grad_header
      << "\nstatic inline float softplus_b2(float x) { return kp_precise_softplus(x, 2.0f, 20.0f); }\n"
         "static inline float expm1_sum(float x) { float lo, hi = kp_expm1_ff(x, &lo); return hi + lo; }\n";
   for (const Fn& f : kFns)
     os << "__kernel void k_" << f.name << "(__global const float* in, __global float* out) {"
-       << " size_t i = get_global_id(0); out[i] = " << f.name << "(in[i]); }\n";
+       << " size_t i = get_global_id(0); out[i] = " << f.name
+       << (grad_header.empty() || std::string(f.name) != "kp_precise_silu_grad" ? "" : "_1arg")
+       << "(in[i]); }\n";
+  if (!grad_header.empty())
+    for (const GradFn& f : kGradFns)
+      os << "__kernel void kg_" << f.name
+         << "(__global const float* in, __global float* out, __global const float* g) {"
+         << " size_t i = get_global_id(0); out[i] = " << f.name << "(g[i], in[i]); }\n";
   return os.str();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s path/to/precise_math.h\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s path/to/precise_math.h [path/to/precise_grad.h]\n", argv[0]);
     return 2;
   }
-  std::ifstream in(argv[1]);
-  if (!in) {
-    std::fprintf(stderr, "cannot read %s\n", argv[1]);
-    return 2;
+  std::stringstream header, grad_header;
+  for (int a = 1; a < argc; ++a) {
+    std::ifstream in(argv[a]);
+    if (!in) {
+      std::fprintf(stderr, "cannot read %s\n", argv[a]);
+      return 2;
+    }
+    (a == 1 ? header : grad_header) << in.rdbuf();
   }
-  std::stringstream header;
-  header << in.rdbuf();
   cl_platform_id platform;
   cl_uint n_platforms = 0;
   cl_device_id device;
@@ -84,7 +107,7 @@ int main(int argc, char** argv) {
   cl_int err;
   cl_context ctx = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
   cl_command_queue queue = clCreateCommandQueue(ctx, device, 0, &err);
-  std::string src = kernel_source(header.str());
+  std::string src = kernel_source(header.str(), grad_header.str());
   const char* srcp = src.c_str();
   cl_program prog = clCreateProgramWithSource(ctx, 1, &srcp, nullptr, &err);
   if (clBuildProgram(prog, 1, &device, "-cl-std=CL1.2", nullptr, nullptr) != CL_SUCCESS) {
@@ -121,6 +144,33 @@ int main(int argc, char** argv) {
     ok = ok && differ == 0;
     clReleaseKernel(k);
   }
+  // Backward functions: g cycles through a few gradients (signs, tiny, large).
+  const float kG[] = {1.0f, -0.75f, 3.3e-5f, 1.7e3f, -3e38f};
+  std::vector<float> gs(n);
+  for (size_t i = 0; i < n; ++i) gs[i] = kG[i % 5];
+  cl_mem dg = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * 4, gs.data(), &err);
+  for (const GradFn& f : kGradFns) {
+    if (argc != 3) break;
+    cl_kernel k = clCreateKernel(prog, (std::string("kg_") + f.name).c_str(), &err);
+    clSetKernelArg(k, 0, sizeof din, &din);
+    clSetKernelArg(k, 1, sizeof dout, &dout);
+    clSetKernelArg(k, 2, sizeof dg, &dg);
+    clEnqueueNDRangeKernel(queue, k, 1, nullptr, &n, nullptr, 0, nullptr, nullptr);
+    clEnqueueReadBuffer(queue, dout, CL_TRUE, 0, n * 4, ys.data(), 0, nullptr, nullptr);
+    size_t differ = 0;
+    float first = 0;
+    for (size_t i = 0; i < n; ++i) {
+      float h = f.host(gs[i], xs[i]);
+      bool same = kp_host_as_int(h) == kp_host_as_int(ys[i]) || (h != h && ys[i] != ys[i]);
+      if (!same && differ++ == 0) first = xs[i];
+    }
+    std::printf("%-26s %zu of %zu results (g * f') differ from the host%s", f.name, differ, n,
+                differ ? "" : "\n");
+    if (differ) std::printf(" (first at x=%a)\n", first);
+    ok = ok && differ == 0;
+    clReleaseKernel(k);
+  }
+  clReleaseMemObject(dg);
   clReleaseMemObject(din);
   clReleaseMemObject(dout);
   clReleaseProgram(prog);
