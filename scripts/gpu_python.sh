@@ -20,7 +20,14 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...: runs it, logs to $OUT/NAME.log, 
   return $rc
 }
 
-step install 240 "$PY" -m pip install --no-build-isolation --no-deps -v . || { printf '%s\n' "${summary[@]}"; exit 1; }
+# KPLAY_WHEEL: a wheel built elsewhere (the GPU machine may lack SQLite's and nlohmann-json's
+# headers); installed into a private target folder. Otherwise build from this checkout.
+if [ -n "${KPLAY_WHEEL:-}" ]; then
+  step install 240 "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/kplay-site "$KPLAY_WHEEL" || { printf '%s\n' "${summary[@]}"; exit 1; }
+  export PYTHONPATH=/tmp/kplay-site${PYTHONPATH:+:$PYTHONPATH}
+else
+  step install 240 "$PY" -m pip install --no-build-isolation --no-deps -v . || { printf '%s\n' "${summary[@]}"; exit 1; }
+fi
 step pytest 240 "$PY" -m pytest -q -rs tests/python
 step overhead 60 "$PY" examples/overhead.py
 step selu_model 120 "$PY" examples/selu_model.py

@@ -90,7 +90,10 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   append_file(os, dialect.prelude);
   append_file(os, "common/narrow_math.h");
   // Float-float building blocks for the float32 snippets (IEEE only: not with fast-math).
-  if (spec.dtype == Dtype::f32 && !c.fast_math) append_file(os, "common/precise_math.h");
+  if (spec.dtype == Dtype::f32 && !c.fast_math) {
+    append_file(os, "common/precise_math.h");
+    if (spec.direction == Direction::backward) append_file(os, "common/precise_grad.h");
+  }
   if (act.act->user)
     append_text(os, act.act->origin.empty() ? "activation " + act.act->name : act.act->origin, act.act->snippet);
   else

@@ -151,7 +151,8 @@ void ErrorStats::add(std::uint64_t index, double out, double ref, double scale) 
   double ulps, rel;
   if (std::isnan(ref) || std::isnan(out) || std::isinf(ref) || std::isinf(out)) {
     ulps = rel = ulp_error(dtype, out, ref);
-  } else if (backward && std::fabs(ref) < min_normal(dtype) && std::fabs(out) < min_normal(dtype)) {
+  } else if ((backward || dtype == Dtype::f64) && std::fabs(ref) < min_normal(dtype) &&
+             std::fabs(out) < min_normal(dtype)) {
     // Both in the underflow range: a float intermediate that underflows (exp(-104) -> 0) can give
     // 0 where the exact result is subnormal. The difference is below the smallest normal number.
     ulps = rel = 0.0;

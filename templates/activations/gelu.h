@@ -33,7 +33,11 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 /* torch's gelu_backward: none: g (Phi(x) + x phi(x)); tanh: g (s + 2 x s (1 - s) sqrt(2/pi)
  * (1 + 3 kappa x^2)) with s = sigmoid(2u), the same as torch's 0.5 (1 + t) + 0.5 x (1 - t^2) ... */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-#if KP_P_APPROXIMATE_TANH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
+  return kp_precise_gelu_tanh_grad(g, x);  /* float-float f' (templates/common/precise_grad.h) */
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
+  return kp_precise_gelu_grad(g, x);
+#elif KP_P_APPROXIMATE_TANH
   /* Beyond |x| = 20 the derivative is 1 or 0 to every precision; x^3 would overflow. NaN at +-inf,
    * as torch's 0.5 x (1 - t^2) ... gives (inf * 0). */
   if (KP_FABS(x) > KP_LIT(20.0)) return (x > KP_LIT(0.0) ? g : g * KP_LIT(0.0)) + g * (x - x);

@@ -13,6 +13,10 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return x * (n / (n + KP_LIT(2.0)));
 }
 #endif
+#if KP_DTYPE_F32 && !KP_FAST_MATH
+/* float32: g * f'(x) rounded once, f' in float-float (templates/common/precise_grad.h). */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_precise_mish_grad(g, x); }
+#else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (x > KP_LIT(20.0)) return g + g * (x - x);  /* g; NaN at +inf, as torch's x * s * (1 - t^2) */
   const KP_C e = KP_EXP(x);
@@ -23,3 +27,4 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C s = e / (KP_LIT(1.0) + e);
   return g * KP_FMA(x * s, sech2, t);
 }
+#endif

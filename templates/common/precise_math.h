@@ -457,7 +457,7 @@ KP_FN float kp_precise_tanh_grad(float x) { return kp_pm_sigmoid_grad(2.0f * x, 
 
 /* d/dx silu(x) = sigmoid(x) (1 + x sigmoid(-x)), torch's silu_backward (NaN at +-inf like it).
  * 1 + x sigmoid(-x) vanishes at x = -1.2785: it is formed as a float-float. */
-KP_FN float kp_precise_silu_grad(float x) {
+KP_FN float kp_precise_silu_derivative(float x) {
   float ml;
   float mh = kp_pm_exp_scaled(-KP_FABSF(x), 0.0f, 0, 64, &ml); /* t 2^64, t = e^-|x| */
   float dl;

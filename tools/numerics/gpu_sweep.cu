@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
   ok &= run<kp_precise_gelu, ref_gelu>("gelu", argc, argv);
   ok &= run<kp_precise_sigmoid_grad, ref_sigmoid_grad>("sigmoid_grad", argc, argv);
   ok &= run<kp_precise_tanh_grad, ref_tanh_grad>("tanh_grad", argc, argv);
-  ok &= run<kp_precise_silu_grad, ref_silu_grad>("silu_grad", argc, argv);
+  ok &= run<kp_precise_silu_derivative, ref_silu_grad>("silu_grad", argc, argv);
   ok &= run<f_silu_grad_g1, ref_silu_grad, true>("silu_grad_g", argc, argv);
   ok &= run<f_gelu_grad_g1, ref_gelu_grad, true>("gelu_grad_g", argc, argv);
   ok &= run<f_gelu_tanh_grad_g1, ref_gelu_tanh_grad, true>("gelu_tanh_grad_g", argc, argv);

@@ -40,7 +40,7 @@ const Fn kFns[] = {{"expm1_sum", expm1_sum},
                    {"kp_precise_gelu", kp_precise_gelu},
                    {"kp_precise_sigmoid_grad", kp_precise_sigmoid_grad},
                    {"kp_precise_tanh_grad", kp_precise_tanh_grad},
-                   {"kp_precise_silu_grad", kp_precise_silu_grad}};
+                   {"kp_precise_silu_derivative", kp_precise_silu_derivative}};
 
 // Backward functions of precise_grad.h, g * f'(x): g from a second buffer.
 struct GradFn {
@@ -52,8 +52,7 @@ const GradFn kGradFns[] = {{"kp_precise_silu_grad", kp_precise_silu_grad},
                            {"kp_precise_gelu_tanh_grad", kp_precise_gelu_tanh_grad},
                            {"kp_precise_mish_grad", kp_precise_mish_grad}};
 
-// OpenCL C has no overloading: precise_math.h's one-argument kp_precise_silu_grad(x) is renamed
-// here so that precise_grad.h's kp_precise_silu_grad(g, x) can follow it in one program.
+// Both headers in one program, as kplay's kernels have them.
 std::string kernel_source(const std::string& header, const std::string& grad_header) {
   std::ostringstream os;
   // No contraction, as the host build: then every bit must agree. (With contraction on, the
@@ -61,7 +60,7 @@ std::string kernel_source(const std::string& header, const std::string& grad_hea
   os << "#pragma OPENCL FP_CONTRACT OFF\n#define KP_FN static inline\n#define KP_FMAF(a, b, c) fma(a, b, c)\n"
         "#define KP_FABSF(x) fabs(x)\n#define KP_AS_INT(f) as_int(f)\n"
         "#define KP_AS_FLOAT(i) as_float(i)\n#define KP_RCP_APPROXF(x) (1.0f / (x))\n"
-     << (grad_header.empty() ? "" : "#define kp_precise_silu_grad kp_precise_silu_grad_1arg\n") << header
+     << header
      << (grad_header.empty() ? "" : "\n#undef kp_precise_silu_grad\n") << grad_header
      << "\nstatic inline float softplus_b2(float x) { return kp_precise_softplus(x, 2.0f, 20.0f); }\n"
         "static inline float expm1_sum(float x) { float lo, hi = kp_expm1_ff(x, &lo); return hi + lo; }\n";
