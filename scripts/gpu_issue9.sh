@@ -32,7 +32,9 @@ GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
 
 if [ "${MULTI:-0}" != 1 ]; then
   # 1. Untuned defaults (device model) at the full shape, every activation x dtype x direction.
+  #    SKIP_DEFAULTS=1 leaves this to scripts/perf_table.py (same process as torch).
   if [ "$QUICK" = 1 ]; then DTYPES="f32 f16"; DIRS="forward"; else DTYPES="f32 f16 bf16 f64"; DIRS="forward backward"; fi
+  [ "${SKIP_DEFAULTS:-0}" = 1 ] && DIRS=""
   for dir in $DIRS; do
     for dt in $DTYPES; do
       name="default_${dt}_${dir}"
