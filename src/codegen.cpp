@@ -92,7 +92,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   // Float-float building blocks for the float32 snippets (IEEE only: not with fast-math).
   if (spec.dtype == Dtype::f32 && !c.fast_math) {
     append_file(os, "common/precise_math.h");
-    if (spec.direction == Direction::backward) append_file(os, "common/precise_grad.h");
+    append_file(os, "common/precise_grad.h");  // snippets define their backward in every kernel
   }
   if (act.act->user)
     append_text(os, act.act->origin.empty() ? "activation " + act.act->name : act.act->origin, act.act->snippet);

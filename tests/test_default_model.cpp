@@ -58,8 +58,9 @@ TEST_CASE("default model: more bandwidth or heavier math means more vectors per 
   CHECK(h100.block == 128);
   CHECK(h100.vec == 4);
   CHECK(h100.grid == GridPolicy::one_shot);
-  CHECK(h200.per_thread > h100.per_thread);  // the H200 gap (87 % at one vector) closes
-  CHECK(h200.per_thread >= 2);
+  CHECK(h200.per_thread >= h100.per_thread);  // the H200 gap (87 % at one vector) closes
+  CHECK(h100.per_thread >= 4);  // float-float SELU: 99.5 % of copy at 4 on the H100, 90.6 % at 2
+  CHECK(model(spec("relu"), kH200).per_thread > model(spec("relu"), kH100).per_thread);
   CHECK(model(spec("relu"), kH100).per_thread == 1);  // ReLU at one vector is at the roofline
   CHECK(model(spec("relu"), kH100).per_thread <= model(spec("selu"), kH100).per_thread);
   CHECK(model(spec("selu", Dtype::f16), kH100).per_thread == 4);  // as the H100 16-bit tuning found

@@ -171,10 +171,13 @@ class CudaBackend : public Backend {
     } catch (...) {  // destructors never throw; a failed free leaks
     }
   }
+  // Uploads and fills go on the backend's own stream, which is non-blocking: on the legacy stream
+  // nothing would order them before the next kernel (cuMemsetD8 is asynchronous, and a pageable
+  // cuMemcpyHtoD may return before its DMA lands), and a kernel could read the poison under load.
   void upload(DevicePtr dst, const void* src, std::uint64_t bytes) override {
     ContextScope scope(ctx_);
-    check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
-    check(driver().cuMemcpyHtoD(dst.handle + dst.offset, src, bytes), "cuMemcpyHtoD");
+    check(driver().cuMemcpyHtoDAsync(dst.handle + dst.offset, src, bytes, stream_), "cuMemcpyHtoDAsync");
+    check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");  // the caller may free src
   }
   void download(void* dst, DevicePtr src, std::uint64_t bytes) override {
     ContextScope scope(ctx_);
@@ -183,8 +186,8 @@ class CudaBackend : public Backend {
   }
   void fill_bytes(DevicePtr dst, unsigned char value, std::uint64_t bytes) override {
     ContextScope scope(ctx_);
+    check(driver().cuMemsetD8Async(dst.handle + dst.offset, value, bytes, stream_), "cuMemsetD8Async");
     check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
-    check(driver().cuMemsetD8(dst.handle + dst.offset, value, bytes), "cuMemsetD8");
   }
   void copy(DevicePtr dst, DevicePtr src, std::uint64_t bytes) override {
     ContextScope scope(ctx_);

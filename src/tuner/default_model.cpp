@@ -101,6 +101,9 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     if (estimate(spec, more, d).in_flight_bytes_per_sm < kWorthDoubling * now.in_flight_bytes_per_sm) break;
     c = more;
   }
+  // float-float float32 math is latency-heavy: more independent elements per thread hide it. SELU
+  // on the H100 with 4 vectors per thread: 99.5 % of copy; with the model's 2: 90.6 %.
+  if (dtype_size(spec.dtype) == 4 && activation_cost(spec) >= 4 && c.per_thread < 4) c.per_thread = 4;
   // Small problems: never so many elements per thread that one wave of the device is not filled.
   if (n > 0) {
     const std::uint64_t wave = static_cast<std::uint64_t>(d.sms) * resident_threads(d, c.block);

@@ -23,7 +23,7 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const float inv_lo = KP_FMAF(-inv_hi, KP_P_ALPHA, 1.0f) / KP_P_ALPHA;
   const float q = x * inv_hi, ql = KP_FMAF(x, inv_hi, -q) + x * inv_lo;
   const int deep = q < -64.0f; /* e^q at 2^64 scale where it would be subnormal */
-  float lo, hi = kp_pm_exp_scaled(q, ql, 1, deep ? 64 : 0, &lo);
+  float lo, hi = kp_pm_exp_scaled(q < -200.0f ? -200.0f : q, q < -200.0f ? 0.0f : ql, 1, deep ? 64 : 0, &lo);
   return KP_FMAF(g, hi, g * lo) * (deep ? 0x1p-64f : 1.0f);
 }
 #else

@@ -16,9 +16,12 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= KP_LIT(0.0))) return g;
   /* below x = -64, e^x at 2^64 scale: it would be subnormal in float and lose its low bits */
   const int deep = x < -64.0f;
-  float lo, hi = kp_pm_exp_scaled(x, 0.0f, 0, deep ? 64 : 0, &lo);
+  float lo, hi = kp_pm_exp_scaled(x < -200.0f ? -200.0f : x, 0.0f, 0, deep ? 64 : 0, &lo);
+  const float down = deep ? 0x1p-64f : 1.0f;
+  /* a huge g would overflow g * alpha: then (alpha * e^x) first, rounded once */
+  if (!(KP_FABSF(g) < 0x1p100f)) return g * (KP_FMAF(KP_P_ALPHA, hi, KP_P_ALPHA * lo) * down);
   const float ah = g * KP_P_ALPHA, al = KP_FMAF(g, KP_P_ALPHA, -ah);
-  return KP_FMAF(ah, hi, KP_FMAF(ah, lo, al * hi)) * (deep ? 0x1p-64f : 1.0f);
+  return KP_FMAF(ah, hi, KP_FMAF(ah, lo, al * hi)) * down;
 }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

@@ -33,9 +33,12 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= KP_LIT(0.0))) return KP_FMAF(0x1.0cfabep+0f, g, -0x1.2adddap-25f * g);
   /* below x = -64, e^x at 2^64 scale: it would be subnormal in float and lose its low bits */
   const int deep = x < -64.0f;
-  float lo, hi = kp_pm_exp_scaled(x, 0.0f, 0, deep ? 64 : 0, &lo);
+  float lo, hi = kp_pm_exp_scaled(x < -200.0f ? -200.0f : x, 0.0f, 0, deep ? 64 : 0, &lo);
+  const float down = deep ? 0x1p-64f : 1.0f;
+  /* a huge g would overflow g * lambda * alpha: then (lambda * alpha * e^x) first, rounded once */
+  if (!(KP_FABSF(g) < 0x1p100f)) return g * (KP_FMAF(0x1.c212ccp+0f, hi, KP_FMAF(0x1.c212ccp+0f, lo, 0x1.903c0cp-26f * hi)) * down);
   const float ah = g * 0x1.c212ccp+0f, al = KP_FMAF(g, 0x1.c212ccp+0f, -ah) + g * 0x1.903c0cp-26f;
-  return KP_FMAF(ah, hi, KP_FMAF(ah, lo, al * hi)) * (deep ? 0x1p-64f : 1.0f);
+  return KP_FMAF(ah, hi, KP_FMAF(ah, lo, al * hi)) * down;
 }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
