@@ -9,7 +9,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 }
 #endif
 #if KP_DTYPE_F32 && !KP_FAST_MATH
-KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid(g, -x, 0.0f, 0); }
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid_wide(g, -x, 0.0f, 0); }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(-KP_FABS(x));

@@ -12,7 +12,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #if KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: (g * sigmoid(x)) * sigmoid(-x), two single roundings (precise_math.h). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  return kp_pm_mul_sigmoid(kp_pm_mul_sigmoid(g, x, 0.0f, 0), -x, 0.0f, 0);
+  return kp_pm_mul_sigmoid_wide(kp_pm_mul_sigmoid_wide(g, x, 0.0f, 0), -x, 0.0f, 0);
 }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

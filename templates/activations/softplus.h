@@ -18,7 +18,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const float bh = x * KP_P_BETA, bl = KP_FMAF(x, KP_P_BETA, -bh);
   if (bh > KP_P_THRESHOLD) return g;
-  return kp_pm_mul_sigmoid(g, bh, bl, 1);
+  return kp_pm_mul_sigmoid_wide(g, bh, bl, 1);
 }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

@@ -9,7 +9,11 @@ KP_FN KP_C kp_act_forward(KP_C x) { return KP_TANH(x); }
 #if KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: 1 - tanh^2 = 4 sigmoid(2x) sigmoid(-2x), two single roundings (precise_math.h). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  return kp_pm_mul_sigmoid(kp_pm_mul_sigmoid(4.0f * g, 2.0f * x, 0.0f, 0), -2.0f * x, 0.0f, 0);
+  /* 4 g sigmoid(2x) sigmoid(-2x): the factor 4 first, so that no intermediate is subnormal where
+   * the result is not, and last for a huge g, which 4 g would overflow */
+  const int huge = !(KP_FABSF(g) < 0x1p120f);
+  const float r = kp_pm_mul_sigmoid_wide(kp_pm_mul_sigmoid_wide(huge ? g : 4.0f * g, 2.0f * x, 0.0f, 0), -2.0f * x, 0.0f, 0);
+  return huge ? 4.0f * r : r;
 }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

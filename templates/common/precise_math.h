@@ -180,6 +180,12 @@ KP_FN float kp_pm_mul_sigmoid(float a, float zh, float zl, int ff_arg) {
   return (y0 == 0.0f || KP_FABSF(y0) > 0x1.fffffep+127f) ? y0 * down : y;
 }
 
+/* kp_pm_mul_sigmoid for any finite a: it forms a * 2^64 inside, so a huge a (an incoming
+ * gradient near FLT_MAX) goes outside, at the cost of a second rounding. */
+KP_FN float kp_pm_mul_sigmoid_wide(float a, float zh, float zl, int ff_arg) {
+  return KP_FABSF(a) < 0x1p60f ? kp_pm_mul_sigmoid(a, zh, zl, ff_arg) : a * kp_pm_mul_sigmoid(1.0f, zh, zl, ff_arg);
+}
+
 /* tanh(x) as hi + *lo (rel ~2^-27): tanh(|x|) = -E / (2 + E) with E = expm1(-2|x|) in (-1, 0],
  * so the denominator never cancels. Zeros: hi is -0 for both; callers handle tiny |x|. */
 KP_FN float kp_pm_tanh_ff(float x, float* lo) {
