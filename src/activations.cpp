@@ -274,12 +274,13 @@ std::string ResolvedActivation::param_defines() const {
     if (def.choices.empty()) {
       std::string v = format_number(params[i]);
       if (v.find_first_of(".eEn") == std::string::npos) v += ".0";  // a floating literal for KP_LIT
-      out += "#define " + macro + " KP_LIT(" + v + ")\n";
+      out.append("#define ").append(macro).append(" KP_LIT(").append(v).append(")\n");
     } else {
       for (std::size_t k = 0; k < def.choices.size(); ++k) {
         std::string word = def.choices[k];
         for (auto& ch : word) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-        out += "#define " + macro + "_" + word + " " + (static_cast<std::size_t>(params[i]) == k ? "1" : "0") + "\n";
+        out.append("#define ").append(macro).append("_").append(word);
+        out.append(static_cast<std::size_t>(params[i]) == k ? " 1\n" : " 0\n");
       }
     }
   }

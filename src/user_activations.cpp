@@ -96,7 +96,8 @@ const Activation* search_path(const std::string& name) {
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
     if (dir.empty()) continue;
-    const std::string candidate = dir + "/" + name + ".h";
+    std::string candidate = dir;
+    candidate.append("/").append(name).append(".h");
     if (!file_stamp(candidate).empty()) return &load_file(candidate);
   }
   return nullptr;

@@ -27,6 +27,7 @@ class CheckCommand : public Command {
   int run() override {
     const auto acts = flags_.activation_list();
     std::vector<KernelSpec> specs;
+    specs.reserve(acts.size());
     for (const auto& a : acts) specs.push_back(flags_.spec(a));
     const KernelConfig config = flags_.config();
     for (const auto& spec : specs) resolve_config(spec, config, generic_limits(flags_.backend));
@@ -78,7 +79,8 @@ class CheckCommand : public Command {
                   to_string(spec.dtype), spec.direction == Direction::forward ? "forward" : (spec.saved == Saved::input ? "backward (input)" : "backward (output)"),
                   s.max_ulps, r.bound, static_cast<unsigned long long>(s.over_half),
                   static_cast<unsigned long long>(s.over_one), static_cast<unsigned long long>(s.over_two),
-                  static_cast<unsigned long long>(s.nan_mismatch + s.inf_mismatch), pass ? "PASS" : "FAIL");
+                  static_cast<unsigned long long>(s.nan_mismatch) + static_cast<unsigned long long>(s.inf_mismatch),
+                  pass ? "PASS" : "FAIL");
       std::fflush(stdout);
       if (!pass && !config.fast_math) status = kExitFailed;
     }

@@ -70,6 +70,7 @@ class Bench {
   Timing time_kernel(const PreparedKernel& k, int warmup, int repeats) {
     for (int i = 0; i < warmup; ++i) time_once(k);
     std::vector<double> s;
+    s.reserve(static_cast<std::size_t>(repeats));
     for (int i = 0; i < repeats; ++i) s.push_back(time_once(k));
     return summarize(s);
   }
@@ -364,6 +365,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
     times.measure_s += seconds_since(t0);
   } else {
     std::vector<Measurement> history;
+    history.reserve(results.size());
     for (const auto& r : results) history.push_back({r.config, r.ok, r.median_ms});
     progress.phase = "measure";
     for (std::vector<KernelConfig> batch; !(batch = strategy->next(history)).empty();) {
@@ -380,6 +382,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
         if (r.rejection.empty()) {
           for (int w = 0; w < o.warmup; ++w) m.sample(r.config, 0);
           std::vector<double> s;
+          s.reserve(static_cast<std::size_t>(o.repeats));
           for (int k = 0; k < o.repeats; ++k) s.push_back(m.sample(r.config, 0));
           times.samples += s.size();
           const Timing t = summarize(s);
@@ -409,7 +412,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
     for (std::size_t i = 0; i < contenders.size(); ++i) m.sample(contenders[i].config, 0);  // warm after the others
     for (int round = 0; round < 2 * o.repeats; ++round)
       for (std::size_t i = 0; i < contenders.size(); ++i) samples[i].push_back(m.sample(contenders[i].config, 0));
-    times.samples += 2 * o.repeats * contenders.size();
+    times.samples += static_cast<std::size_t>(2 * o.repeats) * contenders.size();
     for (std::size_t i = 0; i < contenders.size(); ++i) {
       const Timing t = summarize(samples[i]);
       contenders[i].median_ms = t.median_ms;
