@@ -121,40 +121,6 @@ KP_FN float kp_precise_gelu_tanh_grad(float g, float x) {
   return y + (x - x); /* +-inf: NaN, as torch's inf * 0 */
 }
 
-/* G(a) = erfc(a) e^(a^2) for a = ah + al in [0, 15] as hi + *lo: the Phi(t) / (1 + 2a) part of
- * kp_pm_erfc_ff (same polynomial), so that gelu' can share e^(-a^2) between erfc and phi. */
-KP_FN float kp_pg_erfc_g(float ah, float al, float* lo) {
-  float tn = ah - 2.0f;
-  float td = ah + 2.0f;
-  float rt = KP_RCP_APPROXF(td);
-  float t0 = tn * rt;
-  float t = KP_FMAF(KP_FMAF(-td, t0, tn), rt, t0);
-  float p = 1.46112552e-05f;
-  p = KP_FMAF(p, t, 0.000108700391f);
-  p = KP_FMAF(p, t, 0.000165416321f);
-  p = KP_FMAF(p, t, -0.000437413371f);
-  p = KP_FMAF(p, t, -0.00142958411f);
-  p = KP_FMAF(p, t, 0.00126966927f);
-  p = KP_FMAF(p, t, 0.00871463306f);
-  p = KP_FMAF(p, t, -0.00803440157f);
-  p = KP_FMAF(p, t, -0.0542189293f);
-  p = KP_FMAF(p, t, 0.164051354f);
-  p = KP_FMAF(p, t, -0.166030452f);
-  p = KP_FMAF(p, t, -0.0927638263f);
-  float u = p * t;
-  float ue = KP_FMAF(p, t, -u);
-  float pl;
-  float ph = kp_fast_two_sum(1.27697837f, u, &pl);
-  pl += ue;
-  float gdl;
-  float gdh = kp_two_sum(1.0f, 2.0f * ah, &gdl);
-  gdl = KP_FMAF(2.0f, al, gdl);
-  float rg = KP_RCP_APPROXF(gdh);
-  float g0 = ph * rg;
-  *lo = (KP_FMAF(-gdh, g0, ph) + KP_FMAF(-gdl, g0, pl)) * rg;
-  return g0;
-}
-
 /* g * gelu'(x) = g (Phi(x) + x phi(x)), Phi(x) = erfc(-a) / 2, x phi(x) = a e^(-a^2) / sqrt(pi),
  * a = x / sqrt 2; x < -10 at 2^64 scale. Root x0 = -0.7518. */
 KP_FN float kp_precise_gelu_grad(float g, float x) {
@@ -167,7 +133,7 @@ KP_FN float kp_precise_gelu_grad(float g, float x) {
   float al = neg ? -sl : sl;
   int clamp = ah > 15.0f; /* G(15) e^-225 = 0; also infinities, whose al is NaN */
   float gl;
-  float gh = kp_pg_erfc_g(clamp ? 15.0f : ah, clamp ? 0.0f : al, &gl);
+  float gh = kp_pm_erfc_g(clamp ? 15.0f : ah, clamp ? 0.0f : al, &gl);
   /* e^(-a^2), a^2 as a float-float: shared by erfc(|a|) = e^(-a^2) G and x phi(x) */
   float a2h = sh * sh;
   float a2l = KP_FMAF(sh, sh, -a2h) + 2.0f * sh * sl;

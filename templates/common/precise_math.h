@@ -350,9 +350,10 @@ KP_FN float kp_precise_gelu_tanh(float x) {
   return kp_pm_mul_sigmoid(x, uh, ul, 1);
 }
 
-/* erfc(a) * 2^bias for a = ah + al in [0, 15] as hi + *lo: erfc(a) = e^(-a^2) Phi(t) / (1 + 2a),
- * t = (a - 2) / (a + 2) (Shepherd & Laframboise 1981), Phi a degree-12 polynomial (rel 2^-26). */
-KP_FN float kp_pm_erfc_ff(float ah, float al, int bias, float* lo) {
+/* G(a) = erfc(a) e^(a^2) for a = ah + al in [0, 15] as hi + *lo: Phi(t) / (1 + 2a) with
+ * t = (a - 2) / (a + 2) (Shepherd & Laframboise 1981), Phi a degree-12 polynomial (rel 2^-26).
+ * Shared by erfc below and by gelu's derivative (precise_grad.h), which reuses e^(-a^2). */
+KP_FN float kp_pm_erfc_g(float ah, float al, float* lo) {
   float tn = ah - 2.0f;
   float td = ah + 2.0f;
   float rt = KP_RCP_APPROXF(td);
@@ -382,7 +383,14 @@ KP_FN float kp_pm_erfc_ff(float ah, float al, int bias, float* lo) {
   gdl = KP_FMAF(2.0f, al, gdl);
   float rg = KP_RCP_APPROXF(gdh);
   float g0 = ph * rg;
-  float g1 = (KP_FMAF(-gdh, g0, ph) + KP_FMAF(-gdl, g0, pl)) * rg;
+  *lo = (KP_FMAF(-gdh, g0, ph) + KP_FMAF(-gdl, g0, pl)) * rg;
+  return g0;
+}
+
+/* erfc(a) * 2^bias for a = ah + al in [0, 15] as hi + *lo: erfc(a) = e^(-a^2) G(a). */
+KP_FN float kp_pm_erfc_ff(float ah, float al, int bias, float* lo) {
+  float g1;
+  float g0 = kp_pm_erfc_g(ah, al, &g1);
   /* e^(-a^2) 2^bias, a^2 as a float-float */
   float a2h = ah * ah;
   float a2l = KP_FMAF(ah, ah, -a2h) + 2.0f * ah * al;
