@@ -147,15 +147,8 @@ KP_FN float kp_precise_gelu_grad(float g, float x) {
   tl += neg ? 0.5f * ql : -0.5f * ql;
   /* |a| < 0.5: Phi = (1 + erf(a)) / 2, erf(a) = a (2/sqrt(pi) + a^2 R(a^2)) as in kp_precise_gelu
    * (erfc's fit is weakest there) */
-  float w = sh * sh;
-  float r = -0.000780204311f;
-  r = KP_FMAF(r, w, 0.0052072173f);
-  r = KP_FMAF(r, w, -0.0268646181f);
-  r = KP_FMAF(r, w, 0.112837866f);
-  r = KP_FMAF(r, w, -0.376126379f);
-  float erh = sh * KP_PM_2_SQRTPI_HI;
-  float erl = KP_FMAF(sh, KP_PM_2_SQRTPI_HI, -erh) +
-              KP_FMAF(sl, KP_PM_2_SQRTPI_HI, sh * KP_FMAF(w, r, KP_PM_2_SQRTPI_LO));
+  float erl;
+  float erh = kp_pm_erf_small_ff(sh, sl, &erl);
   float cl;
   float ch = kp_fast_two_sum(0.5f, 0.5f * erh, &cl);
   cl = KP_FMAF(0.5f, erl, cl);

@@ -409,11 +409,9 @@ KP_FN float kp_pm_erfc_ff(float ah, float al, int bias, float* lo) {
 #define KP_PM_SQRT1_2_LO 0x1.9fcef4p-27f
 #define KP_PM_2_SQRTPI_HI 0x1.20dd76p+0f
 #define KP_PM_2_SQRTPI_LO -0x1.f7ac92p-25f
-KP_FN float kp_precise_gelu(float x) {
-  float hx = 0.5f * x;
-  float sh = x * KP_PM_SQRT1_2_HI; /* a = x / sqrt 2, signed, as a float-float */
-  float sl = KP_FMAF(x, KP_PM_SQRT1_2_HI, -sh) + x * KP_PM_SQRT1_2_LO;
-  /* near 0: erf(a) = eh + el */
+/* erf(a) for |a| < 0.5, a = sh + sl, as hi + *lo: a (2/sqrt(pi) + a^2 R(a^2)), R a degree-4 fit.
+ * Shared by gelu and its derivative (precise_grad.h), where erfc's fit is weakest. */
+KP_FN float kp_pm_erf_small_ff(float sh, float sl, float* lo) {
   float w = sh * sh;
   float r = -0.000780204311f;
   r = KP_FMAF(r, w, 0.0052072173f);
@@ -421,8 +419,18 @@ KP_FN float kp_precise_gelu(float x) {
   r = KP_FMAF(r, w, 0.112837866f);
   r = KP_FMAF(r, w, -0.376126379f);
   float eh = sh * KP_PM_2_SQRTPI_HI;
-  float el = KP_FMAF(sh, KP_PM_2_SQRTPI_HI, -eh) +
-             KP_FMAF(sl, KP_PM_2_SQRTPI_HI, sh * KP_FMAF(w, r, KP_PM_2_SQRTPI_LO));
+  *lo = KP_FMAF(sh, KP_PM_2_SQRTPI_HI, -eh) +
+        KP_FMAF(sl, KP_PM_2_SQRTPI_HI, sh * KP_FMAF(w, r, KP_PM_2_SQRTPI_LO));
+  return eh;
+}
+
+KP_FN float kp_precise_gelu(float x) {
+  float hx = 0.5f * x;
+  float sh = x * KP_PM_SQRT1_2_HI; /* a = x / sqrt 2, signed, as a float-float */
+  float sl = KP_FMAF(x, KP_PM_SQRT1_2_HI, -sh) + x * KP_PM_SQRT1_2_LO;
+  /* near 0: erf(a) = eh + el */
+  float el;
+  float eh = kp_pm_erf_small_ff(sh, sl, &el);
   float near = hx + KP_FMAF(hx, eh, hx * el);
   /* elsewhere: erfc(|a|) (2^64 scaled when x < 0) */
   int neg = x < 0.0f;
