@@ -130,7 +130,7 @@ const std::vector<Activation>& activations() {
        no_edges, f64(bounds(2), 4, 8), 4),
       builtin("tanh", "activations/tanh.h", {}, KPLAY_REF(tanh), r::tanh_grad_from_output, nullptr, nullptr, no_edges,
        f32_backward(f64(bounds(2), 4, 8), 4), 4),
-      builtin("hardtanh", "activations/hardtanh.h", {{"min_val", -1.0, {}}, {"max_val", 1.0, {}}}, KPLAY_REF(hardtanh),
+      builtin("hardtanh", "activations/hardtanh.h", {{"min_val", -1.0, {}, ParamType::tensor_in_backward}, {"max_val", 1.0, {}, ParamType::tensor_in_backward}}, KPLAY_REF(hardtanh),
        r::hardtanh_grad_from_output, nullptr, hardtanh_check, both_param_edges, exact(), 1),
       builtin("hardsigmoid", "activations/hardsigmoid.h", {}, KPLAY_REF(hardsigmoid), r::hardsigmoid_grad_from_output,
        nullptr, nullptr, hard_edges, bounds(1), 2),
@@ -140,11 +140,11 @@ const std::vector<Activation>& activations() {
        nullptr, zero_edge, bounds(2), 5),
       builtin("tanhshrink", "activations/tanhshrink.h", {}, KPLAY_REF(tanhshrink), nullptr, nullptr, nullptr, no_edges,
        f64(bounds(2), 16, 16), 4),
-      builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}}}, KPLAY_REF(softshrink),
+      builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}}, KPLAY_REF(softshrink),
        r::softshrink_grad_from_output, nullptr, lambd_check, band_edges, bounds(0.5), 1),
-      builtin("hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}}}, KPLAY_REF(hardshrink),
+      builtin("hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}}, KPLAY_REF(hardshrink),
        r::hardshrink_grad_from_output, nullptr, lambd_check, band_edges, exact(), 1),
-      builtin("threshold", "activations/threshold.h", {{"threshold", kRequired, {}}, {"value", kRequired, {}}},
+      builtin("threshold", "activations/threshold.h", {{"threshold", kRequired, {}, ParamType::tensor}, {"value", kRequired, {}, ParamType::tensor}},
        KPLAY_REF(threshold), nullptr, nullptr, nullptr, first_param_edge, exact(), 1, "threshold(threshold=0.1, value=20)"),
   };
 #undef KPLAY_REF
@@ -272,14 +272,18 @@ bool ResolvedActivation::has_grad_from_output() const {
   return !act->output_determines_grad || act->output_determines_grad(params.data());
 }
 
-std::string ResolvedActivation::param_defines() const {
+std::string ResolvedActivation::param_defines(Dtype dtype, Direction direction) const {
+  const std::vector<double> values = params_for(*this, dtype, direction);
   std::string out;
   for (std::size_t i = 0; i < act->params.size(); ++i) {
     const ParamDef& def = act->params[i];
     std::string macro = "KP_P_";
     for (const char* c = def.name; *c; ++c) macro += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
     if (def.choices.empty()) {
-      std::string v = format_number(params[i]);
+      // The literal as written converts to float in the compiler; a value rounded further (to a
+      // 16-bit dtype, ParamType) is written as that float-exact value.
+      const bool further = values[i] != static_cast<double>(static_cast<float>(params[i]));
+      std::string v = format_number(further ? values[i] : params[i]);
       if (v.find_first_of(".eEn") == std::string::npos) v += ".0";  // a floating literal for KP_LIT
       out.append("#define ").append(macro).append(" KP_LIT(").append(v).append(")\n");
     } else {
@@ -301,10 +305,15 @@ std::string ResolvedActivation::entry_suffix() const {
   return "_h" + h.hex().substr(0, 8);
 }
 
-std::vector<double> params_for(const ResolvedActivation& a, Dtype dtype) {
+std::vector<double> params_for(const ResolvedActivation& a, Dtype dtype, Direction direction) {
   std::vector<double> p = a.params;
-  if (dtype != Dtype::f64)
-    for (double& v : p) v = static_cast<double>(static_cast<float>(v));
+  if (dtype == Dtype::f64) return p;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const ParamType t = i < a.act->params.size() ? a.act->params[i].type : ParamType::compute;
+    const bool in_tensor_dtype =
+        t == ParamType::tensor || (t == ParamType::tensor_in_backward && direction == Direction::backward);
+    p[i] = in_tensor_dtype ? round_to(dtype, p[i]) : static_cast<double>(static_cast<float>(p[i]));
+  }
   return p;
 }
 

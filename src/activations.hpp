@@ -17,10 +17,16 @@ namespace kplay {
 // A parameter of an activation. Numbers are finite doubles; a choice (gelu's `approximate`) is
 // stored as the index of the chosen word. Values reach the kernel as compile-time constants:
 // KP_P_<NAME> (a literal of the compute type) or, for a choice, KP_P_<NAME>_<WORD> set to 0 or 1.
+// Which type torch converts a parameter to before it compares or computes with it. Most kernels
+// take `value.to<opmath_t>()` (float for the 16-bit dtypes); the shrinks and threshold take
+// `value.to<scalar_t>()`, the tensor's own dtype, and so does hardtanh's backward only.
+enum class ParamType { compute, tensor, tensor_in_backward };
+
 struct ParamDef {
   const char* name;
   double default_value;              // NaN: required
   std::vector<const char*> choices;  // non-empty: a choice parameter
+  ParamType type = ParamType::compute;
 };
 
 // Reference math on (value, parameters in ParamDef order).
@@ -69,8 +75,8 @@ struct ResolvedActivation {
   bool has_backward() const { return act->user ? user_backward : act->grad_from_input != nullptr; }
   bool has_grad_from_output() const;
   bool user_backward = false, user_backward_from_output = false;  // what a user snippet defines
-  // Compile-time definitions of the parameters for a kernel whose compute type is `compute`.
-  std::string param_defines() const;
+  // Compile-time definitions of the parameters for a kernel of `dtype` and `direction`.
+  std::string param_defines(Dtype dtype = Dtype::f32, Direction direction = Direction::forward) const;
   // "_h1a2b3c4d" when the name alone does not identify the kernel (parameters, user snippet).
   std::string entry_suffix() const;
 };
@@ -91,8 +97,8 @@ std::string activation_names();  // "relu, relu6, ..."
 // Every built-in as `--act all` runs it: its name, or its example where a parameter is required.
 std::vector<std::string> all_activation_texts();
 
-// Parameters rounded to what a kernel of `dtype` computes with (float for f32/f16/bf16), as torch
-// converts scalars to the operation's compute type: the reference uses these.
-std::vector<double> params_for(const ResolvedActivation& a, Dtype dtype);
+// Parameters rounded as torch converts them for a tensor of `dtype` (ParamType): to the compute
+// type (float below float64), or to the tensor's dtype. Kernels and the reference use these.
+std::vector<double> params_for(const ResolvedActivation& a, Dtype dtype, Direction direction = Direction::forward);
 
 }  // namespace kplay

@@ -86,7 +86,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
   // Parameters are compile-time constants (docs/design.md says why): KP_P_<NAME>.
-  os << act.param_defines();
+  os << act.param_defines(spec.dtype, spec.direction);
   append_file(os, dialect.prelude);
   append_file(os, "common/narrow_math.h");
   // Float-float building blocks for the float32 snippets (IEEE only: not with fast-math).

@@ -163,7 +163,7 @@ double hardsigmoid(double x, const double*) {
 double hardsigmoid_grad_from_input(double g, double x, const double*) { return (x > -3.0 && x < 3.0) ? g / 6.0 : 0.0; }
 double hardsigmoid_grad_from_output(double g, double y, const double*) { return (y > 0.0 && y < 1.0) ? g / 6.0 : 0.0; }
 
-// hardswish: x * min(max(x + 3, 0), 6) / 6; backward (torch): x < -3 ? 0 : x <= 3 ? g (x/3 + 1/2) : g.
+// hardswish: x * min(max(x + 3, 0), 6) / 6; backward (torch 2.11): x <= -3 ? 0 : x < 3 ? g (x/3 + 1/2) : g.
 double hardswish(double x, const double*) {
   if (std::isnan(x)) return x;
   const double r = x + 3.0;
@@ -171,7 +171,7 @@ double hardswish(double x, const double*) {
 }
 double hardswish_grad_from_input(double g, double x, const double*) {
   // x / 3 + 1/2 written (2x + 3) / 6: exact near x = -1.5, where the sum would cancel.
-  return x < -3.0 ? 0.0 : (x <= 3.0 ? g * ((2.0 * x + 3.0) / 6.0) : g);
+  return x <= -3.0 ? 0.0 : (x < 3.0 ? g * ((2.0 * x + 3.0) / 6.0) : g);
 }
 double hardswish_grad_from_output(double, double, const double*) { return kNaN; }
 

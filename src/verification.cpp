@@ -103,7 +103,7 @@ double ulp_error(Dtype dtype, double out, double ref) {
 }
 
 ReferenceProblem::ReferenceProblem(const KernelSpec& s, std::uint64_t sd)
-    : spec(s), seed(sd), act(resolve_activation(s.activation)), params(params_for(act, s.dtype)),
+    : spec(s), seed(sd), act(resolve_activation(s.activation)), params(params_for(act, s.dtype, s.direction)),
       edges(edge_values(act, s.dtype)) {}
 
 double ReferenceProblem::x(std::uint64_t i) const {

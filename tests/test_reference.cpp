@@ -59,8 +59,9 @@ TEST_CASE("torch's edge behaviour: NaN, infinities, signed zeros, branch boundar
   CHECK(fwd("softplus", 20.000001) == 20.000001);
   CHECK(bwd("relu6", 1.0, 6.0) == 0.0);                  // hardtanh_backward: x >= max -> 0
   CHECK(bwd("hardsigmoid", 1.0, 3.0) == 0.0);
-  CHECK(bwd("hardswish", 1.0, 3.0) == doctest::Approx(1.5));  // x <= 3 takes x/3 + 1/2
-  CHECK(bwd("hardswish", 1.0, -3.0) == doctest::Approx(-0.5));
+  CHECK(bwd("hardswish", 1.0, 3.0) == 1.0);  // torch 2.11: the bounds take the outer slopes
+  CHECK(bwd("hardswish", 1.0, -3.0) == 0.0);
+  CHECK(bwd("hardswish", 1.0, std::nextafter(3.0, 0.0)) == doctest::Approx(1.5));
   CHECK(bwd("leaky_relu(negative_slope=0.2)", 1.0, 0.0) == doctest::Approx(0.2));  // x > 0 decides
   CHECK(bwd("elu", 2.0, 0.0) == doctest::Approx(2.0));   // x <= 0: alpha * exp(0)
 }
@@ -115,6 +116,24 @@ TEST_CASE("activation text: parameters by name or position, canonical form, entr
         "#define KP_P_BETA KP_LIT(2.0)\n#define KP_P_THRESHOLD KP_LIT(20.0)\n");
   CHECK(resolve_activation("gelu(approximate=tanh)").param_defines() ==
         "#define KP_P_APPROXIMATE_NONE 0\n#define KP_P_APPROXIMATE_TANH 1\n");
+}
+
+TEST_CASE("parameters are converted as torch converts them: compute type, or the tensor's dtype") {
+  // torch's shrinks take lambd.to<scalar_t>(): 0.3 in bfloat16 is 0.30078125, in float16 1229/4096.
+  const ResolvedActivation shrink = resolve_activation("hardshrink(lambd=0.3)");
+  CHECK(params_for(shrink, Dtype::bf16)[0] == 0.30078125);
+  CHECK(params_for(shrink, Dtype::f16)[0] == 1229.0 / 4096);
+  CHECK(params_for(shrink, Dtype::f32)[0] == static_cast<double>(0.3f));
+  CHECK(params_for(shrink, Dtype::f64)[0] == 0.3);
+  CHECK(shrink.param_defines(Dtype::bf16) == "#define KP_P_LAMBD KP_LIT(0.30078125)\n");
+  CHECK(shrink.param_defines(Dtype::f32) == "#define KP_P_LAMBD KP_LIT(0.3)\n");
+  // Others convert to float (opmath) in every dtype below float64.
+  const ResolvedActivation leaky = resolve_activation("leaky_relu(negative_slope=0.3)");
+  CHECK(params_for(leaky, Dtype::bf16)[0] == static_cast<double>(0.3f));
+  // hardtanh: its forward is torch's clamp (float); its backward compares in the tensor's dtype.
+  const ResolvedActivation ht = resolve_activation("hardtanh(min_val=-0.3, max_val=2)");
+  CHECK(params_for(ht, Dtype::bf16, Direction::forward)[0] == static_cast<double>(-0.3f));
+  CHECK(params_for(ht, Dtype::bf16, Direction::backward)[0] == -0.30078125);
 }
 
 TEST_CASE("bad activation text is refused with a message naming what is wrong") {

@@ -1,6 +1,6 @@
 /* Hardswish as torch: x * min(max(x + 3, 0), 6) / 6 (NaN at -inf, as torch's -inf * 0); backward
- * (torch): x < -3 ? 0 : x <= 3 ? g (x / 3 + 1/2) : g, with x / 3 + 1/2 written (2x + 3) / 6, which
- * does not cancel near x = -1.5. The output does not determine the derivative. */
+ * (torch 2.11): x <= -3 ? 0 : x < 3 ? g (x / 3 + 1/2) : g (the bounds take the outer pieces' slopes),
+ * with x / 3 + 1/2 written (2x + 3) / 6, which does not cancel near x = -1.5. The output does not determine the derivative. */
 /* x * 6 / 6 would overflow for x > FLT_MAX / 6: above 3 the result is x itself; below -3 it is
  * x * 0 (NaN at -inf, -0 elsewhere, as torch's formula gives). */
 KP_FN KP_C kp_act_forward(KP_C x) {
@@ -9,6 +9,6 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return x * (x + KP_LIT(3.0)) / KP_LIT(6.0);
 }
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  return x < KP_LIT(-3.0) ? KP_LIT(0.0)
-                          : (x <= KP_LIT(3.0) ? g * (KP_FMA(KP_LIT(2.0), x, KP_LIT(3.0)) / KP_LIT(6.0)) : g);
+  return x <= KP_LIT(-3.0) ? KP_LIT(0.0)
+                           : (x < KP_LIT(3.0) ? g * (KP_FMA(KP_LIT(2.0), x, KP_LIT(3.0)) / KP_LIT(6.0)) : g);
 }
