@@ -7,6 +7,8 @@
 #             21-entry registry pass the whole list, e.g. ACTS=$(kplay ... ) or by hand)
 #   TABLE_ACTS=selu,gelu  activations of the whole-table run (default selu,relu: gelu may not exist)
 #   MULTI=1   only the multi-GPU part (run it on a 2-GPU machine)
+#   PARTS="defaults tune table bench"  which single-GPU parts to run (default: all four)
+#   TUNE_ACTS=selu,gelu  activations (f32, full shape) whose tuning is timed per strategy
 # Expect (see the issue): defaults >= torch's ratio to copy (torch: scripts/torch_compare.py),
 # "fast" <= 5 s per job at 4096x393216 with a winner within 1 % of exhaustive, exhaustive
 # >= 3x faster than the 37-42 s of main before this change.
@@ -19,6 +21,9 @@ SHAPE=${KPLAY_SHAPE:-4096x393216}
 ACTS=${ACTS:-selu,relu}
 TABLE_ACTS=${TABLE_ACTS:-selu,relu}
 QUICK=${QUICK:-0}
+PARTS=${PARTS:-defaults tune table bench}
+TUNE_ACTS=${TUNE_ACTS:-selu}
+want() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 export KPLAY_DB="$OUT/default.db"
 S="$OUT/summary.tsv"
 : >"$S"
@@ -34,7 +39,7 @@ if [ "${MULTI:-0}" != 1 ]; then
   # 1. Untuned defaults (device model) at the full shape, every activation x dtype x direction.
   #    SKIP_DEFAULTS=1 leaves this to scripts/perf_table.py (same process as torch).
   if [ "$QUICK" = 1 ]; then DTYPES="f32 f16"; DIRS="forward"; else DTYPES="f32 f16 bf16 f64"; DIRS="forward backward"; fi
-  [ "${SKIP_DEFAULTS:-0}" = 1 ] && DIRS=""
+  { [ "${SKIP_DEFAULTS:-0}" = 1 ] || ! want defaults; } && DIRS=""
   for dir in $DIRS; do
     for dt in $DTYPES; do
       name="default_${dt}_${dir}"
@@ -47,33 +52,42 @@ if [ "${MULTI:-0}" != 1 ]; then
     done
   done
 
-  # 2. Tuner speed per strategy, SELU f32 at the full shape, each from an empty database.
+  # 2. Tuner speed per strategy, f32 at the full shape, each from an empty database.
+  for act in ${TUNE_ACTS//,/ }; do
+  want tune || break
   for strat in fast halving exhaustive; do
     [ "$QUICK" = 1 ] && [ "$strat" = exhaustive ] && continue
-    log "tune_$strat"
-    rm -f "$OUT/tune_$strat.db"*
-    /usr/bin/time -f "wall %e s" "$K" autotune --db "$OUT/tune_$strat.db" --act selu --shape "$SHAPE" \
-      --strategy "$strat" --no-resume --times --json >"$OUT/logs/tune_$strat.json" 2>"$OUT/logs/tune_$strat.err"
-    tail -3 "$OUT/logs/tune_$strat.err"
-    python3 - "$OUT/logs/tune_$strat.json" "$strat" >>"$S" <<'PY'
+    log "tune_${act}_$strat"
+    db="$OUT/tune_${act}_$strat.db"
+    rm -f "$db"*
+    /usr/bin/time -f "wall %e s" "$K" autotune --db "$db" --act "$act" --shape "$SHAPE" \
+      --strategy "$strat" --no-resume --times --json >"$OUT/logs/tune_${act}_$strat.json" 2>"$OUT/logs/tune_${act}_$strat.err"
+    echo "exit $?" >>"$OUT/logs/tune_${act}_$strat.err"
+    tail -5 "$OUT/logs/tune_${act}_$strat.err"
+    python3 - "$OUT/logs/tune_${act}_$strat.json" "$act $strat" >>"$S" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1]))[0]
-print("tune\t%s\t%.1f s\t%.4f ms\t%.1f %% of copy\t%s" % (sys.argv[2], r["seconds"], r["best_ms"],
-      100 * r["best_gbps"] / r["copy_gbps"], json.dumps(r["best"])))
+try:
+    r = json.load(open(sys.argv[1]))[0]
+    print("tune\t%s\t%.1f s\t%.4f ms\t%.1f %% of copy\t%s" % (sys.argv[2], r["seconds"], r["best_ms"],
+          100 * r["best_gbps"] / r["copy_gbps"], json.dumps(r["best"])))
+except Exception as e:
+    print("tune\t%s\tno result (%s)" % (sys.argv[2], e))
 PY
   done
-  # The winners of fast and halving, timed again beside exhaustive's in one process each
-  # (distance to exhaustive within noise): `kplay run` with each database.
+  # The winners, timed again one after another in one process each (distance to exhaustive's
+  # within noise): `kplay run` with each database.
   for strat in fast halving exhaustive; do
-    [ -f "$OUT/tune_$strat.db" ] || continue
-    "$K" run --db "$OUT/tune_$strat.db" --act selu --shape "$SHAPE" --repeat 15 2>&1 | tee "$OUT/logs/winner_$strat.log" |
-      awk -v s="$strat" '/^ratio:/{printf "winner\t%s\t%s %% of copy\n", s, $2}' >>"$S"
+    [ -f "$OUT/tune_${act}_$strat.db" ] || continue
+    "$K" run --db "$OUT/tune_${act}_$strat.db" --act "$act" --shape "$SHAPE" --repeat 15 2>&1 | tee "$OUT/logs/winner_${act}_$strat.log" |
+      awk -v s="$act $strat" '/^ratio:/{printf "winner\t%s\t%s %% of copy\n", s, $2}' >>"$S"
+  done
   done
 
   # 3. A whole table with the fast strategy: killed after 60 s, then resumed to the end.
   if [ "$QUICK" = 1 ]; then TD="f32,f16"; TDIR="forward"; TN="2^16..2^28"; else TD="all"; TDIR="all"; TN="2^16..2^30"; fi
   # 2^31 with float64 backward needs ~70 GB of buffers: 2^30 is the top of the default run.
   TN=${TABLE_N:-$TN}
+  if want table; then
   log "table (killed after 60 s, then resumed)"
   rm -f "$OUT/table.db"*
   timeout -s KILL 60 "$K" autotune --db "$OUT/table.db" --act "$TABLE_ACTS" --dtype "$TD" --direction "$TDIR" \
@@ -89,10 +103,12 @@ PY
   row "table	$TABLE_ACTS $TD $TDIR $TN	rc=$rc	$jobs jobs, $resumed resumed from the killed run	$(( $(date +%s) - start )) s after resume"
   awk '/^[0-9]+ /{ if ($7+0 < min || min == "") {min=$7+0; w=$2" "$3" "$4" "$5} } END {printf "table\tlowest %% of copy\t%s %%\t%s\n", min, w}' \
     "$OUT/logs/table.txt" >>"$S"
+  fi
 
   # 4. kplay bench: untuned (device model) and with the table's tunings.
   BN=${BENCH_N:-2^12..2^30}
   [ "$QUICK" = 1 ] && BN=2^12..2^28
+  if want bench; then
   log "bench"
   "$K" bench --no-db --act selu,relu --dtype f32,f16 --n "$BN" --csv "$OUT/bench_default.csv" \
     --json "$OUT/bench_default.json" 2>&1 | tee "$OUT/logs/bench_default.txt"
@@ -109,6 +125,7 @@ for act in sorted({r["activation"] + " " + r["dtype"] for r in rows}):
           100 * min(float(r["ratio"]) for r in big) if big else 0, all(r["verified"] == "1" for r in rs)))
 PY
   done
+  fi
 fi
 
 # 5. Every GPU of the host (only with two or more).
