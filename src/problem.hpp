@@ -33,12 +33,17 @@ class Problem {
   // Fills the output (and guards) with 0xCD bytes, and re-uploads the input when in place.
   void reset_output();
 
-  // Compares the output with the reference. sampled: head, tail, and random blocks only.
-  // Guard zones are always checked; a write there counts as a mismatch at index n.
+  // Compares the output with the reference. sampled: head, tail, and random blocks only; their
+  // reference values are computed once and kept, since the tuner verifies every candidate on the
+  // same problem. Guard zones are always checked; a write there counts as a mismatch at index n.
   ErrorStats verify(bool sampled) const;
 
  private:
   void upload_inputs();
+  // Writes stream 0 (in0) or 1 (in1) of the reference inputs to dst: generated on the host for one
+  // period, then replicated on the device.
+  void upload_stream(rt::DevicePtr dst, bool second) const;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> check_ranges(bool sampled) const;
 
   rt::Backend& backend_;
   KernelSpec spec_;
@@ -46,7 +51,12 @@ class Problem {
   ReferenceProblem ref_;
   std::size_t esize_;
   rt::DeviceBuffer in0_, in1_, out_;
+  // The sampled ranges' expected values and error scales (or a user activation's float64 self).
+  mutable std::vector<double> sampled_expected_, sampled_scale_;
 };
+
+// Problems larger than twice this many elements repeat their inputs with this period.
+constexpr std::uint64_t kInputPeriod = 1ull << 24;
 
 constexpr std::uint64_t kGuardElements = 64;
 constexpr unsigned char kPoisonByte = 0xCD;

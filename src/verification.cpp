@@ -107,13 +107,15 @@ ReferenceProblem::ReferenceProblem(const KernelSpec& s, std::uint64_t sd)
       edges(edge_values(act, s.dtype)) {}
 
 double ReferenceProblem::x(std::uint64_t i) const {
+  if (period) i %= period;
   const std::size_t nspecial = special_value_count();
   if (i >= nspecial && i - nspecial < edges.size()) return edges[i - nspecial];
   return generate_input(spec.dtype, seed, InputStream::x, i);
 }
 
 double ReferenceProblem::in0(std::uint64_t i) const {
-  return spec.direction == Direction::forward ? x(i) : generate_input(spec.dtype, seed, InputStream::grad, i);
+  return spec.direction == Direction::forward ? x(i)
+                                              : generate_input(spec.dtype, seed, InputStream::grad, period ? i % period : i);
 }
 
 double ReferenceProblem::in1(std::uint64_t i) const {

@@ -47,6 +47,9 @@ struct ReferenceProblem {
   ResolvedActivation act;
   std::vector<double> params;
   std::vector<double> edges;
+  // Inputs repeat every `period` elements (0: never), so a large problem is generated once on the
+  // host and replicated on the device (Problem); element i holds the values of i % period.
+  std::uint64_t period = 0;
   explicit ReferenceProblem(const KernelSpec& s, std::uint64_t seed);
   double forward(double x) const { return act.act->forward(x, params.data()); }
   double in0(std::uint64_t i) const;  // x (forward) or grad (backward)

@@ -342,6 +342,38 @@ TEST_SUITE("opencl") {
     }
   }
 
+  TEST_CASE("OpenCL: a problem over two input periods repeats its inputs, and sampled checks still catch errors") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    KernelSpec s;
+    s.activation = "relu";
+    s.dtype = Dtype::f16;  // 2 bytes: the large problem stays small in memory
+    ProblemShape shape;
+    shape.n = 2 * kInputPeriod + 12345;  // not a multiple of the period: a partial last copy
+    shape.seed = test::fresh_seed();
+    Problem p(be, s, shape);
+    // The device holds input i % period at i (compared as bits: NaN payloads too).
+    std::vector<std::uint16_t> far(64);
+    be.download(far.data(), p.in0().at((2 * kInputPeriod + 100) * 2), 128);
+    std::vector<std::uint16_t> at100(64);
+    be.download(at100.data(), p.in0().at(100 * 2), 128);
+    CHECK(far == at100);
+    auto k = engine.prepare(s, {});
+    engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n);
+    be.synchronize();
+    ErrorStats good = p.verify(true);
+    INFO(good.summary());
+    CHECK(good.mismatches == 0);
+    // The kept reference must not hide a wrong kernel: a second, wrong run on the same problem.
+    p.reset_output();
+    KernelSpec wrong = s;
+    wrong.activation = "relu6";
+    auto w = engine.prepare(wrong, {});
+    engine.launch_flat(*w, p.out(), p.in0(), p.in1(), shape.n);
+    be.synchronize();
+    CHECK(p.verify(true).mismatches > 0);
+  }
+
   TEST_CASE("OpenCL: time_ms measures the enqueued commands with profiling events") {
     rt::Backend& be = opencl_backend();
     Engine engine(be);

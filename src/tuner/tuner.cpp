@@ -119,6 +119,16 @@ void parallel_for(std::size_t count, unsigned threads, const F& body) {
   for (auto& t : pool) t.join();
 }
 
+// The configurations with the widest vector of the space (see TuneOptions::strategy, "fast").
+std::vector<KernelConfig> widest_vectors(const std::vector<KernelConfig>& space) {
+  int widest = 0;
+  for (const auto& c : space) widest = std::max(widest, c.vec);
+  std::vector<KernelConfig> out;
+  for (const auto& c : space)
+    if (c.vec == widest) out.push_back(c);
+  return out;
+}
+
 // Smaller problem for the "fast" schedule's first ranking: 1/16 of n when n is large enough that
 // the smaller problem still streams from DRAM (the buffers rotate past the L2 either way).
 std::uint64_t fidelity_n(std::uint64_t n) { return n >= (1ull << 26) ? n / 16 : 0; }
@@ -191,6 +201,10 @@ class DeviceMeasurer : public CandidateMeasurer {
   std::map<std::string, std::string> compiled_;  // binary identity -> "" or compile error
   std::map<std::string, std::shared_ptr<const PreparedKernel>> kernels_;
 };
+
+// A candidate this much slower than the best after 3 samples is dropped from further sampling; the
+// contenders' noise window (contenders_of) is at most a few per cent.
+constexpr double kClearlySlower = 0.05;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -366,7 +380,11 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   } else {
     std::vector<Measurement> history;
     history.reserve(results.size());
-    for (const auto& r : results) history.push_back({r.config, r.ok, r.median_ms});
+    double best_ms = 0;  // the fastest verified median so far (resumed results count)
+    for (const auto& r : results) {
+      history.push_back({r.config, r.ok, r.median_ms});
+      if (r.ok && r.median_ms > 0 && (best_ms <= 0 || r.median_ms < best_ms)) best_ms = r.median_ms;
+    }
     progress.phase = "measure";
     for (std::vector<KernelConfig> batch; !(batch = strategy->next(history)).empty();) {
       auto t0 = Clock::now();
@@ -383,12 +401,17 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
           for (int w = 0; w < o.warmup; ++w) m.sample(r.config, 0);
           std::vector<double> s;
           s.reserve(static_cast<std::size_t>(o.repeats));
-          for (int k = 0; k < o.repeats; ++k) s.push_back(m.sample(r.config, 0));
+          for (int k = 0; k < o.repeats; ++k) {
+            s.push_back(m.sample(r.config, 0));
+            // Clearly slower after 3 samples: never a contender, so more samples buy nothing.
+            if (k == 2 && best_ms > 0 && summarize(s).median_ms > best_ms * (1.0 + kClearlySlower)) break;
+          }
           times.samples += s.size();
           const Timing t = summarize(s);
           r.ok = true;
           r.median_ms = t.median_ms;
           r.spread_ms = t.max_ms - t.min_ms;
+          if (best_ms <= 0 || r.median_ms < best_ms) best_ms = r.median_ms;
         }
         if (save) save(r);
         results.push_back(r);
@@ -436,7 +459,8 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
                   TuneTimes* times_out) {
   if (o.n == 0) throw Error(ErrorCode::invalid_argument, "cannot tune for 0 elements");
   if (o.repeats < 3 || o.warmup < 0) throw Error(ErrorCode::invalid_argument, "--repeat must be >= 3, --warmup >= 0");
-  const std::vector<KernelConfig> space = o.space.enumerate(spec, engine.backend().limits());
+  std::vector<KernelConfig> space = o.space.enumerate(spec, engine.backend().limits());
+  if (o.strategy == "fast") space = widest_vectors(space);
   if (space.empty()) throw Error(ErrorCode::invalid_config, "the search space is empty for " + to_string(spec));
   if (o.strategy != "halving" && o.strategy != "fast") make_strategy(o.strategy, space, o.budget, o.seed);  // checks
   const std::string key = run_key(engine, spec, o);
