@@ -32,7 +32,11 @@ step pytest 240 "$PY" -m pytest -q -rs tests/python
 step overhead 60 "$PY" examples/overhead.py
 step selu_model 120 "$PY" examples/selu_model.py
 step train_small 180 "$PY" examples/train_small.py --steps 100
+# Timings live only in tuning records (launches store compiled kernels, no times): tune a few
+# selu sizes so the database charts have something to draw.
+step autotune 180 "$PY" -c "import kplay; [kplay.autotune('selu', 1 << k, budget=8, repeats=5) for k in (12, 16, 20, 24)]; print('tuned', kplay.db_stats()['tunings'])"
 step plot 60 "$PY" -m kplay.plot bench --db --out "$OUT/plots"
+step plot_tuning 60 "$PY" -m kplay.plot tuning --out "$OUT/plots" --format png
 
 echo "==== details ===="
 grep -E "passed|failed|skipped|error" "$OUT/pytest.log" | tail -n 3
