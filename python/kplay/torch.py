@@ -39,15 +39,18 @@ CUDA graphs: kplay allocates nothing, never synchronizes, and launches on the cu
 first use compiles or loads it, which capture forbids: warm up (run the model once) before
 capturing. A capture that would need a compile raises kplay.UnsupportedError saying so.
 
-In-place variants (selu_) on a tensor that requires grad run out of place and copy the result
-back (x.copy_), so autograd sees a differentiable in-place update; for activations that need
-their input for the gradient, the input is cloned first.
+In-place variants (selu_) on a tensor that requires grad: where the output is saved, eager mode
+runs in place and marks x dirty (as torch's relu_); otherwise, and under torch.compile, they run
+out of place and copy the result back (x.copy_), so autograd sees a differentiable in-place
+update, cloning the input first where backward needs it. Without grad they bump x's version
+counter as torch's in-place ops do.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Tuple
 
 import torch
+import torch.autograd.graph
 from torch import Tensor
 
 from . import _core
@@ -223,6 +226,7 @@ except AttributeError:  # pragma: no cover
         return False
 
 _is_compiling = torch.compiler.is_compiling
+_increment_version = getattr(torch.autograd.graph, "increment_version", None)
 
 
 def _eager_ok(x: Tensor) -> bool:
@@ -263,6 +267,23 @@ class _EagerActivation(torch.autograd.Function):
         return out, None
 
 
+class _EagerActivationInPlace(_EagerActivation):
+    """In place with autograd, for activations that save their output (x becomes the output and is
+    what backward reads), as torch's relu_ does; the others clone (see activation_)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, activation: str) -> Tensor:  # type: ignore[override]
+        device = x.get_device()
+        if x.numel():
+            _launcher(activation, x.dtype, device).launch(x.data_ptr(), 0, x.data_ptr(), x.numel(),
+                                                          _raw_stream(device), True)
+        ctx.mark_dirty(x)
+        ctx.activation = activation
+        ctx.saved_output = True
+        ctx.save_for_backward(x)
+        return x
+
+
 # ---- the functions users call ---------------------------------------------------------------
 
 def activation(x: Tensor, activation: str) -> Tensor:
@@ -290,13 +311,25 @@ def activation_(x: Tensor, activation: str) -> Tensor:
     """In place; returns x. See the module notes for tensors that require grad."""
     if x.requires_grad and torch.is_grad_enabled():
         if _eager_ok(x):
-            # The output is saved, or else the input, which the copy back would overwrite: clone it.
-            y = _EagerActivation.apply(x if saves_output(activation) else x.clone(), activation)
-            return x.copy_(y)
+            keep_x = saves_output(activation)
+            # A leaf or a view goes out of place: x.copy_ refuses a leaf before anything is
+            # written, and handles views; in place the kernel would run before autograd's check.
+            if keep_x and not x.is_leaf and not x._is_view():
+                return _EagerActivationInPlace.apply(x, activation)
+            # Where the input is saved, the copy back would overwrite it: clone it.
+            return x.copy_(_EagerActivation.apply(x if keep_x else x.clone(), activation))
         # Under torch.compile the saved-output query (a C++ call) would break the graph: clone.
         keep_x = not _is_compiling() and saves_output(activation)
         y = torch.ops.kplay.forward(x if keep_x else x.clone(), activation)
         return x.copy_(y)
+    if _increment_version is not None and _eager_ok(x):
+        n = x.numel()
+        if n:
+            device = x.get_device()
+            _launcher(activation, x.dtype, device).launch(x.data_ptr(), 0, x.data_ptr(), n, _raw_stream(device), True)
+        if not x.is_inference():  # as torch's in-place ops do, so autograd sees the change
+            _increment_version(x)
+        return x
     torch.ops.kplay.forward_(x, activation)
     return x
 

@@ -185,6 +185,33 @@ def test_in_place_variants():
                                atol=1e-5)
 
 
+def test_in_place_with_grad_where_the_output_is_saved():
+    leaf = mixed((1000,), torch.float32).requires_grad_()
+    z = leaf * 2.0
+    assert kt.relu_(z) is z
+    torch.testing.assert_close(z, torch.relu(leaf.detach() * 2.0))
+    z.sum().backward()
+    torch.testing.assert_close(leaf.grad, 2.0 * (leaf.detach() > 0).float())
+    before = leaf.detach().clone()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        kt.relu_(leaf)
+    assert torch.equal(leaf.detach(), before)  # refused before anything was written
+
+
+def test_in_place_without_grad_is_seen_by_autograd():
+    # The eager in-place path bumps the version counter as torch's in-place ops do.
+    x = mixed((1000,), torch.float32)
+    v = x._version
+    kt.selu_(x)
+    assert x._version > v
+    leaf = mixed((1000,), torch.float32).requires_grad_()
+    b = torch.exp(leaf)  # exp saves its output
+    with torch.no_grad():
+        kt.relu_(b)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
+
+
 def test_layouts_pitched_dense_and_broadcast():
     base = mixed((64, 48), torch.float32)
     views = {"columns": lambda t: t[:, 5:30], "transposed": lambda t: t.t(), "rows": lambda t: t[::2],
