@@ -29,6 +29,10 @@ else
   step install 240 "$PY" -m pip install --no-build-isolation --no-deps -v . || { printf '%s\n' "${summary[@]}"; exit 1; }
 fi
 step pytest 240 "$PY" -m pytest -q -rs tests/python
+# The C++ kplay::Launcher on CUDA, where this checkout carries a build of the doctest suite.
+if [ -x build/tests/kplay_tests ]; then
+  step launcher_cuda 120 build/tests/kplay_tests --test-suite=cuda -tc="*Launcher*"
+fi
 step overhead 60 "$PY" examples/overhead.py
 step selu_model 120 "$PY" examples/selu_model.py
 step train_small 180 "$PY" examples/train_small.py --steps 100

@@ -294,15 +294,17 @@ def activation(x: Tensor, activation: str) -> Tensor:
     cost is then kplay's alone); everything else (torch.compile, tensor subclasses, functorch,
     other layouts) goes through the op.
     """
-    if _eager_ok(x):
+    if _eager_ok(x):  # the hot path of eager models: kept to a few attribute reads and one call
         if x.requires_grad and torch.is_grad_enabled():
             return _EagerActivation.apply(x, activation)
         out = torch.empty_like(x)
         n = x.numel()
         if n:
             device = x.get_device()
-            _launcher(activation, x.dtype, device).launch(x.data_ptr(), 0, out.data_ptr(), n, _raw_stream(device),
-                                                          True)
+            launcher = _launchers.get((activation, x.dtype, device, False, False))
+            if launcher is None:
+                launcher = _launcher(activation, x.dtype, device)
+            launcher.launch(x.data_ptr(), 0, out.data_ptr(), n, _raw_stream(device), True)
         return out
     return torch.ops.kplay.forward(x, activation)
 
