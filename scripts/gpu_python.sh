@@ -28,7 +28,7 @@ if [ -n "${KPLAY_WHEEL:-}" ]; then
 else
   step install 240 "$PY" -m pip install --no-build-isolation --no-deps -v . || { printf '%s\n' "${summary[@]}"; exit 1; }
 fi
-step pytest 240 "$PY" -m pytest -q -rs tests/python
+step pytest 240 "$PY" -m pytest -q -rfs tests/python
 # The C++ kplay::Launcher on CUDA, where this checkout carries a build of the doctest suite.
 if [ -x build/tests/kplay_tests ]; then
   step launcher_cuda 120 build/tests/kplay_tests --test-suite=cuda -tc="*Launcher*"
@@ -43,7 +43,7 @@ step plot 60 "$PY" -m kplay.plot bench --db --out "$OUT/plots"
 step plot_tuning 60 "$PY" -m kplay.plot tuning --out "$OUT/plots" --format png
 
 echo "==== details ===="
-grep -E "passed|failed|skipped|error" "$OUT/pytest.log" | tail -n 3
-cat "$OUT/overhead.log" "$OUT/selu_model.log" "$OUT/train_small.log" 2>/dev/null | tail -n 20
+grep -E "^FAILED|passed|failed|skipped|error" "$OUT/pytest.log" | tail -n 40
+cat "$OUT/overhead.log" "$OUT/selu_model.log" "$OUT/train_small.log" 2>/dev/null | tail -n 30
 echo "==== summary (logs in $OUT) ===="
 printf '%s\n' "${summary[@]}"
