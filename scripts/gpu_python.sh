@@ -28,14 +28,22 @@ if [ -n "${KPLAY_WHEEL:-}" ]; then
 else
   step install 240 "$PY" -m pip install --no-build-isolation --no-deps -v . || { printf '%s\n' "${summary[@]}"; exit 1; }
 fi
-step pytest 240 "$PY" -m pytest -q -rs tests/python
+step pytest 240 "$PY" -m pytest -q -rfs tests/python
+# The C++ kplay::Launcher on CUDA, where this checkout carries a build of the doctest suite.
+if [ -x build/tests/kplay_tests ]; then
+  step launcher_cuda 120 build/tests/kplay_tests --test-suite=cuda -tc="*Launcher*"
+fi
 step overhead 60 "$PY" examples/overhead.py
 step selu_model 120 "$PY" examples/selu_model.py
 step train_small 180 "$PY" examples/train_small.py --steps 100
+# Timings live only in tuning records (launches store compiled kernels, no times): tune a few
+# selu sizes so the database charts have something to draw.
+step autotune 180 "$PY" -c "import kplay; [kplay.autotune('selu', 1 << k, budget=8, repeats=5) for k in (12, 16, 20, 24)]; print('tuned', kplay.db_stats()['tunings'])"
 step plot 60 "$PY" -m kplay.plot bench --db --out "$OUT/plots"
+step plot_tuning 60 "$PY" -m kplay.plot tuning --out "$OUT/plots" --format png
 
 echo "==== details ===="
-grep -E "passed|failed|skipped|error" "$OUT/pytest.log" | tail -n 3
-cat "$OUT/overhead.log" "$OUT/selu_model.log" "$OUT/train_small.log" 2>/dev/null | tail -n 20
+grep -E "^FAILED|passed|failed|skipped|error" "$OUT/pytest.log" | tail -n 40
+cat "$OUT/overhead.log" "$OUT/selu_model.log" "$OUT/train_small.log" 2>/dev/null | tail -n 30
 echo "==== summary (logs in $OUT) ===="
 printf '%s\n' "${summary[@]}"

@@ -1,13 +1,49 @@
 """kplay.forward / kplay.backward on any accepted array (see _arrays.py for which)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+import sys
+from typing import Any, Dict, Optional, Tuple
 
 from . import _core
 from ._arrays import DTYPE_NAMES, ArrayRef, describe, empty_like
 from ._layout import plan
 
 _bad = _core.InvalidArgumentError
+
+# Prepared launchers for torch's fast path, by (activation, dtype code, CUDA device).
+_launchers: Dict[Tuple[str, int, int], Any] = {}
+_torch_codes: Dict[Any, int] = {}
+
+
+def _torch_fast_forward(activation: str, x: Any, out: Any) -> Any:
+    """kplay.forward for plain contiguous CUDA torch tensors on torch's current stream, through a
+    cached launcher: torch vouches for device memory and device, this checks the rest. Returns
+    None where the general path must decide (other types, layouts, dtypes, mismatches)."""
+    torch = sys.modules["torch"]
+    if not _torch_codes:
+        _torch_codes.update({torch.float32: _core.F32, torch.float16: _core.F16, torch.bfloat16: _core.BF16,
+                             torch.float64: _core.F64})
+    code = _torch_codes.get(x.dtype)
+    if code is None or not x.is_cuda or not x.is_contiguous():
+        return None
+    device = x.get_device()
+    if out is None:
+        out = torch.empty_like(x)
+    elif (type(out) is not torch.Tensor or out.dtype != x.dtype or out.shape != x.shape or not out.is_cuda
+          or out.get_device() != device or not out.is_contiguous()):
+        return None
+    n = x.numel()
+    if n:
+        src, dst = x.data_ptr(), out.data_ptr()
+        size = n * x.element_size()
+        if src != dst and src < dst + size and dst < src + size:
+            raise _bad("out partially overlaps x; only exact in place (out is x) is allowed")
+        key = (activation, code, device)
+        launcher = _launchers.get(key)
+        if launcher is None:
+            launcher = _launchers[key] = _core.Launcher.cuda(activation, code, False, False, device)
+        launcher.launch(src, 0, dst, n, torch._C._cuda_getCurrentRawStream(device), True)
+    return out
 
 
 def _stream_for(ref: ArrayRef, stream: Optional[int], what: str) -> int:
@@ -60,6 +96,11 @@ def forward(activation: str, x: Any, out: Any = None, stream: Any = None) -> Any
     """
     if not isinstance(activation, str):
         raise TypeError(f"activation must be a str such as 'selu', not {type(activation).__name__}")
+    torch = sys.modules.get("torch")
+    if stream is None and torch is not None and type(x) is torch.Tensor:
+        done = _torch_fast_forward(activation, x, out)
+        if done is not None:
+            return done
     xr = describe(x)
     if out is None:
         out = empty_like(x)

@@ -8,6 +8,10 @@
         bandwidth against size, kplay against copy (and torch when the sweep has it), one chart
         per (activation, dtype, direction).
 
+From the database, both charts need tuning records (kplay autotune, kplay.autotune): they are
+the only place timings are kept; the compiled kernels that launches store carry none. With no
+record, or nothing to draw, the command says what is missing and exits with status 1.
+
 Sweep files (from `kplay bench`) are read tolerantly: a CSV with a header, or JSON (a list of
 objects, or {"results": [...]}), one row per measurement. Columns used (others are ignored):
     activation, dtype, direction, n           (n: elements; also accepted: size, elements)
@@ -83,6 +87,22 @@ def rows_from_database(db: str = "") -> List[Dict[str, Any]]:
                      "direction": spec.get("direction", "forward"), "n": int(t.get("n", 0)),
                      "kernel_gbps": t.get("best_gbps"), "copy_gbps": t.get("copy_gbps"), "torch_gbps": None})
     return [r for r in rows if r["n"] > 0]
+
+
+def _has_data(row: Dict[str, Any]) -> bool:
+    return any(row.get(f"{who}_gbps") for who in ("kernel", "copy", "torch"))
+
+
+def _no_tunings(db: str) -> str:
+    """Why a database gives no chart: timings live only in tuning records; compiled kernels
+    (what launches store) carry none."""
+    from .database import db_path, db_stats
+
+    stats = db_stats(db)
+    return (f"nothing to plot: the kernel database {db_path(db)} has no tuning records (it holds "
+            f"{stats['binaries']} compiled kernels, which carry no timings). Tune the sizes to chart first, "
+            "e.g. `kplay autotune --act selu --n 1048576` or kplay.autotune('selu', 1 << 20), or plot a "
+            "`kplay bench` sweep: python -m kplay.plot bench SWEEP.csv")
 
 
 def _pyplot():
@@ -191,14 +211,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.what == "tuning":
         from .database import db_tunings
 
-        files = plot_tuning(db_tunings(args.db), args.out, formats)
+        tunings = db_tunings(args.db)
+        if not tunings:
+            print(_no_tunings(args.db), file=sys.stderr)
+            return 1
+        files = plot_tuning(tunings, args.out, formats)
+        what = "no tuning record has a successful candidate with a time"
     else:
         if args.sweep is None and args.db is None:
             ap.error("bench needs a sweep file or --db")
-        rows = read_sweep(args.sweep) if args.sweep else rows_from_database(args.db)
-        files = plot_bandwidth(rows, args.out, formats)
+        if args.sweep:
+            rows = read_sweep(args.sweep)
+            what = f"{args.sweep} has no row with n and a kernel, copy or torch time or bandwidth"
+        else:
+            rows = rows_from_database(args.db)
+            if not rows:
+                print(_no_tunings(args.db), file=sys.stderr)
+                return 1
+            what = "no tuning record has a size and a bandwidth"
+        files = plot_bandwidth([r for r in rows if _has_data(r)], args.out, formats)
     if not files:
-        print("nothing to plot (no rows with data)", file=sys.stderr)
+        print(f"nothing to plot: {what}", file=sys.stderr)
         return 1
     for f in files:
         print(f)

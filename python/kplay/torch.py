@@ -11,8 +11,20 @@ activation torch's name and parameters:
 One op per activation string would register a new op for every parameter value; the generic op
 keeps the string as a graph constant, so torch.compile specializes on it all the same.
 
-Autograd saves the forward output where kplay.supports_saved_output(activation) says the
-derivative follows from it (SELU, ReLU, ...), else the input.
+Saved tensor policy: autograd saves the forward output only where the derivative follows from
+it exactly (relu, relu6, leaky_relu with a positive slope, hardtanh, hardshrink: the derivative is
+a constant chosen by comparing y) or where torch itself saves the output (sigmoid, tanh). Every
+other built-in saves the input, as torch does: recovering the derivative from a rounded output
+loses accuracy (selu/elu/celu's negative branch g*(y + lambda*alpha) cancels as y nears
+-lambda*alpha; in float16 that alone puts the gradient 40 % off torch's). User activations save
+the output where kplay.supports_saved_output(activation) says their snippet allows it.
+
+Eager and compiled paths: in eager mode a plain CUDA tensor goes straight to a prepared kplay
+launcher (kplay._core.Launcher, one per activation, dtype, direction and device, cached here),
+through a torch.autograd.Function when it needs a gradient, so an eager call pays neither the
+dispatcher nor kplay's per-call activation lookup. torch.compile, opcheck, tensor subclasses,
+functorch transforms and non-contiguous layouts go through the torch.library ops below, which
+launch through the same launchers where the layout is flat.
 
 Launches go on torch's current stream of the tensor's device. Layouts: dense tensors (contiguous
 or permuted, e.g. channels_last) run flat and the output keeps their strides; row-pitched 2-D
@@ -27,15 +39,18 @@ CUDA graphs: kplay allocates nothing, never synchronizes, and launches on the cu
 first use compiles or loads it, which capture forbids: warm up (run the model once) before
 capturing. A capture that would need a compile raises kplay.UnsupportedError saying so.
 
-In-place variants (selu_) on a tensor that requires grad run out of place and copy the result
-back (x.copy_), so autograd sees a differentiable in-place update; for activations that need
-their input for the gradient, the input is cloned first.
+In-place variants (selu_) on a tensor that requires grad: where the output is saved, eager mode
+runs in place and marks x dirty (as torch's relu_); otherwise, and under torch.compile, they run
+out of place and copy the result back (x.copy_), so autograd sees a differentiable in-place
+update, cloning the input first where backward needs it. Without grad they bump x's version
+counter as torch's in-place ops do.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 
 import torch
+import torch.autograd.graph
 from torch import Tensor
 
 from . import _core
@@ -53,15 +68,44 @@ except AttributeError:  # pragma: no cover
     def _raw_stream(index: int) -> int:
         return torch.cuda.current_stream(index).cuda_stream
 
+# Built-ins whose derivative follows exactly from the output, or whose output torch saves too;
+# C++ still has the last word (leaky_relu only with a positive slope).
+_OUTPUT_SAVERS = frozenset(["relu", "relu6", "leaky_relu", "hardtanh", "hardshrink", "sigmoid", "tanh"])
+_BUILTINS = frozenset(_core.activations())
 _saves_output_cache: Dict[str, bool] = {}
 
 
 def saves_output(activation: str) -> bool:
-    """Whether autograd keeps the forward output (True) or the input (False) for backward."""
+    """Whether autograd keeps the forward output (True) or the input (False) for backward; see the
+    module notes for the policy."""
     r = _saves_output_cache.get(activation)
     if r is None:
-        r = _saves_output_cache[activation] = bool(_core.supports_saved_output(activation))
+        name = activation.split("(", 1)[0].strip()
+        if name in _BUILTINS and name not in _OUTPUT_SAVERS:
+            _core.supports_saved_output(activation)  # raises for bad parameters, as the other branch does
+            r = False
+        else:
+            r = bool(_core.supports_saved_output(activation))
+        _saves_output_cache[activation] = r
     return r
+
+
+# Launchers by (activation, torch dtype, device, backward, saved_output). Made on first use; a
+# launcher keeps the activation as it resolved then.
+_launchers: Dict[Tuple[str, torch.dtype, int, bool, bool], Any] = {}
+
+
+def _launcher(activation: str, dtype: torch.dtype, device: int, backward: bool = False,
+              saved_output: bool = False) -> Any:
+    key = (activation, dtype, device, backward, saved_output)
+    launcher = _launchers.get(key)
+    if launcher is None:
+        code = _DTYPES.get(dtype)
+        if code is None:
+            raise _core.InvalidArgumentError(
+                f"kplay.torch takes float32, float16, bfloat16 or float64 tensors; got {dtype}")
+        launcher = _launchers[key] = _core.Launcher.cuda(activation, code, backward, saved_output, device)
+    return launcher
 
 
 def _dtype_code(t: Tensor, what: str) -> int:
@@ -90,7 +134,7 @@ def _launch_forward(x: Tensor, out: Tensor, activation: str) -> None:
         _core.forward(activation, code, out.data_ptr(), out.data_ptr(), out.numel(), _CUDA, stream)
     elif p[0] == "flat":
         if p[1]:
-            _core.forward(activation, code, x.data_ptr(), out.data_ptr(), p[1], _CUDA, stream)
+            _launcher(activation, x.dtype, x.get_device()).launch(x.data_ptr(), 0, out.data_ptr(), p[1], stream, True)
     else:
         _, rows, cols, (ld_in, ld_out) = p
         _core.forward_2d(activation, code, x.data_ptr(), ld_in, out.data_ptr(), ld_out, rows, cols, _CUDA, stream)
@@ -121,7 +165,7 @@ def _forward_inplace(x: Tensor, activation: str) -> None:
         x.copy_(tmp)
     elif p[0] == "flat":
         if p[1]:
-            _core.forward(activation, code, x.data_ptr(), x.data_ptr(), p[1], _CUDA, stream)
+            _launcher(activation, x.dtype, x.get_device()).launch(x.data_ptr(), 0, x.data_ptr(), p[1], stream, True)
     else:
         _, rows, cols, (ld,) = p
         _core.forward_2d(activation, code, x.data_ptr(), ld, x.data_ptr(), ld, rows, cols, _CUDA, stream)
@@ -134,7 +178,7 @@ def _(x: Tensor, activation: str) -> None:
 
 @torch.library.custom_op("kplay::backward", mutates_args=())
 def _backward(grad: Tensor, saved: Tensor, activation: str, saved_output: bool) -> Tensor:
-    code = _dtype_code(saved, "saved")
+    _dtype_code(saved, "saved")
     _dtype_code(grad, "grad")
     if grad.dtype != saved.dtype or grad.shape != saved.shape:
         raise _core.InvalidArgumentError(
@@ -144,9 +188,12 @@ def _backward(grad: Tensor, saved: Tensor, activation: str, saved_output: bool) 
         grad = _dense_like(grad, out)
     if saved.stride() != out.stride() or not is_dense(saved.shape, saved.stride()):
         saved = _dense_like(saved, out)
+    if grad.get_device() != saved.get_device():
+        raise _core.InvalidArgumentError(f"grad is on {grad.device} but saved on {saved.device}")
     if out.numel():
-        _core.backward(activation, code, grad.data_ptr(), saved.data_ptr(), saved_output, out.data_ptr(),
-                       out.numel(), _CUDA, _raw_stream(out.get_device()))
+        device = out.get_device()
+        _launcher(activation, saved.dtype, device, True, saved_output).launch(
+            grad.data_ptr(), saved.data_ptr(), out.data_ptr(), out.numel(), _raw_stream(device), True)
     return out
 
 
@@ -170,39 +217,133 @@ def _forward_grad(ctx: Any, grad: Tensor):
 _forward.register_autograd(_forward_grad, setup_context=_setup_context)
 
 
+# ---- eager mode: straight to the launchers ---------------------------------------------------
+
+try:  # inside torch.func transforms (vmap, grad) tensors are wrapped: leave them to the ops
+    _functorch_active: Callable[[], bool] = torch._C._are_functorch_transforms_active
+except AttributeError:  # pragma: no cover
+    def _functorch_active() -> bool:
+        return False
+
+_is_compiling = torch.compiler.is_compiling
+_increment_version = getattr(torch.autograd.graph, "increment_version", None)
+
+
+def _eager_ok(x: Tensor) -> bool:
+    """A plain contiguous CUDA tensor of a kplay dtype, outside compile and functorch: the eager
+    path's preconditions, so its launches can vouch for the pointers."""
+    return (not _is_compiling() and type(x) is Tensor and x.is_cuda and x.dtype in _DTYPES and x.is_contiguous()
+            and not _functorch_active())
+
+
+class _EagerActivation(torch.autograd.Function):
+    """The op's autograd in eager mode, without the dispatcher: forward and backward call the
+    launchers directly. Saves what saves_output() says, like the op."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, activation: str) -> Tensor:  # type: ignore[override]
+        out = torch.empty_like(x)
+        device = x.get_device()
+        if x.numel():
+            _launcher(activation, x.dtype, device).launch(x.data_ptr(), 0, out.data_ptr(), x.numel(),
+                                                          _raw_stream(device), True)
+        ctx.activation = activation
+        ctx.saved_output = saves_output(activation)
+        ctx.save_for_backward(out if ctx.saved_output else x)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: Tensor):  # type: ignore[override]
+        (saved,) = ctx.saved_tensors
+        if type(grad) is not Tensor or grad.dtype != saved.dtype or grad.device != saved.device:
+            return torch.ops.kplay.backward(grad, saved, ctx.activation, ctx.saved_output), None
+        grad = grad.contiguous()  # e.g. the expanded ones of sum().backward()
+        out = torch.empty_like(saved)
+        if out.numel():
+            device = out.get_device()
+            _launcher(ctx.activation, saved.dtype, device, True, ctx.saved_output).launch(
+                grad.data_ptr(), saved.data_ptr(), out.data_ptr(), out.numel(), _raw_stream(device), True)
+        return out, None
+
+
+class _EagerActivationInPlace(_EagerActivation):
+    """In place with autograd, for activations that save their output (x becomes the output and is
+    what backward reads), as torch's relu_ does; the others clone (see activation_)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, activation: str) -> Tensor:  # type: ignore[override]
+        device = x.get_device()
+        if x.numel():
+            _launcher(activation, x.dtype, device).launch(x.data_ptr(), 0, x.data_ptr(), x.numel(),
+                                                          _raw_stream(device), True)
+        ctx.mark_dirty(x)
+        ctx.activation = activation
+        ctx.saved_output = True
+        ctx.save_for_backward(x)
+        return x
+
+
 # ---- the functions users call ---------------------------------------------------------------
 
 def activation(x: Tensor, activation: str) -> Tensor:
     """activation(x) for any kplay activation string, e.g. "selu" or "leaky_relu(negative_slope=0.2)".
 
-    In eager mode, a contiguous CUDA tensor that needs no gradient skips the dispatcher and
-    launches straight through kplay (the per-call host cost is then kplay's alone); everything
-    else (autograd, torch.compile, tensor subclasses, other layouts) goes through the op.
+    In eager mode a contiguous CUDA tensor skips the dispatcher: it launches straight through a
+    cached kplay launcher, through _EagerActivation when it needs a gradient (the per-call host
+    cost is then kplay's alone); everything else (torch.compile, tensor subclasses, functorch,
+    other layouts) goes through the op.
     """
-    if (not torch.compiler.is_compiling() and type(x) is torch.Tensor and x.is_cuda and x.is_contiguous()
-            and not (x.requires_grad and torch.is_grad_enabled())):
-        code = _DTYPES.get(x.dtype)
-        if code is not None:
-            out = torch.empty_like(x)
-            _core.forward(activation, code, x.data_ptr(), out.data_ptr(), x.numel(), _CUDA,
-                          _raw_stream(x.get_device()))
-            return out
+    if _eager_ok(x):  # the hot path of eager models: kept to a few attribute reads and one call
+        if x.requires_grad and torch.is_grad_enabled():
+            return _EagerActivation.apply(x, activation)
+        out = torch.empty_like(x)
+        n = x.numel()
+        if n:
+            device = x.get_device()
+            launcher = _launchers.get((activation, x.dtype, device, False, False))
+            if launcher is None:
+                launcher = _launcher(activation, x.dtype, device)
+            launcher.launch(x.data_ptr(), 0, out.data_ptr(), n, _raw_stream(device), True)
+        return out
     return torch.ops.kplay.forward(x, activation)
 
 
 def activation_(x: Tensor, activation: str) -> Tensor:
     """In place; returns x. See the module notes for tensors that require grad."""
     if x.requires_grad and torch.is_grad_enabled():
+        if _eager_ok(x):
+            keep_x = saves_output(activation)
+            # A leaf or a view goes out of place: x.copy_ refuses a leaf before anything is
+            # written, and handles views; in place the kernel would run before autograd's check.
+            if keep_x and not x.is_leaf and not x._is_view():
+                return _EagerActivationInPlace.apply(x, activation)
+            # Where the input is saved, the copy back would overwrite it: clone it.
+            return x.copy_(_EagerActivation.apply(x if keep_x else x.clone(), activation))
         # Under torch.compile the saved-output query (a C++ call) would break the graph: clone.
-        keep_x = not torch.compiler.is_compiling() and saves_output(activation)
+        keep_x = not _is_compiling() and saves_output(activation)
         y = torch.ops.kplay.forward(x if keep_x else x.clone(), activation)
         return x.copy_(y)
+    if _increment_version is not None and _eager_ok(x):
+        n = x.numel()
+        if n:
+            device = x.get_device()
+            _launcher(activation, x.dtype, device).launch(x.data_ptr(), 0, x.data_ptr(), n, _raw_stream(device), True)
+        if not x.is_inference():  # as torch's in-place ops do, so autograd sees the change
+            _increment_version(x)
+        return x
     torch.ops.kplay.forward_(x, activation)
     return x
 
 
 def _make_functions(entry: _table.Entry) -> None:
+    # A call without arguments (kt.selu(x)) skips binding and formatting: its string is fixed.
+    plain = (None if any(d is _table.REQUIRED for _, d in entry.params)
+             else _table.activation_string(entry.activation, {}))
+
     def fn(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if plain is not None and not args and not kwargs:
+            return activation(x, plain)
         values, inplace = _table.bind(entry, args, kwargs)
         act = _table.activation_string(entry.activation, values)
         return activation_(x, act) if inplace else activation(x, act)

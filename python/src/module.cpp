@@ -21,6 +21,7 @@
 #include "../../src/tuner/tuner.hpp"
 #include "kplay/kplay.h"
 #include "kplay/kplay.hpp"
+#include "kplay/launcher.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -181,6 +182,39 @@ NB_MODULE(_core, m) {
       },
       "activation"_a, "dtype"_a, "grad_out_ptr"_a, "saved_ptr"_a, "saved_output"_a, "ld_in"_a, "grad_in_ptr"_a,
       "ld_out"_a, "rows"_a, "cols"_a, "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+
+  // A prepared launch path (kplay/launcher.hpp) for one (activation, dtype, direction, saved kind)
+  // on one device; launch() takes integers only. vouched=True skips the pointer checks (device
+  // memory of this device, primary context, overlap) for callers that know them to hold.
+  nb::class_<kplay::Launcher>(m, "Launcher")
+      .def_static(
+          "cuda",
+          [](const std::string& act, int dtype, bool backward, bool saved_output, int device) {
+            return kplay::Launcher::cuda(act, dtype_from_code(dtype),
+                                         backward ? kplay::Direction::backward : kplay::Direction::forward,
+                                         saved_output ? kplay::Saved::output : kplay::Saved::input, device);
+          },
+          "activation"_a, "dtype"_a, "backward"_a, "saved_output"_a, "device"_a)
+      .def_static(
+          "opencl",
+          [](const std::string& act, int dtype, bool backward, bool saved_output, std::uintptr_t queue) {
+            return kplay::Launcher::opencl(act, dtype_from_code(dtype),
+                                           backward ? kplay::Direction::backward : kplay::Direction::forward,
+                                           saved_output ? kplay::Saved::output : kplay::Saved::input,
+                                           reinterpret_cast<void*>(queue));
+          },
+          "activation"_a, "dtype"_a, "backward"_a, "saved_output"_a, "queue"_a)
+      .def(
+          "launch",
+          [](const kplay::Launcher& l, std::uintptr_t in, std::uintptr_t in1, std::uintptr_t out, std::int64_t n,
+             std::uintptr_t stream, bool vouched) {
+            l.launch(as_ptr(in), as_ptr(in1), as_mut(out), n, reinterpret_cast<void*>(stream),
+                     vouched ? kplay::PointerChecks::vouched : kplay::PointerChecks::full);
+          },
+          "in_ptr"_a, "in1_ptr"_a, "out_ptr"_a, "n"_a, "stream"_a, "vouched"_a = false,
+          nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("activation", [](const kplay::Launcher& l) { return l.spec().activation; })
+      .def_prop_ro("device", &kplay::Launcher::device);
 
   m.def("supports_saved_output", &kplay::supports_saved_output, "activation"_a);
   m.def("version", [] { return std::string(KPLAY_PYTHON_VERSION); });

@@ -49,3 +49,18 @@ def test_no_cuda_device_is_a_clear_exception():
         assert "CUDA" in str(e)
     else:
         raise AssertionError("a CUDA launch without CUDA did not raise")
+
+
+def test_launcher_refuses_bad_activations_before_looking_for_a_device():
+    import pytest
+
+    with pytest.raises(kplay.InvalidArgumentError, match="unknown activation 'no_such_act'"):
+        kplay._core.Launcher.cuda("no_such_act", kplay._core.F32, False, False, 0)
+    with pytest.raises(kplay.UnsupportedError, match="saved output"):
+        kplay._core.Launcher.cuda("gelu", kplay._core.F32, True, True, 0)
+    with pytest.raises(kplay.InvalidArgumentError, match="dtype code"):
+        kplay._core.Launcher.cuda("selu", 99, False, False, 0)
+    cuda = next(b for b in kplay.backends() if b["backend"] == "cuda")
+    if not cuda["available"]:
+        with pytest.raises(kplay.NoDeviceError, match="CUDA"):
+            kplay._core.Launcher.cuda("selu", kplay._core.F32, False, False, 0)

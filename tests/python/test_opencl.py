@@ -116,3 +116,28 @@ def test_database_helpers_and_autotune(cl_queue, tmp_db):
     with pytest.raises(kplay.InvalidArgumentError):
         kplay.autotune("relu", 0, backend="opencl", db=tmp_db)
     assert math.isfinite(rec["copy_gbps"])
+
+
+def test_prepared_launcher_gives_the_bits_of_forward_and_backward(cl_queue):
+    from kplay import _core
+
+    q = cl_queue.int_ptr
+    fwd = _core.Launcher.opencl("selu", _core.F32, False, False, q)
+    bwd = _core.Launcher.opencl("selu", _core.F32, True, True, q)
+    assert fwd.activation == "selu" and fwd.device == -1
+    for n in (1, 4099, 100003):
+        x = cla.to_device(cl_queue, mixed(n, np.float32))
+        g = cla.to_device(cl_queue, mixed(n, np.float32, seed=1))
+        y, gi = cla.empty_like(x), cla.empty_like(x)
+        fwd.launch(x.base_data.int_ptr, 0, y.base_data.int_ptr, n, 0)
+        assert np.array_equal(y.get(), kplay.forward("selu", x).get())
+        bwd.launch(g.base_data.int_ptr, y.base_data.int_ptr, gi.base_data.int_ptr, n, 0, True)
+        assert np.array_equal(gi.get(), kplay.backward("selu", g, y, saved_output=True).get())
+    with pytest.raises(kplay.InvalidArgumentError, match="n must be >= 0"):
+        fwd.launch(x.base_data.int_ptr, 0, y.base_data.int_ptr, -1, 0)
+    with pytest.raises(kplay.InvalidArgumentError, match="saved is a null pointer"):
+        bwd.launch(g.base_data.int_ptr, 0, gi.base_data.int_ptr, n, 0, True)
+    with pytest.raises(kplay.InvalidArgumentError, match="unknown activation"):
+        _core.Launcher.opencl("selux", _core.F32, False, False, q)
+    with pytest.raises(kplay.UnsupportedError, match="saved output"):
+        _core.Launcher.opencl("gelu", _core.F32, True, True, q)

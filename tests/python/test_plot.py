@@ -37,3 +37,21 @@ def test_charts_are_written(tmp_path, cl_queue, tmp_db):
     assert plot.main(["tuning", "--db", tmp_db, "--out", str(tmp_path / "t"), "--format", "png"]) == 0
     assert list((tmp_path / "t").glob("tuning_selu_forward_f32_4096.png"))
     assert plot.main(["bench", "--db", tmp_db, "--out", str(tmp_path / "b")]) == 0
+
+
+def test_database_without_tuning_records_says_what_is_missing(tmp_path, tmp_db, capsys):
+    # What launches leave behind (compiled kernels, no timings) cannot be charted: the command
+    # names what is missing and fails, for bench --db and tuning alike; no files are written.
+    for argv in (["bench", "--db", tmp_db], ["tuning", "--db", tmp_db]):
+        assert plot.main(argv + ["--out", str(tmp_path / "none")]) == 1
+        err = capsys.readouterr().err
+        assert "has no tuning records" in err and "kplay autotune" in err and tmp_db in err
+    assert not (tmp_path / "none").exists()
+
+
+def test_sweep_without_measurements_says_so(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    p = tmp_path / "sweep.csv"
+    p.write_text("activation,n,kernel_gbps\nselu,4096,\n")
+    assert plot.main(["bench", str(p), "--out", str(tmp_path / "none")]) == 1
+    assert "no row with n and a kernel, copy or torch" in capsys.readouterr().err

@@ -30,6 +30,40 @@ def torch_fn(entry, params):
     return lambda x: f(x, **params)
 
 
+def _celu_double(x, alpha=1.0):
+    return torch.where(x <= 0, alpha * torch.expm1(x / alpha), x)
+
+
+# (activation, dtype) pairs where torch in that dtype is less exact than kplay: the reference is
+# then computed in float64 from the same inputs (the formula given, else torch's function) and
+# rounded to the dtype. One line of reason each.
+REFERENCE_IN_F64 = {
+    # torch's CUDA kernels multiply by one_sixth(1.0f / 6.0f): float-rounded 1/6 (error 2^-25).
+    ("hardsigmoid", torch.float64): lambda x: (x + 3).clamp(0, 6) / 6,
+    ("hardswish", torch.float64): lambda x: x * (x + 3).clamp(0, 6) / 6,
+    # torch's celu backward divides by alpha.toFloat(): alpha rounded to float.
+    ("celu", torch.float64): _celu_double,
+    # torch's tanhshrink is the composite x - tanh(x), rounded to 16 bits after each op.
+    ("tanhshrink", torch.float16): None,
+    ("tanhshrink", torch.bfloat16): None,
+}
+
+
+def reference(entry, params, dtype, x, g):
+    """torch's value and gradient for x (and incoming gradient g), in dtype."""
+    special = (entry.activation, dtype)
+    if special in REFERENCE_IN_F64:
+        fn = REFERENCE_IN_F64[special] or torch_fn(entry, {})
+        x64 = x.detach().double().requires_grad_()
+        y = fn(x64, **params)
+        y.backward(g.double())
+        return y.detach().to(dtype), x64.grad.to(dtype)
+    ref_x = x.detach().clone().requires_grad_()
+    y = torch_fn(entry, params)(ref_x)
+    y.backward(g)
+    return y.detach(), ref_x.grad
+
+
 def cases():
     for e in AVAILABLE:
         # An activation whose parameters have no default (Threshold) has no parameter-free case.
@@ -52,15 +86,13 @@ def act_string(entry, params):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_values_and_gradients_match_torch(entry, params, dtype):
     x = mixed((257, 33), dtype).requires_grad_()
+    g = mixed((257, 33), dtype, seed=1)
     ours = kt.activation(x, act_string(entry, params))
-    ref_x = x.detach().clone().requires_grad_()
-    theirs = torch_fn(entry, params)(ref_x)
+    theirs, their_grad = reference(entry, params, dtype, x, g)
     rtol, atol = TOL[dtype]
     torch.testing.assert_close(ours, theirs, rtol=rtol, atol=atol)
-    g = mixed((257, 33), dtype, seed=1)
     ours.backward(g)
-    theirs.backward(g)
-    torch.testing.assert_close(x.grad, ref_x.grad, rtol=rtol, atol=atol)
+    torch.testing.assert_close(x.grad, their_grad, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("entry,params", cases())
@@ -83,18 +115,59 @@ def test_opcheck_every_op(entry, params, dtype):
                                                              kt.saves_output(act)))
 
 
-def test_saves_output_where_kplay_allows_it():
+def test_saved_tensor_policy():
+    # The output only where the derivative follows exactly from it, or where torch saves it too.
+    savers = {"relu", "relu6", "leaky_relu", "hardtanh", "hardshrink", "sigmoid", "tanh"}
+    for e in AVAILABLE:
+        act = act_string(e, EXAMPLE_PARAMS.get(e.activation, {})) if e.activation == "threshold" else e.activation
+        assert kt.saves_output(act) == (e.activation in savers), act
+    assert not kt.saves_output("leaky_relu(negative_slope=-0.5)")  # a negative slope loses the sign
+
+
+def test_saved_output_survives_a_changed_input_and_saved_input_does_not():
     # With the output saved, changing the input after the forward does not disturb backward;
-    # with the input saved, autograd's version check would raise.
-    assert kt.saves_output("selu") == kplay.supports_saved_output("selu")
+    # with the input saved, autograd's version check raises.
     leaf = mixed((100,), torch.float32).requires_grad_()
+    x = leaf * 1.0
+    y = kt.relu(x)
+    x.add_(1.0)
+    y.sum().backward()
+    torch.testing.assert_close(leaf.grad, (leaf.detach() > 0).float())
     x = leaf * 1.0
     y = kt.selu(x)
     x.add_(1.0)
-    y.sum().backward()
-    torch.testing.assert_close(leaf.grad, torch.where(leaf > 0, 1.0507009873554805, 1.0507009873554805 *
-                                                      1.6732632423543772 * leaf.detach().exp()), rtol=1e-5,
-                               atol=1e-5)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_eager_path_matches_the_op():
+    # The eager autograd.Function and the torch.library op give the same bits, forward and backward.
+    for act in ("selu", "relu", "gelu(approximate=tanh)"):
+        x = mixed((3, 1000), torch.float32).requires_grad_()
+        g = mixed((3, 1000), torch.float32, seed=3)
+        y = kt.activation(x, act)
+        y.backward(g)
+        x2 = x.detach().clone().requires_grad_()
+        y2 = torch.ops.kplay.forward(x2, act)
+        y2.backward(g)
+        assert torch.equal(y, y2) and torch.equal(x.grad, x2.grad), act
+    with pytest.raises(RuntimeError):  # no double backward: once_differentiable says so
+        x = mixed((10,), torch.float64).requires_grad_()
+        (gx,) = torch.autograd.grad(kt.selu(x).sum(), x, create_graph=True)
+        gx.sum().backward()
+
+
+def test_kplay_forward_fast_path_checks():
+    x = mixed((4096,), torch.float32)
+    out = torch.empty_like(x)
+    assert kplay.forward("selu", x, out=out) is out
+    torch.testing.assert_close(out, torch.selu(x))
+    y = x.clone()
+    assert kplay.forward("selu", y, out=y) is y
+    torch.testing.assert_close(y, torch.selu(x))
+    with pytest.raises(kplay.InvalidArgumentError, match="overlaps"):
+        kplay.forward("selu", x[:-1], out=x[1:])
+    torch.testing.assert_close(kplay.forward("selu", x.half()), torch.selu(x.half()))
 
 
 def test_in_place_variants():
@@ -110,6 +183,33 @@ def test_in_place_variants():
     torch.testing.assert_close(leaf.grad, torch.where(leaf > 0, 1.0507009873554805, 1.0507009873554805 *
                                                       1.6732632423543772 * leaf.detach().exp()), rtol=1e-5,
                                atol=1e-5)
+
+
+def test_in_place_with_grad_where_the_output_is_saved():
+    leaf = mixed((1000,), torch.float32).requires_grad_()
+    z = leaf * 2.0
+    assert kt.relu_(z) is z
+    torch.testing.assert_close(z, torch.relu(leaf.detach() * 2.0))
+    z.sum().backward()
+    torch.testing.assert_close(leaf.grad, 2.0 * (leaf.detach() > 0).float())
+    before = leaf.detach().clone()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        kt.relu_(leaf)
+    assert torch.equal(leaf.detach(), before)  # refused before anything was written
+
+
+def test_in_place_without_grad_is_seen_by_autograd():
+    # The eager in-place path bumps the version counter as torch's in-place ops do.
+    x = mixed((1000,), torch.float32)
+    v = x._version
+    kt.selu_(x)
+    assert x._version > v
+    leaf = mixed((1000,), torch.float32).requires_grad_()
+    b = torch.exp(leaf)  # exp saves its output
+    with torch.no_grad():
+        kt.relu_(b)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
 
 
 def test_layouts_pitched_dense_and_broadcast():

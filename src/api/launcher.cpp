@@ -1,0 +1,159 @@
+// kplay::Launcher (kplay/launcher.hpp): the activation resolved and the device's engine found once;
+// a launch is a size-bucket lookup in a small cache, then the backend's launch.
+#include "kplay/launcher.hpp"
+
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "../activations.hpp"
+#include "../database/kernel_database.hpp"
+#include "device_registry.hpp"
+#ifdef KPLAY_WITH_CUDA
+#include "../../runtime/cuda/cuda_backend.hpp"
+#endif
+
+namespace kplay {
+
+struct Launcher::State {
+  KernelSpec spec;
+  Backend backend = Backend::cuda;
+  int device = -1;
+  void* queue = nullptr;  // OpenCL only
+  api::DeviceEngine* engine = nullptr;
+  mutable std::mutex mutex;
+  // (size bucket, kernel): a launcher sees few sizes, so a short vector beats a hash map.
+  mutable std::vector<std::pair<int, std::shared_ptr<const PreparedKernel>>> kernels;
+};
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
+
+KernelSpec checked_spec(const std::string& activation, Dtype dtype, Direction direction, Saved saved) {
+  const ResolvedActivation act = resolve_activation(activation);
+  if (direction == Direction::backward && !act.has_backward())
+    throw Error(ErrorCode::unsupported, "activation '" + act.canonical + "' has no backward pass");
+  if (direction == Direction::backward && saved == Saved::output && !act.has_grad_from_output())
+    throw Error(ErrorCode::unsupported,
+                "activation '" + act.canonical + "' cannot recover its derivative from the saved output");
+  KernelSpec s;
+  s.activation = act.canonical;
+  s.dtype = dtype;
+  s.direction = direction;
+  s.saved = direction == Direction::backward ? saved : Saved::input;
+  return s;
+}
+
+#ifdef KPLAY_WITH_CUDA
+// The checks kplay::forward() makes on CUDA pointers, for flat buffers: device memory of the
+// launcher's device, the primary context, and no partial overlap of the output with an input.
+void check_cuda_pointers(const Launcher::State& s, const void* in, const void* in1, const void* out,
+                         std::int64_t n) {
+  const bool backward = s.spec.direction == Direction::backward;
+  const std::pair<const char*, const void*> ops[] = {{backward ? "grad_in" : "out", out},
+                                                     {backward ? "grad_out" : "in", in},
+                                                     {"saved", backward ? in1 : nullptr}};
+  for (const auto& [name, p] : ops)
+    if (p && rt::cuda::pointer_device(reinterpret_cast<std::uint64_t>(p), name) != s.device)
+      invalid(std::string(name) + " is not memory of cuda:" + std::to_string(s.device) + ", the launcher's device");
+  rt::cuda::require_primary_context(s.device);
+  const auto bytes = static_cast<std::uintptr_t>(n) * dtype_size(s.spec.dtype);
+  const auto o = reinterpret_cast<std::uintptr_t>(out);
+  for (std::size_t i = 1; i < 3; ++i) {
+    const auto p = reinterpret_cast<std::uintptr_t>(ops[i].second);
+    if (p && p != o && p < o + bytes && o < p + bytes)
+      invalid(std::string(ops[0].first) + " partially overlaps " + ops[i].first +
+              "; only exact in place (the same pointer) is allowed");
+  }
+}
+#endif
+
+}  // namespace
+
+Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction direction, Saved saved, int device) {
+  auto s = std::make_shared<State>();
+  s->spec = checked_spec(activation, dtype, direction, saved);
+#ifdef KPLAY_WITH_CUDA
+  if (device < 0) invalid("CUDA device ordinal must be >= 0 (got " + std::to_string(device) + ")");
+  s->backend = Backend::cuda;
+  s->device = device;
+  s->engine = &api::cuda_engine(device);
+#else
+  (void)device;
+  throw Error(ErrorCode::no_device, "no CUDA device: kplay was built without the CUDA backend");
+#endif
+  return Launcher(std::move(s));
+}
+
+Launcher Launcher::opencl(const std::string& activation, Dtype dtype, Direction direction, Saved saved,
+                          void* queue) {
+  auto s = std::make_shared<State>();
+  s->spec = checked_spec(activation, dtype, direction, saved);
+  s->backend = Backend::opencl;
+  s->queue = queue;
+  s->engine = &api::opencl_engine(queue);
+  return Launcher(std::move(s));
+}
+
+void Launcher::launch(const void* in, const void* in1, void* out, std::int64_t n, void* stream,
+                      PointerChecks checks) const {
+  const State& s = *state_;
+  const bool backward = s.spec.direction == Direction::backward;
+  if (n < 0) invalid("n must be >= 0 (got " + std::to_string(n) + ")");
+  if (!out) invalid(std::string(backward ? "grad_in" : "out") + " is a null pointer");
+  if (!in) invalid(std::string(backward ? "grad_out" : "in") + " is a null pointer");
+  if (backward && !in1) invalid("saved is a null pointer");
+  if (!backward) in1 = in;
+  void* queue = s.backend == Backend::opencl ? s.queue : stream;
+#ifdef KPLAY_WITH_CUDA
+  if (s.backend == Backend::cuda) {
+    if (checks == PointerChecks::full) check_cuda_pointers(s, in, backward ? in1 : nullptr, out, n);
+    if (!queue) queue = rt::cuda::legacy_default_stream();
+  }
+#else
+  (void)checks;
+#endif
+  if (n == 0) return;
+
+  const auto un = static_cast<std::uint64_t>(n);
+  const int bucket = size_bucket(un);
+  std::shared_ptr<const PreparedKernel> kernel;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (const auto& [b, k] : s.kernels)
+      if (b == bucket) {
+        kernel = k;
+        break;
+      }
+  }
+  if (!kernel) {
+    kernel = s.engine->cached_kernel(s.spec, un);
+#ifdef KPLAY_WITH_CUDA
+    // A first use compiles (or loads) the kernel, which a CUDA graph capture does not allow.
+    if (!kernel && s.backend == Backend::cuda && rt::cuda::stream_is_capturing(queue))
+      throw Error(ErrorCode::unsupported,
+                  "kplay: '" + to_string(s.spec) + "' for " + std::to_string(n) +
+                      " elements is not compiled yet and the stream is being captured into a CUDA graph; call it "
+                      "once with the same activation, dtype and size before the capture (warm-up)");
+#endif
+    if (!kernel) kernel = s.engine->kernel(s.spec, un);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.kernels.emplace_back(bucket, kernel);
+  }
+  auto ptr = [](const void* p) { return rt::DevicePtr{reinterpret_cast<std::uint64_t>(p), 0}; };
+  rt::KernelArgs a;
+  a.out = ptr(out);
+  a.in0 = ptr(in);
+  a.in1 = ptr(in1);
+  a.rows = 1;
+  a.cols = un;
+  a.ld_out = a.ld_in0 = a.ld_in1 = un;
+  s.engine->engine().launch(*kernel, a, queue);
+}
+
+const KernelSpec& Launcher::spec() const { return state_->spec; }
+Backend Launcher::backend() const { return state_->backend; }
+int Launcher::device() const { return state_->device; }
+
+}  // namespace kplay
