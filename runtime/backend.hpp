@@ -34,6 +34,9 @@ struct DeviceInfo {
   // Memory system, for the default-config model (src/tuner/default_model.hpp); 0 if unknown.
   double memory_bandwidth_gbps = 0;  // peak DRAM bandwidth: 2 x memory clock x bus width / 8
   int max_blocks_per_unit = 0;       // resident blocks per SM / compute unit
+  // FP64 at >= 1/2 the FP32 rate (runtime/fast_fp64.hpp): float32 transcendental activations
+  // then evaluate in double (KP_FAST_FP64).
+  bool fast_fp64 = false;
   std::string compile_target;    // what binaries are built for ("sm_90 cubin", "compute_90 PTX")
   std::string note;              // anything the user should know (e.g. PTX fallback)
 };

@@ -85,6 +85,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
      << (spec.direction == Direction::backward && spec.saved == Saved::output ? 1 : 0) << '\n';
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
+  os << "#define KP_FAST_FP64 " << (dialect.fast_fp64 ? 1 : 0) << '\n';
   // Parameters are compile-time constants (docs/design.md says why): KP_P_<NAME>.
   os << act.param_defines(spec.dtype, spec.direction);
   append_file(os, dialect.prelude);
@@ -93,6 +94,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   if (spec.dtype == Dtype::f32 && !c.fast_math) {
     append_file(os, "common/precise_math.h");
     append_file(os, "common/precise_grad.h");  // snippets define their backward in every kernel
+    append_file(os, "common/fp64_math.h");     // empty unless KP_FAST_FP64
   }
   if (act.act->user)
     append_text(os, act.act->origin.empty() ? "activation " + act.act->name : act.act->origin, act.act->snippet);

@@ -23,6 +23,8 @@ struct Dialect {
   // Passed for float32 kernels without fast-math, whose float-float math (precise_math.h) needs
   // every operation rounded as written: CUDA must not contract a * b + c into an fma.
   std::vector<std::string> precise_options;
+  // The device's FP64 is fast (rt::DeviceInfo::fast_fp64): KP_FAST_FP64, see fp64_math.h.
+  bool fast_fp64 = false;
 };
 
 Dialect cuda_dialect();

@@ -97,6 +97,23 @@ void check_backend_knobs(Engine& engine) {
   }
 }
 
+void check_backend_f32_transcendentals(Engine& engine) {
+  for (const auto& text : activation_cases()) {
+    const std::string name = resolve_activation(text).act->name;
+    if (name != "gelu" && name != "silu" && name != "sigmoid" && name != "tanh" && name != "mish" &&
+        name != "softplus" && name != "logsigmoid" && name != "tanhshrink")
+      continue;
+    for (const KernelSpec& spec : specs_of(text, Dtype::f32))
+      for (std::uint64_t n : {std::uint64_t{7}, std::uint64_t{65537}})
+        for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{1}}) {
+          ProblemShape shape;
+          shape.n = n;
+          shape.in_offset = off;
+          KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
+        }
+  }
+}
+
 void check_backend_fast_math(Engine& engine) {
   KernelSpec s;
   KernelConfig c;

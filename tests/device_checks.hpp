@@ -44,6 +44,9 @@ void check_backend_kernels(Engine& engine, const std::vector<Dtype>& dtypes);
 void check_backend_knobs(Engine& engine);
 // Fast-math SELU must show its (larger) error rather than hide it; the error is printed.
 void check_backend_fast_math(Engine& engine);
+// The float32 rows of the activations with a double path (templates/common/fp64_math.h): every
+// direction, a few sizes and offsets. Run once per math path (KPLAY_FP64_MATH=0 forces float-float).
+void check_backend_f32_transcendentals(Engine& engine);
 // A second prepare of the same kernel is the same object (the in-process cache).
 void check_backend_kernel_cache(Engine& engine);
 

@@ -102,3 +102,17 @@ TEST_CASE("every dtype and direction renders for both dialects") {
       CHECK(render(s).source.find(std::string("#define KP_DTYPE_") + (d == Dtype::f32 ? "F32" : d == Dtype::f16 ? "F16" : d == Dtype::bf16 ? "BF16" : "F64") + " 1") != std::string::npos);
     }
 }
+
+TEST_CASE("the fast-FP64 trait reaches the kernel as KP_FAST_FP64 and moves the hash") {
+  KernelSpec s;
+  s.activation = "gelu";
+  Dialect fast = cuda_dialect();
+  fast.fast_fp64 = true;
+  const RenderedKernel slow_k = render(s);
+  const RenderedKernel fast_k = render(s, {}, fast);
+  CHECK(slow_k.source.find("#define KP_FAST_FP64 0") != std::string::npos);
+  CHECK(fast_k.source.find("#define KP_FAST_FP64 1") != std::string::npos);
+  CHECK(fast_k.source.find("#line 1 \"common/fp64_math.h\"") != std::string::npos);
+  CHECK(slow_k.entry == fast_k.entry);  // same knobs, different code: the hash tells them apart
+  CHECK(slow_k.hash != fast_k.hash);
+}

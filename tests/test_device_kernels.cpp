@@ -3,6 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "../runtime/backend_factory.hpp"
 
 #include "device_checks.hpp"
 
@@ -14,6 +19,32 @@ TEST_SUITE("cuda") {
     REQUIRE(be != nullptr);
     Engine engine(*be);
     test::check_backend_kernels(engine, {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64});
+  }
+
+  TEST_CASE("CUDA: float32 transcendental activations pass by both math paths, double and float-float") {
+    rt::Backend* be = test::shared_backend("cuda");
+    REQUIRE(be != nullptr);
+    MESSAGE("CUDA device " << be->info().name << " (" << be->info().arch << "): fast FP64 "
+                           << std::string(be->info().fast_fp64 ? "yes" : "no"));
+    {
+      INFO("math path: " << std::string(be->info().fast_fp64 ? "double (fp64_math.h)" : "float-float (precise_math.h)"));
+      Engine engine(*be);
+      test::check_backend_f32_transcendentals(engine);
+    }
+    // KPLAY_FP64_MATH=0 is read when a backend describes its device: a second backend without it.
+    setenv("KPLAY_FP64_MATH", "0", 1);
+    std::unique_ptr<rt::Backend> plain;
+    try {
+      plain = rt::make_backend("cuda", be->info().index);
+    } catch (...) {
+      unsetenv("KPLAY_FP64_MATH");
+      throw;
+    }
+    unsetenv("KPLAY_FP64_MATH");
+    CHECK_FALSE(plain->info().fast_fp64);
+    INFO("math path: float-float (precise_math.h), forced by KPLAY_FP64_MATH=0");
+    Engine engine(*plain);
+    test::check_backend_f32_transcendentals(engine);
   }
 
   TEST_CASE("CUDA: every knob value gives the same, correct result") {

@@ -44,8 +44,10 @@ TEST_CASE("target choice: own cubin, PTX fallback for newer devices, error namin
 
 TEST_SUITE("nvrtc") {
   namespace {
-  std::string ptx_for(const KernelSpec& s, const KernelConfig& c, int arch) {
-    const RenderedKernel k = render_kernel(s, resolve_config(s, c, TargetLimits{}), cuda_dialect());
+  std::string ptx_for(const KernelSpec& s, const KernelConfig& c, int arch, bool fast_fp64 = false) {
+    Dialect dialect = cuda_dialect();
+    dialect.fast_fp64 = fast_fp64;
+    const RenderedKernel k = render_kernel(s, resolve_config(s, c, TargetLimits{}), dialect);
     CompileTarget t;
     t.arch = arch;
     t.ptx = true;
@@ -119,6 +121,25 @@ TEST_SUITE("nvrtc") {
           CAPTURE(to_string(s));
           CHECK_NOTHROW(ptx_for(s, {}, 90));
         }
+  }
+
+  TEST_CASE("with fast FP64, the float32 transcendental kernels compile and do their math in double") {
+    for (const auto& text : test::activation_cases())
+      for (int dir = 0; dir < 2; ++dir) {
+        KernelSpec s;
+        s.activation = resolve_activation(text).canonical;
+        s.direction = dir == 0 ? Direction::forward : Direction::backward;
+        CAPTURE(to_string(s));
+        std::string ptx;
+        CHECK_NOTHROW(ptx = ptx_for(s, {}, 90, true));
+        const std::string name = resolve_activation(text).act->name;
+        const bool in_double = name == "gelu" || name == "silu" || name == "sigmoid" || name == "tanh" ||
+                               name == "softplus" || name == "logsigmoid" || name == "tanhshrink" ||
+                               (name == "mish" && dir == 0);
+        const bool tanh_backward = text == "gelu(approximate=tanh)" && dir == 1;  // still float-float
+        if (in_double && !tanh_backward) CHECK(ptx.find("rcp.approx.ftz.f64") != std::string::npos);
+        if (!in_double) CHECK(ptx.find(".f64") == std::string::npos);
+      }
   }
 
   TEST_CASE("a float32 vector-4 kernel does 16-byte global loads and stores") {

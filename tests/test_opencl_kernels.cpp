@@ -15,12 +15,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include <CL/cl.h>
 
+#include "../runtime/backend_factory.hpp"
 #include "../runtime/opencl/opencl_backend.hpp"
 #include "../runtime/opencl/opencl_program.hpp"
 #include "config_validation.hpp"
@@ -118,6 +121,36 @@ TEST_SUITE("opencl") {
     MESSAGE("OpenCL device " << be.info().name << ": " << dtypes.size() << " dtypes"
                              << std::string(f64 ? "" : " (no cl_khr_fp64: float64 not offered)"));
     test::check_backend_kernels(engine, dtypes);
+  }
+
+  TEST_CASE("OpenCL: float32 transcendental activations pass by both math paths, double and float-float") {
+    rt::Backend& be = opencl_backend();
+    const bool cpu_fp64 = std::find(be.limits().dtypes.begin(), be.limits().dtypes.end(), Dtype::f64) !=
+                          be.limits().dtypes.end();
+    MESSAGE("OpenCL device " << be.info().name << ": fast FP64 " << std::string(be.info().fast_fp64 ? "yes" : "no"));
+    // PoCL runs on the CPU: double is fast there.
+    if (cpu_fp64 && be.info().platform.find("Portable Computing Language") != std::string::npos)
+      CHECK(be.info().fast_fp64);
+    {
+      INFO("math path: " << std::string(be.info().fast_fp64 ? "double (fp64_math.h)" : "float-float (precise_math.h)"));
+      Engine engine(be);
+      test::check_backend_f32_transcendentals(engine);
+    }
+    // KPLAY_FP64_MATH=0 is read when a backend describes its device: a second backend without it.
+    setenv("KPLAY_FP64_MATH", "0", 1);
+    std::unique_ptr<rt::Backend> plain;
+    try {
+      plain = rt::make_backend("opencl", be.info().index);
+    } catch (...) {
+      unsetenv("KPLAY_FP64_MATH");
+      throw;
+    }
+    unsetenv("KPLAY_FP64_MATH");
+    CHECK_FALSE(plain->info().fast_fp64);
+    CHECK_FALSE(plain->dialect().fast_fp64);
+    INFO("math path: float-float (precise_math.h), forced by KPLAY_FP64_MATH=0");
+    Engine engine(*plain);
+    test::check_backend_f32_transcendentals(engine);
   }
 
   TEST_CASE("OpenCL: every knob value gives the same, correct result") {

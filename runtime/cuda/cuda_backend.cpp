@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "../fast_fp64.hpp"
 #include "cuda_driver.hpp"
 #include "kplay/error.hpp"
 #include "nvrtc_compiler.hpp"
@@ -58,6 +59,7 @@ DeviceInfo describe(CUdevice dev, int index) {
   const int cc = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
                  attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   info.arch = "sm_" + std::to_string(cc);
+  info.fast_fp64 = cuda_fast_fp64(cc);
   size_t mem = 0;
   check(d.cuDeviceTotalMem(&mem, dev), "cuDeviceTotalMem");
   info.memory_bytes = mem;
@@ -125,7 +127,11 @@ class CudaBackend : public Backend {
 
   const DeviceInfo& info() const override { return info_; }
   const TargetLimits& limits() const override { return limits_; }
-  Dialect dialect() const override { return cuda_dialect(); }
+  Dialect dialect() const override {
+    Dialect d = cuda_dialect();
+    d.fast_fp64 = info_.fast_fp64;
+    return d;
+  }
 
   Binary compile(const RenderedKernel& kernel) override { return Nvrtc::get().compile(kernel, target_); }
 

@@ -81,7 +81,11 @@ class OpenClBackend : public Backend {
 
   const DeviceInfo& info() const override { return info_; }
   const TargetLimits& limits() const override { return limits_; }
-  Dialect dialect() const override { return opencl_dialect(); }
+  Dialect dialect() const override {
+    Dialect d = opencl_dialect();
+    d.fast_fp64 = info_.fast_fp64;
+    return d;
+  }
 
   Binary compile(const RenderedKernel& kernel) override {
     return build_program(context_, handle_.device, info_.name, kernel);

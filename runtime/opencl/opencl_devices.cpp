@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "../fast_fp64.hpp"
 #include "opencl_errors.hpp"
 
 namespace kplay::rt::opencl {
@@ -116,6 +117,8 @@ DeviceInfo describe(const DeviceHandle& h, int index) {
   // L1 caches there: unknown (0) then, and the tuner assumes its default.
   info.l2_bytes = nvidia ? 0 : device_value<cl_ulong>(h.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
   info.compile_target = "OpenCL C binary for " + info.name;
+  info.fast_fp64 = opencl_fast_fp64((device_value<cl_device_type>(h.device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0,
+                                    has_extension(h.device, "cl_khr_fp64"));
   std::string note;
   if (!device_value<cl_bool>(h.device, CL_DEVICE_COMPILER_AVAILABLE)) note = "the driver has no OpenCL C compiler";
   if (!has_extension(h.device, "cl_khr_fp64"))

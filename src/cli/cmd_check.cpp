@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 
 #include "../../runtime/backend_factory.hpp"
 #include "../activations.hpp"
 #include "../exhaustive_check.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
+#include "kplay/error.hpp"
 
 namespace kplay::cli {
 namespace {
@@ -21,6 +24,7 @@ class CheckCommand : public Command {
         ->capture_default_str();
     app_->add_option("--bound", bound_, "ulps to hold the kernel to (default: the activation's stated bound)");
     app_->add_option("--seed", seed_, "float64 sample seed")->capture_default_str();
+    app_->add_option("--range", range_, "float32: every input in LO..HI only, e.g. --range=-1.3:-1.2 (a hard spot)");
   }
   CLI::App* app() const override { return app_; }
 
@@ -44,6 +48,7 @@ class CheckCommand : public Command {
       o.force_sample = app_->count("--sample") > 0;
       o.seed = seed_;
       o.bound = bound_;
+      if (!range_.empty()) parse_range(o);
       int last_tenth = -1;
       o.progress = [&](double f, const SweepStats& s) {
         const int tenth = static_cast<int>(f * 10);
@@ -59,7 +64,10 @@ class CheckCommand : public Command {
       if (tty) std::fprintf(stderr, "\r%60s\r", "");
       const SweepStats& s = r.stats;
       std::printf("inputs: %llu (%s) in %.1f s\n", static_cast<unsigned long long>(s.checked),
-                  r.exhaustive ? "every bit pattern of the dtype" : "a seeded random sample of bit patterns", r.seconds);
+                  !r.exhaustive     ? "a seeded random sample of bit patterns"
+                  : range_.empty() ? "every bit pattern of the dtype"
+                                   : "every float32 in the range",
+                  r.seconds);
       if (r.self_referenced)
         std::printf("reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula\n");
       std::printf("max error: %.4g ulp at x = %.9g (got %.9g, exact %.17g)\n", s.max_ulps, s.worst_input, s.worst_out,
@@ -91,6 +99,21 @@ class CheckCommand : public Command {
   CLI::App* app_;
   ConfigFlags flags_;
   std::uint64_t sample_ = 1ull << 26, seed_ = 1;
+  std::string range_;
+
+  void parse_range(SweepOptions& o) const {
+    const auto colon = range_.find(':', 1);  // LO may start with a minus sign
+    std::size_t a = 0, b = 0;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      o.range_lo = std::stod(range_.substr(0, colon), &a);
+      o.range_hi = std::stod(range_.substr(colon + 1), &b);
+    } catch (const std::exception&) {
+      a = b = std::string::npos;
+    }
+    if (a != colon || b != range_.size() - colon - 1 || !(o.range_lo <= o.range_hi))
+      throw Error(ErrorCode::invalid_argument, "--range '" + range_ + "': expected LO:HI with LO <= HI, e.g. -1.3:-1.2");
+  }
   double bound_ = 0;
 };
 }  // namespace

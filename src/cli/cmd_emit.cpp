@@ -20,13 +20,18 @@ class EmitCommand : public Command {
     add_config_flags(*app_, flags_, false);
     app_->add_flag("--ptx", ptx_, "compile with NVRTC and print the PTX");
     app_->add_option("--arch", arch_, "with --ptx: target architecture, e.g. sm_90")->capture_default_str();
+    app_->add_option("--fast-fp64", fast_fp64_,
+                     "render for a device with fast FP64 (1: float32 math in double, as on an H100; 0: float-float)")
+        ->check(CLI::Range(0, 1))
+        ->capture_default_str();
   }
   CLI::App* app() const override { return app_; }
 
   int run() override {
     const KernelSpec spec = flags_.spec(flags_.activations);
     const TargetLimits limits = generic_limits(flags_.backend);
-    const Dialect dialect = dialect_for(flags_.backend);
+    Dialect dialect = dialect_for(flags_.backend);
+    dialect.fast_fp64 = fast_fp64_ != 0;
     const KernelConfig config = resolve_config(spec, flags_.config(), limits);
     const RenderedKernel k = render_kernel(spec, config, dialect);
     if (!ptx_) {
@@ -59,6 +64,7 @@ class EmitCommand : public Command {
   ConfigFlags flags_;
   bool ptx_ = false;
   std::string arch_ = "sm_90";
+  int fast_fp64_ = 0;
 };
 }  // namespace
 

@@ -17,7 +17,11 @@ KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
 }
 
 KP_FN KP_C kp_act_forward(KP_C x) {
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
+  return kp_d_gelu_tanh(x);  /* in double, one rounding (templates/common/fp64_math.h) */
+#elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+  return kp_d_gelu(x);
+#elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh(x);  /* float-float 2u and sigmoid (precise_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
   return kp_precise_gelu(x);  /* float-float erf / erfc (precise_math.h) */
@@ -35,6 +39,8 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh_grad(g, x);  /* float-float f' (templates/common/precise_grad.h) */
+#elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+  return kp_d_gelu_grad(g, x);  /* in double, one rounding (templates/common/fp64_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
   return kp_precise_gelu_grad(g, x);
 #elif KP_P_APPROXIMATE_TANH

@@ -1,6 +1,9 @@
 /* LogSigmoid as torch: min(x, 0) - log1p(exp(-|x|)); derivative sigmoid(-x), which is
  * -expm1(y) from the output. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+/* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_logsigmoid(x); }
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_logsigmoid(x); }
 #else
@@ -8,7 +11,9 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return (x < KP_LIT(0.0) ? x : KP_LIT(0.0)) - KP_LOG1P(KP_EXP(-KP_FABS(x)));
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_mul_sigmoid(g, -(double)x); }
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid_wide(g, -x, 0.0f, 0); }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

@@ -2,7 +2,10 @@
  * tanh(log1p(e^x)) = n / (n + 2): one exponential, no cancellation. Above x = 20 the factor is 1
  * to well under float precision. At -inf the result is NaN, as torch's formula gives (-inf * 0).
  * Backward (torch): g * (t + x * sigmoid(x) * (1 - t^2)), with 1 - t^2 = 4 (n + 1) / (n + 2)^2. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+/* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_mish(x); }
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_mish(x); }
 #else

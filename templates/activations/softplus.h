@@ -2,7 +2,10 @@
  * computed as max(bx, 0) + log1p(exp(-|bx|)) so that no exponential overflows for large
  * thresholds. Backward g * sigmoid(beta x) (g above the threshold); from the output,
  * sigmoid(beta x) = -expm1(-beta y). */
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+/* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
 #else
@@ -13,7 +16,11 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return sp / KP_P_BETA;
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  return x * KP_P_BETA > KP_P_THRESHOLD ? g : kp_d_mul_sigmoid(g, (double)x * KP_P_BETA);
+}
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * sigmoid(beta x) rounded once, beta x as a float-float (precise_math.h). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const float bh = x * KP_P_BETA, bl = KP_FMAF(x, KP_P_BETA, -bh);

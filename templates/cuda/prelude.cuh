@@ -36,6 +36,16 @@ KP_FN float kp_rcp_approx(float x) {
 #define KP_HW_EXPF(x) kp_hw_expf(x)
 #define KP_HW_LOGF(x) kp_hw_logf(x)
 #define KP_HW_DIVF(a, b) kp_hw_divf(a, b)
+/* For templates/common/fp64_math.h (float32 kernels on a device with fast FP64): the words of a
+ * double and the hardware reciprocal estimate (MUFU.RCP64H), refined there by Newton steps. */
+#define KP_D_LO(d) __double2loint(d)
+#define KP_D_FROM_HILO(hi, lo) __hiloint2double(hi, lo)
+KP_FN double kp_rcp_approxd(double x) {
+  double r;
+  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
+  return r;
+}
+#define KP_RCP_APPROXD(x) kp_rcp_approxd(x)
 
 /* Math in the compute type for the activation snippets: KP_EXP, KP_EXPM1, KP_LOG, KP_LOG1P,
  * KP_TANH, KP_ERF, KP_ERFC, KP_FABS, KP_FMA, KP_SQRT. */

@@ -15,6 +15,14 @@
 #define KP_HW_EXPF(x) native_exp(x)
 #define KP_HW_LOGF(x) native_log(x)
 #define KP_HW_DIVF(a, b) native_divide(a, b)
+/* For templates/common/fp64_math.h (float32 kernels on a device with fast FP64): the words of a
+ * double (little-endian: .x is the low word) and a reciprocal, refined there by Newton steps. */
+#if KP_FAST_FP64 && KP_DTYPE_F32 && !KP_FAST_MATH
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#define KP_D_LO(d) (as_int2(d).x)
+#define KP_D_FROM_HILO(hi, lo) as_double((int2)((lo), (hi)))
+#define KP_RCP_APPROXD(x) (1.0 / (x))
 
 /* Math in the compute type for the activation snippets, as in the CUDA prelude (OpenCL C's
  * built-ins are overloaded for float and double). */

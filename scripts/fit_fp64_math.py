@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Coefficients of templates/common/fp64_math.h: the float32 activations evaluated in double on
+devices with fast FP64. Each polynomial is fitted by weighted least squares on Chebyshev nodes
+with Lawson reweighting (near-minimax) against mpmath at 40 digits, for relative error; the
+script prints each fit's measured max error (log2) on a fine grid, then the C constants.
+Usage: python3 scripts/fit_fp64_math.py   (needs numpy, mpmath)"""
+import mpmath as mp
+import numpy as np
+
+mp.mp.dps = 40
+
+
+def fit(f, scale, lo, hi, deg, n=800, iters=12, odd_free=True):
+    """Coefficients c[0..deg] of sum c_i x^i ~ f(x) minimising max |P - f| / |scale| on [lo, hi]."""
+    k = np.arange(n)
+    x = 0.5 * (lo + hi) + 0.5 * (hi - lo) * np.cos(np.pi * (k + 0.5) / n)
+    y = np.array([float(f(mp.mpf(v))) for v in x])
+    s = np.abs(np.array([float(scale(mp.mpf(v))) for v in x]))
+    w = np.ones(n) / n
+    for _ in range(iters):
+        a = np.vander(x, deg + 1, increasing=True) / s[:, None] * np.sqrt(w)[:, None]
+        c = np.linalg.lstsq(a, y / s * np.sqrt(w), rcond=None)[0]
+        e = np.abs(np.polyval(c[::-1], x) - y) / s
+        w = w * e
+        w /= w.sum()
+    xx = np.linspace(lo, hi, 4001)
+    yy = np.array([float(f(mp.mpf(v))) for v in xx])
+    ss = np.abs(np.array([float(scale(mp.mpf(v))) for v in xx]))
+    err = np.max(np.abs(np.polyval(c[::-1], xx) - yy) / ss)
+    return c, float(np.log2(err))
+
+
+def show(name, c, err):
+    print(f"/* {name}: max relative error 2^{err:.1f} */")
+    print(", ".join(f"{float(v).hex()}" for v in c))
+
+
+def expm1_poly():
+    # expm1(r) = r + r^2 P(r) on |r| <= ln2/2 (+ a margin for the silu window); the error of
+    # expm1 is r^2 dP, relative to expm1(r).
+    h = float(mp.log(2) / 2) + 1e-3
+    f = lambda r: (mp.expm1(r) - r) / r**2 if r != 0 else mp.mpf(0.5)
+    rel = lambda r: mp.expm1(r) / r**2 if r != 0 else mp.mpf(1)
+    c, e = fit(f, rel, -h, h, 6)
+    show("expm1: P(r), expm1(r) = r + r^2 P(r), |r| <= ln2/2", c, e)
+
+
+def silu_root():
+    # f'(x) of silu has the factor 1 + x + e^x (x < 0), zero at X0: e^x = E0 e^t with t = x - X0
+    # (exact in double for float x near X0) and 1 + x + e^x = D + t + E0 expm1(t).
+    x0 = mp.findroot(lambda x: 1 + x + mp.exp(x), -1.28)
+    x0d = float(x0)
+    e0 = mp.exp(mp.mpf(x0d))
+    d = 1 + mp.mpf(x0d) + e0
+    print("/* silu: X0, E0 = e^X0, D = 1 + X0 + e^X0 */")
+    print(x0d.hex(), float(e0).hex(), float(d).hex())
+
+
+if __name__ == "__main__":
+    expm1_poly()
+    silu_root()
+
+
+def gelu_r():
+    # Phi(-a) = exp(-a^2/2) R(a), R(a) = erfcx(a / sqrt 2) / 2, for a = |x| in [0, 15] (beyond,
+    # gelu rounds to 0 or x): R as a polynomial in u = 1 / (1 + a/4), which maps [0, inf) to (0, 1]
+    # and makes R's 1/a tail smooth.
+    r = lambda a: mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
+    f = lambda u: r((1 / u - 1) * 4)
+    c, e = fit(f, f, 1 / (1 + 15 / 4), 1.0, GELU_R_DEGREE, n=600, iters=12)
+    show(f"gelu: R(u), u = 1/(1 + a/4), a in [0, 15], degree {GELU_R_DEGREE}", c, e)
+
+
+def gelu_root():
+    # gelu'(-a) = exp(-a^2/2) G(a), G(a) = R(a) - a / sqrt(2 pi), vanishes at A0 = 0.7518: near it
+    # G = (a - A0) H(a - A0), t = a - A0 exact-ish as (a - A0hi) - A0lo.
+    c2pi = 1 / mp.sqrt(2 * mp.pi)
+    g = lambda a: mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2) - a * c2pi
+    a0 = mp.findroot(g, 0.75)
+    a0h = float(a0)
+    a0l = float(a0 - mp.mpf(a0h))
+    h = lambda t: g(a0 + t) / t if t != 0 else mp.diff(g, a0)
+    c, e = fit(h, h, -GELU_WINDOW, GELU_WINDOW, GELU_H_DEGREE, n=400, iters=12)
+    print("/* gelu: A0 = A0hi + A0lo, root of G */")
+    print(a0h.hex(), a0l.hex())
+    show(f"gelu: H(t), G(A0 + t) = t H(t), |t| <= {GELU_WINDOW}, degree {GELU_H_DEGREE}", c, e)
+
+
+GELU_R_DEGREE = 13
+GELU_WINDOW = 0.125
+GELU_H_DEGREE = 6
+
+if __name__ == "__main__":
+    gelu_r()
+    gelu_root()
+
+
+def log1p_atanh():
+    # log1p(w) for w in [0, 1] (w = e^-|z| in softplus and logsigmoid): 2 atanh(s), s = w / (2 + w)
+    # in [0, 1/3]: 2 s + s^3 P(s^2); the error s^3 dP is relative to ~2 s.
+    f = lambda v: (2 * mp.atanh(mp.sqrt(v)) - 2 * mp.sqrt(v)) / mp.sqrt(v) ** 3 if v != 0 else mp.mpf(2) / 3
+    rel = lambda v: 2 * mp.atanh(mp.sqrt(v)) / mp.sqrt(v) ** 3 if v != 0 else mp.mpf(1e30)
+    c, e = fit(f, rel, 0.0, 1.0 / 9 + 1e-6, LOG1P_DEGREE)
+    show(f"log1p: P(v), log1p(w) = 2 s + s^3 P(s^2), s = w/(2+w), degree {LOG1P_DEGREE}", c, e)
+
+
+def tanhshrink_small():
+    # x - tanh x = x^3 Q(x^2) for |x| < 1/2 (beyond, x - tanh x cancels by at most 12x).
+    f = lambda v: (mp.sqrt(v) - mp.tanh(mp.sqrt(v))) / mp.sqrt(v) ** 3 if v != 0 else mp.mpf(1) / 3
+    c, e = fit(f, f, 0.0, 0.25, TANHSHRINK_DEGREE)
+    show(f"tanhshrink: Q(v), x - tanh x = x^3 Q(x^2), |x| <= 1/2, degree {TANHSHRINK_DEGREE}", c, e)
+
+
+LOG1P_DEGREE = 5
+TANHSHRINK_DEGREE = 6
+
+if __name__ == "__main__":
+    log1p_atanh()
+    tanhshrink_small()

@@ -1,0 +1,261 @@
+/* float32 activations evaluated in double, for devices whose FP64 runs at half the FP32 rate
+ * (KP_FAST_FP64: H100/H200, A100, V100, CPUs). The routines are purpose-built for about 2^-32
+ * relative error (not double's 2^-53), so that the one rounding to float gives ~0.5 ulp at a
+ * fraction of precise_math.h's float-float cost. Coefficients and constants:
+ * scripts/fit_fp64_math.py. SASS counts per element: docs/activations.md.
+ *
+ * The prelude must define KP_D_LO(d) (low word of a double as int), KP_D_FROM_HILO(hi, lo) and
+ * KP_RCP_APPROXD(x) (a reciprocal estimate, normal x; refined here by a Newton step). No
+ * division, no libdevice exp/log/erfc, and no float->int conversion: the range reduction reads
+ * n from the low word of x log2(e) + 1.5 2^52. */
+#ifndef KP_FP64_MATH_H
+#define KP_FP64_MATH_H
+#if KP_FAST_FP64
+
+#define KP_D_LOG2E 0x1.71547652b82fep+0
+#define KP_D_LN2 0x1.62e42fefa39efp-1
+#define KP_D_SHIFT 0x1.8p+52 /* adding it rounds |v| < 2^51 to an integer, held in the low word */
+
+/* e^r - 1 for |r| <= ln2/2 + 1e-3: r + r^2 P(r), rel 2^-36.4. */
+KP_FN double kp_d_expm1_poly(double r) {
+  double p = 0x1.a0033460e7080p-16;
+  p = fma(p, r, 0x1.a17152c4aaa9cp-13);
+  p = fma(p, r, 0x1.6c1768e06a770p-10);
+  p = fma(p, r, 0x1.1110b10cf1f3fp-7);
+  p = fma(p, r, 0x1.555554f1b05d0p-5);
+  p = fma(p, r, 0x1.55555573d4a1ep-3);
+  p = fma(p, r, 0x1.0000000017a1ap-1);
+  return fma(r * r, p, r);
+}
+
+/* x = n ln2 + r: returns r and stores 2^n in *s. Valid for x in [-708, 708] (2^n normal); other
+ * x give garbage that the callers select away. ln2 in one double: |n| ln2 2^-54 < 2^-43. */
+KP_FN double kp_d_reduce(double x, double* s) {
+  const double t = fma(x, KP_D_LOG2E, KP_D_SHIFT);
+  const double n = t - KP_D_SHIFT;
+  *s = KP_D_FROM_HILO((int)((unsigned)(KP_D_LO(t) + 1023) << 20), 0);
+  return fma(-n, KP_D_LN2, x);
+}
+
+/* e^x for x <= 708 (0 below -708, NaN for NaN), rel 2^-36. */
+KP_FN double kp_d_exp(double x) {
+  double s;
+  const double m = kp_d_expm1_poly(kp_d_reduce(x, &s));
+  return x < -708.0 ? 0.0 : fma(s, m, s);
+}
+
+/* e^x - 1 for x <= 708 (-1 below -708), rel 2^-36: 2^n (e^r - 1) + (2^n - 1), where 2^n - 1 is
+ * exact and no cancellation is left (n != 0 means |x| > ln2/2). */
+KP_FN double kp_d_expm1(double x) {
+  double s;
+  const double m = kp_d_expm1_poly(kp_d_reduce(x, &s));
+  return x < -708.0 ? -1.0 : fma(s, m, s - 1.0);
+}
+
+/* 1 / d for normal d in [1, 2^1000]: the estimate, then one cubic Newton step (error e -> e^3). */
+KP_FN double kp_d_rcp(double d) {
+  const double y = KP_RCP_APPROXD(d);
+  const double e = fma(-d, y, 1.0);
+  return fma(y, fma(e, e, e), y);
+}
+
+/* |v| with the sign of x (float bits), for odd functions. */
+KP_FN float kp_d_copysign(float v, float x) {
+  return KP_AS_FLOAT((KP_AS_INT(v) & 0x7fffffff) | (KP_AS_INT(x) & (int)0x80000000));
+}
+
+/* sigmoid(x) and sigmoid(-x) from e = exp(-|x|), which never overflows: s = 1/(1+e) on the
+ * side of x, e/(1+e) on the other. NaN propagates through e. */
+KP_FN double kp_d_sigmoid_parts(double x, double* e, double* r) {
+  *e = kp_d_exp(-fabs(x));
+  *r = kp_d_rcp(1.0 + *e);
+  return x >= 0.0 ? *r : *e * *r;
+}
+
+KP_FN float kp_d_sigmoid(float x) {
+  double e, r;
+  return (float)kp_d_sigmoid_parts(x, &e, &r);
+}
+
+/* x sigmoid(x): at -inf, -inf * 0 = NaN, as torch's x / (1 + exp(-x)). */
+KP_FN float kp_d_silu(float x) {
+  double e, r;
+  return (float)((double)x * kp_d_sigmoid_parts(x, &e, &r));
+}
+
+/* g sigmoid(x) sigmoid(-x) = g e / (1 + e)^2, one rounding. */
+KP_FN float kp_d_sigmoid_grad(float g, float x) {
+  double e, r;
+  kp_d_sigmoid_parts(x, &e, &r);
+  return (float)((double)g * e * r * r);
+}
+
+/* -tanh |x| = m / (2 + m), m = expm1(-2|x|) in [-1, 0]: relative precision at every |x|. */
+KP_FN double kp_d_neg_tanh_abs(double x) {
+  const double m = kp_d_expm1(-2.0 * fabs(x));
+  return m * kp_d_rcp(2.0 + m);
+}
+
+KP_FN float kp_d_tanh(float x) { return kp_d_copysign((float)kp_d_neg_tanh_abs(x), x); }
+
+/* g (1 - tanh^2 x) = g 4 e / (1 + e)^2, e = exp(-2|x|): a product, so no cancellation. */
+KP_FN float kp_d_tanh_grad(float g, float x) {
+  const double e = kp_d_exp(-2.0 * fabs((double)x));
+  const double r = kp_d_rcp(1.0 + e);
+  return (float)((double)g * (4.0 * e) * r * r);
+}
+
+/* silu'(x) = s (1 + x (1 - s)) = N / (1 + e)^2 with e = exp(-|x|) and N = 1 + e + x e for
+ * x >= 0, e (1 + x + e) for x < 0. 1 + x + e^x vanishes at X0 = -1.2785: within 0.34 of it
+ * e^x = E0 e^t, t = x - X0 (exact, Sterbenz), and 1 + x + e^x = (D + t) + E0 expm1(t) with
+ * D = 1 + X0 + E0 ~ 2^-53, so the factor keeps its relative precision at the root. The window
+ * only changes the reduction (one polynomial serves both). */
+#define KP_D_SILU_X0 -0x1.474973c84120bp+0
+#define KP_D_SILU_E0 0x1.1d25cf210482fp-2
+#define KP_D_SILU_D 0x1.42b5edc36b7fap-53
+KP_FN float kp_d_silu_grad(float g, float x) {
+  const double xd = x;
+  const double a = -fabs(xd);
+  double s;
+  const double rg = kp_d_reduce(a, &s);
+  const double t = xd - KP_D_SILU_X0;
+  const int near_root = fabs(t) < 0.34;
+  const double sc = near_root ? KP_D_SILU_E0 : s;
+  const double m = kp_d_expm1_poly(near_root ? t : rg);
+  const double e = a < -708.0 ? 0.0 : fma(sc, m, sc);
+  const double h = near_root ? fma(KP_D_SILU_E0, m, KP_D_SILU_D + t) : (1.0 + xd) + e; /* 1 + x + e^x */
+  const double n = xd < 0.0 ? e * h : fma(xd, e, 1.0 + e);
+  const double r = kp_d_rcp(1.0 + e);
+  return (float)((double)g * n * r * r);
+}
+
+/* GELU (approximate='none'), x Phi(x), from Phi(-a) = exp(-a^2/2) R(a) for a = |x| (a^2 is exact
+ * in double): x Phi(-a) for x < 0 and x - x Phi(-a) for x > 0 (no cancellation: Phi(-a) <= 1/2).
+ * R(a) = erfcx(a / sqrt 2) / 2 is a degree-13 polynomial in u = 1 / (1 + a/4), rel 2^-37.9 on
+ * [0, 15]; beyond 15 gelu rounds to 0 or x, and a is clamped there (NaN too: x carries it). */
+#define KP_D_INV_SQRT_2PI 0x1.9884533d43651p-2
+KP_FN double kp_d_gelu_r(double a) {
+  const double u = kp_d_rcp(fma(a < 15.0 ? a : 15.0, 0.25, 1.0));
+  double p = 0x1.2d123264ae85fp-7;
+  p = fma(p, u, -0x1.32c3743210fbbp-4);
+  p = fma(p, u, 0x1.09e556967d6d0p-2);
+  p = fma(p, u, -0x1.f78ddde131275p-2);
+  p = fma(p, u, 0x1.1f2484bfb54f0p-1);
+  p = fma(p, u, -0x1.ca3c86cca34afp-2);
+  p = fma(p, u, 0x1.27af04f0db301p-2);
+  p = fma(p, u, -0x1.2267269a0830ep-4);
+  p = fma(p, u, 0x1.98ad0f867ff16p-4);
+  p = fma(p, u, 0x1.297474da2e337p-4);
+  p = fma(p, u, 0x1.84a85c543d9c9p-4);
+  p = fma(p, u, 0x1.97e3c35c74b8fp-4);
+  p = fma(p, u, 0x1.988f01ace1782p-4);
+  return fma(p, u, -0x1.4a8a6a771904dp-22);
+}
+
+KP_FN float kp_d_gelu(float x) {
+  const double xd = x;
+  const double a = fabs(xd);
+  const double q = kp_d_exp(-0.5 * a * a) * kp_d_gelu_r(a); /* Phi(-|x|) */
+  return (float)(xd * (xd < 0.0 ? q : 1.0 - q));
+}
+
+/* gelu'(x) = Phi(x) + x phi(x): exp(-a^2/2) G(a) for x = -a < 0, 1 - exp(-a^2/2) G(a) for x >= 0,
+ * G(a) = R(a) - a / sqrt(2 pi). G vanishes at A0 = 0.7518 (gelu's minimum): within 1/8 of it
+ * G = t H(t), t = a - A0 (a - A0hi exact by Sterbenz), H of degree 6, rel 2^-38.8; outside, R - a c
+ * cancels by at most 8x. At +-inf: NaN (0 * inf), as torch's formula. */
+#define KP_D_GELU_A0_HI 0x1.80ead197f00b4p-1
+#define KP_D_GELU_A0_LO -0x1.13e74c58cada8p-56
+KP_FN float kp_d_gelu_grad(float g, float x) {
+  const double xd = x;
+  const double a = fabs(xd);
+  const double e = kp_d_exp(-0.5 * a * a);
+  const double t = (a - KP_D_GELU_A0_HI) - KP_D_GELU_A0_LO;
+  double h = -0x1.21a9fc55127bcp-11;
+  h = fma(h, t, 0x1.c8f06073b84a5p-10);
+  h = fma(h, t, -0x1.526fa9fc7cbc5p-8);
+  h = fma(h, t, 0x1.d50762449b014p-7);
+  h = fma(h, t, -0x1.2bad2868b19ccp-5);
+  h = fma(h, t, 0x1.5b297ec05c087p-4);
+  h = fma(h, t, -0x1.25126c15430c8p-1);
+  const double gg = fabs(t) < 0.125 ? t * h : fma(-a, KP_D_INV_SQRT_2PI, kp_d_gelu_r(a));
+  const double eg = e * gg;
+  return (float)((double)g * (xd < 0.0 ? eg : 1.0 - eg));
+}
+
+/* GELU (approximate='tanh'), x sigmoid(2u), 2u = 2 sqrt(2/pi) (x + 0.044715 x^3) in double
+ * (x^3 cannot overflow there). */
+KP_FN float kp_d_gelu_tanh(float x) {
+  const double xd = x;
+  const double u2 = 0x1.9884533d43651p+0 * fma(0.044715 * xd, xd * xd, xd);
+  double e, r;
+  return (float)(xd * kp_d_sigmoid_parts(u2, &e, &r));
+}
+
+/* log1p(w) for w in [0, 1] (w = e^-|z|): 2 atanh(s), s = w / (2 + w) in [0, 1/3], as
+ * 2 s + s^3 P(s^2), P of degree 5, rel 2^-38.4. */
+KP_FN double kp_d_log1p_unit(double w) {
+  const double s = w * kp_d_rcp(2.0 + w);
+  const double v = s * s;
+  double p = 0x1.be184efdceef2p-3;
+  p = fma(p, v, 0x1.5f420083af3f1p-3);
+  p = fma(p, v, 0x1.c8b9e98934424p-3);
+  p = fma(p, v, 0x1.248a6578ff7f8p-2);
+  p = fma(p, v, 0x1.9999bccc18b3dp-2);
+  p = fma(p, v, 0x1.5555553b493f9p-1);
+  return fma(s * v, p, 2.0 * s);
+}
+
+/* softplus(x) = x if x beta > threshold (torch decides on the float product), else
+ * (max(z, 0) + log1p(e^-|z|)) / beta with z = x beta exact in double: no cancellation. */
+KP_FN float kp_d_softplus(float x, float beta, float threshold) {
+  const double z = (double)x * beta;
+  const double y = (z > 0.0 ? z : 0.0) + kp_d_log1p_unit(kp_d_exp(-fabs(z)));
+  return x * beta > threshold ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
+}
+
+/* g sigmoid(z), z = x beta: softplus' (and logsigmoid' with beta = -1). */
+KP_FN float kp_d_mul_sigmoid(float g, double z) {
+  double e, r;
+  return (float)((double)g * kp_d_sigmoid_parts(z, &e, &r));
+}
+
+/* logsigmoid(x) = min(x, 0) - log1p(e^-|x|): both terms of one sign. +inf: +0, -inf: -inf. */
+KP_FN float kp_d_logsigmoid(float x) {
+  const double xd = x;
+  return (float)((xd < 0.0 ? xd : 0.0) - kp_d_log1p_unit(kp_d_exp(-fabs(xd))));
+}
+
+/* mish(x) = x tanh(softplus(x)) = x n / (n + 2), n = e^x (e^x + 2); e^x clamped at 40, where the
+ * ratio is 1 in double (NaN: x carries it). -inf: -inf * 0 = NaN, as torch; -0 keeps its sign. */
+KP_FN float kp_d_mish(float x) {
+  const double xd = x;
+  const double e = kp_d_exp(xd < 40.0 ? xd : 40.0);
+  const double n = e * (e + 2.0);
+  return (float)(xd * (n * kp_d_rcp(n + 2.0)));
+}
+
+/* tanhshrink(x) = x - tanh x: x^3 Q(x^2) for |x| < 1/2 (Q of degree 6, rel 2^-36.6), else
+ * x - tanh x in double (cancels by at most 12x). tanhshrink(-0) = +0, as torch's -0 - -0. */
+KP_FN float kp_d_tanhshrink(float x) {
+  const double xd = x;
+  const double v = xd * xd;
+  double q = 0x1.0f22c4a3412a0p-10;
+  q = fma(q, v, -0x1.c51e9a66ac939p-9);
+  q = fma(q, v, 0x1.21b3707d27d6ap-7);
+  q = fma(q, v, -0x1.664743499b0a4p-6);
+  q = fma(q, v, 0x1.ba1b7766e1775p-5);
+  q = fma(q, v, -0x1.111110e6f7b2bp-3);
+  q = fma(q, v, 0x1.55555555479a0p-2);
+  const double t = kp_d_neg_tanh_abs(xd); /* -tanh |x| */
+  const double big = xd + (xd < 0.0 ? -t : t);
+  return x == 0.0f ? 0.0f : (float)(fabs(xd) < 0.5 ? xd * v * q : big);
+}
+
+/* tanhshrink'(x) = tanh^2 x: g t t in double, one rounding. */
+KP_FN float kp_d_tanhshrink_grad(float g, float x) {
+  const double t = kp_d_neg_tanh_abs(x);
+  return (float)((double)g * t * t);
+}
+
+#endif /* KP_FAST_FP64 */
+#endif /* KP_FP64_MATH_H */
