@@ -1,6 +1,14 @@
 /* CELU(alpha) as torch: x <= 0 ? alpha * expm1(x / alpha) : x; backward g * exp(x / alpha) for
  * x <= 0, or from the output g * (y / alpha + 1). */
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+/* float32, fast FP64: q = x / alpha as x times 1/alpha (folded at compile time) in double, then
+ * alpha expm1(q) (fp64_math.h), one rounding; expm1(+-0) = +-0. */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  if (!(x <= 0.0f)) return x;
+  const double q = (double)x * (1.0 / (double)KP_P_ALPHA);
+  return (float)((double)KP_P_ALPHA * (x == 0.0f ? q : kp_d_expm1(q)));
+}
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: x / alpha as a float-float (1/alpha = inv_hi + inv_lo, folded at compile time), its
  * expm1 as a float-float, times alpha rounded once (precise_math.h): within 1 ulp. */
 KP_FN KP_C kp_act_forward(KP_C x) {
@@ -14,7 +22,13 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #else
 KP_FN KP_C kp_act_forward(KP_C x) { return x <= KP_LIT(0.0) ? KP_P_ALPHA * KP_EXPM1(x / KP_P_ALPHA) : x; }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+/* float32, fast FP64: g e^(x / alpha) in double, one rounding. */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  if (!(x <= 0.0f)) return g;
+  return (float)((double)g * kp_d_exp((double)x * (1.0 / (double)KP_P_ALPHA)));
+}
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * e^(x / alpha) rounded once, x / alpha and the exponential as float-floats (the
  * rounding of x / alpha alone would be amplified |x / alpha| times). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

@@ -9,7 +9,15 @@
 #define KP_SELU_LAMBDA KP_LIT(1.0507009873554804934193349852946)
 #define KP_SELU_LAMBDA_ALPHA KP_LIT(1.7580993408473768599402175208123)
 
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+/* float32, fast FP64: lambda x, and lambda alpha expm1(x) in double (fp64_math.h), one rounding;
+ * expm1(+-0) is +-0 itself, which the polynomial would make +0. */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  if (x > 0.0f) return (float)(1.0507009873554804934193349852946 * (double)x);
+  const double e = x == 0.0f ? (double)x : kp_d_expm1((double)x);
+  return (float)(1.7580993408473768599402175208123 * e);
+}
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: lambda * alpha * expm1(x) rounded once, expm1 as a float-float and lambda * alpha as
  * 0x1.c212ccp+0f + 0x1.903c0cp-26f (templates/common/precise_math.h): within 1 ulp everywhere,
  * where the plain product rounds twice (2.27 ulp, as torch). */
@@ -27,7 +35,13 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 
 /* The backward passes decide on `<= 0` as torch's elu_backward does: a NaN saved value takes
  * the lambda branch there, so we match it. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+/* float32, fast FP64: g lambda, or g lambda alpha e^x, in double and rounded once. */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  if (!(x <= 0.0f)) return (float)(1.0507009873554804934193349852946 * (double)g);
+  return (float)((double)g * (1.7580993408473768599402175208123 * kp_d_exp((double)x)));
+}
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * lambda * alpha * e^x rounded once (g * lambda * alpha and e^x as float-floats). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= KP_LIT(0.0))) return KP_FMAF(0x1.0cfabep+0f, g, -0x1.2adddap-25f * g);

@@ -15,8 +15,12 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_sigmoid_grad(g, x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
-/* float32: (g * sigmoid(x)) * sigmoid(-x), two single roundings (precise_math.h). */
+/* float32: (g * sigmoid(x)) * sigmoid(-x), two single roundings (precise_math.h). A huge g
+ * (>= 2^60, which kp_pm_mul_sigmoid cannot take) is scaled by 2^-64 and back, exactly, where
+ * |x| < 64 keeps the scaled product normal; the _wide fallback would round twice per factor. */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  if (KP_FABSF(g) >= 0x1p60f && KP_FABSF(g) <= 0x1.fffffep+127f && KP_FABSF(x) < 64.0f)
+    return kp_pm_mul_sigmoid(kp_pm_mul_sigmoid(g * 0x1p-64f, x, 0.0f, 0), -x, 0.0f, 0) * 0x1p64f;
   return kp_pm_mul_sigmoid_wide(kp_pm_mul_sigmoid_wide(g, x, 0.0f, 0), -x, 0.0f, 0);
 }
 #else
