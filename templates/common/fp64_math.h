@@ -257,5 +257,64 @@ KP_FN float kp_d_tanhshrink_grad(float g, float x) {
   return (float)((double)g * t * t);
 }
 
+/* gelu(tanh)'(x) = s (1 + 2x sm du), s = sigmoid(2u), sm = 1 - s, du = sqrt(2/pi) (1 + 3k x^2):
+ * N r^2 with e = exp(-|2u|), r = 1/(1 + e), N = 1 + e + 2x du e for u >= 0 and e (1 + e + 2x du)
+ * for u < 0. The last factor vanishes at X1 = -0.7517 (gelu's minimum): within 0.2 of it e =
+ * E1 e^delta, delta = 2u(x) - 2u(X1) = C2 t (1 + k q) with t = x - X1 exact and
+ * q = x^2 + x X1 + X1^2, and the factor is D1 + E1 expm1(delta) + C2 t (1 + 3k q): relative
+ * precision at the root (constants: scripts/fit_fp64_math.py). +-inf: NaN, as torch. */
+#define KP_D_GELU_C2 0x1.9884533d43651p+0 /* 2 sqrt(2/pi) */
+#define KP_D_GELU_K 0.044715
+#define KP_D_GELUT_X1 -0x1.81429f9e97e4cp-1
+#define KP_D_GELUT_E1 0x1.2af64e9c485eep-2
+#define KP_D_GELUT_D1 0x1.8a2fcfd054141p-54
+KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
+  const double xd = x;
+  const double x2 = xd * xd;
+  const double u2 = KP_D_GELU_C2 * fma(KP_D_GELU_K * xd, x2, xd); /* 2u */
+  const double a = -fabs(u2);
+  double s;
+  const double rg = kp_d_reduce(a, &s);
+  const double t = xd - KP_D_GELUT_X1;
+  const double q = fma(xd, KP_D_GELUT_X1, x2) + KP_D_GELUT_X1 * KP_D_GELUT_X1;
+  const int near_root = fabs(t) < 0.2;
+  const double m = kp_d_expm1_poly(near_root ? KP_D_GELU_C2 * t * fma(KP_D_GELU_K, q, 1.0) : rg);
+  const double sc = near_root ? KP_D_GELUT_E1 : s;
+  const double e = a < -708.0 ? 0.0 : fma(sc, m, sc);
+  const double xdu2 = KP_D_GELU_C2 * xd * fma(3.0 * KP_D_GELU_K, x2, 1.0); /* 2 x du */
+  const double h = near_root ? fma(KP_D_GELUT_E1, m, fma(KP_D_GELU_C2 * t, fma(3.0 * KP_D_GELU_K, q, 1.0), KP_D_GELUT_D1))
+                             : (1.0 + e) + xdu2;
+  const double n = u2 < 0.0 ? e * h : fma(xdu2, e, 1.0 + e);
+  const double r = kp_d_rcp(1.0 + e);
+  return (float)((double)g * n * r * r);
+}
+
+/* mish'(x) = t + x s sech^2(softplus x) = e h / d^2 with e = e^x, d = e^2 + 2e + 2 and
+ * h = (e + 2)(e^2 + 2e + 2) + 4x (1 + e), which vanishes at X1 = -1.1924: within 0.3 of it
+ * e = E1 + eps, eps = E1 expm1(t), t = x - X1 exact, and h = D1 + eps (A + eps (B + eps)) +
+ * 4t (1 + e), every term of one sign. Beyond x = 40 the derivative is 1 in double (g; NaN at
+ * +inf as torch's x s (1 - t^2)); -inf: NaN. */
+#define KP_D_MISH_X1 -0x1.31432c0d12d84p+0
+#define KP_D_MISH_E1 0x1.36c4202fc3ecdp-2
+#define KP_D_MISH_D1 0x1.663338c1d3548p-52
+#define KP_D_MISH_A 0x1.f79bbdfa95d4fp+1
+#define KP_D_MISH_B 0x1.3a44c608f4bc6p+2
+KP_FN float kp_d_mish_grad(float g, float x) {
+  const double xd = x;
+  const double xc = xd < 40.0 ? xd : 40.0;
+  double s;
+  const double rg = kp_d_reduce(xc, &s);
+  const double t = xd - KP_D_MISH_X1;
+  const int near_root = fabs(t) < 0.3;
+  const double m = kp_d_expm1_poly(near_root ? t : rg);
+  const double sc = near_root ? KP_D_MISH_E1 : s;
+  const double e = xc < -708.0 ? 0.0 : fma(sc, m, sc);
+  const double eps = KP_D_MISH_E1 * m;
+  const double h = near_root ? fma(eps, fma(eps, KP_D_MISH_B + eps, KP_D_MISH_A), KP_D_MISH_D1) + 4.0 * t * (1.0 + e)
+                             : (e + 2.0) * fma(e, e + 2.0, 2.0) + 4.0 * xd * (1.0 + e);
+  const double q = kp_d_rcp(fma(e, e + 2.0, 2.0));
+  return x > 40.0f ? g + g * (x - x) : (float)((double)g * e * h * q * q);
+}
+
 #endif /* KP_FAST_FP64 */
 #endif /* KP_FP64_MATH_H */
