@@ -117,3 +117,37 @@ TANHSHRINK_DEGREE = 6
 if __name__ == "__main__":
     log1p_atanh()
     tanhshrink_small()
+
+
+def gelu_tanh_root():
+    # gelu_tanh'(x) for x < 0 has the factor 1 + e + 2 x du, e = exp(2u), 2u = C2 (x + k x^3),
+    # du = (C2/2) (1 + 3 k x^2), zero at X1: near it e = E1 e^delta, delta = 2u(x) - 2u(X1), and the
+    # factor is D1 + E1 expm1(delta) + C2 t (1 + 3 k q), t = x - X1, q = x^2 + x X1 + X1^2.
+    # Constants as the kernel's doubles (C2 and k rounded), D1 at 40 digits.
+    c2 = mp.mpf(float(2 * mp.sqrt(2 / mp.pi)))
+    k = mp.mpf(0.044715)
+    h = lambda x: 1 + mp.exp(c2 * (x + k * x**3)) + c2 * x * (1 + 3 * k * x * x)
+    x1 = float(mp.findroot(h, -0.75))
+    e1 = mp.exp(c2 * (mp.mpf(x1) + k * mp.mpf(x1) ** 3))
+    print("/* gelu(tanh): X1, E1, D1 */")
+    print(x1.hex(), float(e1).hex(), float(1 + e1 + c2 * x1 * (1 + 3 * k * x1 * x1)).hex())
+
+
+def mish_root():
+    # mish'(x) = e h / d^2, e = e^x, d = e^2 + 2e + 2, h = P(e) + 4x (1 + e), P(e) = (e+2)(e^2+2e+2),
+    # zero at X1: with e = E1 + eps (eps = E1 expm1(t), t = x - X1),
+    # h = D1 + eps (A + eps (B + eps)) + 4 t (1 + e), A = P'(E1) + 4 X1, B = 3 E1 + 4.
+    p = lambda e: (e + 2) * (e * e + 2 * e + 2)
+    h = lambda x: p(mp.exp(x)) + 4 * x * (1 + mp.exp(x))
+    x1 = float(mp.findroot(h, -1.19))
+    e1 = mp.exp(mp.mpf(x1))
+    d1 = p(e1) + 4 * x1 * (1 + e1)
+    a = 3 * e1**2 + 8 * e1 + 6 + 4 * x1
+    b = 3 * e1 + 4
+    print("/* mish: X1, E1, D1, A, B */")
+    print(x1.hex(), float(e1).hex(), float(d1).hex(), float(a).hex(), float(b).hex())
+
+
+if __name__ == "__main__":
+    gelu_tanh_root()
+    mish_root()

@@ -85,7 +85,8 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
      << (spec.direction == Direction::backward && spec.saved == Saved::output ? 1 : 0) << '\n';
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
-  os << "#define KP_FAST_FP64 " << (dialect.fast_fp64 ? 1 : 0) << '\n';
+  // Only the float32 IEEE kernels have a double path: other kernels keep one hash on every device.
+  os << "#define KP_FAST_FP64 " << (dialect.fast_fp64 && spec.dtype == Dtype::f32 && !c.fast_math ? 1 : 0) << '\n';
   // Parameters are compile-time constants (docs/design.md says why): KP_P_<NAME>.
   os << act.param_defines(spec.dtype, spec.direction);
   append_file(os, dialect.prelude);

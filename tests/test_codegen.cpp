@@ -115,4 +115,10 @@ TEST_CASE("the fast-FP64 trait reaches the kernel as KP_FAST_FP64 and moves the 
   CHECK(fast_k.source.find("#line 1 \"common/fp64_math.h\"") != std::string::npos);
   CHECK(slow_k.entry == fast_k.entry);  // same knobs, different code: the hash tells them apart
   CHECK(slow_k.hash != fast_k.hash);
+  s.dtype = Dtype::bf16;  // no double path: the same kernel on every device
+  CHECK(render(s).hash == render(s, {}, fast).hash);
+  s.dtype = Dtype::f32;
+  KernelConfig fm;
+  fm.fast_math = true;
+  CHECK(render(s, fm).hash == render(s, fm, fast).hash);
 }

@@ -37,7 +37,9 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 /* torch's gelu_backward: none: g (Phi(x) + x phi(x)); tanh: g (s + 2 x s (1 - s) sqrt(2/pi)
  * (1 + 3 kappa x^2)) with s = sigmoid(2u), the same as torch's 0.5 (1 + t) + 0.5 x (1 - t^2) ... */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
+  return kp_d_gelu_tanh_grad(g, x);  /* in double, one rounding (templates/common/fp64_math.h) */
+#elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh_grad(g, x);  /* float-float f' (templates/common/precise_grad.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
   return kp_d_gelu_grad(g, x);  /* in double, one rounding (templates/common/fp64_math.h) */

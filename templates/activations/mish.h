@@ -16,7 +16,9 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return x * (n / (n + KP_LIT(2.0)));
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_mish_grad(g, x); }
+#elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * f'(x) rounded once, f' in float-float (templates/common/precise_grad.h). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_precise_mish_grad(g, x); }
 #else

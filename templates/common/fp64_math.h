@@ -4,8 +4,8 @@
  * fraction of precise_math.h's float-float cost. Coefficients and constants:
  * scripts/fit_fp64_math.py. SASS counts per element: docs/activations.md.
  *
- * The prelude must define KP_D_LO(d) (low word of a double as int), KP_D_FROM_HILO(hi, lo) and
- * KP_RCP_APPROXD(x) (a reciprocal estimate, normal x; refined here by a Newton step). No
+ * The prelude must define KP_D_LO(d) (low word of a double as int), KP_D_FROM_HILO(hi, lo),
+ * KP_D_TABLE (a program-scope constant-memory double array) and KP_RCP_APPROXD(x) (a reciprocal estimate, normal x; refined here by a Newton step). No
  * division, no libdevice exp/log/erfc, and no float->int conversion: the range reduction reads
  * n from the low word of x log2(e) + 1.5 2^52. */
 #ifndef KP_FP64_MATH_H
@@ -16,15 +16,20 @@
 #define KP_D_LN2 0x1.62e42fefa39efp-1
 #define KP_D_SHIFT 0x1.8p+52 /* adding it rounds |v| < 2^51 to an integer, held in the low word */
 
+/* Polynomial coefficients live in constant memory (KP_D_TABLE, from the prelude), lowest order
+ * first: a DFMA reads them as an operand where a literal double costs two moves per use. */
+#define KP_D_HORNER(p, c, n, x)                                      \
+  do {                                                               \
+    p = c[(n) - 1];                                                  \
+    for (int kp_i_ = (n) - 2; kp_i_ >= 0; --kp_i_) p = fma(p, x, c[kp_i_]); \
+  } while (0)
+
 /* e^r - 1 for |r| <= ln2/2 + 1e-3: r + r^2 P(r), rel 2^-36.4. */
+KP_D_TABLE kp_d_expm1_c[7] = {0x1.0000000017a1ap-1, 0x1.55555573d4a1ep-3, 0x1.555554f1b05d0p-5, 0x1.1110b10cf1f3fp-7,
+                              0x1.6c1768e06a770p-10, 0x1.a17152c4aaa9cp-13, 0x1.a0033460e7080p-16};
 KP_FN double kp_d_expm1_poly(double r) {
-  double p = 0x1.a0033460e7080p-16;
-  p = fma(p, r, 0x1.a17152c4aaa9cp-13);
-  p = fma(p, r, 0x1.6c1768e06a770p-10);
-  p = fma(p, r, 0x1.1110b10cf1f3fp-7);
-  p = fma(p, r, 0x1.555554f1b05d0p-5);
-  p = fma(p, r, 0x1.55555573d4a1ep-3);
-  p = fma(p, r, 0x1.0000000017a1ap-1);
+  double p;
+  KP_D_HORNER(p, kp_d_expm1_c, 7, r);
   return fma(r * r, p, r);
 }
 
@@ -134,22 +139,15 @@ KP_FN float kp_d_silu_grad(float g, float x) {
  * R(a) = erfcx(a / sqrt 2) / 2 is a degree-13 polynomial in u = 1 / (1 + a/4), rel 2^-37.9 on
  * [0, 15]; beyond 15 gelu rounds to 0 or x, and a is clamped there (NaN too: x carries it). */
 #define KP_D_INV_SQRT_2PI 0x1.9884533d43651p-2
+KP_D_TABLE kp_d_gelu_r_c[14] = {-0x1.4a8a6a771904dp-22, 0x1.988f01ace1782p-4, 0x1.97e3c35c74b8fp-4, 0x1.84a85c543d9c9p-4,
+                               0x1.297474da2e337p-4,  0x1.98ad0f867ff16p-4, -0x1.2267269a0830ep-4, 0x1.27af04f0db301p-2,
+                               -0x1.ca3c86cca34afp-2, 0x1.1f2484bfb54f0p-1, -0x1.f78ddde131275p-2, 0x1.09e556967d6d0p-2,
+                               -0x1.32c3743210fbbp-4, 0x1.2d123264ae85fp-7};
 KP_FN double kp_d_gelu_r(double a) {
   const double u = kp_d_rcp(fma(a < 15.0 ? a : 15.0, 0.25, 1.0));
-  double p = 0x1.2d123264ae85fp-7;
-  p = fma(p, u, -0x1.32c3743210fbbp-4);
-  p = fma(p, u, 0x1.09e556967d6d0p-2);
-  p = fma(p, u, -0x1.f78ddde131275p-2);
-  p = fma(p, u, 0x1.1f2484bfb54f0p-1);
-  p = fma(p, u, -0x1.ca3c86cca34afp-2);
-  p = fma(p, u, 0x1.27af04f0db301p-2);
-  p = fma(p, u, -0x1.2267269a0830ep-4);
-  p = fma(p, u, 0x1.98ad0f867ff16p-4);
-  p = fma(p, u, 0x1.297474da2e337p-4);
-  p = fma(p, u, 0x1.84a85c543d9c9p-4);
-  p = fma(p, u, 0x1.97e3c35c74b8fp-4);
-  p = fma(p, u, 0x1.988f01ace1782p-4);
-  return fma(p, u, -0x1.4a8a6a771904dp-22);
+  double p;
+  KP_D_HORNER(p, kp_d_gelu_r_c, 14, u);
+  return p;
 }
 
 KP_FN float kp_d_gelu(float x) {
@@ -165,18 +163,15 @@ KP_FN float kp_d_gelu(float x) {
  * cancels by at most 8x. At +-inf: NaN (0 * inf), as torch's formula. */
 #define KP_D_GELU_A0_HI 0x1.80ead197f00b4p-1
 #define KP_D_GELU_A0_LO -0x1.13e74c58cada8p-56
+KP_D_TABLE kp_d_gelu_h_c[7] = {-0x1.25126c15430c8p-1, 0x1.5b297ec05c087p-4, -0x1.2bad2868b19ccp-5, 0x1.d50762449b014p-7,
+                               -0x1.526fa9fc7cbc5p-8, 0x1.c8f06073b84a5p-10, -0x1.21a9fc55127bcp-11};
 KP_FN float kp_d_gelu_grad(float g, float x) {
   const double xd = x;
   const double a = fabs(xd);
   const double e = kp_d_exp(-0.5 * a * a);
   const double t = (a - KP_D_GELU_A0_HI) - KP_D_GELU_A0_LO;
-  double h = -0x1.21a9fc55127bcp-11;
-  h = fma(h, t, 0x1.c8f06073b84a5p-10);
-  h = fma(h, t, -0x1.526fa9fc7cbc5p-8);
-  h = fma(h, t, 0x1.d50762449b014p-7);
-  h = fma(h, t, -0x1.2bad2868b19ccp-5);
-  h = fma(h, t, 0x1.5b297ec05c087p-4);
-  h = fma(h, t, -0x1.25126c15430c8p-1);
+  double h;
+  KP_D_HORNER(h, kp_d_gelu_h_c, 7, t);
   const double gg = fabs(t) < 0.125 ? t * h : fma(-a, KP_D_INV_SQRT_2PI, kp_d_gelu_r(a));
   const double eg = e * gg;
   return (float)((double)g * (xd < 0.0 ? eg : 1.0 - eg));
@@ -193,15 +188,13 @@ KP_FN float kp_d_gelu_tanh(float x) {
 
 /* log1p(w) for w in [0, 1] (w = e^-|z|): 2 atanh(s), s = w / (2 + w) in [0, 1/3], as
  * 2 s + s^3 P(s^2), P of degree 5, rel 2^-38.4. */
+KP_D_TABLE kp_d_log1p_c[6] = {0x1.5555553b493f9p-1, 0x1.9999bccc18b3dp-2, 0x1.248a6578ff7f8p-2,
+                              0x1.c8b9e98934424p-3, 0x1.5f420083af3f1p-3, 0x1.be184efdceef2p-3};
 KP_FN double kp_d_log1p_unit(double w) {
   const double s = w * kp_d_rcp(2.0 + w);
   const double v = s * s;
-  double p = 0x1.be184efdceef2p-3;
-  p = fma(p, v, 0x1.5f420083af3f1p-3);
-  p = fma(p, v, 0x1.c8b9e98934424p-3);
-  p = fma(p, v, 0x1.248a6578ff7f8p-2);
-  p = fma(p, v, 0x1.9999bccc18b3dp-2);
-  p = fma(p, v, 0x1.5555553b493f9p-1);
+  double p;
+  KP_D_HORNER(p, kp_d_log1p_c, 6, v);
   return fma(s * v, p, 2.0 * s);
 }
 
@@ -236,16 +229,14 @@ KP_FN float kp_d_mish(float x) {
 
 /* tanhshrink(x) = x - tanh x: x^3 Q(x^2) for |x| < 1/2 (Q of degree 6, rel 2^-36.6), else
  * x - tanh x in double (cancels by at most 12x). tanhshrink(-0) = +0, as torch's -0 - -0. */
+KP_D_TABLE kp_d_tanhshrink_c[7] = {0x1.55555555479a0p-2, -0x1.111110e6f7b2bp-3, 0x1.ba1b7766e1775p-5,
+                                   -0x1.664743499b0a4p-6, 0x1.21b3707d27d6ap-7, -0x1.c51e9a66ac939p-9,
+                                   0x1.0f22c4a3412a0p-10};
 KP_FN float kp_d_tanhshrink(float x) {
   const double xd = x;
   const double v = xd * xd;
-  double q = 0x1.0f22c4a3412a0p-10;
-  q = fma(q, v, -0x1.c51e9a66ac939p-9);
-  q = fma(q, v, 0x1.21b3707d27d6ap-7);
-  q = fma(q, v, -0x1.664743499b0a4p-6);
-  q = fma(q, v, 0x1.ba1b7766e1775p-5);
-  q = fma(q, v, -0x1.111110e6f7b2bp-3);
-  q = fma(q, v, 0x1.55555555479a0p-2);
+  double q;
+  KP_D_HORNER(q, kp_d_tanhshrink_c, 7, v);
   const double t = kp_d_neg_tanh_abs(xd); /* -tanh |x| */
   const double big = xd + (xd < 0.0 ? -t : t);
   return x == 0.0f ? 0.0f : (float)(fabs(xd) < 0.5 ? xd * v * q : big);
@@ -255,6 +246,65 @@ KP_FN float kp_d_tanhshrink(float x) {
 KP_FN float kp_d_tanhshrink_grad(float g, float x) {
   const double t = kp_d_neg_tanh_abs(x);
   return (float)((double)g * t * t);
+}
+
+/* gelu(tanh)'(x) = s (1 + 2x sm du), s = sigmoid(2u), sm = 1 - s, du = sqrt(2/pi) (1 + 3k x^2):
+ * N r^2 with e = exp(-|2u|), r = 1/(1 + e), N = 1 + e + 2x du e for u >= 0 and e (1 + e + 2x du)
+ * for u < 0. The last factor vanishes at X1 = -0.7517 (gelu's minimum): within 0.2 of it e =
+ * E1 e^delta, delta = 2u(x) - 2u(X1) = C2 t (1 + k q) with t = x - X1 exact and
+ * q = x^2 + x X1 + X1^2, and the factor is D1 + E1 expm1(delta) + C2 t (1 + 3k q): relative
+ * precision at the root (constants: scripts/fit_fp64_math.py). +-inf: NaN, as torch. */
+#define KP_D_GELU_C2 0x1.9884533d43651p+0 /* 2 sqrt(2/pi) */
+#define KP_D_GELU_K 0.044715
+#define KP_D_GELUT_X1 -0x1.81429f9e97e4cp-1
+#define KP_D_GELUT_E1 0x1.2af64e9c485eep-2
+#define KP_D_GELUT_D1 0x1.8a2fcfd054141p-54
+KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
+  const double xd = x;
+  const double x2 = xd * xd;
+  const double u2 = KP_D_GELU_C2 * fma(KP_D_GELU_K * xd, x2, xd); /* 2u */
+  const double a = -fabs(u2);
+  double s;
+  const double rg = kp_d_reduce(a, &s);
+  const double t = xd - KP_D_GELUT_X1;
+  const double q = fma(xd, KP_D_GELUT_X1, x2) + KP_D_GELUT_X1 * KP_D_GELUT_X1;
+  const int near_root = fabs(t) < 0.2;
+  const double m = kp_d_expm1_poly(near_root ? KP_D_GELU_C2 * t * fma(KP_D_GELU_K, q, 1.0) : rg);
+  const double sc = near_root ? KP_D_GELUT_E1 : s;
+  const double e = a < -708.0 ? 0.0 : fma(sc, m, sc);
+  const double xdu2 = KP_D_GELU_C2 * xd * fma(3.0 * KP_D_GELU_K, x2, 1.0); /* 2 x du */
+  const double h = near_root ? fma(KP_D_GELUT_E1, m, fma(KP_D_GELU_C2 * t, fma(3.0 * KP_D_GELU_K, q, 1.0), KP_D_GELUT_D1))
+                             : (1.0 + e) + xdu2;
+  const double n = u2 < 0.0 ? e * h : fma(xdu2, e, 1.0 + e);
+  const double r = kp_d_rcp(1.0 + e);
+  return (float)((double)g * n * r * r);
+}
+
+/* mish'(x) = t + x s sech^2(softplus x) = e h / d^2 with e = e^x, d = e^2 + 2e + 2 and
+ * h = (e + 2)(e^2 + 2e + 2) + 4x (1 + e), which vanishes at X1 = -1.1924: within 0.3 of it
+ * e = E1 + eps, eps = E1 expm1(t), t = x - X1 exact, and h = D1 + eps (A + eps (B + eps)) +
+ * 4t (1 + e), every term of one sign. Beyond x = 40 the derivative is 1 in double (g; NaN at
+ * +inf as torch's x s (1 - t^2)); -inf: NaN. */
+#define KP_D_MISH_X1 -0x1.31432c0d12d84p+0
+#define KP_D_MISH_E1 0x1.36c4202fc3ecdp-2
+#define KP_D_MISH_D1 0x1.663338c1d3548p-52
+#define KP_D_MISH_A 0x1.f79bbdfa95d4fp+1
+#define KP_D_MISH_B 0x1.3a44c608f4bc6p+2
+KP_FN float kp_d_mish_grad(float g, float x) {
+  const double xd = x;
+  const double xc = xd < 40.0 ? xd : 40.0;
+  double s;
+  const double rg = kp_d_reduce(xc, &s);
+  const double t = xd - KP_D_MISH_X1;
+  const int near_root = fabs(t) < 0.3;
+  const double m = kp_d_expm1_poly(near_root ? t : rg);
+  const double sc = near_root ? KP_D_MISH_E1 : s;
+  const double e = xc < -708.0 ? 0.0 : fma(sc, m, sc);
+  const double eps = KP_D_MISH_E1 * m;
+  const double h = near_root ? fma(eps, fma(eps, KP_D_MISH_B + eps, KP_D_MISH_A), KP_D_MISH_D1) + 4.0 * t * (1.0 + e)
+                             : (e + 2.0) * fma(e, e + 2.0, 2.0) + 4.0 * xd * (1.0 + e);
+  const double q = kp_d_rcp(fma(e, e + 2.0, 2.0));
+  return x > 40.0f ? g + g * (x - x) : (float)((double)g * e * h * q * q);
 }
 
 #endif /* KP_FAST_FP64 */

@@ -40,6 +40,7 @@ KP_FN float kp_rcp_approx(float x) {
  * double and the hardware reciprocal estimate (MUFU.RCP64H), refined there by Newton steps. */
 #define KP_D_LO(d) __double2loint(d)
 #define KP_D_FROM_HILO(hi, lo) __hiloint2double(hi, lo)
+#define KP_D_TABLE static __constant__ double /* not const: a const one folds into moves */
 KP_FN double kp_rcp_approxd(double x) {
   double r;
   asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));

@@ -22,6 +22,7 @@
 #endif
 #define KP_D_LO(d) (as_int2(d).x)
 #define KP_D_FROM_HILO(hi, lo) as_double((int2)((lo), (hi)))
+#define KP_D_TABLE __constant double
 #define KP_RCP_APPROXD(x) (1.0 / (x))
 
 /* Math in the compute type for the activation snippets, as in the CUDA prelude (OpenCL C's
