@@ -73,6 +73,7 @@ def main():
             grad = torch.randn(shape, device="cuda", dtype=dt, generator=g) if direction == "backward" else None
             for act in acts:
                 fn = TORCH[act]
+                y = xr = ref = None  # freed after each case, also when it fails (out of memory)
                 try:
                     if direction == "forward":
                         kfn = lambda: kplay.forward(act, x, out=out)
@@ -94,11 +95,9 @@ def main():
                     ulp = ((kk - rr).abs()[both] / (rr.abs()[both].clamp_min(torch.finfo(dt).tiny) * EPS[dname])).max().item()
                     print("%s\t%s\t%s\t%.1f\t%.1f\t%.4f\t%.4f\t%.4f\t%.3g" % (act, direction, dname, 100 * scale * c_ms / k_ms,
                           100 * scale * c_ms / t_ms, k_ms, t_ms, c_ms, ulp), flush=True)
-                    del ref
                 except Exception as e:  # keep going: one failing case must not hide the table
                     print("%s\t%s\t%s\tERROR %s" % (act, direction, dname, str(e).splitlines()[0][:160]), flush=True)
-                if direction == "backward":
-                    del y, xr
+                y = xr = ref = None
                 torch.cuda.empty_cache()
             del grad
         del x, out, cpy

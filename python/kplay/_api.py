@@ -1,6 +1,7 @@
 """kplay.forward / kplay.backward on any accepted array (see _arrays.py for which)."""
 from __future__ import annotations
 
+import atexit
 import sys
 from typing import Any, Dict, Optional, Tuple
 
@@ -12,6 +13,7 @@ _bad = _core.InvalidArgumentError
 
 # Prepared launchers for torch's fast path, by (activation, dtype code, CUDA device).
 _launchers: Dict[Tuple[str, int, int], Any] = {}
+atexit.register(_launchers.clear)  # before nanobind's teardown, which would report them as leaks
 _torch_codes: Dict[Any, int] = {}
 
 

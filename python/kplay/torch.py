@@ -47,6 +47,8 @@ counter as torch's in-place ops do.
 """
 from __future__ import annotations
 
+import atexit
+
 from typing import Any, Callable, Dict, Tuple
 
 import torch
@@ -93,6 +95,8 @@ def saves_output(activation: str) -> bool:
 # Launchers by (activation, torch dtype, device, backward, saved_output). Made on first use; a
 # launcher keeps the activation as it resolved then.
 _launchers: Dict[Tuple[str, torch.dtype, int, bool, bool], Any] = {}
+# Dropped before the interpreter tears nanobind down, which would otherwise report them as leaks.
+atexit.register(_launchers.clear)
 
 
 def _launcher(activation: str, dtype: torch.dtype, device: int, backward: bool = False,
