@@ -137,13 +137,12 @@ if __name__ == "__main__":
     gelu_root()
 
 
-def log1p_atanh():
-    # log1p(w) for w in [0, 1] (w = e^-|z| in softplus and logsigmoid): 2 atanh(s), s = w / (2 + w)
-    # in [0, 1/3]: 2 s + s^3 P(s^2); the error s^3 dP is relative to ~2 s.
-    f = lambda v: (2 * mp.atanh(mp.sqrt(v)) - 2 * mp.sqrt(v)) / mp.sqrt(v) ** 3 if v != 0 else mp.mpf(2) / 3
-    rel = lambda v: 2 * mp.atanh(mp.sqrt(v)) / mp.sqrt(v) ** 3 if v != 0 else mp.mpf(1e30)
-    c, e = fit(f, rel, 0.0, 1.0 / 9 + 1e-6, LOG1P_DEGREE)
-    show(f"log1p: P(v), log1p(w) = 2 s + s^3 P(s^2), s = w/(2+w), degree {LOG1P_DEGREE}", c, e)
+def log1p_rational():
+    # log1p(w) for w = e^-|z| in [0, 1] (softplus and logsigmoid): w N(w) / D(w), relative.
+    f = lambda w: mp.log1p(w) / w if w != 0 else mp.mpf(1)
+    num, den, e = rational_fit(f, lambda v: 1.0, 0.0, 1.0, 3, 4, n=400)
+    show("log1p: N(w), log1p(w) = w N / D, w in [0, 1], degree 3", num, e)
+    show("log1p: D(w), degree 4, D(0) = 1", den, e)
 
 
 def tanhshrink_small():
@@ -153,11 +152,10 @@ def tanhshrink_small():
     show(f"tanhshrink: Q(v), x - tanh x = x^3 Q(x^2), |x| <= 1/2, degree {TANHSHRINK_DEGREE}", c, e)
 
 
-LOG1P_DEGREE = 5
 TANHSHRINK_DEGREE = 6
 
 if __name__ == "__main__":
-    log1p_atanh()
+    log1p_rational()
     tanhshrink_small()
 
 

@@ -222,26 +222,31 @@ KP_FN float kp_d_gelu_tanh(float x) {
   return (float)(xd * kp_d_sigmoid_parts(u2, &e, &r));
 }
 
-/* log1p(w) for w in [0, 1] (w = e^-|z|): 2 atanh(s), s = w / (2 + w) in [0, 1/3], as
- * 2 s + s^3 P(s^2), P of degree 5, rel 2^-38.4. */
-KP_D_TABLE kp_d_log1p_c[6] = {0x1.5555553b493f9p-1, 0x1.9999bccc18b3dp-2, 0x1.248a6578ff7f8p-2,
-                              0x1.c8b9e98934424p-3, 0x1.5f420083af3f1p-3, 0x1.be184efdceef2p-3};
-KP_FN double kp_d_log1p_unit(double w) {
-  const double s = w * kp_d_rcp(2.0 + w);
-  const double v = s * s;
-  double p;
-  KP_D_HORNER(p, kp_d_log1p_c, 6, v);
-  return fma(s * v, p, 2.0 * s);
+/* log1p(e^-a) for a in [0, 700] (other a: garbage, selected away by the callers):
+ * w = e^-a = 2^n E(z) as in gelu (z = 2a + 2n ln2; 2^n an exponent add), then
+ * log1p(w) = w N(w) / D(w), degrees 3 / 4 on [0, 1], rel 2^-34.7: no atanh reduction. */
+KP_D_TABLE kp_d_log1p_n_c[4] = {0x1.ffffffffb0cc0p-1, 0x1.53397f0a898cep+0, 0x1.d3b22870eba2dp-2, 0x1.10833b29671c0p-5};
+KP_D_TABLE kp_d_log1p_d_c[5] = {0x1.0000000000000p+0, 0x1.d3397eee4e034p+0, 0x1.0933f77fa65b2p+0, 0x1.8b00dae5ea666p-3,
+                                0x1.e56f9391bdc10p-8};
+KP_FN double kp_d_log1p_exp_neg(double a) {
+  int scale_hi;
+  const double w = kp_d_scale(kp_d_exp_neg_half(a + a, &scale_hi), scale_hi);
+  double num, den;
+  KP_D_HORNER(num, kp_d_log1p_n_c, 4, w);
+  KP_D_HORNER(den, kp_d_log1p_d_c, 5, w);
+  return kp_d_mul_div(w, num, den);
 }
 
 /* softplus(x) = x if x beta > threshold (torch decides on the float product), else
- * (max(z, 0) + log1p(e^-|z|)) / beta with z = x beta exact in double: no cancellation. */
+ * (max(z, 0) + log1p(e^-|z|)) / beta with z = x beta exact in double: no cancellation. Beyond
+ * |z| = 700 the log1p term is below any float (NaN is selected through x). */
 KP_FN float kp_d_softplus(float x, float beta, float threshold) {
+  const float zf = x * beta;
   const double z = (double)x * beta;
-  const double y = (z > 0.0 ? z : 0.0) + kp_d_log1p_unit(kp_d_exp(-fabs(z)));
-  return x * beta > threshold ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
+  const double l = kp_d_log1p_exp_neg(fabs(z));
+  const double y = (zf > 0.0f ? z : 0.0) + (zf < 700.0f && zf > -700.0f ? l : 0.0);
+  return zf > threshold || x != x ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
 }
-
 /* g sigmoid(z), z = x beta: softplus' (and logsigmoid' with beta = -1). */
 KP_FN float kp_d_mul_sigmoid(float g, double z) {
   double e, r;
@@ -251,7 +256,8 @@ KP_FN float kp_d_mul_sigmoid(float g, double z) {
 /* logsigmoid(x) = min(x, 0) - log1p(e^-|x|): both terms of one sign. +inf: +0, -inf: -inf. */
 KP_FN float kp_d_logsigmoid(float x) {
   const double xd = x;
-  return (float)((xd < 0.0 ? xd : 0.0) - kp_d_log1p_unit(kp_d_exp(-fabs(xd))));
+  const double y = (x < 0.0f ? xd : 0.0) - (x < 700.0f && x > -700.0f ? kp_d_log1p_exp_neg(fabs(xd)) : 0.0);
+  return x != x ? x : (float)y;
 }
 
 /* mish(x) = x tanh(softplus(x)) = x n / (n + 2), n = e^x (e^x + 2); e^x clamped at 40, where the
