@@ -145,18 +145,19 @@ def log1p_rational():
     show("log1p: D(w), degree 4, D(0) = 1", den, e)
 
 
-def tanhshrink_small():
-    # x - tanh x = x^3 Q(x^2) for |x| < 1/2 (beyond, x - tanh x cancels by at most 12x).
-    f = lambda v: (mp.sqrt(v) - mp.tanh(mp.sqrt(v))) / mp.sqrt(v) ** 3 if v != 0 else mp.mpf(1) / 3
-    c, e = fit(f, f, 0.0, 0.25, TANHSHRINK_DEGREE)
-    show(f"tanhshrink: Q(v), x - tanh x = x^3 Q(x^2), |x| <= 1/2, degree {TANHSHRINK_DEGREE}", c, e)
+def tanhshrink_rational():
+    # x - tanh x = x^3 S(a), a = |x| in [0, 11] (beyond, tanh is +-1 to 2^-34 of the result):
+    # S = (a - tanh a) / a^3 = N(a) / D(a), relative.
+    f = lambda a: (a - mp.tanh(a)) / a**3 if a != 0 else mp.mpf(1) / 3
+    num, den, e = rational_fit(f, lambda v: 1.0, 0.0, 11.0, 6, 7, n=600, iters=60)
+    show("tanhshrink: N(a), x - tanh x = x^3 N / D, a in [0, 11], degree 6", num, e)
+    show("tanhshrink: D(a), degree 7, D(0) = 1", den, e)
 
 
-TANHSHRINK_DEGREE = 6
 
 if __name__ == "__main__":
     log1p_rational()
-    tanhshrink_small()
+    tanhshrink_rational()
 
 
 def gelu_tanh_root():
