@@ -256,7 +256,8 @@ KP_FN float kp_d_mul_sigmoid(float g, double z) {
 /* logsigmoid(x) = min(x, 0) - log1p(e^-|x|): both terms of one sign. +inf: +0, -inf: -inf. */
 KP_FN float kp_d_logsigmoid(float x) {
   const double xd = x;
-  const double y = (x < 0.0f ? xd : 0.0) - (x < 700.0f && x > -700.0f ? kp_d_log1p_exp_neg(fabs(xd)) : 0.0);
+  const double l = kp_d_log1p_exp_neg(fabs(xd)); /* unconditionally: a select, not a branch */
+  const double y = (x < 0.0f ? xd : 0.0) - (x < 700.0f && x > -700.0f ? l : 0.0);
   return x != x ? x : (float)y;
 }
 
