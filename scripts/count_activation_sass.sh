@@ -5,7 +5,8 @@
 # kernels (forward: load, f, store; backward from input: two loads, f', store); the table gives
 # the instructions over a plain copy kernel (backward: over y = g * x), and how many of them are FP64-pipe ops (DFMA, DADD,
 # DMUL, DSETP) and conversions or MUFU (F2F, F2I, I2F, MUFU: 16/clk/SM).
-# Usage: scripts/count_activation_sass.sh [KPLAY_CLI]   (NVCC=..., NVDISASM=... to override)
+# Usage: scripts/count_activation_sass.sh [KPLAY_CLI]   (NVCC=..., NVDISASM=... to override;
+# KP_ACTS="gelu softplus" for a subset)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 kplay="${1:-$root/build/kplay}"
@@ -13,7 +14,7 @@ nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
 nvdisasm="${NVDISASM:-$(command -v nvdisasm || echo /usr/local/cuda/bin/nvdisasm)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-acts=("gelu" "gelu(approximate=tanh)" "silu" "sigmoid" "tanh" "mish" "softplus" "logsigmoid" "tanhshrink")
+acts=(${KP_ACTS:-"gelu" "gelu(approximate=tanh)" "silu" "sigmoid" "tanh" "mish" "softplus" "logsigmoid" "tanhshrink"})
 count() {  # file kernel -> "all fp64 conv"
   awk -v k="$2" '
     /^[[:space:]]*\.text\./ { on = ($0 ~ ("\\.text\\." k ":")) ; next }

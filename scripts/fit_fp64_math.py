@@ -61,62 +61,103 @@ if __name__ == "__main__":
     silu_root()
 
 
+def rational_fit(f, scale, lo, hi, p, q, n=600, iters=40):
+    """N (degree p) and D (degree q, D(0) = 1) with N/D ~ f minimising max |N/D - f| / |f| * scale
+    on [lo, hi]: linearised least squares (N - f D ~ 0, weighted by 1/(f D_previous)) with Lawson
+    reweighting towards the minimax."""
+    k = np.arange(n)
+    x = 0.5 * (lo + hi) + 0.5 * (hi - lo) * np.cos(np.pi * (k + 0.5) / n)
+    y = np.array([float(f(mp.mpf(v))) for v in x])
+    s = np.array([scale(v) for v in x])
+    w = np.ones(n) / n
+    den = np.ones(n)
+    for _ in range(iters):
+        a = np.hstack([np.vander(x, p + 1, increasing=True), -y[:, None] * np.vander(x, q + 1, increasing=True)[:, 1:]])
+        wt = np.sqrt(w) * s / (np.abs(y) * den)
+        c = np.linalg.lstsq(a * wt[:, None], y * wt, rcond=None)[0]
+        num_c, den_c = c[: p + 1], np.concatenate([[1.0], c[p + 1 :]])
+        den = np.polyval(den_c[::-1], x)
+        e = np.abs(np.polyval(num_c[::-1], x) / den - y) / np.abs(y) * s
+        w = w * e
+        w /= w.sum()
+    xx = np.linspace(lo, hi, 8001)
+    yy = np.array([float(f(mp.mpf(v))) for v in xx])
+    ss = np.array([scale(v) for v in xx])
+    dd = np.polyval(den_c[::-1], xx)
+    assert dd.min() > 0, "D has a root in the interval"
+    err = np.max(np.abs(np.polyval(num_c[::-1], xx) / dd - yy) / np.abs(yy) * ss)
+    return num_c, den_c, float(np.log2(err))
+
+
+def gelu_exp():
+    # exp(-w/2), w = x^2 exact: -w/2 = n ln2 + r, and e^r = E(z) with z = -2r = w + 2 n ln2, |z| <= ln2.
+    h = float(mp.log(2)) + 1e-3
+    f = lambda z: mp.exp(-z / 2)
+    c, e = fit(f, f, -h, h, GELU_E_DEGREE)
+    show(f"gelu: E(z) = e^(-z/2), |z| <= ln2, degree {GELU_E_DEGREE}", c, e)
+
+
+def tail_scale(v):
+    # Weight of a relative error where the float result |v| is subnormal: only 2^-149 absolute counts.
+    return min(1.0, float(abs(v)) / 2.0**-126)
+
+
 def gelu_r():
-    # Phi(-a) = exp(-a^2/2) R(a), R(a) = erfcx(a / sqrt 2) / 2, for a = |x| in [0, 15] (beyond,
-    # gelu rounds to 0 or x): R as a polynomial in u = 1 / (1 + a/4), which maps [0, inf) to (0, 1]
-    # and makes R's 1/a tail smooth.
+    # Phi(-a) = exp(-a^2/2) R(a), R(a) = erfcx(a / sqrt 2) / 2, for a = |x| in [0, 14.5] (beyond,
+    # gelu rounds to 0; x >= 6 rounds to x): R = N(a) / D(a), degrees 4 / 5 (the 1/a tail).
     r = lambda a: mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
-    f = lambda u: r((1 / u - 1) * 4)
-    c, e = fit(f, f, 1 / (1 + 15 / 4), 1.0, GELU_R_DEGREE, n=600, iters=12)
-    show(f"gelu: R(u), u = 1/(1 + a/4), a in [0, 15], degree {GELU_R_DEGREE}", c, e)
+    sc = lambda a: tail_scale(a * mp.erfc(a / mp.sqrt(2)) / 2)
+    num, den, e = rational_fit(r, sc, 0.0, 14.5, 4, 5)
+    show("gelu: R = N / D, N(a), a in [0, 14.5], degree 4", num, e)
+    show("gelu: D(a), degree 5, D(0) = 1", den, e)
 
 
 def gelu_root():
-    # gelu'(-a) = exp(-a^2/2) G(a), G(a) = R(a) - a / sqrt(2 pi), vanishes at A0 = 0.7518: near it
-    # G = (a - A0) H(a - A0), t = a - A0 exact-ish as (a - A0hi) - A0lo.
+    # gelu'(-a) = exp(-a^2/2) G(a), G(a) = R(a) - a / sqrt(2 pi), vanishes at A0 = 0.7518: G = t K(a)
+    # with t = a - A0 (as (a - A0hi) - A0lo) and K = M(a) / D(a) smooth through A0 (-> -1/sqrt(2 pi)).
     c2pi = 1 / mp.sqrt(2 * mp.pi)
     g = lambda a: mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2) - a * c2pi
     a0 = mp.findroot(g, 0.75)
     a0h = float(a0)
     a0l = float(a0 - mp.mpf(a0h))
-    h = lambda t: g(a0 + t) / t if t != 0 else mp.diff(g, a0)
-    c, e = fit(h, h, -GELU_WINDOW, GELU_WINDOW, GELU_H_DEGREE, n=400, iters=12)
+    kf = lambda a: g(a) / (a - a0) if abs(a - a0) > 1e-25 else mp.diff(g, a0)
+    sc = lambda a: tail_scale(mp.exp(-a * a / 2) * g(a)) if a > 1 else 1.0
+    num, den, e = rational_fit(kf, sc, 0.0, 14.5, 5, 5)
     print("/* gelu: A0 = A0hi + A0lo, root of G */")
     print(a0h.hex(), a0l.hex())
-    show(f"gelu: H(t), G(A0 + t) = t H(t), |t| <= {GELU_WINDOW}, degree {GELU_H_DEGREE}", c, e)
+    show("gelu: K = M / D, M(a), a in [0, 14.5], degree 5", num, e)
+    show("gelu: D(a) of K, degree 5, D(0) = 1", den, e)
 
 
-GELU_R_DEGREE = 13
-GELU_WINDOW = 0.125
-GELU_H_DEGREE = 6
+GELU_E_DEGREE = 6
 
 if __name__ == "__main__":
+    gelu_exp()
     gelu_r()
     gelu_root()
 
 
-def log1p_atanh():
-    # log1p(w) for w in [0, 1] (w = e^-|z| in softplus and logsigmoid): 2 atanh(s), s = w / (2 + w)
-    # in [0, 1/3]: 2 s + s^3 P(s^2); the error s^3 dP is relative to ~2 s.
-    f = lambda v: (2 * mp.atanh(mp.sqrt(v)) - 2 * mp.sqrt(v)) / mp.sqrt(v) ** 3 if v != 0 else mp.mpf(2) / 3
-    rel = lambda v: 2 * mp.atanh(mp.sqrt(v)) / mp.sqrt(v) ** 3 if v != 0 else mp.mpf(1e30)
-    c, e = fit(f, rel, 0.0, 1.0 / 9 + 1e-6, LOG1P_DEGREE)
-    show(f"log1p: P(v), log1p(w) = 2 s + s^3 P(s^2), s = w/(2+w), degree {LOG1P_DEGREE}", c, e)
+def log1p_rational():
+    # log1p(w) for w = e^-|z| in [0, 1] (softplus and logsigmoid): w N(w) / D(w), relative.
+    f = lambda w: mp.log1p(w) / w if w != 0 else mp.mpf(1)
+    num, den, e = rational_fit(f, lambda v: 1.0, 0.0, 1.0, 3, 4, n=400)
+    show("log1p: N(w), log1p(w) = w N / D, w in [0, 1], degree 3", num, e)
+    show("log1p: D(w), degree 4, D(0) = 1", den, e)
 
 
-def tanhshrink_small():
-    # x - tanh x = x^3 Q(x^2) for |x| < 1/2 (beyond, x - tanh x cancels by at most 12x).
-    f = lambda v: (mp.sqrt(v) - mp.tanh(mp.sqrt(v))) / mp.sqrt(v) ** 3 if v != 0 else mp.mpf(1) / 3
-    c, e = fit(f, f, 0.0, 0.25, TANHSHRINK_DEGREE)
-    show(f"tanhshrink: Q(v), x - tanh x = x^3 Q(x^2), |x| <= 1/2, degree {TANHSHRINK_DEGREE}", c, e)
+def tanhshrink_rational():
+    # x - tanh x = x^3 S(a), a = |x| in [0, 11] (beyond, tanh is +-1 to 2^-34 of the result):
+    # S = (a - tanh a) / a^3 = N(a) / D(a), relative.
+    f = lambda a: (a - mp.tanh(a)) / a**3 if a != 0 else mp.mpf(1) / 3
+    num, den, e = rational_fit(f, lambda v: 1.0, 0.0, 11.0, 6, 7, n=600, iters=60)
+    show("tanhshrink: N(a), x - tanh x = x^3 N / D, a in [0, 11], degree 6", num, e)
+    show("tanhshrink: D(a), degree 7, D(0) = 1", den, e)
 
 
-LOG1P_DEGREE = 5
-TANHSHRINK_DEGREE = 6
 
 if __name__ == "__main__":
-    log1p_atanh()
-    tanhshrink_small()
+    log1p_rational()
+    tanhshrink_rational()
 
 
 def gelu_tanh_root():

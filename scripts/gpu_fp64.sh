@@ -40,6 +40,11 @@ silu backward -4 -0.5
 mish backward -16 0.5
 gelu(approximate=tanh) backward -16 -0.25
 tanhshrink forward -1 1
+gelu forward -16 0
+gelu forward 0 8
+softplus forward -20 20
+logsigmoid forward -20 20
+tanhshrink forward -12 12
 tanh backward -1 1
 RANGES
 fi

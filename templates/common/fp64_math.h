@@ -4,7 +4,7 @@
  * fraction of precise_math.h's float-float cost. Coefficients and constants:
  * scripts/fit_fp64_math.py. SASS counts per element: docs/activations.md.
  *
- * The prelude must define KP_D_LO(d) (low word of a double as int), KP_D_FROM_HILO(hi, lo),
+ * The prelude must define KP_D_LO(d) and KP_D_HI(d) (low and high words of a double as int), KP_D_FROM_HILO(hi, lo),
  * KP_D_TABLE (a program-scope constant-memory double array) and KP_RCP_APPROXD(x) (a reciprocal estimate, normal x; refined here by a Newton step). No
  * division, no libdevice exp/log/erfc, and no float->int conversion: the range reduction reads
  * n from the low word of x log2(e) + 1.5 2^52. */
@@ -57,11 +57,12 @@ KP_FN double kp_d_expm1(double x) {
   return x < -708.0 ? -1.0 : fma(s, m, s - 1.0);
 }
 
-/* 1 / d for normal d in [1, 2^1000]: the estimate, then one cubic Newton step (error e -> e^3). */
+/* 1 / d for normal d in [1, 2^1000]: the estimate (MUFU.RCP64H: about 2^-20 with the low word
+ * it leaves unset), then one quadratic Newton step (error e -> e^2, 2^-38 at worst: the routines
+ * here need 2^-32). */
 KP_FN double kp_d_rcp(double d) {
   const double y = KP_RCP_APPROXD(d);
-  const double e = fma(-d, y, 1.0);
-  return fma(y, fma(e, e, e), y);
+  return fma(y, fma(-d, y, 1.0), y);
 }
 
 /* |v| with the sign of x (float bits), for odd functions. */
@@ -134,47 +135,83 @@ KP_FN float kp_d_silu_grad(float g, float x) {
   return (float)((double)g * n * r * r);
 }
 
-/* GELU (approximate='none'), x Phi(x), from Phi(-a) = exp(-a^2/2) R(a) for a = |x| (a^2 is exact
- * in double): x Phi(-a) for x < 0 and x - x Phi(-a) for x > 0 (no cancellation: Phi(-a) <= 1/2).
- * R(a) = erfcx(a / sqrt 2) / 2 is a degree-13 polynomial in u = 1 / (1 + a/4), rel 2^-37.9 on
- * [0, 15]; beyond 15 gelu rounds to 0 or x, and a is clamped there (NaN too: x carries it). */
-#define KP_D_INV_SQRT_2PI 0x1.9884533d43651p-2
-KP_D_TABLE kp_d_gelu_r_c[14] = {-0x1.4a8a6a771904dp-22, 0x1.988f01ace1782p-4, 0x1.97e3c35c74b8fp-4, 0x1.84a85c543d9c9p-4,
-                               0x1.297474da2e337p-4,  0x1.98ad0f867ff16p-4, -0x1.2267269a0830ep-4, 0x1.27af04f0db301p-2,
-                               -0x1.ca3c86cca34afp-2, 0x1.1f2484bfb54f0p-1, -0x1.f78ddde131275p-2, 0x1.09e556967d6d0p-2,
-                               -0x1.32c3743210fbbp-4, 0x1.2d123264ae85fp-7};
-KP_FN double kp_d_gelu_r(double a) {
-  const double u = kp_d_rcp(fma(a < 15.0 ? a : 15.0, 0.25, 1.0));
+/* exp(-w/2) for w = x^2 (exact in double) = 2^n E(z), z = w + 2 n ln2 in [-ln2, ln2] (one ln2 double:
+ * |2n ln2| 2^-54 < 2^-45 for w <= 225): returns E(z), rel 2^-29.0, and stores n << 20, the 2^n
+ * scale as an addend to a high word (an integer op, not a DMUL). w must be <= 1400 (n normal). */
+KP_D_TABLE kp_d_gelu_e_c[7] = {0x1.0000000268e3ep+0, -0x1.0000009d5600ep-1, 0x1.fffffaa23acacp-4, -0x1.5554089a9430cp-6,
+                               0x1.5558a002def00p-9, -0x1.126e0aad58f00p-12, 0x1.6ab7da9ead800p-16};
+KP_FN double kp_d_exp_neg_half(double w, int* scale_hi) {
+  const double t = fma(w, -0.5 * KP_D_LOG2E, KP_D_SHIFT);
+  const double n = t - KP_D_SHIFT;
+  *scale_hi = (int)((unsigned)KP_D_LO(t) << 20);
+  const double z = fma(n, 2.0 * KP_D_LN2, w);
   double p;
-  KP_D_HORNER(p, kp_d_gelu_r_c, 14, u);
+  KP_D_HORNER(p, kp_d_gelu_e_c, 7, z);
   return p;
 }
 
+/* v 2^n for a normal double v whose result stays normal: n added to the exponent field. */
+KP_FN double kp_d_scale(double v, int scale_hi) { return KP_D_FROM_HILO(KP_D_HI(v) + scale_hi, KP_D_LO(v)); }
+
+/* |v| 2^n, the same for the magnitude (the sign bit cleared as an integer op). */
+KP_FN double kp_d_scale_abs(double v, int scale_hi) {
+  return KP_D_FROM_HILO((KP_D_HI(v) & 0x7fffffff) + scale_hi, KP_D_LO(v));
+}
+
+/* e num / den, den >= 1: the reciprocal estimate and one Newton step folded into the product
+ * (e 2^-20 -> 2^-40). */
+KP_FN double kp_d_mul_div(double e, double num, double den) {
+  const double y = KP_RCP_APPROXD(den);
+  const double r = fma(-den, y, 1.0);
+  const double q = (e * num) * y;
+  return fma(q, r, q);
+}
+
+/* GELU (approximate='none'), x Phi(x), from Phi(-a) = exp(-a^2/2) R(a) for a = |x| (a^2 is exact
+ * in double): x Phi(-a) for x < 0 and x - x Phi(-a) for x > 0 (no cancellation: Phi(-a) <= 1/2).
+ * R(a) = erfcx(a / sqrt 2) / 2 = N(a) / D(a), degrees 4 / 5, rel 2^-27.6 on [0, 14.5] (weighted
+ * by the float result's subnormal ulp in the tail). Outside (-15, 6) gelu rounds to -0 or x and
+ * is selected in float (NaN: x carries it; -inf: NaN, as torch's -inf * 0), so a needs no clamp. */
+KP_D_TABLE kp_d_gelu_n_c[5] = {0x1.00000014b3c13p-1, 0x1.bdc46bfd361c6p-2, 0x1.72c375277ae35p-3, 0x1.46cf01cd3f594p-5,
+                               0x1.0697bcd05d680p-8};
+KP_D_TABLE kp_d_gelu_d_c[6] = {0x1.0000000000000p+0, 0x1.ab246576ce854p+0, 0x1.317fff2a0ab44p+0, 0x1.dacbcd2db93e0p-2,
+                               0x1.999feab32493cp-4, 0x1.491b3a93b3af8p-7};
 KP_FN float kp_d_gelu(float x) {
   const double xd = x;
   const double a = fabs(xd);
-  const double q = kp_d_exp(-0.5 * a * a) * kp_d_gelu_r(a); /* Phi(-|x|) */
-  return (float)(xd * (xd < 0.0 ? q : 1.0 - q));
+  int scale_hi;
+  const double e = kp_d_exp_neg_half(a * a, &scale_hi); /* exp(-a^2/2) 2^-n */
+  double num, den;
+  KP_D_HORNER(num, kp_d_gelu_n_c, 5, a);
+  KP_D_HORNER(den, kp_d_gelu_d_c, 6, a);
+  const double q = kp_d_mul_div(e, num, den);                             /* Phi(-a) 2^-n */
+  const double y = fma(-kp_d_scale_abs(xd, scale_hi), q, x < 0.0f ? 0.0 : xd); /* a 2^n: exact */
+  return x > -15.0f && x < 6.0f ? (float)y : (x > 0.0f ? x : x * 0.0f);
 }
 
 /* gelu'(x) = Phi(x) + x phi(x): exp(-a^2/2) G(a) for x = -a < 0, 1 - exp(-a^2/2) G(a) for x >= 0,
- * G(a) = R(a) - a / sqrt(2 pi). G vanishes at A0 = 0.7518 (gelu's minimum): within 1/8 of it
- * G = t H(t), t = a - A0 (a - A0hi exact by Sterbenz), H of degree 6, rel 2^-38.8; outside, R - a c
- * cancels by at most 8x. At +-inf: NaN (0 * inf), as torch's formula. */
+ * G(a) = R(a) - a / sqrt(2 pi). G vanishes at A0 = 0.7518 (gelu's minimum): G = t K(a) with
+ * t = a - A0 (a - A0hi exact by Sterbenz) and K = M(a) / D(a), degrees 5 / 5, smooth through A0,
+ * rel 2^-33.5 on [0, 14.5]: relative precision at the root, no window. Outside (-15, 7) the
+ * derivative rounds to 0 or 1; at +-inf NaN (0 * inf), as torch's formula. */
 #define KP_D_GELU_A0_HI 0x1.80ead197f00b4p-1
 #define KP_D_GELU_A0_LO -0x1.13e74c58cada8p-56
-KP_D_TABLE kp_d_gelu_h_c[7] = {-0x1.25126c15430c8p-1, 0x1.5b297ec05c087p-4, -0x1.2bad2868b19ccp-5, 0x1.d50762449b014p-7,
-                               -0x1.526fa9fc7cbc5p-8, 0x1.c8f06073b84a5p-10, -0x1.21a9fc55127bcp-11};
+KP_D_TABLE kp_d_gelu_m_c[6] = {-0x1.54851a5d39ebep-1, -0x1.b7bc95c4707c9p-1, -0x1.03ae1fdc62418p-1, -0x1.53486a52eab4ep-3,
+                               -0x1.ea178e04f7200p-6, -0x1.3d6e3b6aeae00p-9};
+KP_D_TABLE kp_d_gelu_dk_c[6] = {0x1.0000000000000p+0, 0x1.8e96568620b2dp+0, 0x1.078aba32d59a0p+0, 0x1.75ba6a2d2fecap-2,
+                                0x1.206ce2beef68ep-4, 0x1.8dd72c3de9300p-8};
 KP_FN float kp_d_gelu_grad(float g, float x) {
   const double xd = x;
   const double a = fabs(xd);
-  const double e = kp_d_exp(-0.5 * a * a);
+  int scale_hi;
+  const double e = kp_d_exp_neg_half(a * a, &scale_hi);
   const double t = (a - KP_D_GELU_A0_HI) - KP_D_GELU_A0_LO;
-  double h;
-  KP_D_HORNER(h, kp_d_gelu_h_c, 7, t);
-  const double gg = fabs(t) < 0.125 ? t * h : fma(-a, KP_D_INV_SQRT_2PI, kp_d_gelu_r(a));
-  const double eg = e * gg;
-  return (float)((double)g * (xd < 0.0 ? eg : 1.0 - eg));
+  double num, den;
+  KP_D_HORNER(num, kp_d_gelu_m_c, 6, a);
+  KP_D_HORNER(den, kp_d_gelu_dk_c, 6, a);
+  const double eg = kp_d_scale(kp_d_mul_div(e, num, den) * t, scale_hi); /* exp(-a^2/2) G(a) */
+  const double d = (double)g * (x < 0.0f ? eg : 1.0 - eg);
+  return x > -15.0f && x < 7.0f ? (float)d : (x > 0.0f ? g : g * 0.0f) + g * (x - x);
 }
 
 /* GELU (approximate='tanh'), x sigmoid(2u), 2u = 2 sqrt(2/pi) (x + 0.044715 x^3) in double
@@ -186,26 +223,31 @@ KP_FN float kp_d_gelu_tanh(float x) {
   return (float)(xd * kp_d_sigmoid_parts(u2, &e, &r));
 }
 
-/* log1p(w) for w in [0, 1] (w = e^-|z|): 2 atanh(s), s = w / (2 + w) in [0, 1/3], as
- * 2 s + s^3 P(s^2), P of degree 5, rel 2^-38.4. */
-KP_D_TABLE kp_d_log1p_c[6] = {0x1.5555553b493f9p-1, 0x1.9999bccc18b3dp-2, 0x1.248a6578ff7f8p-2,
-                              0x1.c8b9e98934424p-3, 0x1.5f420083af3f1p-3, 0x1.be184efdceef2p-3};
-KP_FN double kp_d_log1p_unit(double w) {
-  const double s = w * kp_d_rcp(2.0 + w);
-  const double v = s * s;
-  double p;
-  KP_D_HORNER(p, kp_d_log1p_c, 6, v);
-  return fma(s * v, p, 2.0 * s);
+/* log1p(e^-a) for a in [0, 700] (other a: garbage, selected away by the callers):
+ * w = e^-a = 2^n E(z) as in gelu (z = 2a + 2n ln2; 2^n an exponent add), then
+ * log1p(w) = w N(w) / D(w), degrees 3 / 4 on [0, 1], rel 2^-34.7: no atanh reduction. */
+KP_D_TABLE kp_d_log1p_n_c[4] = {0x1.ffffffffb0cc0p-1, 0x1.53397f0a898cep+0, 0x1.d3b22870eba2dp-2, 0x1.10833b29671c0p-5};
+KP_D_TABLE kp_d_log1p_d_c[5] = {0x1.0000000000000p+0, 0x1.d3397eee4e034p+0, 0x1.0933f77fa65b2p+0, 0x1.8b00dae5ea666p-3,
+                                0x1.e56f9391bdc10p-8};
+KP_FN double kp_d_log1p_exp_neg(double a) {
+  int scale_hi;
+  const double w = kp_d_scale(kp_d_exp_neg_half(a + a, &scale_hi), scale_hi);
+  double num, den;
+  KP_D_HORNER(num, kp_d_log1p_n_c, 4, w);
+  KP_D_HORNER(den, kp_d_log1p_d_c, 5, w);
+  return kp_d_mul_div(w, num, den);
 }
 
 /* softplus(x) = x if x beta > threshold (torch decides on the float product), else
- * (max(z, 0) + log1p(e^-|z|)) / beta with z = x beta exact in double: no cancellation. */
+ * (max(z, 0) + log1p(e^-|z|)) / beta with z = x beta exact in double: no cancellation. Beyond
+ * |z| = 700 the log1p term is below any float (NaN is selected through x). */
 KP_FN float kp_d_softplus(float x, float beta, float threshold) {
+  const float zf = x * beta;
   const double z = (double)x * beta;
-  const double y = (z > 0.0 ? z : 0.0) + kp_d_log1p_unit(kp_d_exp(-fabs(z)));
-  return x * beta > threshold ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
+  const double l = kp_d_log1p_exp_neg(fabs(z));
+  const double y = (zf > 0.0f ? z : 0.0) + (zf < 700.0f && zf > -700.0f ? l : 0.0);
+  return zf > threshold || x != x ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
 }
-
 /* g sigmoid(z), z = x beta: softplus' (and logsigmoid' with beta = -1). */
 KP_FN float kp_d_mul_sigmoid(float g, double z) {
   double e, r;
@@ -215,7 +257,9 @@ KP_FN float kp_d_mul_sigmoid(float g, double z) {
 /* logsigmoid(x) = min(x, 0) - log1p(e^-|x|): both terms of one sign. +inf: +0, -inf: -inf. */
 KP_FN float kp_d_logsigmoid(float x) {
   const double xd = x;
-  return (float)((xd < 0.0 ? xd : 0.0) - kp_d_log1p_unit(kp_d_exp(-fabs(xd))));
+  const double l = kp_d_log1p_exp_neg(fabs(xd)); /* unconditionally: a select, not a branch */
+  const double y = (x < 0.0f ? xd : 0.0) - (x < 700.0f && x > -700.0f ? l : 0.0);
+  return x != x ? x : (float)y;
 }
 
 /* mish(x) = x tanh(softplus(x)) = x n / (n + 2), n = e^x (e^x + 2); e^x clamped at 40, where the
@@ -227,19 +271,22 @@ KP_FN float kp_d_mish(float x) {
   return (float)(xd * (n * kp_d_rcp(n + 2.0)));
 }
 
-/* tanhshrink(x) = x - tanh x: x^3 Q(x^2) for |x| < 1/2 (Q of degree 6, rel 2^-36.6), else
- * x - tanh x in double (cancels by at most 12x). tanhshrink(-0) = +0, as torch's -0 - -0. */
-KP_D_TABLE kp_d_tanhshrink_c[7] = {0x1.55555555479a0p-2, -0x1.111110e6f7b2bp-3, 0x1.ba1b7766e1775p-5,
-                                   -0x1.664743499b0a4p-6, 0x1.21b3707d27d6ap-7, -0x1.c51e9a66ac939p-9,
-                                   0x1.0f22c4a3412a0p-10};
+/* tanhshrink(x) = x - tanh x = x^3 S(a), a = |x|, S = (a - tanh a) / a^3 = N(a) / D(a), degrees
+ * 6 / 7, rel 2^-32.2 on [0, 11]: relative precision everywhere, no cancellation, no exp. Beyond
+ * |x| = 11, tanh x is +-1 to 2^-34 of the result: x -+ 1, rounded once in float (inf, NaN too).
+ * tanhshrink(-0) = +0, as torch's -0 - -0. */
+KP_D_TABLE kp_d_tanhshrink_n_c[7] = {0x1.5555555479607p-2, 0x1.0ae2621cf6f19p-5, 0x1.85e6a4b837d3cp-6, 0x1.01b0a7f482f37p-9,
+                                     0x1.7d65c9ea6d476p-12, 0x1.08c4c446e1800p-16, -0x1.710d833000000p-29};
+KP_D_TABLE kp_d_tanhshrink_d_c[8] = {0x1.0000000000000p+0, 0x1.9053907bda893p-4, 0x1.e2b4dfd82e307p-2, 0x1.709304b046e66p-5,
+                                     0x1.c691428089728p-6, 0x1.22e116be4fc9dp-9, 0x1.94c03f125a168p-12, 0x1.056ab84268900p-16};
 KP_FN float kp_d_tanhshrink(float x) {
   const double xd = x;
-  const double v = xd * xd;
-  double q;
-  KP_D_HORNER(q, kp_d_tanhshrink_c, 7, v);
-  const double t = kp_d_neg_tanh_abs(xd); /* -tanh |x| */
-  const double big = xd + (xd < 0.0 ? -t : t);
-  return x == 0.0f ? 0.0f : (float)(fabs(xd) < 0.5 ? xd * v * q : big);
+  const double a = fabs(xd);
+  double num, den;
+  KP_D_HORNER(num, kp_d_tanhshrink_n_c, 7, a);
+  KP_D_HORNER(den, kp_d_tanhshrink_d_c, 8, a);
+  const float y = (float)kp_d_mul_div(xd * (xd * xd), num, den);
+  return x == 0.0f ? 0.0f : (x < 11.0f && x > -11.0f ? y : x - (x > 0.0f ? 1.0f : -1.0f));
 }
 
 /* tanhshrink'(x) = tanh^2 x: g t t in double, one rounding. */

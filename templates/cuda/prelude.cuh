@@ -39,6 +39,7 @@ KP_FN float kp_rcp_approx(float x) {
 /* For templates/common/fp64_math.h (float32 kernels on a device with fast FP64): the words of a
  * double and the hardware reciprocal estimate (MUFU.RCP64H), refined there by Newton steps. */
 #define KP_D_LO(d) __double2loint(d)
+#define KP_D_HI(d) __double2hiint(d)
 #define KP_D_FROM_HILO(hi, lo) __hiloint2double(hi, lo)
 #define KP_D_TABLE static __constant__ double /* not const: a const one folds into moves */
 KP_FN double kp_rcp_approxd(double x) {

@@ -21,6 +21,7 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 #define KP_D_LO(d) (as_int2(d).x)
+#define KP_D_HI(d) (as_int2(d).y)
 #define KP_D_FROM_HILO(hi, lo) as_double((int2)((lo), (hi)))
 #define KP_D_TABLE __constant double
 #define KP_RCP_APPROXD(x) (1.0 / (x))
