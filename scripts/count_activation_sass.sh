@@ -28,6 +28,12 @@ count() {  # file kernel -> "all fp64 conv"
     }
     END { printf "%d %d %d\n", all, fp64, conv }' "$1"
 }
+net() {  # file baseline kernel elements -> "all/fp64/conv" per element, over the baseline kernel
+  local base all f64 cv
+  read -r base _ _ < <(count "$1" "$2")
+  read -r all f64 cv < <(count "$1" "$3")
+  echo "$(((all - base) / $4))/$((f64 / $4))/$((cv / $4))"
+}
 echo "per element: instructions over the copy / FP64-pipe ops / conversions+MUFU; x1: one element per"
 echo "thread, x4: per element of a float4 thread (kplay's float32 default; constants shared by four)"
 printf "%-24s %-9s %16s %16s %16s %16s\n" activation direction "float-float x1" "float-float x4" "double x1" "double x4"
@@ -68,18 +74,10 @@ for act in "${acts[@]}"; do
     } >"$cu"
     "$nvcc" -arch=sm_90 -cubin -fmad=false -o "$work/k.cubin" "$cu"
     "$nvdisasm" "$work/k.cubin" >"$work/k.sass"
-    read -r c_all _ _ < <(count "$work/k.sass" k_copy)
-    read -r m_all _ _ < <(count "$work/k.sass" k_mul)
-    read -r all f64 cv < <(count "$work/k.sass" k_fwd)
-    res[${fp64}fwd]="$((all - c_all))/$f64/$cv"
-    read -r all f64 cv < <(count "$work/k.sass" k_bwd)
-    res[${fp64}bwd]="$((all - m_all))/$f64/$cv"
-    read -r c_all _ _ < <(count "$work/k.sass" k_copy4)
-    read -r m_all _ _ < <(count "$work/k.sass" k_mul4)
-    read -r all f64 cv < <(count "$work/k.sass" k_fwd4)
-    res[${fp64}fwd4]="$(((all - c_all) / 4))/$((f64 / 4))/$((cv / 4))"
-    read -r all f64 cv < <(count "$work/k.sass" k_bwd4)
-    res[${fp64}bwd4]="$(((all - m_all) / 4))/$((f64 / 4))/$((cv / 4))"
+    res[${fp64}fwd]=$(net "$work/k.sass" k_copy k_fwd 1)
+    res[${fp64}bwd]=$(net "$work/k.sass" k_mul k_bwd 1)
+    res[${fp64}fwd4]=$(net "$work/k.sass" k_copy4 k_fwd4 4)
+    res[${fp64}bwd4]=$(net "$work/k.sass" k_mul4 k_bwd4 4)
   done
   for dir in fwd bwd; do
     printf "%-24s %-9s %16s %16s %16s %16s\n" "$act" "$([[ $dir == fwd ]] && echo forward || echo backward)" \
