@@ -65,9 +65,8 @@ void check_overlap(const Operand& out, const Operand& in, const View2D& v, std::
             "; only exact in place (the same pointer and pitch) is allowed");
 }
 
-void run(const std::string& activation, const KernelSpec& spec, const Operand& out, const Operand& in0,
-         const Operand* in1, const View2D& view, Stream stream) {
-  const ResolvedActivation act = resolve_activation(activation);
+void run(const KernelSpec& spec, const Operand& out, const Operand& in0, const Operand* in1, const View2D& view,
+         Stream stream) {
   check_view(view);
   for (const Operand* op : {&out, &in0, in1})
     if (op && !op->ptr) invalid(std::string(op->name) + " is a null pointer");
@@ -77,10 +76,6 @@ void run(const std::string& activation, const KernelSpec& spec, const Operand& o
     check_overlap(out, in0, view, static_cast<std::int64_t>(esize));
     if (in1) check_overlap(out, *in1, view, static_cast<std::int64_t>(esize));
   }
-  if (spec.direction == Direction::backward && !act.has_backward())
-    throw Error(ErrorCode::unsupported, "activation '" + act.canonical + "' has no backward pass");
-  if (spec.direction == Direction::backward && spec.saved == Saved::output && !act.has_grad_from_output())
-    throw Error(ErrorCode::unsupported, "activation '" + act.canonical + "' cannot recover its derivative from the saved output");
 
   api::DeviceEngine* de = nullptr;
   void* queue = stream.handle;
@@ -102,16 +97,7 @@ void run(const std::string& activation, const KernelSpec& spec, const Operand& o
   if (view.rows == 0 || view.cols == 0) return;  // checked, nothing to do
 
   const std::uint64_t n = static_cast<std::uint64_t>(view.rows) * static_cast<std::uint64_t>(view.cols);
-  auto kernel = de->cached_kernel(spec, n);
-#ifdef KPLAY_WITH_CUDA
-  // A first call compiles (or loads) the kernel, which a CUDA graph capture does not allow.
-  if (!kernel && stream.backend == Backend::cuda && rt::cuda::stream_is_capturing(queue))
-    throw Error(ErrorCode::unsupported,
-                "kplay: '" + to_string(spec) + "' for " + std::to_string(n) +
-                    " elements is not compiled yet and the stream is being captured into a CUDA graph; call it "
-                    "once with the same activation, dtype and size before the capture (warm-up)");
-#endif
-  if (!kernel) kernel = de->kernel(spec, n);
+  auto kernel = de->kernel_for_launch(spec, n, stream.backend, queue);
   auto ptr = [](const void* p) { return rt::DevicePtr{reinterpret_cast<std::uint64_t>(p), 0}; };
   rt::KernelArgs a;
   a.out = ptr(out.ptr);
@@ -139,14 +125,6 @@ View2D flat_view(std::int64_t n) {
   return v;
 }
 
-KernelSpec make_spec(const std::string& activation, Dtype dtype, Direction dir, Saved saved) {
-  KernelSpec s;
-  s.activation = resolve_activation(activation).canonical;
-  s.dtype = dtype;
-  s.direction = dir;
-  s.saved = saved;
-  return s;
-}
 }  // namespace
 
 void forward(const std::string& activation, Dtype dtype, const void* in, void* out, std::int64_t n, Stream stream) {
@@ -160,14 +138,14 @@ void backward(const std::string& activation, Dtype dtype, const void* grad_out, 
 
 void forward_2d(const std::string& activation, Dtype dtype, const void* in, void* out, const View2D& view,
                 Stream stream) {
-  run(activation, make_spec(activation, dtype, Direction::forward, Saved::input), {"out", out, true},
+  run(api::checked_spec(activation, dtype, Direction::forward, Saved::input), {"out", out, true},
       {"in", in, false}, nullptr, view, stream);
 }
 
 void backward_2d(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved,
                  Saved saved_kind, void* grad_in, const View2D& view, Stream stream) {
   const Operand s{"saved", saved, false};
-  run(activation, make_spec(activation, dtype, Direction::backward, saved_kind), {"grad_in", grad_in, true},
+  run(api::checked_spec(activation, dtype, Direction::backward, saved_kind), {"grad_in", grad_in, true},
       {"grad_out", grad_out, false}, &s, view, stream);
 }
 

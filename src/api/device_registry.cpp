@@ -2,10 +2,14 @@
 #include "device_registry.hpp"
 
 #include "../../runtime/backend_factory.hpp"
+#include "../activations.hpp"
 #include "../tuner/config_lookup.hpp"
 #include "kplay/error.hpp"
 #ifdef KPLAY_WITH_OPENCL
 #include "../../runtime/opencl/opencl_backend.hpp"
+#endif
+#ifdef KPLAY_WITH_CUDA
+#include "../../runtime/cuda/cuda_backend.hpp"
 #endif
 
 namespace kplay::api {
@@ -58,6 +62,37 @@ std::shared_ptr<const PreparedKernel> DeviceEngine::kernel(const KernelSpec& spe
   std::lock_guard<std::mutex> lock(mutex_);
   kernels_.emplace(key, k);
   return k;
+}
+
+std::shared_ptr<const PreparedKernel> DeviceEngine::kernel_for_launch(const KernelSpec& spec, std::uint64_t n,
+                                                                     Backend backend, void* queue) {
+  if (auto k = cached_kernel(spec, n)) return k;
+#ifdef KPLAY_WITH_CUDA
+  if (backend == Backend::cuda && rt::cuda::stream_is_capturing(queue))
+    throw Error(ErrorCode::unsupported,
+                "kplay: '" + to_string(spec) + "' for " + std::to_string(n) +
+                    " elements is not compiled yet and the stream is being captured into a CUDA graph; call it "
+                    "once with the same activation, dtype and size before the capture (warm-up)");
+#else
+  (void)backend;
+  (void)queue;
+#endif
+  return kernel(spec, n);
+}
+
+KernelSpec checked_spec(const std::string& activation, Dtype dtype, Direction direction, Saved saved) {
+  const ResolvedActivation act = resolve_activation(activation);
+  if (direction == Direction::backward && !act.has_backward())
+    throw Error(ErrorCode::unsupported, "activation '" + act.canonical + "' has no backward pass");
+  if (direction == Direction::backward && saved == Saved::output && !act.has_grad_from_output())
+    throw Error(ErrorCode::unsupported,
+                "activation '" + act.canonical + "' cannot recover its derivative from the saved output");
+  KernelSpec s;
+  s.activation = act.canonical;
+  s.dtype = dtype;
+  s.direction = direction;
+  s.saved = direction == Direction::backward ? saved : Saved::input;
+  return s;
 }
 
 DeviceEngine& cuda_engine(int ordinal) {

@@ -9,6 +9,7 @@
 
 #include "../database/kernel_database.hpp"
 #include "../engine.hpp"
+#include "kplay/kplay.hpp"  // Backend
 
 namespace kplay::api {
 
@@ -22,6 +23,10 @@ class DeviceEngine {
   std::shared_ptr<const PreparedKernel> kernel(const KernelSpec& spec, std::uint64_t n);
   // The same kernel if an earlier call already prepared it, else nullptr (no lookup, no compile).
   std::shared_ptr<const PreparedKernel> cached_kernel(const KernelSpec& spec, std::uint64_t n);
+  // kernel(), for a launch on `queue`: a first use compiles or loads, which a CUDA graph capture
+  // does not allow, so on a capturing CUDA stream it refuses with a message saying to warm up.
+  std::shared_ptr<const PreparedKernel> kernel_for_launch(const KernelSpec& spec, std::uint64_t n, Backend backend,
+                                                          void* queue);
 
  private:
   std::unique_ptr<rt::Backend> backend_;
@@ -30,6 +35,10 @@ class DeviceEngine {
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const PreparedKernel>> kernels_;
 };
+
+// The spec of an API call: the activation's canonical text, and the direction and saved tensor
+// checked against what the activation has (Error unsupported otherwise).
+KernelSpec checked_spec(const std::string& activation, Dtype dtype, Direction direction, Saved saved);
 
 // The engine of CUDA device `ordinal`.
 DeviceEngine& cuda_engine(int ordinal);

@@ -6,8 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "../activations.hpp"
-#include "../database/kernel_database.hpp"
 #include "device_registry.hpp"
 #ifdef KPLAY_WITH_CUDA
 #include "../../runtime/cuda/cuda_backend.hpp"
@@ -29,21 +27,6 @@ struct Launcher::State {
 namespace {
 
 [[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
-
-KernelSpec checked_spec(const std::string& activation, Dtype dtype, Direction direction, Saved saved) {
-  const ResolvedActivation act = resolve_activation(activation);
-  if (direction == Direction::backward && !act.has_backward())
-    throw Error(ErrorCode::unsupported, "activation '" + act.canonical + "' has no backward pass");
-  if (direction == Direction::backward && saved == Saved::output && !act.has_grad_from_output())
-    throw Error(ErrorCode::unsupported,
-                "activation '" + act.canonical + "' cannot recover its derivative from the saved output");
-  KernelSpec s;
-  s.activation = act.canonical;
-  s.dtype = dtype;
-  s.direction = direction;
-  s.saved = direction == Direction::backward ? saved : Saved::input;
-  return s;
-}
 
 #ifdef KPLAY_WITH_CUDA
 // The checks kplay::forward() makes on CUDA pointers, for flat buffers: device memory of the
@@ -73,7 +56,7 @@ void check_cuda_pointers(const Launcher::State& s, const void* in, const void* i
 
 Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction direction, Saved saved, int device) {
   auto s = std::make_shared<State>();
-  s->spec = checked_spec(activation, dtype, direction, saved);
+  s->spec = api::checked_spec(activation, dtype, direction, saved);
 #ifdef KPLAY_WITH_CUDA
   if (device < 0) invalid("CUDA device ordinal must be >= 0 (got " + std::to_string(device) + ")");
   s->backend = Backend::cuda;
@@ -89,7 +72,7 @@ Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction di
 Launcher Launcher::opencl(const std::string& activation, Dtype dtype, Direction direction, Saved saved,
                           void* queue) {
   auto s = std::make_shared<State>();
-  s->spec = checked_spec(activation, dtype, direction, saved);
+  s->spec = api::checked_spec(activation, dtype, direction, saved);
   s->backend = Backend::opencl;
   s->queue = queue;
   s->engine = &api::opencl_engine(queue);
@@ -128,16 +111,7 @@ void Launcher::launch(const void* in, const void* in1, void* out, std::int64_t n
       }
   }
   if (!kernel) {
-    kernel = s.engine->cached_kernel(s.spec, un);
-#ifdef KPLAY_WITH_CUDA
-    // A first use compiles (or loads) the kernel, which a CUDA graph capture does not allow.
-    if (!kernel && s.backend == Backend::cuda && rt::cuda::stream_is_capturing(queue))
-      throw Error(ErrorCode::unsupported,
-                  "kplay: '" + to_string(s.spec) + "' for " + std::to_string(n) +
-                      " elements is not compiled yet and the stream is being captured into a CUDA graph; call it "
-                      "once with the same activation, dtype and size before the capture (warm-up)");
-#endif
-    if (!kernel) kernel = s.engine->kernel(s.spec, un);
+    kernel = s.engine->kernel_for_launch(s.spec, un, s.backend, queue);
     std::lock_guard<std::mutex> lock(s.mutex);
     s.kernels.emplace_back(bucket, kernel);
   }
