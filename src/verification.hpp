@@ -62,7 +62,9 @@ struct ReferenceProblem {
   // Error scale for element i. With the saved output, SELU's derivative y + lambda*alpha cancels
   // for very negative x, where any float implementation (torch's too) is exact only relative to
   // the incoming gradient; so there the error is measured against |grad|. With the saved input,
-  // where the derivative underflows in the dtype, against |grad| * min_normal. Elsewhere 0.
+  // where the derivative underflows in the dtype, against |grad| * min_normal; in float64, where
+  // the derivative is below 2^-16 (the double reference cancels too), against |grad| * 2^-16.
+  // Elsewhere 0.
   double error_scale(std::uint64_t i) const;
 };
 
