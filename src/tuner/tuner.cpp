@@ -6,7 +6,10 @@
 #include <chrono>
 #include <ctime>
 #include <future>
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "../benchmark.hpp"
@@ -133,6 +136,10 @@ std::vector<KernelConfig> widest_vectors(const std::vector<KernelConfig>& space)
 // the smaller problem still streams from DRAM (the buffers rotate past the L2 either way).
 std::uint64_t fidelity_n(std::uint64_t n) { return n >= (1ull << 26) ? n / 16 : 0; }
 
+// Compiles in the background while the search measures: prefetch() queues the configs, one
+// binary per group of configs that share it, in the order given, on every host core but one (the
+// measuring thread keeps its core, so launches are not delayed inside a timed region);
+// prepare() waits only for the configs it is asked about.
 class DeviceMeasurer : public CandidateMeasurer {
  public:
   DeviceMeasurer(Engine& engine, const KernelSpec& spec, const TuneOptions& o, TuneTimes& times)
@@ -141,39 +148,35 @@ class DeviceMeasurer : public CandidateMeasurer {
     if (o.strategy == "fast" && fidelity_n(o.n))
       benches_.push_back(std::make_unique<Bench>(engine, spec, fidelity_n(o.n), o.seed + 1000));
   }
+  ~DeviceMeasurer() override {
+    stop_ = true;
+    if (background_.joinable()) background_.join();
+  }
   int levels() const override { return static_cast<int>(benches_.size()); }
 
+  void prefetch(const std::vector<KernelConfig>& configs) override {
+    if (background_.joinable()) background_.join();  // the previous batch is prepared by now
+    std::vector<std::vector<KernelConfig>> groups = new_groups(configs);
+    if (groups.empty()) return;
+    const unsigned cores = o_.compile_threads ? o_.compile_threads : std::max(1u, std::thread::hardware_concurrency());
+    const unsigned threads = std::max(1u, cores > 1 ? cores - 1 : 1u);
+    background_ = std::thread([this, groups = std::move(groups), threads] {
+      parallel_for(groups.size(), threads, [&](std::size_t i) {
+        if (!stop_) prepare_group(groups[i]);
+      });
+    });
+  }
+
   std::vector<std::string> prepare(const std::vector<KernelConfig>& configs) override {
-    // One compile per distinct binary, on every host core; then the others load that binary.
-    std::vector<KernelConfig> unique;
+    std::vector<std::vector<KernelConfig>> groups = new_groups(configs);  // not prefetched
+    parallel_for(groups.size(), o_.compile_threads, [&](std::size_t i) { prepare_group(groups[i]); });
+    std::vector<std::string> out;
+    std::unique_lock<std::mutex> lock(mutex_);
     for (const auto& c : configs) {
-      const KernelConfig id = binary_identity(c);
-      if (!compiled_.count(request_key(spec_, id)) && std::find(unique.begin(), unique.end(), id) == unique.end())
-        unique.push_back(id);
+      const std::string key = request_key(spec_, c);
+      ready_.wait(lock, [&] { return slots_.at(key).done; });
+      out.push_back(slots_.at(key).error);
     }
-    std::vector<std::string> unique_error(unique.size());
-    parallel_for(unique.size(), o_.compile_threads, [&](std::size_t i) {
-      try {
-        engine_.prepare(spec_, unique[i]);
-      } catch (const Error& e) {
-        unique_error[i] = std::string("does not compile: ") + e.what();
-      }
-    });
-    times_.binaries += unique.size();
-    for (std::size_t i = 0; i < unique.size(); ++i) compiled_[request_key(spec_, unique[i])] = unique_error[i];
-    std::vector<std::string> out(configs.size());
-    std::vector<std::shared_ptr<const PreparedKernel>> kernels(configs.size());
-    parallel_for(configs.size(), o_.compile_threads, [&](std::size_t i) {
-      out[i] = compiled_[request_key(spec_, binary_identity(configs[i]))];
-      if (!out[i].empty()) return;
-      try {
-        kernels[i] = engine_.prepare(spec_, configs[i]);
-      } catch (const Error& e) {
-        out[i] = std::string("does not compile: ") + e.what();
-      }
-    });
-    for (std::size_t i = 0; i < configs.size(); ++i)
-      if (kernels[i]) kernels_[request_key(spec_, configs[i])] = kernels[i];
     return out;
   }
 
@@ -188,23 +191,92 @@ class DeviceMeasurer : public CandidateMeasurer {
   double bytes_moved() const override { return static_cast<double>(benches_[0]->bytes()); }
 
  private:
-  const PreparedKernel& kernel(const KernelConfig& c) {
-    auto it = kernels_.find(request_key(spec_, c));
-    if (it == kernels_.end()) it = kernels_.emplace(request_key(spec_, c), engine_.prepare(spec_, c)).first;
-    return *it->second;
+  struct Slot {
+    bool done = false;
+    std::string error;  // "" or why it does not compile
+    std::shared_ptr<const PreparedKernel> kernel;
+  };
+
+  // The configs not yet queued, grouped by the binary they share (first appearance order), each
+  // now marked pending.
+  std::vector<std::vector<KernelConfig>> new_groups(const std::vector<KernelConfig>& configs) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::vector<KernelConfig>> groups;
+    std::map<std::string, std::size_t> group_of;
+    for (const auto& c : configs) {
+      const std::string key = request_key(spec_, c);
+      if (slots_.count(key)) continue;
+      slots_[key] = Slot{};
+      const std::string id = request_key(spec_, binary_identity(c));
+      auto it = group_of.find(id);
+      if (it == group_of.end()) {
+        it = group_of.emplace(id, groups.size()).first;
+        groups.emplace_back();
+        if (binaries_.insert(id).second) ++times_.binaries;
+      }
+      groups[it->second].push_back(c);
+    }
+    return groups;
   }
+
+  // One compile for the group's binary, then the group's configs load it.
+  void prepare_group(const std::vector<KernelConfig>& group) {
+    std::string error;
+    try {
+      engine_.prepare(spec_, binary_identity(group.front()));
+    } catch (const std::exception& e) {  // a background thread must not let anything escape
+      error = std::string("does not compile: ") + e.what();
+    }
+    for (const auto& c : group) {
+      Slot slot;
+      slot.error = error;
+      if (error.empty()) {
+        try {
+          slot.kernel = engine_.prepare(spec_, c);
+        } catch (const std::exception& e) {
+          slot.error = std::string("does not compile: ") + e.what();
+        }
+      }
+      slot.done = true;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        slots_[request_key(spec_, c)] = std::move(slot);
+      }
+      ready_.notify_all();
+    }
+  }
+
+  const PreparedKernel& kernel(const KernelConfig& c) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = slots_.find(request_key(spec_, c));
+      if (it != slots_.end() && it->second.done && it->second.kernel) return *it->second.kernel;
+    }
+    const std::vector<std::string> error = prepare({c});
+    if (!error[0].empty()) throw Error(ErrorCode::compile_failed, error[0]);
+    std::lock_guard<std::mutex> lock(mutex_);
+    return *slots_.at(request_key(spec_, c)).kernel;
+  }
+
   Engine& engine_;
   KernelSpec spec_;
   const TuneOptions& o_;
   TuneTimes& times_;
   std::vector<std::unique_ptr<Bench>> benches_;
-  std::map<std::string, std::string> compiled_;  // binary identity -> "" or compile error
-  std::map<std::string, std::shared_ptr<const PreparedKernel>> kernels_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::map<std::string, Slot> slots_;  // request key -> its compile, pending or done
+  std::set<std::string> binaries_;     // binary identities queued
+  std::thread background_;
+  std::atomic<bool> stop_{false};
 };
 
 // A candidate this much slower than the best after 3 samples is dropped from further sampling; the
 // contenders' noise window (contenders_of) is at most a few per cent.
 constexpr double kClearlySlower = 0.05;
+// Samples per candidate in the one-by-one strategies: enough for a median and a spread that
+// place it inside or outside the contenders' window, which is then re-measured at 2 x repeats.
+constexpr int kSamplesEach = 3;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -246,7 +318,10 @@ struct Halving {
                                    std::vector<CandidateResult>& rejected) {
     std::vector<CandidateResult> checked;
     for (auto& r : alive) {
-      r.rejection = m.verify(r.config, level);
+      auto t0 = Clock::now();
+      r.rejection = m.prepare({r.config})[0];  // waits for the background compile, if any
+      times.compile_s += seconds_since(t0);
+      if (r.rejection.empty()) r.rejection = m.verify(r.config, level);
       if (!r.rejection.empty()) {
         r.ok = false;
         rejected.push_back(r);
@@ -351,16 +426,14 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   if (early) {
     progress.phase = "compile";
     report(0, space.size());
-    auto t0 = Clock::now();
-    const std::vector<std::string> errors = m.prepare(space);
-    times.compile_s += seconds_since(t0);
-    t0 = Clock::now();
+    const auto t0 = Clock::now();
+    const double compile_before = times.compile_s;  // waits inside the rounds count as compile
+    m.prefetch(space);  // compiles while the first round measures what is ready
     std::vector<CandidateResult> alive, rejected;
-    for (std::size_t i = 0; i < space.size(); ++i) {
+    for (const auto& c : space) {
       CandidateResult r;
-      r.config = space[i];
-      r.rejection = errors[i];
-      (errors[i].empty() ? alive : rejected).push_back(r);
+      r.config = c;
+      alive.push_back(r);
     }
     Halving h{m, o, times, {}, {}};
     h.report = [&](std::size_t survivors, std::size_t round, const std::string& phase) {
@@ -376,7 +449,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
       if (r.rejection.rfind("dropped early", 0) == 0) r.ok = false;  // partial times never compete
     results.insert(results.end(), alive.begin(), alive.end());
     for (const auto& r : alive) note_best(r);
-    times.measure_s += seconds_since(t0);
+    times.measure_s += seconds_since(t0) - (times.compile_s - compile_before);
   } else {
     std::vector<Measurement> history;
     history.reserve(results.size());
@@ -387,24 +460,27 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
     }
     progress.phase = "measure";
     for (std::vector<KernelConfig> batch; !(batch = strategy->next(history)).empty();) {
-      auto t0 = Clock::now();
-      const std::vector<std::string> errors = m.prepare(batch);
-      times.compile_s += seconds_since(t0);
-      t0 = Clock::now();
+      m.prefetch(batch);  // compiles in the background, in order, while the loop below measures
       for (std::size_t i = 0; i < batch.size(); ++i) {
         report(results.size(), batch.size() - i);
         CandidateResult r;
         r.config = batch[i];
-        r.rejection = errors[i];
+        auto t0 = Clock::now();
+        r.rejection = m.prepare({r.config})[0];
+        times.compile_s += seconds_since(t0);
+        t0 = Clock::now();
         if (r.rejection.empty()) r.rejection = m.verify(r.config, 0);
         if (r.rejection.empty()) {
-          for (int w = 0; w < o.warmup; ++w) m.sample(r.config, 0);
+          // The verification launch is the first warm-up. A candidate gets kSamplesEach samples,
+          // fewer when clearly slower; the contenders get 2 x repeats more, together, below.
+          for (int w = 1; w < o.warmup; ++w) m.sample(r.config, 0);
           std::vector<double> s;
-          s.reserve(static_cast<std::size_t>(o.repeats));
-          for (int k = 0; k < o.repeats; ++k) {
+          s.reserve(static_cast<std::size_t>(kSamplesEach));
+          for (int k = 0; k < kSamplesEach; ++k) {
             s.push_back(m.sample(r.config, 0));
-            // Clearly slower after 3 samples: never a contender, so more samples buy nothing.
-            if (k == 2 && best_ms > 0 && summarize(s).median_ms > best_ms * (1.0 + kClearlySlower)) break;
+            // Even its fastest sample clearly slower than the best median: never a contender.
+            if (k >= 1 && best_ms > 0 && *std::min_element(s.begin(), s.end()) > best_ms * (1.0 + kClearlySlower))
+              break;
           }
           times.samples += s.size();
           const Timing t = summarize(s);
@@ -418,8 +494,8 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
         history.push_back({r.config, r.ok, r.median_ms});
         note_best(r);
         ++measured_here;
+        times.measure_s += seconds_since(t0);
       }
-      times.measure_s += seconds_since(t0);
     }
   }
   report(results.size(), 0);

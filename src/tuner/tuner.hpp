@@ -1,12 +1,13 @@
 // The autotuner: finds the fastest correct configuration of one kernel spec at one problem size
 // on one device, and records it (with every candidate) in the kernel database.
 //
-// Candidates compile in parallel, run on the tuner's own buffers (rotated so that sizes that fit
-// in L2 are not flattered by the cache), are verified against the double reference before their
-// time counts, and are timed with device events (warm-up, median, spread). The fastest few are
-// re-measured together (the 4 fastest and the 20 simplest within the noise), and the simplest
-// configuration within 1 % of the fastest wins, so two runs on one GPU agree. Each measured candidate is saved as progress, so a run killed halfway
-// resumes where it stopped.
+// Candidates compile in parallel, in the background while earlier ones are measured, run on the
+// tuner's own buffers (rotated so that sizes that fit in L2 are not flattered by the cache), are
+// verified against the double reference before their time counts, and are timed with device
+// events (warm-up, median, spread). The fastest few are re-measured together (the 4 fastest and
+// the 20 simplest within the noise), and the simplest configuration within 1 % of the fastest
+// wins, so two runs on one GPU agree. Each measured candidate is saved as progress, so a run
+// killed halfway resumes where it stopped.
 #pragma once
 #include <functional>
 #include <string>
@@ -32,8 +33,9 @@ struct TuneOptions {
   // whole space: "halving" (successive halving over repeats at n) and "fast" (halving that first
   // ranks at a smaller n, fidelity_n, when n is large, over the widest vector only: narrower
   // vectors never won a streaming kernel in our exhaustive runs, and they triple the compiles).
-  // The one-by-one strategies stop timing a candidate after 3 samples when it is more than 5 %
-  // slower than the best so far (it cannot be a contender), and give the others `repeats`.
+  // The one-by-one strategies give each candidate 3 samples (2 when even its fastest is more
+  // than 5 % slower than the best so far: it cannot be a contender); the contenders then get
+  // 2 x `repeats` together. Candidates compile in the background while others are measured.
   std::string strategy = "exhaustive";
   int budget = 40;  // random and local
   std::uint64_t seed = 1;
@@ -58,7 +60,10 @@ class CandidateMeasurer {
  public:
   virtual ~CandidateMeasurer() = default;
   virtual int levels() const { return 1; }
-  // Compiles every config (in parallel); returns, per config, "" or why it does not compile.
+  // Starts compiling these configs in the background, in order (a measurer may ignore it).
+  virtual void prefetch(const std::vector<KernelConfig>& /*configs*/) {}
+  // Compiles every config not yet compiled (in parallel) and waits for those prefetched; returns,
+  // per config, "" or why it does not compile.
   virtual std::vector<std::string> prepare(const std::vector<KernelConfig>& configs) = 0;
   // Runs the prepared config on poisoned output and checks it: "" or why it is wrong.
   virtual std::string verify(const KernelConfig& config, int level) = 0;
