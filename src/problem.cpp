@@ -82,7 +82,16 @@ void Problem::upload_inputs() {
   if (spec_.direction == Direction::backward) upload_stream(in1(), true);
 }
 
-void Problem::reset_output() {
+void Problem::reset_output(bool sampled) {
+  if (sampled && !shape_.in_place) {
+    // Only what verify(true) reads: the sampled ranges and the guard zones (the tuner verifies
+    // hundreds of candidates; poisoning gigabytes each time cost more than their launch).
+    for (const auto& r : check_ranges(true))
+      backend_.fill_bytes(out().at(r.first * esize_), kPoisonByte, (r.second - r.first) * esize_);
+    if (shape_.out_offset) backend_.fill_bytes(out_.ptr(), kPoisonByte, shape_.out_offset * esize_);
+    backend_.fill_bytes(out().at(shape_.n * esize_), kPoisonByte, kGuardElements * esize_);
+    return;
+  }
   backend_.fill_bytes(out_.ptr(), kPoisonByte, out_.bytes());
   if (shape_.in_place && shape_.n) {
     backend_.synchronize();
@@ -147,35 +156,44 @@ ErrorStats Problem::verify(bool sampled) const {
   }
 
   ErrorStats total(spec_.dtype, ulp_bound(spec_), spec_.direction == Direction::backward);
+  // Element i of `got` is output index index[i] (sampled) or base + i (index null).
+  auto compare = [&](const unsigned char* got, const std::uint64_t* index, std::uint64_t base, const double* expected,
+                     const double* scale, std::uint64_t count) {
+    std::vector<ErrorStats> parts;
+    std::mutex m;
+    parallel_for(count, [&](std::uint64_t lo, std::uint64_t hi) {
+      ErrorStats s(total.dtype, total.bound_ulps, total.backward);
+      for (std::uint64_t i = lo; i < hi; ++i)
+        s.add(index ? index[i] : base + i, load_element(spec_.dtype, got, i), expected[i], scale[i]);
+      std::lock_guard<std::mutex> lock(m);
+      parts.push_back(s);
+    });
+    for (const auto& s : parts) total.merge(s);
+  };
   std::vector<unsigned char> host;
-  std::vector<double> piece_expected, piece_scale;
-  std::size_t kept_at = 0;  // position of the current piece in the kept arrays
-  const std::uint64_t piece = 1u << 24;  // download in pieces to bound host memory
-  for (const auto& r : ranges) {
-    for (std::uint64_t b = r.first; b < r.second; b += piece) {
-      const std::uint64_t e = std::min(r.second, b + piece);
-      host.resize((e - b) * esize_);
-      backend_.download(host.data(), out().at(b * esize_), host.size());
-      const double* expected = nullptr;
-      const double* scale = nullptr;
-      if (keep) {
-        expected = sampled_expected_.data() + kept_at;
-        scale = sampled_scale_.data() + kept_at;
-        kept_at += e - b;
-      } else {
+  std::vector<std::uint64_t> index;
+  if (keep) {
+    // Every sampled range downloaded into one buffer, then compared in one parallel pass.
+    host.resize(checked * esize_);
+    index.reserve(checked);
+    std::size_t at = 0;
+    for (const auto& r : ranges) {
+      backend_.download(host.data() + at * esize_, out().at(r.first * esize_), (r.second - r.first) * esize_);
+      for (std::uint64_t i = r.first; i < r.second; ++i) index.push_back(i);
+      at += r.second - r.first;
+    }
+    compare(host.data(), index.data(), 0, sampled_expected_.data(), sampled_scale_.data(), checked);
+  } else {
+    std::vector<double> piece_expected, piece_scale;
+    const std::uint64_t piece = 1u << 24;  // download in pieces to bound host memory
+    for (const auto& r : ranges) {
+      for (std::uint64_t b = r.first; b < r.second; b += piece) {
+        const std::uint64_t e = std::min(r.second, b + piece);
+        host.resize((e - b) * esize_);
+        backend_.download(host.data(), out().at(b * esize_), host.size());
         reference(b, e, piece_expected, piece_scale, 0);
-        expected = piece_expected.data();
-        scale = piece_scale.data();
+        compare(host.data(), nullptr, b, piece_expected.data(), piece_scale.data(), e - b);
       }
-      std::vector<ErrorStats> parts;
-      std::mutex m;
-      parallel_for(e - b, [&](std::uint64_t lo, std::uint64_t hi) {
-        ErrorStats s(total.dtype, total.bound_ulps, total.backward);
-        for (std::uint64_t i = lo; i < hi; ++i) s.add(b + i, load_element(spec_.dtype, host.data(), i), expected[i], scale[i]);
-        std::lock_guard<std::mutex> lock(m);
-        parts.push_back(s);
-      });
-      for (const auto& s : parts) total.merge(s);
     }
   }
 

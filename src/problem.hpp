@@ -31,7 +31,8 @@ class Problem {
   const KernelSpec& spec() const { return spec_; }
 
   // Fills the output (and guards) with 0xCD bytes, and re-uploads the input when in place.
-  void reset_output();
+  // sampled (not in place): only the ranges verify(true) reads, and the guards.
+  void reset_output(bool sampled = false);
 
   // Compares the output with the reference. sampled: head, tail, and random blocks only; their
   // reference values are computed once and kept, since the tuner verifies every candidate on the

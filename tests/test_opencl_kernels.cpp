@@ -405,6 +405,16 @@ TEST_SUITE("opencl") {
     engine.launch_flat(*w, p.out(), p.in0(), p.in1(), shape.n);
     be.synchronize();
     CHECK(p.verify(true).mismatches > 0);
+    // The tuner poisons only the sampled ranges and guards: an output nobody wrote is still
+    // caught, and a correct run after the wrong one passes again.
+    p.reset_output(true);
+    be.synchronize();
+    const ErrorStats unwritten = p.verify(true);
+    CHECK(unwritten.checked > 0);
+    CHECK(unwritten.mismatches == unwritten.checked);
+    engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n);
+    be.synchronize();
+    CHECK(p.verify(true).mismatches == 0);
   }
 
   TEST_CASE("OpenCL: time_ms measures the enqueued commands with profiling events") {

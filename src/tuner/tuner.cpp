@@ -55,7 +55,7 @@ class Bench {
   // Verifies on the first buffer set: poisoned output, then the double reference.
   ErrorStats verify(const PreparedKernel& k) {
     Problem& p = *problems_[0];
-    p.reset_output();
+    p.reset_output(true);
     engine_.launch_flat(k, p.out(), p.in0(), p.in1(), n_);
     engine_.backend().synchronize();
     return p.verify(true);
