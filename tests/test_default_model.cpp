@@ -55,7 +55,7 @@ TEST_CASE("default model: reproduces the measured f32 points of the H100 and H20
 
 TEST_CASE("default model: more bandwidth or heavier math means more vectors per thread") {
   const KernelConfig h100 = model(spec("selu"), kH100), h200 = model(spec("selu"), kH200);
-  CHECK(h100.block == 128);
+  CHECK(h100.block == 64);  // 32 blocks of 64 fill an SM's 2048 threads
   CHECK(h100.vec == 4);
   CHECK(h100.grid == GridPolicy::one_shot);
   CHECK(h200.per_thread >= h100.per_thread);  // the H200 gap (87 % at one vector) closes
@@ -74,6 +74,14 @@ TEST_CASE("default model: more bandwidth or heavier math means more vectors per 
         CHECK(c.per_thread * c.vec * static_cast<int>(dtype_size(d)) <= 128);  // the tuner's register bound
         CHECK(estimate(s, c, dev).predicted_fraction > 0.97);
       }
+}
+
+TEST_CASE("default model: the block is the smallest that still fills an SM with threads") {
+  DefaultModelInputs ampere = hopper(900);  // sm_86: 1536 threads and 16 blocks per SM
+  ampere.max_threads_per_sm = 1536;
+  ampere.max_blocks_per_sm = 16;
+  CHECK(model(spec("selu"), ampere).block == 128);  // 16 x 64 would leave a third of it empty
+  CHECK(model(spec("selu"), kH200).block == 64);
 }
 
 TEST_CASE("default model: backward reads two streams per thread, so needs no more vectors than forward") {

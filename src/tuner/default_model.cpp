@@ -35,12 +35,17 @@ int resident_threads(const DefaultModelInputs& d, int block) {
   return std::min(d.max_threads_per_sm > 0 ? d.max_threads_per_sm : 2048, blocks * block);
 }
 
-// Smallest power-of-two block that still lets an SM hold its full thread count, at least 128
-// (on the H100, 128 beat 256 by 1.5 % and 1024 lost 9 %: smaller blocks retire more evenly).
+// Smallest power-of-two block that still lets an SM hold its full thread count, at least 64.
+// Smaller blocks retire more evenly, and when registers limit residency they waste fewer
+// threads. At 4096x393216 (docs/benchmarks.md, session 4), block 64 was at or within 0.3 % of
+// the best of blocks 64/128/256 for every case measured: float32 selu/gelu/silu/mish/sigmoid/
+// logsigmoid forward and gelu/mish backward, 16-bit silu/gelu/tanh/selu/relu, float32 relu, on
+// an H100 and an H200; block 128 lost up to 2 % on the H100 and 6 % on the H200 (and 1024 lost
+// 9 % earlier).
 int model_block(const DefaultModelInputs& d) {
   const int blocks = d.max_blocks_per_sm > 0 ? d.max_blocks_per_sm : kAssumedBlocksPerSm;
   const int threads = d.max_threads_per_sm > 0 ? d.max_threads_per_sm : 2048;
-  int block = 128;
+  int block = 64;
   while (block < 1024 && block * blocks < threads) block *= 2;
   return std::min(block, std::max(32, d.max_block));
 }
