@@ -71,7 +71,7 @@ TEST_CASE("default model: more bandwidth or heavier math means more vectors per 
       for (Direction dir : {Direction::forward, Direction::backward}) {
         const KernelSpec s = spec("selu", d, dir);
         const KernelConfig c = model(s, dev);
-        CHECK(c.per_thread * c.vec * static_cast<int>(dtype_size(d)) <= 128);  // the tuner's register bound
+        CHECK(c.per_thread * c.vec * static_cast<int>(dtype_size(d)) <= 64);  // 8 vectors lost to 4 on the H200
         CHECK(estimate(s, c, dev).predicted_fraction > 0.97);
       }
 }
