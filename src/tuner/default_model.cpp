@@ -40,11 +40,9 @@ int resident_threads(const DefaultModelInputs& d, int block) {
 
 // Smallest power-of-two block that still lets an SM hold its full thread count, at least 64.
 // Smaller blocks retire more evenly, and when registers limit residency they waste fewer
-// threads. At 4096x393216 (docs/benchmarks.md, session 4), block 64 was at or within 0.3 % of
-// the best of blocks 64/128/256 for every case measured: float32 selu/gelu/silu/mish/sigmoid/
-// logsigmoid forward and gelu/mish backward, 16-bit silu/gelu/tanh/selu/relu, float32 relu, on
-// an H100 and an H200; block 128 lost up to 2 % on the H100 and 6 % on the H200 (and 1024 lost
-// 9 % earlier).
+// threads. At 4096x393216 (docs/benchmarks.md, session 4: 14 cases on an H100, 10 on an H200),
+// block 64 was the best of blocks 64/128/256 or within 0.3 % of it in 23 of 24 cases (not:
+// float32 selu on the H200, 3 % behind block 256); block 128 was 1.5-2 % behind on the H100.
 int model_block(const DefaultModelInputs& d) {
   const int blocks = d.max_blocks_per_sm > 0 ? d.max_blocks_per_sm : kAssumedBlocksPerSm;
   const int threads = d.max_threads_per_sm > 0 ? d.max_threads_per_sm : 2048;
