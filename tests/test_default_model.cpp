@@ -84,6 +84,13 @@ TEST_CASE("default model: the block is the smallest that still fills an SM with 
   CHECK(model(spec("selu"), kH200).block == 64);
 }
 
+TEST_CASE("default model: float64 library math gets more independent elements per thread") {
+  // gelu float64 on the H100: 83.9 % of copy at 4 vectors forward (76.8 at 1), 91.7 % at 2 backward
+  CHECK(model(spec("gelu", Dtype::f64), kH100).per_thread == 4);
+  CHECK(model(spec("gelu", Dtype::f64, Direction::backward), kH100).per_thread == 2);
+  CHECK(model(spec("relu", Dtype::f64, Direction::backward), kH100).per_thread == 1);
+}
+
 TEST_CASE("default model: backward reads two streams per thread, so needs no more vectors than forward") {
   for (const auto& dev : {kH100, kH200})
     CHECK(model(spec("selu", Dtype::f32, Direction::backward), dev).per_thread <= model(spec("selu"), dev).per_thread);
