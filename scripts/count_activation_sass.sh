@@ -16,17 +16,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 acts=(${KP_ACTS:-"gelu" "gelu(approximate=tanh)" "silu" "sigmoid" "tanh" "mish" "softplus" "logsigmoid" "tanhshrink"})
 count() {  # file kernel -> "all fp64 conv"
-  awk -v k="$2" '
-    /^[[:space:]]*\.text\./ { on = ($0 ~ ("\\.text\\." k ":")) ; next }
-    on && /^[[:space:]]+\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f]\*\// {
-      sub(/^[[:space:]]+\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f]\*\/[[:space:]]+/, ""); sub(/^@!?U?P[T0-9]+[[:space:]]+/, "")
-      split($0, w, /[ ;]/); op = w[1]
-      if (op ~ /^NOP/) next
-      all++
-      if (op ~ /^D(FMA|ADD|MUL|SETP|MNMX)/) fp64++
-      if (op ~ /^(F2F|F2I|I2F|MUFU)/) conv++
-    }
-    END { printf "%d %d %d\n", all, fp64, conv }' "$1"
+  awk -v k="$2" -f "$root/scripts/sass_ops.awk" "$1" | cut -d' ' -f1-3
 }
 net() {  # file baseline kernel elements -> "all/fp64/conv" per element, over the baseline kernel
   local base all f64 cv

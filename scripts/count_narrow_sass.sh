@@ -37,11 +37,7 @@ K
 "$nvcc" -arch=sm_90 -prec-div=false -cubin -o "$work/k.cubin" "$work/k.cu"
 "$nvdisasm" "$work/k.cubin" >"$work/k.sass"
 count() {  # kernel -> "instructions mufu"
-  awk -v k="$1" '/^[[:space:]]*\.text\./ { on = ($0 ~ ("\\.text\\." k ":")); next }
-    on && /^[[:space:]]+\/\*[0-9a-f]+\*\// { sub(/^[[:space:]]+\/\*[0-9a-f]+\*\/[[:space:]]+/, "")
-      sub(/^@!?U?P[T0-9]+[[:space:]]+/, ""); split($0, w, /[ ;]/); if (w[1] ~ /^NOP/) next
-      all++; if (w[1] ~ /^MUFU/) mufu++ }
-    END { printf "%d %d\n", all, mufu }' "$work/k.sass"
+  awk -v k="$1" -f "$root/scripts/sass_ops.awk" "$work/k.sass" | cut -d' ' -f1,4
 }
 read -r c _ < <(count k_copy); read -r f fm < <(count k_fwd)
 read -r m _ < <(count k_mul); read -r b bm < <(count k_bwd)

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <future>
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
@@ -271,8 +271,8 @@ class DeviceMeasurer : public CandidateMeasurer {
   std::atomic<bool> stop_{false};
 };
 
-// A candidate this much slower than the best after 3 samples is dropped from further sampling; the
-// contenders' noise window (contenders_of) is at most a few per cent.
+// A candidate whose fastest sample is this much slower than the best median is sampled no
+// further (after 2 samples); the contenders' noise window (contenders_of) is at most a few per cent.
 constexpr double kClearlySlower = 0.05;
 // Samples per candidate in the one-by-one strategies: enough for a median and a spread that
 // place it inside or outside the contenders' window, which is then re-measured at 2 x repeats.
