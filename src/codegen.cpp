@@ -97,6 +97,8 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
     append_file(os, "common/precise_grad.h");  // snippets define their backward in every kernel
     append_file(os, "common/fp64_math.h");     // empty unless KP_FAST_FP64
   }
+  // Full-precision double routines that undercut the built-ins (float64 IEEE kernels only).
+  if (spec.dtype == Dtype::f64 && !c.fast_math) append_file(os, "common/float64_math.h");
   if (act.act->user)
     append_text(os, act.act->origin.empty() ? "activation " + act.act->name : act.act->origin, act.act->snippet);
   else

@@ -74,6 +74,10 @@ double gelu(double x, const double* p) {
 // 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2) with t = tanh(u).
 double gelu_grad_from_input(double g, double x, const double* p) {
   if (p[0] == 0) return g * (0.5 * std::erfc(-x * kSqrt1_2) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x));
+  // Past |x| = 1e100 the derivative is 1 or 0 in double, and the formula below would give NaN
+  // (0 * inf) once x^3 overflows, as torch's float64 one does for finite |x| > 1.3e154: the limit,
+  // as the kernels' snippet, is the definition; +-inf stay NaN (x - x).
+  if (std::fabs(x) > 1e100) return (x > 0.0 ? g : g * 0.0) + g * (x - x);
   const double u = kSqrt2OverPi * (x + kGeluKappa * x * x * x);
   const double s = sigmoid_of(2.0 * u);        // 0.5 (1 + t)
   const double sech2 = 4.0 * s * (1.0 - s);    // 1 - t^2

@@ -64,6 +64,12 @@ TEST_CASE("torch's edge behaviour: NaN, infinities, signed zeros, branch boundar
   CHECK(bwd("hardswish", 1.0, std::nextafter(3.0, 0.0)) == doctest::Approx(1.5));
   CHECK(bwd("leaky_relu(negative_slope=0.2)", 1.0, 0.0) == doctest::Approx(0.2));  // x > 0 decides
   CHECK(bwd("elu", 2.0, 0.0) == doctest::Approx(2.0));   // x <= 0: alpha * exp(0)
+  // gelu(tanh)': the limits 1 and 0 once x^3 would overflow (torch's formula: 0 * inf = NaN);
+  // the infinities stay NaN.
+  CHECK(bwd("gelu(approximate=tanh)", 3.0, 1e160) == 3.0);
+  CHECK(bwd("gelu(approximate=tanh)", 3.0, -1e160) == 0.0);
+  CHECK(std::isnan(bwd("gelu(approximate=tanh)", 3.0, kInf)));
+  CHECK(std::isnan(bwd("gelu(approximate=tanh)", 3.0, -kInf)));
 }
 
 TEST_CASE("the tails keep relative precision: tanhshrink near 0, gelu far below 0") {

@@ -29,6 +29,8 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   KP_C s, sm;
   kp_gelu_sig2u(x, &s, &sm);
   return x * s;
+#elif KP_DTYPE_F64 && !KP_FAST_MATH
+  return kp_f64_gelu(x); /* exp and erfc as one, at full precision (templates/common/float64_math.h) */
 #else
   return KP_LIT(0.5) * x * KP_ERFC(-x * KP_GELU_SQRT1_2);
 #endif
@@ -58,6 +60,8 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   kp_gelu_sig2u(x, &s, &sm);
   const KP_C du = KP_GELU_SQRT_2_PI * KP_FMA(KP_LIT(3.0) * KP_GELU_KAPPA * x, x, KP_LIT(1.0));
   return g * (s * KP_FMA(KP_LIT(2.0) * x * sm, du, KP_LIT(1.0)));
+#elif KP_DTYPE_F64 && !KP_FAST_MATH
+  return kp_f64_gelu_grad(g, x);
 #else
   const KP_C pdf = KP_GELU_INV_SQRT_2PI * KP_EXP(KP_LIT(-0.5) * x * x);
   return g * KP_FMA(x, pdf, KP_LIT(0.5) * KP_ERFC(-x * KP_GELU_SQRT1_2));

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Coefficients of templates/common/float64_math.h (float64 gelu and gelu' at full precision) and
+their measured error. Both polynomials are Chebyshev fits in mpmath at 50 digits (mp.chebyfit):
+  exp:  e^r = 1 + r + r^2 P(r) on |r| <= ln2/2, degree 9;
+  phi:  T(q) = R(a) (a + 6), R(a) = Phi(-a) exp(a^2/2), q = (a - 6) / (a + 6), a in [0, 38.7],
+        degree 21.
+Then it runs the kernel's algorithm step by step in double (each fma rounded once, the reciprocal
+estimate 2^-21 off) on random inputs and prints the worst error in ulps against mpmath:
+gelu everywhere, gelu' away from its root at -0.7518 (where the kernel, like torch's formula,
+cancels). Usage: python3 scripts/fit_float64_gelu.py [SAMPLES]   (needs mpmath; ~1 minute)"""
+import math
+import random
+import sys
+
+import mpmath as mp
+
+mp.mp.dps = 50
+SQRT2 = mp.sqrt(2)
+K = 6
+AMAX = mp.mpf(38.7)
+
+
+def R(a):
+    return mp.erfc(a / SQRT2) * mp.exp(a * a / 2) / 2
+
+
+def fit(f, lo, hi, deg, scale=lambda x: 1):
+    """Coefficients (lowest first, as doubles) and the max of |P - f| scale(x) on a grid (log2)."""
+    c = [float(v) for v in mp.chebyfit(f, [lo, hi], deg + 1)][::-1]
+    grid = [lo + (hi - lo) * mp.mpf(i) / 2000 for i in range(2001)]
+    err = max(abs(mp.polyval(c[::-1], x) - f(x)) * scale(x) for x in grid)
+    return c, float(mp.log(err, 2))
+
+
+def fma(a, b, c):
+    return float(mp.mpf(a) * mp.mpf(b) + mp.mpf(c))
+
+
+def horner(c, x):
+    p = c[-1]
+    for v in reversed(c[:-1]):
+        p = fma(p, x, v)
+    return p
+
+
+def main():
+    h = mp.log(2) / 2 + mp.mpf("1e-6")
+    exp_c, exp_err = fit(lambda r: (mp.exp(r) - 1 - r) / r**2 if r else mp.mpf(0.5), -h, h, 9, lambda r: r * r)
+    qmax = (AMAX - K) / (AMAX + K)
+    phi_c, phi_err = fit(lambda q: R(K * (1 + q) / (1 - q)) * (K * (1 + q) / (1 - q) + K), -1, qmax, 21)
+    print(f"/* exp: abs 2^{exp_err:.1f} on e^r; phi: abs 2^{phi_err:.1f} on T */")
+    print("kp_f64_exp_c[10] = {" + ", ".join(v.hex() for v in exp_c) + "};")
+    print("kp_f64_phi_c[22] = {" + ", ".join(v.hex() for v in phi_c) + "};")
+
+    log2e, ln2_hi = float(1 / mp.log(2)), float(mp.log(2))
+    ln2_lo, shift = float(mp.log(2) - mp.mpf(ln2_hi)), 1.5 * 2.0**52
+    inv_sqrt_2pi = float(1 / mp.sqrt(2 * mp.pi))
+
+    def rcp(d):  # the hardware estimate (about 2^-20), then the cubic Newton step
+        y = float(1 / mp.mpf(d)) * (1 + 2.0**-21)
+        e = fma(-d, y, 1.0)
+        return fma(y, fma(e, e, e), y)
+
+    def parts(a):
+        w = a * a
+        wl = fma(a, a, -w)
+        t = fma(w, -0.5 * log2e, shift)
+        nd = t - shift
+        z = fma(-nd, ln2_lo, fma(-nd, ln2_hi, -0.5 * w))
+        z = fma(-0.5, wl, z)
+        e = 1.0 + fma(z * z, horner(exp_c, z), z)
+        rk = rcp(a + K)
+        return e, horner(phi_c, (a - K) * rk) * rk, int(nd)
+
+    def scale(v, n):
+        return (v * 2.0 ** (n >> 1)) * 2.0 ** (n - (n >> 1))
+
+    def gelu(x):
+        a = abs(x)
+        if not a < 38.7:
+            return x if x > 0 else x * 0.0
+        e, r, n = parts(a)
+        m = e * r
+        s = scale(x * m if x < 0 else m, n)
+        return s if x < 0 else x * (1.0 - s)
+
+    def gelu_grad(x):
+        a = abs(x)
+        e, r, n = parts(a)
+        gs = e * fma(-a, inv_sqrt_2pi, r)
+        s = scale(gs, n)
+        return s if x < 0 else 1.0 - s
+
+    def ulp(v):
+        v = abs(v)
+        return 2.0**-1074 if v < 2.0**-1022 else 2.0 ** (math.frexp(v)[1] - 53)
+
+    def err(got, exact):
+        return float(abs(mp.mpf(got) - exact)) / ulp(float(exact))
+
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+    rng = random.Random(1)
+    xs = [rng.uniform(-38.7, 38.7) for _ in range(n)] + [rng.uniform(-4, 4) for _ in range(n)]
+    xs += [rng.uniform(-38.7, -30) for _ in range(n // 4)]
+    xs += [rng.choice((-1, 1)) * 10 ** rng.uniform(-300, 0) for _ in range(n // 4)]
+    worst_f = max((err(gelu(x), mp.mpf(x) * mp.erfc(-mp.mpf(x) / SQRT2) / 2), x) for x in xs)
+    def grad_exact(x):
+        x = mp.mpf(x)
+        return mp.erfc(-x / SQRT2) / 2 + x * mp.exp(-x * x / 2) / mp.sqrt(2 * mp.pi)
+    worst_b = max((err(gelu_grad(x), grad_exact(x)), x) for x in xs
+                  if abs(x + 0.7518) > 0.15 and abs(x) < 38)
+    print(f"gelu:  max {worst_f[0]:.2f} ulp at x = {worst_f[1]!r} ({len(xs)} inputs)")
+    print(f"gelu': max {worst_b[0]:.2f} ulp at x = {worst_b[1]!r} (|x + 0.7518| > 0.15)")
+
+
+if __name__ == "__main__":
+    main()

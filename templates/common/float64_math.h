@@ -1,0 +1,112 @@
+/* float64 kernels (IEEE, not fast-math): routines at full double precision that cost fewer
+ * instructions than the libdevice / OpenCL built-ins they replace. libdevice's erfc, for one, is
+ * ~170 SASS instructions, 70 of them moves of literal coefficients (two per double); here every
+ * coefficient sits in constant memory (KP_D_TABLE), one uniform load per use, and gelu's two
+ * exponentials (erfc's and the density's) are one. Coefficients, and the algorithm run against mpmath:
+ * scripts/fit_float64_gelu.py. Uses the prelude's KP_D_LO, KP_D_HI, KP_D_FROM_HILO, KP_D_TABLE
+ * and KP_RCP_APPROXD, as fp64_math.h does. */
+#ifndef KP_FLOAT64_MATH_H
+#define KP_FLOAT64_MATH_H
+
+#define KP_F64_LOG2E 0x1.71547652b82fep+0
+#define KP_F64_LN2_HI 0x1.62e42fefa39efp-1 /* n ln2_hi - v is exact in an fma for |n| <= 1100 */
+#define KP_F64_LN2_LO 0x1.abc9e3b39803fp-56
+#define KP_F64_SHIFT 0x1.8p+52 /* adding it rounds |v| < 2^51 to an integer, held in the low word */
+#define KP_F64_PHI_K 6.0       /* q = (a - K) / (a + K) maps [0, 38.7] into [-1, 0.73] */
+#define KP_F64_INV_SQRT_2PI 0x1.9884533d43651p-2
+
+#define KP_F64_HORNER(p, c, n, x)                                           \
+  do {                                                                      \
+    p = c[(n) - 1];                                                         \
+    for (int kp_i_ = (n) - 2; kp_i_ >= 0; --kp_i_) p = fma(p, x, c[kp_i_]); \
+  } while (0)
+
+/* 1 / d for normal d >= 1: the estimate (about 2^-20) and one cubic Newton step (2^-57). */
+KP_FN double kp_f64_rcp(double d) {
+  const double y = KP_RCP_APPROXD(d);
+  const double e = fma(-d, y, 1.0);
+  return fma(y, fma(e, e, e), y);
+}
+
+/* v 2^n for n in [-1100, 0] as two exact power-of-two products (one rounding, at the second, if
+ * the result is subnormal). */
+KP_FN double kp_f64_scale(double v, int n) {
+  const int n1 = n >> 1;
+  return (v * KP_D_FROM_HILO((n1 + 1023) << 20, 0)) * KP_D_FROM_HILO((n - n1 + 1023) << 20, 0);
+}
+
+/* e^r = 1 + r + r^2 P(r) for |r| <= ln2/2: degree 9, abs 2^-56.1. */
+KP_D_TABLE kp_f64_exp_c[10] = {0x1.0000000000001p-1, 0x1.5555555555556p-3, 0x1.5555555553d68p-5, 0x1.11111111109b5p-7,
+                               0x1.6c16c17889fd3p-10, 0x1.a01a01a7c2f89p-13, 0x1.a019b91463588p-16, 0x1.71de0db2d4e97p-19,
+                               0x1.28917ccaf39d3p-22, 0x1.af389f20208c6p-26};
+/* T(q) = R(a) (a + 6), R(a) = Phi(-a) exp(a^2/2) = erfcx(a / sqrt2) / 2, as a polynomial in
+ * q = (a - 6) / (a + 6): the transform of erfcx that N. Juffa's erfc uses (libdevice's), taken in
+ * a rather than a / sqrt2 so the argument needs no rounding, and times a + 6 so R = T(q) / (a + 6)
+ * reuses q's reciprocal instead of dividing a second time. For a <= 38.7 (q <= 0.73) only:
+ * degree 21, abs 2^-53.1 with the coefficients rounded to double (T is in [0.46, 3]). */
+KP_D_TABLE kp_f64_phi_c[22] = {
+    0x1.8e010d2b8a0e9p-1,  -0x1.66eaa7d09640ep-1, 0x1.234fe3fd925eep-1,  -0x1.a7d6577269cd2p-2, 0x1.1267d7383c611p-2,
+    -0x1.38b069dbb2152p-3, 0x1.33e777766dfaap-4,  -0x1.fba9d531085a4p-6, 0x1.48a83bac77201p-7,  -0x1.1764cd66c9411p-9,
+    0x1.13bcc19e9c7e2p-15, 0x1.7c57375fc9064p-13, -0x1.0f98c36a8b224p-14, 0x1.20795c1ef607cp-20, 0x1.c860e066bfaf0p-18,
+    -0x1.e24aabe61120fp-20, -0x1.d3fd4e124243dp-22, 0x1.47622c24df3d8p-22, 0x1.b96ceb7f0cef5p-27, -0x1.44e459fbdc0f3p-25,
+    0x1.aa6210b1ff47ep-35, 0x1.71ea40df1560dp-29};
+
+/* For 0 <= a < 38.7: returns E with exp(-a^2/2) = E 2^n (n in [-1080, 0] stored in *n), and
+ * stores R = Phi(-a) exp(a^2/2) in *r: Phi(-a) = E R 2^n, the normal density
+ * phi(a) = E 2^n / sqrt(2 pi). a^2 = w + wl exactly, so the exponent loses nothing. (Horner in
+ * one chain measured as fast as two or four interleaved chains on the H100.) */
+KP_FN double kp_f64_phi_parts(double a, double* r, int* n) {
+  const double w = a * a;
+  const double wl = fma(a, a, -w);
+  const double t = fma(w, -0.5 * KP_F64_LOG2E, KP_F64_SHIFT);
+  const double nd = t - KP_F64_SHIFT;
+  double z = fma(-nd, KP_F64_LN2_HI, -0.5 * w);
+  z = fma(-nd, KP_F64_LN2_LO, z);
+  z = fma(-0.5, wl, z);
+  double p;
+  KP_F64_HORNER(p, kp_f64_exp_c, 10, z);
+  *n = KP_D_LO(t);
+  const double rk = kp_f64_rcp(a + KP_F64_PHI_K);
+  const double q = (a - KP_F64_PHI_K) * rk; /* within 2 ulp: T' is small, no residual step */
+  double tq;
+  KP_F64_HORNER(tq, kp_f64_phi_c, 22, q);
+  *r = tq * rk;
+  return 1.0 + fma(z * z, p, z);
+}
+
+/* The sign and the range test on the high word: integer ops, which leave the FP64 pipe to the
+ * math (x < 0 includes -0, whose product path keeps its sign). */
+#define KP_F64_NEG(x) (KP_D_HI(x) < 0)
+#define KP_F64_GELU_IN_RANGE(x) ((KP_D_HI(x) & 0x7fffffff) < 0x40435999) /* |x| < 38.7, not NaN */
+
+/* gelu(x) = x Phi(x): x Phi(-a) for x < 0, the product scaled last so a subnormal result rounds
+ * once, and x (1 - Phi(-a)) otherwise. Outside (-38.7, 38.7): x, or x * 0 (-0; NaN at -inf, as
+ * torch's -inf * 0); NaN propagates through the selection. Measured 5.4 ulp at worst (fit script). */
+KP_FN double kp_f64_gelu(double x) {
+  double r;
+  int n;
+  const double a = fabs(x);
+  const double m = kp_f64_phi_parts(a, &r, &n) * r; /* Phi(-a) 2^-n */
+  const int neg = KP_F64_NEG(x);
+  const double s = kp_f64_scale(neg ? x * m : m, n);
+  const double y = neg ? s : x * (1.0 - s);
+  return KP_F64_GELU_IN_RANGE(x) ? y : (neg ? x * 0.0 : x);
+}
+
+/* gelu'(x) = Phi(x) + x phi(x): E (R - a / sqrt(2 pi)) 2^n for x = -a < 0, one minus that for
+ * x >= 0. The difference cancels next to gelu's minimum (a = 0.7518), as it does in torch's
+ * formula; the test metric allows for it there (docs/activations.md). At +-inf NaN (inf * 0), as
+ * torch's. */
+KP_FN double kp_f64_gelu_grad(double g, double x) {
+  double r;
+  int n;
+  const double a = fabs(x);
+  const double e = kp_f64_phi_parts(a, &r, &n);
+  const double gs = e * fma(-a, KP_F64_INV_SQRT_2PI, r); /* gelu'(-a) 2^-n */
+  const int neg = KP_F64_NEG(x);
+  const double s = kp_f64_scale(neg ? g * gs : gs, n);
+  const double d = neg ? s : g * (1.0 - s);
+  return KP_F64_GELU_IN_RANGE(x) ? d : (neg ? g * 0.0 : g) + g * (x - x);
+}
+
+#endif /* KP_FLOAT64_MATH_H */
