@@ -6,6 +6,9 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_logsigmoid(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_logsigmoid(x); }
+#elif KP_DTYPE_F64 && !KP_FAST_MATH
+/* float64: exp and log1p as one routine (templates/common/float64_math.h), cheaper than libdevice's. */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_f64_logsigmoid(x); }
 #else
 KP_FN KP_C kp_act_forward(KP_C x) {
   return (x < KP_LIT(0.0) ? x : KP_LIT(0.0)) - KP_LOG1P(KP_EXP(-KP_FABS(x)));

@@ -109,4 +109,43 @@ KP_FN double kp_f64_gelu_grad(double g, double x) {
   return KP_F64_GELU_IN_RANGE(x) ? d : (neg ? g * 0.0 : g) + g * (x - x);
 }
 
+/* log1p(f) = 2 atanh(f / (2 + f)) = h + h^3 P(h^2), h = f / (1 + f/2) (twice atanh's argument,
+ * so a subnormal f passes through unhalved), for |h| <= 0.3432: degree 6, abs 2^-57.5 against h
+ * (the atanh series' fit in s = h/2, its coefficients scaled by powers of two). */
+KP_D_TABLE kp_f64_log1p_c[7] = {0x1.5555555555558p-4, 0x1.999999999523ep-7, 0x1.2492492e03734p-9, 0x1.c71c62ce599c7p-12,
+                                0x1.7462bb40a0181p-14, 0x1.39fd85b6dc092p-16, 0x1.2b62d7ad6afd1p-18};
+#define KP_F64_SQRT2_M1 0x1.a827999fcef32p-2
+
+/* log1p(e^-a) for a >= 0 (NaN stays NaN): w = e^-a = E 2^n as in kp_f64_phi_parts (0 past
+ * a = 745.2), then for w > sqrt2 - 1 log1p(w) = ln2 + log1p((w - 1) / 2), both reductions exact,
+ * so |h| <= 0.3432 and one atanh polynomial serves. */
+KP_FN double kp_f64_log1p_exp_neg(double a) {
+  const double t = fma(a, -KP_F64_LOG2E, KP_F64_SHIFT);
+  const double nd = t - KP_F64_SHIFT;
+  const double z = fma(-nd, KP_F64_LN2_LO, fma(-nd, KP_F64_LN2_HI, -a));
+  double p;
+  KP_F64_HORNER(p, kp_f64_exp_c, 10, z);
+  const double w0 = kp_f64_scale(1.0 + fma(z * z, p, z), KP_D_LO(t));
+  const double w = a > 745.2 ? 0.0 : w0;
+  const int big = w > KP_F64_SQRT2_M1;
+  const double f = big ? (w - 1.0) * 0.5 : w;
+  /* h = f / (1 + f/2) to about half an ulp: 1 + f/2 = d + dl exactly, and one residual step */
+  const double d = fma(0.5, f, 1.0);
+  const double dl = fma(0.5, f, 1.0 - d);
+  const double r = kp_f64_rcp(d);
+  const double h0 = f * r;
+  const double h = fma(r, fma(-h0, dl, fma(-h0, d, f)), h0);
+  const double hh = h * h;
+  double q;
+  KP_F64_HORNER(q, kp_f64_log1p_c, 7, hh);
+  const double l = fma(h * hh, q, h);
+  return big ? KP_F64_LN2_HI + (l + KP_F64_LN2_LO) : l;
+}
+
+/* logsigmoid(x) = min(x, 0) - log1p(e^-|x|), torch's formula, with no cancellation in it (the
+ * two terms have one sign); -0 gives -ln2 like 0. */
+KP_FN double kp_f64_logsigmoid(double x) {
+  return (KP_F64_NEG(x) ? x : 0.0) - kp_f64_log1p_exp_neg(fabs(x));
+}
+
 #endif /* KP_FLOAT64_MATH_H */
