@@ -8,6 +8,13 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_softplus(x, KP_P_BETA, KP_P_THRE
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
+#elif KP_DTYPE_F64 && !KP_FAST_MATH
+/* float64: log1p(exp(-|bx|)) as one routine (templates/common/float64_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  const double bx = x * KP_P_BETA;
+  if (bx > KP_P_THRESHOLD) return x;
+  return ((bx > 0.0 ? bx : 0.0) + kp_f64_log1p_exp_neg(fabs(bx))) / KP_P_BETA;
+}
 #else
 KP_FN KP_C kp_act_forward(KP_C x) {
   const KP_C bx = x * KP_P_BETA;
