@@ -18,6 +18,8 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_mul_sigmoid(g, -(double)x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid_wide(g, -x, 0.0f, 0); }
+#elif KP_DTYPE_F64 && !KP_FAST_MATH
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_f64_mul_sigmoid(g, -x); }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(-KP_FABS(x));

@@ -34,6 +34,12 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (bh > KP_P_THRESHOLD) return g;
   return kp_pm_mul_sigmoid_wide(g, bh, bl, 1);
 }
+#elif KP_DTYPE_F64 && !KP_FAST_MATH
+/* float64: g sigmoid(bx) with e^bx never subnormal on its own (float64_math.h). */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  const double bx = x * KP_P_BETA;
+  return bx > KP_P_THRESHOLD ? g : kp_f64_mul_sigmoid(g, bx);
+}
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C bx = x * KP_P_BETA;

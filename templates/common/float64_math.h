@@ -28,7 +28,7 @@ KP_FN double kp_f64_rcp(double d) {
   return fma(y, fma(e, e, e), y);
 }
 
-/* v 2^n for n in [-1100, 0] as two exact power-of-two products (one rounding, at the second, if
+/* v 2^n for n in [-2044, 0] as two exact power-of-two products (one rounding, at the second, if
  * the result is subnormal). */
 KP_FN double kp_f64_scale(double v, int n) {
   const int n1 = n >> 1;
@@ -146,6 +146,34 @@ KP_FN double kp_f64_log1p_exp_neg(double a) {
  * two terms have one sign); -0 gives -ln2 like 0. */
 KP_FN double kp_f64_logsigmoid(double x) {
   return (KP_F64_NEG(x) ? x : 0.0) - kp_f64_log1p_exp_neg(fabs(x));
+}
+
+/* g sigmoid(z): g / (1 + w) for z >= 0 and g e^z / (1 + w) for z < 0, w = e^-|z| = (1 + m) 2^n.
+ * The numerator (g, or g (1 + m) as a double-double) over 1 + w = d + dl (exact) in one residual
+ * step: within about 0.6 ulp. The 2^n is applied last (two exact products), so g e^z keeps its
+ * precision where e^z alone would be subnormal (z < -708). Past |z| = 1400 sigmoid is 1 or below
+ * 2^-2000: g, or g * 0. */
+KP_FN double kp_f64_mul_sigmoid(double g, double z) {
+  const double a = fabs(z);
+  const double t = fma(a, -KP_F64_LOG2E, KP_F64_SHIFT);
+  const double nd = t - KP_F64_SHIFT;
+  const double r = fma(-nd, KP_F64_LN2_LO, fma(-nd, KP_F64_LN2_HI, -a));
+  double p;
+  KP_F64_HORNER(p, kp_f64_exp_c, 10, r);
+  const double m = fma(r * r, p, r); /* e^-a 2^-n - 1, in [-0.3, 0.42] */
+  const int n = KP_D_LO(t);
+  const int neg = KP_F64_NEG(z);
+  const double ge = fma(g, m, g);
+  const double hi = neg ? ge : g;
+  const double lo = neg ? fma(g, m, g - ge) : 0.0; /* g - ge is exact: ge / g in [0.7, 1.42] */
+  const double w = kp_f64_scale(1.0 + m, n);
+  const double d = 1.0 + w;
+  const double dl = (1.0 - d) + w;
+  const double rd = kp_f64_rcp(d);
+  const double q0 = hi * rd;
+  const double q = fma(rd, fma(-q0, dl, fma(-q0, d, hi) + lo), q0);
+  const double v = neg ? kp_f64_scale(q, n) : q;
+  return a > 1400.0 ? (neg ? g * 0.0 : g) : v;
 }
 
 #endif /* KP_FLOAT64_MATH_H */
