@@ -171,7 +171,10 @@ double hardsigmoid_grad_from_output(double g, double y, const double*) { return 
 double hardswish(double x, const double*) {
   if (std::isnan(x)) return x;
   const double r = x + 3.0;
-  return x * (r <= 0.0 ? 0.0 : (r >= 6.0 ? 6.0 : r)) / 6.0;
+  // x >= 3 is x itself: torch's x * 6 / 6 overflows to inf past 3e307 (float: 5.7e37), an
+  // artifact at a finite input that the kernels do not copy (docs/activations.md).
+  if (r >= 6.0) return x;
+  return x * (r <= 0.0 ? 0.0 : r) / 6.0;
 }
 double hardswish_grad_from_input(double g, double x, const double*) {
   // x / 3 + 1/2 written (2x + 3) / 6: exact near x = -1.5, where the sum would cancel.

@@ -70,6 +70,8 @@ TEST_CASE("torch's edge behaviour: NaN, infinities, signed zeros, branch boundar
   CHECK(bwd("gelu(approximate=tanh)", 3.0, -1e160) == 0.0);
   CHECK(std::isnan(bwd("gelu(approximate=tanh)", 3.0, kInf)));
   CHECK(std::isnan(bwd("gelu(approximate=tanh)", 3.0, -kInf)));
+  CHECK(fwd("hardswish", 1e308) == 1e308);  // torch: 1e308 * 6 / 6 = inf
+  CHECK(fwd("hardswish", kInf) == kInf);
 }
 
 TEST_CASE("the tails keep relative precision: tanhshrink near 0, gelu far below 0") {
