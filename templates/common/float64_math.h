@@ -3,7 +3,7 @@
  * ~170 SASS instructions, 70 of them moves of literal coefficients (two per double); here every
  * coefficient sits in constant memory (KP_D_TABLE), one uniform load per use, and gelu's two
  * exponentials (erfc's and the density's) are one. Coefficients, and the algorithm run against mpmath:
- * scripts/fit_float64_gelu.py. Uses the prelude's KP_D_LO, KP_D_HI, KP_D_FROM_HILO, KP_D_TABLE
+ * scripts/fit_float64_math.py. Uses the prelude's KP_D_LO, KP_D_HI, KP_D_FROM_HILO, KP_D_TABLE
  * and KP_RCP_APPROXD, as fp64_math.h does. */
 #ifndef KP_FLOAT64_MATH_H
 #define KP_FLOAT64_MATH_H
@@ -39,6 +39,18 @@ KP_FN double kp_f64_scale(double v, int n) {
 KP_D_TABLE kp_f64_exp_c[10] = {0x1.0000000000001p-1, 0x1.5555555555556p-3, 0x1.5555555553d68p-5, 0x1.11111111109b5p-7,
                                0x1.6c16c17889fd3p-10, 0x1.a01a01a7c2f89p-13, 0x1.a019b91463588p-16, 0x1.71de0db2d4e97p-19,
                                0x1.28917ccaf39d3p-22, 0x1.af389f20208c6p-26};
+/* e^(v + lo) = (1 + m) 2^n for v in [-1400, 0] and |lo| below ulp(v): returns m (in
+ * [-0.3, 0.42]) and stores n. n comes from the low word of v log2(e) + 1.5 2^52; ln2 in two
+ * parts, the first exact in the fma. Callers with an exact v pass lo = -0.0, which folds away. */
+KP_FN double kp_f64_exp_reduced(double v, double lo, int* n) {
+  const double t = fma(v, KP_F64_LOG2E, KP_F64_SHIFT);
+  const double nd = t - KP_F64_SHIFT;
+  const double z = fma(-nd, KP_F64_LN2_LO, fma(-nd, KP_F64_LN2_HI, v)) + lo;
+  double p;
+  KP_F64_HORNER(p, kp_f64_exp_c, 10, z);
+  *n = KP_D_LO(t);
+  return fma(z * z, p, z);
+}
 /* T(q) = R(a) (a + 6), R(a) = Phi(-a) exp(a^2/2) = erfcx(a / sqrt2) / 2, as a polynomial in
  * q = (a - 6) / (a + 6): the transform of erfcx that N. Juffa's erfc uses (libdevice's), taken in
  * a rather than a / sqrt2 so the argument needs no rounding, and times a + 6 so R = T(q) / (a + 6)
@@ -57,21 +69,13 @@ KP_D_TABLE kp_f64_phi_c[22] = {
  * one chain measured as fast as two or four interleaved chains on the H100.) */
 KP_FN double kp_f64_phi_parts(double a, double* r, int* n) {
   const double w = a * a;
-  const double wl = fma(a, a, -w);
-  const double t = fma(w, -0.5 * KP_F64_LOG2E, KP_F64_SHIFT);
-  const double nd = t - KP_F64_SHIFT;
-  double z = fma(-nd, KP_F64_LN2_HI, -0.5 * w);
-  z = fma(-nd, KP_F64_LN2_LO, z);
-  z = fma(-0.5, wl, z);
-  double p;
-  KP_F64_HORNER(p, kp_f64_exp_c, 10, z);
-  *n = KP_D_LO(t);
+  const double m = kp_f64_exp_reduced(-0.5 * w, -0.5 * fma(a, a, -w), n); /* a^2 = w + wl exactly */
   const double rk = kp_f64_rcp(a + KP_F64_PHI_K);
   const double q = (a - KP_F64_PHI_K) * rk; /* within 2 ulp: T' is small, no residual step */
   double tq;
   KP_F64_HORNER(tq, kp_f64_phi_c, 22, q);
   *r = tq * rk;
-  return 1.0 + fma(z * z, p, z);
+  return 1.0 + m;
 }
 
 /* The sign and the range test on the high word: integer ops, which leave the FP64 pipe to the
@@ -120,12 +124,9 @@ KP_D_TABLE kp_f64_log1p_c[7] = {0x1.5555555555558p-4, 0x1.999999999523ep-7, 0x1.
  * a = 745.2), then for w > sqrt2 - 1 log1p(w) = ln2 + log1p((w - 1) / 2), both reductions exact,
  * so |h| <= 0.3432 and one atanh polynomial serves. */
 KP_FN double kp_f64_log1p_exp_neg(double a) {
-  const double t = fma(a, -KP_F64_LOG2E, KP_F64_SHIFT);
-  const double nd = t - KP_F64_SHIFT;
-  const double z = fma(-nd, KP_F64_LN2_LO, fma(-nd, KP_F64_LN2_HI, -a));
-  double p;
-  KP_F64_HORNER(p, kp_f64_exp_c, 10, z);
-  const double w0 = kp_f64_scale(1.0 + fma(z * z, p, z), KP_D_LO(t));
+  int n;
+  const double m = kp_f64_exp_reduced(-a, -0.0, &n); /* sets n before kp_f64_scale reads it */
+  const double w0 = kp_f64_scale(1.0 + m, n);
   const double w = a > 745.2 ? 0.0 : w0;
   const int big = w > KP_F64_SQRT2_M1;
   const double f = big ? (w - 1.0) * 0.5 : w;
@@ -155,13 +156,8 @@ KP_FN double kp_f64_logsigmoid(double x) {
  * 2^-2000: g, or g * 0. */
 KP_FN double kp_f64_mul_sigmoid(double g, double z) {
   const double a = fabs(z);
-  const double t = fma(a, -KP_F64_LOG2E, KP_F64_SHIFT);
-  const double nd = t - KP_F64_SHIFT;
-  const double r = fma(-nd, KP_F64_LN2_LO, fma(-nd, KP_F64_LN2_HI, -a));
-  double p;
-  KP_F64_HORNER(p, kp_f64_exp_c, 10, r);
-  const double m = fma(r * r, p, r); /* e^-a 2^-n - 1, in [-0.3, 0.42] */
-  const int n = KP_D_LO(t);
+  int n;
+  const double m = kp_f64_exp_reduced(-a, -0.0, &n); /* e^-a 2^-n - 1 */
   const int neg = KP_F64_NEG(z);
   const double ge = fma(g, m, g);
   const double hi = neg ? ge : g;

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Coefficients of templates/common/float64_math.h (float64 gelu and gelu' at full precision) and
-their measured error. Both polynomials are Chebyshev fits in mpmath at 50 digits (mp.chebyfit):
-  exp:  e^r = 1 + r + r^2 P(r) on |r| <= ln2/2, degree 9;
-  phi:  T(q) = R(a) (a + 6), R(a) = Phi(-a) exp(a^2/2), q = (a - 6) / (a + 6), a in [0, 38.7],
-        degree 21.
+"""Coefficients of templates/common/float64_math.h (float64 gelu, gelu', logsigmoid, softplus at
+full precision) and their measured error. The polynomials are Chebyshev fits in mpmath at 50
+digits (mp.chebyfit):
+  exp:   e^r = 1 + r + r^2 P(r) on |r| <= ln2/2, degree 9;
+  phi:   T(q) = R(a) (a + 6), R(a) = Phi(-a) exp(a^2/2), q = (a - 6) / (a + 6), a in [0, 38.7],
+         degree 21;
+  log1p: 2 atanh(s) = 2s + s z P(z), z = s^2 <= 0.1716^2, degree 6; the kernel takes h = 2s, so
+         it stores P's coefficients times 2^-3 4^-k (exact).
 Then it runs the kernel's algorithm step by step in double (each fma rounded once, the reciprocal
 estimate 2^-21 off) on random inputs and prints the worst error in ulps against mpmath:
 gelu everywhere, gelu' away from its root at -0.7518 (where the kernel, like torch's formula,
-cancels). Usage: python3 scripts/fit_float64_gelu.py [SAMPLES]   (needs mpmath; ~1 minute)"""
+cancels). Usage: python3 scripts/fit_float64_math.py [SAMPLES]   (needs mpmath; ~1 minute)"""
 import math
 import random
 import sys
@@ -51,6 +54,11 @@ def main():
     print(f"/* exp: abs 2^{exp_err:.1f} on e^r; phi: abs 2^{phi_err:.1f} on T */")
     print("kp_f64_exp_c[10] = {" + ", ".join(v.hex() for v in exp_c) + "};")
     print("kp_f64_phi_c[22] = {" + ", ".join(v.hex() for v in phi_c) + "};")
+    smax = mp.mpf(0.1716) + mp.mpf("1e-4")
+    atanh_p = lambda z: 2 * (mp.atanh(mp.sqrt(z)) / mp.sqrt(z) - 1) / z if z else mp.mpf(2) / 3
+    log1p_c, log1p_err = fit(atanh_p, 0, smax**2, 6, lambda z: z / 2)
+    print(f"/* log1p: abs 2^{log1p_err:.1f} against 2s */")
+    print("kp_f64_log1p_c[7] = {" + ", ".join((v / 8 / 4**k).hex() for k, v in enumerate(log1p_c)) + "};")
 
     log2e, ln2_hi = float(1 / mp.log(2)), float(mp.log(2))
     ln2_lo, shift = float(mp.log(2) - mp.mpf(ln2_hi)), 1.5 * 2.0**52
