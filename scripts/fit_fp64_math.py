@@ -41,8 +41,19 @@ def expm1_poly():
     h = float(mp.log(2) / 2) + 1e-3
     f = lambda r: (mp.expm1(r) - r) / r**2 if r != 0 else mp.mpf(0.5)
     rel = lambda r: mp.expm1(r) / r**2 if r != 0 else mp.mpf(1)
-    c, e = fit(f, rel, -h, h, 6)
+    c, e = fit(f, rel, -h, h, 5, iters=60)
     show("expm1: P(r), expm1(r) = r + r^2 P(r), |r| <= ln2/2", c, e)
+
+
+def exp_polys():
+    # e^r on |r| <= ln2/2 (kp_d_exp) and 2^r on |r| <= 1/2 (gelu(tanh)'s base-2 reduction), as
+    # direct polynomials: e^x needs no relative precision near 0, so not the expm1 form.
+    h = float(mp.log(2) / 2) + 1e-3
+    c, e = fit(mp.exp, mp.exp, -h, h, 6, iters=60)
+    show("exp: E(r) = e^r, |r| <= ln2/2", c, e)
+    f2 = lambda r: mp.power(2, r)
+    c, e = fit(f2, f2, -0.5 - 1e-3, 0.5 + 1e-3, 6, iters=60)
+    show("exp2: 2^r, |r| <= 1/2", c, e)
 
 
 def silu_root():
@@ -58,6 +69,7 @@ def silu_root():
 
 if __name__ == "__main__":
     expm1_poly()
+    exp_polys()
     silu_root()
 
 
@@ -140,9 +152,9 @@ if __name__ == "__main__":
 def log1p_rational():
     # log1p(w) for w = e^-|z| in [0, 1] (softplus and logsigmoid): w N(w) / D(w), relative.
     f = lambda w: mp.log1p(w) / w if w != 0 else mp.mpf(1)
-    num, den, e = rational_fit(f, lambda v: 1.0, 0.0, 1.0, 3, 4, n=400)
+    num, den, e = rational_fit(f, lambda v: 1.0, 0.0, 1.0, 3, 3, n=400)
     show("log1p: N(w), log1p(w) = w N / D, w in [0, 1], degree 3", num, e)
-    show("log1p: D(w), degree 4, D(0) = 1", den, e)
+    show("log1p: D(w), degree 3, D(0) = 1", den, e)
 
 
 def tanhshrink_rational():
@@ -172,6 +184,9 @@ def gelu_tanh_root():
     e1 = mp.exp(c2 * (mp.mpf(x1) + k * mp.mpf(x1) ** 3))
     print("/* gelu(tanh): X1, E1, D1 */")
     print(x1.hex(), float(e1).hex(), float(1 + e1 + c2 * x1 * (1 + 3 * k * x1 * x1)).hex())
+    # the forward's base-2 exponent v = (C2 + C2 k x^2) log2(e): C2 log2(e) and C2 k log2(e)
+    print("/* gelu(tanh): C2 log2(e), C2 k log2(e) */")
+    print(float(c2 / mp.log(2)).hex(), float(c2 * k / mp.log(2)).hex())
 
 
 def mish_root():

@@ -2,10 +2,12 @@
  * x <= 0, or from the output g * (y / alpha + 1). */
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
 /* float32, fast FP64: q = x / alpha as x times 1/alpha (folded at compile time) in double, then
- * alpha expm1(q) (fp64_math.h), one rounding; expm1(+-0) = +-0. */
+ * alpha expm1(q) (fp64_math.h), one rounding; expm1(+-0) = +-0. A negative alpha makes q positive:
+ * clamped at 700, where alpha e^q is beyond any float (+-inf, as torch's overflow). */
 KP_FN KP_C kp_act_forward(KP_C x) {
   if (!(x <= 0.0f)) return x;
-  const double q = (double)x * (1.0 / (double)KP_P_ALPHA);
+  const double q0 = (double)x * (1.0 / (double)KP_P_ALPHA);
+  const double q = KP_P_ALPHA > 0.0f || q0 < 700.0 ? q0 : 700.0;
   return (float)((double)KP_P_ALPHA * (x == 0.0f ? q : kp_d_expm1(q)));
 }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH

@@ -15,7 +15,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 }
 #endif
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
-KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_mul_sigmoid(g, -(double)x); }
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_mul_sigmoid(g, x, -(double)x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid_wide(g, -x, 0.0f, 0); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH

@@ -10,12 +10,19 @@
 #define KP_SELU_LAMBDA_ALPHA KP_LIT(1.7580993408473768599402175208123)
 
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
-/* float32, fast FP64: lambda x, and lambda alpha expm1(x) in double (fp64_math.h), one rounding;
- * expm1(+-0) is +-0 itself, which the polynomial would make +0. */
+/* float32, fast FP64: lambda alpha expm1(x) in double (fp64_math.h), one rounding; expm1(+-0) is
+ * +-0 itself, which the polynomial would make +0. lambda x in float, as lambda's float-float
+ * 0x1.0cfabep+0f - 0x1.2adddap-25f (rounded once, inf kept): in a mixed-sign warp both branches
+ * run, and two conversions and a DMUL more kept SELU at 91 % of copy on the H200. */
 KP_FN KP_C kp_act_forward(KP_C x) {
-  if (x > 0.0f) return (float)(1.0507009873554804934193349852946 * (double)x);
-  const double e = x == 0.0f ? (double)x : kp_d_expm1((double)x);
-  return (float)(1.7580993408473768599402175208123 * e);
+  if (!(x <= 0.0f)) {
+    /* below 2^-96 the low part's product would lose bits to underflow: in double there */
+    if (x < 0x1p-96f) return (float)(1.0507009873554804934193349852946 * (double)x);
+    return x > 0x1.fffffep+127f ? x : KP_FMAF(0x1.0cfabep+0f, x, -0x1.2adddap-25f * x);
+  }
+  /* clamped in float: below -20 the result rounds to -lambda alpha */
+  const float y = (float)(1.7580993408473768599402175208123 * kp_d_expm1_in_range((double)(x > -20.0f ? x : -20.0f)));
+  return x == 0.0f ? x : y;
 }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: lambda * alpha * expm1(x) rounded once, expm1 as a float-float and lambda * alpha as

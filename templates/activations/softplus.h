@@ -25,7 +25,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #endif
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  return x * KP_P_BETA > KP_P_THRESHOLD ? g : kp_d_mul_sigmoid(g, (double)x * KP_P_BETA);
+  return x * KP_P_BETA > KP_P_THRESHOLD ? g : kp_d_mul_sigmoid(g, x, (double)x * KP_P_BETA);
 }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * sigmoid(beta x) rounded once, beta x as a float-float (precise_math.h). */

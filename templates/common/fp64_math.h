@@ -24,12 +24,12 @@
     for (int kp_i_ = (n) - 2; kp_i_ >= 0; --kp_i_) p = fma(p, x, c[kp_i_]); \
   } while (0)
 
-/* e^r - 1 for |r| <= ln2/2 + 1e-3: r + r^2 P(r), rel 2^-36.4. */
-KP_D_TABLE kp_d_expm1_c[7] = {0x1.0000000017a1ap-1, 0x1.55555573d4a1ep-3, 0x1.555554f1b05d0p-5, 0x1.1110b10cf1f3fp-7,
-                              0x1.6c1768e06a770p-10, 0x1.a17152c4aaa9cp-13, 0x1.a0033460e7080p-16};
+/* e^r - 1 for |r| <= ln2/2 + 1e-3: r + r^2 P(r), rel 2^-27.7 (0.08 ulp of a float result). */
+KP_D_TABLE kp_d_expm1_c[6] = {0x1.00000026919b8p-1, 0x1.555554edd5d70p-3, 0x1.5554af5b38578p-5, 0x1.11118ac3a6c00p-7,
+                              0x1.6d73e5c91e228p-10, 0x1.a032dcbd1fed8p-13};
 KP_FN double kp_d_expm1_poly(double r) {
   double p;
-  KP_D_HORNER(p, kp_d_expm1_c, 7, r);
+  KP_D_HORNER(p, kp_d_expm1_c, 6, r);
   return fma(r * r, p, r);
 }
 
@@ -42,20 +42,48 @@ KP_FN double kp_d_reduce(double x, double* s) {
   return fma(-n, KP_D_LN2, x);
 }
 
-/* e^x for x <= 708 (0 below -708, NaN for NaN), rel 2^-36. */
-KP_FN double kp_d_exp(double x) {
-  double s;
-  const double m = kp_d_expm1_poly(kp_d_reduce(x, &s));
-  return x < -708.0 ? 0.0 : fma(s, m, s);
+/* e^r for |r| <= ln2/2 + 1e-3 as one polynomial, rel 2^-29.0: e^x needs no relative precision
+ * near 0, so the expm1 form (two more FP64 operations) is kept for expm1. */
+KP_D_TABLE kp_d_exp_c[7] = {0x1.000000026f7a0p+0, 0x1.0000009eb1daap+0, 0x1.fffffa979c836p-2, 0x1.555406affc71dp-3,
+                            0x1.5558a3fba2894p-5, 0x1.126f0bfb5c9dap-7, 0x1.6ab775a074088p-10};
+
+/* e^x = 2^n E(r), r = x - n ln2, for x in [-708, 708]: 2^n added to the exponent as an integer;
+ * 9 FP64 operations where 2^n (e^r - 1) + 2^n took 12, which the H200's memory rate cannot feed.
+ * x is given as its words (the sign set on them is an integer op, where -fabs(x) costs a DADD).
+ * Other x give garbage, for callers that select it away. */
+KP_FN double kp_d_exp_words_in_range(int hx, int lx, int* hi_out) {
+  const double x = KP_D_FROM_HILO(hx, lx);
+  const double t = fma(x, KP_D_LOG2E, KP_D_SHIFT);
+  const double n = t - KP_D_SHIFT;
+  double p;
+  KP_D_HORNER(p, kp_d_exp_c, 7, fma(-n, KP_D_LN2, x));
+  *hi_out = KP_D_HI(p) + (int)((unsigned)KP_D_LO(t) << 20);
+  return p;
 }
 
-/* e^x - 1 for x <= 708 (-1 below -708), rel 2^-36: 2^n (e^r - 1) + (2^n - 1), where 2^n - 1 is
- * exact and no cancellation is left (n != 0 means |x| > ln2/2). */
-KP_FN double kp_d_expm1(double x) {
+/* e^x for any x: |x| clamped to 708 on the high word (integer ops: the FP64 pipe is the scarce
+ * one), so 2^n stays normal; beyond it the result is 0 (x < -708) or inf (x > 708), and NaN gives
+ * 0 or inf too: callers that must return NaN select it from x. */
+KP_FN double kp_d_exp_words(int hx, int lx) {
+  const int out = (hx & 0x7fffffff) > 0x40862000; /* |x| > 708.00..., or NaN */
+  int hi;
+  const double p = kp_d_exp_words_in_range(out ? (hx & (int)0x80000000) | 0x40862000 : hx, lx, &hi);
+  return KP_D_FROM_HILO(out ? (hx < 0 ? 0 : 0x7ff00000) : hi, out ? 0 : KP_D_LO(p));
+}
+KP_FN double kp_d_exp(double x) { return kp_d_exp_words(KP_D_HI(x), KP_D_LO(x)); }
+/* e^-|x| */
+KP_FN double kp_d_exp_neg_abs(double x) { return kp_d_exp_words(KP_D_HI(x) | (int)0x80000000, KP_D_LO(x)); }
+
+/* e^x - 1 for x in [-708, 708], rel 2^-27.7: 2^n (e^r - 1) + (2^n - 1), where 2^n - 1 is exact and
+ * no cancellation is left (n != 0 means |x| > ln2/2). Callers clamp x, in float where they can. */
+KP_FN double kp_d_expm1_in_range(double x) {
   double s;
   const double m = kp_d_expm1_poly(kp_d_reduce(x, &s));
-  return x < -708.0 ? -1.0 : fma(s, m, s - 1.0);
+  return fma(s, m, s - 1.0);
 }
+
+/* e^x - 1 for x <= 708 (-1 below -708). */
+KP_FN double kp_d_expm1(double x) { return x < -708.0 ? -1.0 : kp_d_expm1_in_range(x); }
 
 /* 1 / d for normal d in [1, 2^1000]: the estimate (MUFU.RCP64H: about 2^-20 with the low word
  * it leaves unset), then one quadratic Newton step (error e -> e^2, 2^-38 at worst: the routines
@@ -71,16 +99,17 @@ KP_FN float kp_d_copysign(float v, float x) {
 }
 
 /* sigmoid(x) and sigmoid(-x) from e = exp(-|x|), which never overflows: s = 1/(1+e) on the
- * side of x, e/(1+e) on the other. NaN propagates through e. */
+ * side of x, e/(1+e) on the other. NaN gives e = 0: the callers select NaN from their input. */
 KP_FN double kp_d_sigmoid_parts(double x, double* e, double* r) {
-  *e = kp_d_exp(-fabs(x));
+  *e = kp_d_exp_neg_abs(x);
   *r = kp_d_rcp(1.0 + *e);
-  return x >= 0.0 ? *r : *e * *r;
+  return KP_D_HI(x) >= 0 ? *r : *e * *r; /* the sign as an integer test: a DSETP is an FP64 op */
 }
 
 KP_FN float kp_d_sigmoid(float x) {
   double e, r;
-  return (float)kp_d_sigmoid_parts(x, &e, &r);
+  const float y = (float)kp_d_sigmoid_parts(x, &e, &r);
+  return x != x ? x : y;
 }
 
 /* x sigmoid(x): at -inf, -inf * 0 = NaN, as torch's x / (1 + exp(-x)). */
@@ -93,7 +122,8 @@ KP_FN float kp_d_silu(float x) {
 KP_FN float kp_d_sigmoid_grad(float g, float x) {
   double e, r;
   kp_d_sigmoid_parts(x, &e, &r);
-  return (float)((double)g * e * r * r);
+  const float d = (float)((double)g * e * r * r);
+  return x != x ? x + g : d;
 }
 
 /* -tanh |x| = m / (2 + m), m = expm1(-2|x|) in [-1, 0]: relative precision at every |x|. */
@@ -102,13 +132,20 @@ KP_FN double kp_d_neg_tanh_abs(double x) {
   return m * kp_d_rcp(2.0 + m);
 }
 
-KP_FN float kp_d_tanh(float x) { return kp_d_copysign((float)kp_d_neg_tanh_abs(x), x); }
+/* tanh x: |x| clamped at 9.5 in float (tanh rounds to 1 beyond 9.02) and -2|x| formed there
+ * (exact), so expm1 needs no range check and no DMUL. */
+KP_FN float kp_d_tanh(float x) {
+  const double m = kp_d_expm1_in_range((double)(-2.0f * (KP_FABSF(x) < 9.5f ? KP_FABSF(x) : 9.5f)));
+  const float t = kp_d_copysign((float)(m * kp_d_rcp(2.0 + m)), x);
+  return x != x ? x : t;
+}
 
 /* g (1 - tanh^2 x) = g 4 e / (1 + e)^2, e = exp(-2|x|): a product, so no cancellation. */
 KP_FN float kp_d_tanh_grad(float g, float x) {
-  const double e = kp_d_exp(-2.0 * fabs((double)x));
+  const double e = kp_d_exp_neg_abs(2.0 * (double)x);
   const double r = kp_d_rcp(1.0 + e);
-  return (float)((double)g * (4.0 * e) * r * r);
+  const float d = (float)((double)g * (4.0 * e) * r * r);
+  return x != x ? x + g : d;
 }
 
 /* silu'(x) = s (1 + x (1 - s)) = N / (1 + e)^2 with e = exp(-|x|) and N = 1 + e + x e for
@@ -214,27 +251,44 @@ KP_FN float kp_d_gelu_grad(float g, float x) {
   return x > -15.0f && x < 7.0f ? (float)d : (x > 0.0f ? g : g * 0.0f) + g * (x - x);
 }
 
-/* GELU (approximate='tanh'), x sigmoid(2u), 2u = 2 sqrt(2/pi) (x + 0.044715 x^3) in double
- * (x^3 cannot overflow there). */
+/* 2^r for |r| <= 1/2 + 1e-3 as one polynomial, rel 2^-29.0. */
+KP_D_TABLE kp_d_exp2_c[7] = {0x1.000000026b1b3p+0, 0x1.62e430ca7cd34p-1, 0x1.ebfbdaccea5a2p-3, 0x1.c6aed1377fa81p-5,
+                             0x1.3b2dc1fa57688p-7, 0x1.5f473094c76f0p-10, 0x1.41d1f018cd140p-13};
+
+/* GELU (approximate='tanh'), x sigmoid(2u), 2u = C2 (x + k x^3), C2 = 2 sqrt(2/pi), in double.
+ * e = e^-|2u| = 2^(-|x| v) with v = (C2 + C2 k x^2) log2(e) > 0: the fmas that round |x| v to n
+ * and take r = -|x| v - n form the product themselves, so 2u is never formed (one DMUL fewer, the
+ * budget of an H200). |x| is clamped at 20 on the high word (there |2u| log2(e) = 870, 2^n stays
+ * normal and x sigmoid(2u) already rounds to x or -0); -inf: -inf * 0 = NaN, as torch. */
+#define KP_D_GELUT_C2L 0x1.26aec21bce75ap+1  /* C2 log2(e) */
+#define KP_D_GELUT_C2KL 0x1.a5a7cf7572a98p-4 /* C2 k log2(e), k = 0.044715 */
 KP_FN float kp_d_gelu_tanh(float x) {
   const double xd = x;
-  const double u2 = 0x1.9884533d43651p+0 * fma(0.044715 * xd, xd * xd, xd);
-  double e, r;
-  return (float)(xd * kp_d_sigmoid_parts(u2, &e, &r));
+  const int ha = KP_D_HI(xd) & 0x7fffffff;
+  const double a = ha > 0x40340000 ? 20.0 : KP_D_FROM_HILO(ha, KP_D_LO(xd)); /* min(|x|, 20) */
+  const double v = fma(KP_D_GELUT_C2KL, a * a, KP_D_GELUT_C2L);
+  const double t = fma(-a, v, KP_D_SHIFT);
+  const double n = t - KP_D_SHIFT;
+  double p;
+  KP_D_HORNER(p, kp_d_exp2_c, 7, fma(-a, v, -n));
+  const double e = KP_D_FROM_HILO(KP_D_HI(p) + (int)((unsigned)KP_D_LO(t) << 20), KP_D_LO(p));
+  const double r = kp_d_rcp(1.0 + e);
+  const float y = (float)(xd * (x >= 0.0f ? r : e * r));
+  return x < -20.0f ? x * 0.0f : y;
 }
 
-/* log1p(e^-a) for a in [0, 700] (other a: garbage, selected away by the callers):
- * w = e^-a = 2^n E(z) as in gelu (z = 2a + 2n ln2; 2^n an exponent add), then
- * log1p(w) = w N(w) / D(w), degrees 3 / 4 on [0, 1], rel 2^-34.7: no atanh reduction. */
-KP_D_TABLE kp_d_log1p_n_c[4] = {0x1.ffffffffb0cc0p-1, 0x1.53397f0a898cep+0, 0x1.d3b22870eba2dp-2, 0x1.10833b29671c0p-5};
-KP_D_TABLE kp_d_log1p_d_c[5] = {0x1.0000000000000p+0, 0x1.d3397eee4e034p+0, 0x1.0933f77fa65b2p+0, 0x1.8b00dae5ea666p-3,
-                                0x1.e56f9391bdc10p-8};
-KP_FN double kp_d_log1p_exp_neg(double a) {
-  int scale_hi;
-  const double w = kp_d_scale(kp_d_exp_neg_half(a + a, &scale_hi), scale_hi);
+/* log1p(e^-|x|) for |x| <= 700 (other x: garbage, selected away by the callers): w = e^-|x|
+ * (kp_d_exp_neg_abs), then log1p(w) = w N(w) / D(w), degrees 3 / 3 on [0, 1], rel 2^-30.0: no atanh
+ * reduction. */
+KP_D_TABLE kp_d_log1p_n_c[4] = {0x1.fffffff7ec8fcp-1, 0x1.10f39a2d9ddf5p+0, 0x1.e7beb74642e94p-3, 0x1.bfe829cb74140p-9};
+KP_D_TABLE kp_d_log1p_d_c[4] = {0x1.0000000000000p+0, 0x1.90f397fceb521p+0, 0x1.6038fd59c2048p-1, 0x1.34601e4312922p-4};
+KP_FN double kp_d_log1p_exp_neg_abs(double x) {
+  int hi;
+  const double p = kp_d_exp_words_in_range(KP_D_HI(x) | (int)0x80000000, KP_D_LO(x), &hi);
+  const double w = KP_D_FROM_HILO(hi, KP_D_LO(p)); /* unchecked: beyond |x| = 700 the callers select */
   double num, den;
   KP_D_HORNER(num, kp_d_log1p_n_c, 4, w);
-  KP_D_HORNER(den, kp_d_log1p_d_c, 5, w);
+  KP_D_HORNER(den, kp_d_log1p_d_c, 4, w);
   return kp_d_mul_div(w, num, den);
 }
 
@@ -244,21 +298,25 @@ KP_FN double kp_d_log1p_exp_neg(double a) {
 KP_FN float kp_d_softplus(float x, float beta, float threshold) {
   const float zf = x * beta;
   const double z = (double)x * beta;
-  const double l = kp_d_log1p_exp_neg(fabs(z));
-  const double y = (zf > 0.0f ? z : 0.0) + (zf < 700.0f && zf > -700.0f ? l : 0.0);
+  const double l = kp_d_log1p_exp_neg_abs(z);
+  const double m = KP_D_FROM_HILO(zf > 0.0f ? KP_D_HI(z) : 0, zf > 0.0f ? KP_D_LO(z) : 0); /* max(z, 0) */
+  const double y = m + (zf < 700.0f && zf > -700.0f ? l : 0.0);
   return zf > threshold || x != x ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
 }
-/* g sigmoid(z), z = x beta: softplus' (and logsigmoid' with beta = -1). */
-KP_FN float kp_d_mul_sigmoid(float g, double z) {
+/* g sigmoid(z), z = x beta: softplus' (and logsigmoid' with beta = -1); NaN from x. */
+KP_FN float kp_d_mul_sigmoid(float g, float x, double z) {
   double e, r;
-  return (float)((double)g * kp_d_sigmoid_parts(z, &e, &r));
+  const float d = (float)((double)g * kp_d_sigmoid_parts(z, &e, &r));
+  return x != x ? x + g : d;
 }
 
 /* logsigmoid(x) = min(x, 0) - log1p(e^-|x|): both terms of one sign. +inf: +0, -inf: -inf. */
 KP_FN float kp_d_logsigmoid(float x) {
   const double xd = x;
-  const double l = kp_d_log1p_exp_neg(fabs(xd)); /* unconditionally: a select, not a branch */
-  const double y = (x < 0.0f ? xd : 0.0) - (x < 700.0f && x > -700.0f ? l : 0.0);
+  const double l = kp_d_log1p_exp_neg_abs(xd); /* unconditionally: a select, not a branch */
+  /* min(x, 0) selected as words: as a double select the compiler makes it fminf and a conversion */
+  const double m = KP_D_FROM_HILO(x < 0.0f ? KP_D_HI(xd) : 0, x < 0.0f ? KP_D_LO(xd) : 0);
+  const double y = m - (x < 700.0f && x > -700.0f ? l : 0.0);
   return x != x ? x : (float)y;
 }
 
