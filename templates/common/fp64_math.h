@@ -1,5 +1,5 @@
 /* float32 activations evaluated in double, for devices whose FP64 runs at half the FP32 rate
- * (KP_FAST_FP64: H100/H200, A100, V100, CPUs). The routines are purpose-built for about 2^-32
+ * (KP_FAST_FP64: H100/H200, A100, V100, CPUs). The routines are purpose-built for 2^-28 to 2^-30
  * relative error (not double's 2^-53), so that the one rounding to float gives ~0.5 ulp at a
  * fraction of precise_math.h's float-float cost. Coefficients and constants:
  * scripts/fit_fp64_math.py. SASS counts per element: docs/activations.md.
@@ -190,6 +190,10 @@ KP_FN double kp_d_exp_neg_half(double w, int* scale_hi) {
 /* v 2^n for a normal double v whose result stays normal: n added to the exponent field. */
 KP_FN double kp_d_scale(double v, int scale_hi) { return KP_D_FROM_HILO(KP_D_HI(v) + scale_hi, KP_D_LO(v)); }
 
+/* v where keep, else +0, selected as words: as a double select the compiler may make it a float
+ * min/max and one more conversion. */
+KP_FN double kp_d_or_zero(int keep, double v) { return KP_D_FROM_HILO(keep ? KP_D_HI(v) : 0, keep ? KP_D_LO(v) : 0); }
+
 /* |v| 2^n, the same for the magnitude (the sign bit cleared as an integer op). */
 KP_FN double kp_d_scale_abs(double v, int scale_hi) {
   return KP_D_FROM_HILO((KP_D_HI(v) & 0x7fffffff) + scale_hi, KP_D_LO(v));
@@ -271,7 +275,7 @@ KP_FN float kp_d_gelu_tanh(float x) {
   const double n = t - KP_D_SHIFT;
   double p;
   KP_D_HORNER(p, kp_d_exp2_c, 7, fma(-a, v, -n));
-  const double e = KP_D_FROM_HILO(KP_D_HI(p) + (int)((unsigned)KP_D_LO(t) << 20), KP_D_LO(p));
+  const double e = kp_d_scale(p, (int)((unsigned)KP_D_LO(t) << 20));
   const double r = kp_d_rcp(1.0 + e);
   const float y = (float)(xd * (x >= 0.0f ? r : e * r));
   return x < -20.0f ? x * 0.0f : y;
@@ -299,8 +303,7 @@ KP_FN float kp_d_softplus(float x, float beta, float threshold) {
   const float zf = x * beta;
   const double z = (double)x * beta;
   const double l = kp_d_log1p_exp_neg_abs(z);
-  const double m = KP_D_FROM_HILO(zf > 0.0f ? KP_D_HI(z) : 0, zf > 0.0f ? KP_D_LO(z) : 0); /* max(z, 0) */
-  const double y = m + (zf < 700.0f && zf > -700.0f ? l : 0.0);
+  const double y = kp_d_or_zero(zf > 0.0f, z) + (zf < 700.0f && zf > -700.0f ? l : 0.0);
   return zf > threshold || x != x ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
 }
 /* g sigmoid(z), z = x beta: softplus' (and logsigmoid' with beta = -1); NaN from x. */
@@ -314,9 +317,7 @@ KP_FN float kp_d_mul_sigmoid(float g, float x, double z) {
 KP_FN float kp_d_logsigmoid(float x) {
   const double xd = x;
   const double l = kp_d_log1p_exp_neg_abs(xd); /* unconditionally: a select, not a branch */
-  /* min(x, 0) selected as words: as a double select the compiler makes it fminf and a conversion */
-  const double m = KP_D_FROM_HILO(x < 0.0f ? KP_D_HI(xd) : 0, x < 0.0f ? KP_D_LO(xd) : 0);
-  const double y = m - (x < 700.0f && x > -700.0f ? l : 0.0);
+  const double y = kp_d_or_zero(x < 0.0f, xd) - (x < 700.0f && x > -700.0f ? l : 0.0);
   return x != x ? x : (float)y;
 }
 
