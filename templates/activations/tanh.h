@@ -6,6 +6,9 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_tanh(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_tanh(x); }
+#elif KP_DTYPE_F64 && !KP_FAST_MATH
+/* float64: expm1 and one quotient, coefficients in constant memory (float64_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_f64_tanh(x); }
 #else
 KP_FN KP_C kp_act_forward(KP_C x) { return KP_TANH(x); }
 #endif
