@@ -110,12 +110,13 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // float-float float32 math is latency-heavy: more independent elements per thread hide it. SELU
   // on the H100 with 4 vectors per thread: 99.5 % of copy; with the model's 2: 90.6 %.
   if (dtype_size(spec.dtype) == 4 && activation_cost(spec) >= 4 && c.per_thread < 4) c.per_thread = 4;
-  // The cheapest 16-bit math (cost 1: relu, leaky_relu, hardtanh, threshold...) on a device that
-  // streams more than 30 GB/s per SM: one vector per thread in blocks of 128 measured 101.2-101.4 %
-  // of copy on the H200 (36 GB/s per SM), where the Little's-law answer (4 vectors, block 64) gave
-  // 100.0 % and lost to torch by up to a point; block 64 at one vector gave 79.7 %. Cost 2
-  // (hardswish) lost 4 points that way, so it keeps the model's answer.
-  if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 1 && d.bandwidth_gbps / d.sms > 30) {
+  // The cheapest 16-bit math (cost 1: relu, leaky_relu, hardtanh, threshold...) takes one vector
+  // per thread in blocks of 128: on the H200 (36 GB/s per SM) 101.2-101.4 % of copy, where the
+  // Little's-law answer (4 vectors, block 64) gave 100.0 % and lost to torch by up to a point; on
+  // the H100 (25 GB/s per SM) 100.1-100.3 % against 99.9-100.1 at its answer (2 vectors); block 64
+  // at one vector gave 79.7 % on the H200. Cost 2 (hardswish, hardsigmoid) was mixed that way and
+  // keeps the model's answer (docs/benchmarks.md, session 7).
+  if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 1) {
     c.per_thread = 1;
     c.block = std::min(std::max(c.block, 128), std::max(32, d.max_block));
   }
