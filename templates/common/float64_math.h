@@ -39,17 +39,29 @@ KP_FN double kp_f64_scale(double v, int n) {
 KP_D_TABLE kp_f64_exp_c[10] = {0x1.0000000000001p-1, 0x1.5555555555556p-3, 0x1.5555555553d68p-5, 0x1.11111111109b5p-7,
                                0x1.6c16c17889fd3p-10, 0x1.a01a01a7c2f89p-13, 0x1.a019b91463588p-16, 0x1.71de0db2d4e97p-19,
                                0x1.28917ccaf39d3p-22, 0x1.af389f20208c6p-26};
-/* e^(v + lo) = (1 + m) 2^n for v in [-1400, 0] and |lo| below ulp(v): returns m (in
- * [-0.3, 0.42]) and stores n. n comes from the low word of v log2(e) + 1.5 2^52; ln2 in two
- * parts, the first exact in the fma. Callers with an exact v pass lo = -0.0, which folds away. */
-KP_FN double kp_f64_exp_reduced(double v, double lo, int* n) {
+/* v = n ln2 + z + zl for v in [-1400, 0]: returns z (|z| <= ln2/2), stores n and z's rounding
+ * error zl (callers that do not read it lose nothing: it folds away inlined). n comes from the
+ * low word of v log2(e) + 1.5 2^52; ln2 in two parts, the first exact in the fma. */
+KP_FN double kp_f64_reduce(double v, double* zl, int* n) {
   const double t = fma(v, KP_F64_LOG2E, KP_F64_SHIFT);
   const double nd = t - KP_F64_SHIFT;
-  const double z = fma(-nd, KP_F64_LN2_LO, fma(-nd, KP_F64_LN2_HI, v)) + lo;
+  const double z1 = fma(-nd, KP_F64_LN2_HI, v); /* exact */
+  const double z = fma(-nd, KP_F64_LN2_LO, z1);
+  *zl = fma(-nd, KP_F64_LN2_LO, z1 - z);
+  *n = KP_D_LO(t);
+  return z;
+}
+/* e^z - 1 for |z| <= ln2/2 + |lo|. */
+KP_FN double kp_f64_expm1_reduced(double z) {
   double p;
   KP_F64_HORNER(p, kp_f64_exp_c, 10, z);
-  *n = KP_D_LO(t);
   return fma(z * z, p, z);
+}
+/* e^(v + lo) = (1 + m) 2^n for v in [-1400, 0] and |lo| below ulp(v): returns m (in
+ * [-0.3, 0.42]) and stores n. Callers with an exact v pass lo = -0.0, which folds away. */
+KP_FN double kp_f64_exp_reduced(double v, double lo, int* n) {
+  double zl;
+  return kp_f64_expm1_reduced(kp_f64_reduce(v, &zl, n) + lo);
 }
 /* T(q) = R(a) (a + 6), R(a) = Phi(-a) exp(a^2/2) = erfcx(a / sqrt2) / 2, as a polynomial in
  * q = (a - 6) / (a + 6): the transform of erfcx that N. Juffa's erfc uses (libdevice's), taken in
@@ -173,7 +185,7 @@ KP_FN double kp_f64_mul_sigmoid(double g, double z) {
 }
 
 /* tanh x = -m / (2 + m) with the sign of x, m = expm1(-2|x|) in (-1, 0]: e^(-2|x|) = (1 + m0) 2^n,
- * reduced as kp_f64_exp_reduced does but keeping z's rounding error zl, so m = 2^n (m0 + zl (1 + m0))
+ * with the reduction's rounding error zl kept, so m = 2^n (m0 + zl (1 + m0))
  * + (2^n - 1) comes out as a double-double (2^n m0 is exact, 2^n - 1 too). 2 + m = d + dl exactly,
  * and the quotient takes one residual step: within 2 ulp (the H200's libdevice tanh, also 2 ulp, costs
  * two moves per literal coefficient and streamed at 87 % of copy against torch's 95 %). |x| is
@@ -183,15 +195,10 @@ KP_FN double kp_f64_tanh(double x) {
   const int hx = KP_D_HI(x);
   const int ha = hx & 0x7fffffff;
   const double v = -2.0 * (ha >= 0x40340000 ? 20.0 : KP_D_FROM_HILO(ha, KP_D_LO(x))); /* -2 min(|x|, 20) */
-  const double t = fma(v, KP_F64_LOG2E, KP_F64_SHIFT);
-  const double nd = t - KP_F64_SHIFT;
-  const double z1 = fma(-nd, KP_F64_LN2_HI, v); /* exact */
-  const double z = fma(-nd, KP_F64_LN2_LO, z1);
-  const double zl = fma(-nd, KP_F64_LN2_LO, z1 - z); /* z + zl = v - n ln2 to 2^-100 */
-  double p;
-  KP_F64_HORNER(p, kp_f64_exp_c, 10, z);
-  const double m0 = fma(z * z, p, z);
-  const double s = KP_D_FROM_HILO((KP_D_LO(t) + 1023) << 20, 0);
+  double zl;
+  int n;
+  const double m0 = kp_f64_expm1_reduced(kp_f64_reduce(v, &zl, &n));
+  const double s = KP_D_FROM_HILO((n + 1023) << 20, 0);
   const double m = fma(s, m0, s - 1.0);
   const double ml = fma(s, fma(zl, m0, zl), fma(s, m0, (s - 1.0) - m)); /* |s - 1| >= |s m0| unless s = 1 */
   const double d = 2.0 + m;
