@@ -189,6 +189,33 @@ def gelu_tanh_root():
     print(float(c2 / mp.log(2)).hex(), float(c2 * k / mp.log(2)).hex())
 
 
+def gelu_tanh_grad_window():
+    # gelu_tanh'(x) in base 2 (kp_d_gelu_tanh_grad): e = 2^w, w = x v, v = C2L + C2KL x^2 (the
+    # forward's constants), and h = 1 + e + xdu2, xdu2 = x (C2 + 3 C2 k x^2), which vanishes near
+    # X1 = -0.7517. Within 0.2 of the float X1F: e = E1 2^d, d = x v - W1 (W1 = X1F v(X1F) as
+    # hi + lo, E1 = 2^W1), and h = E1 m + ((xdu2 - C) + DELTA), m = 2^d - 1, C = -(1 + E1)
+    # rounded and DELTA = 1 + E1 + C exactly: h's absolute error stays near 2^-52 where h
+    # crosses zero. m = r Q(r) for |r| <= 1/2 (+ margin): relative precision as r -> 0.
+    c2 = mp.mpf(float(2 * mp.sqrt(2 / mp.pi)))
+    c2l = mp.mpf(float(c2 / mp.log(2)))
+    c2kl = mp.mpf(float(c2 * mp.mpf(0.044715) / mp.log(2)))
+    c23k = float(3 * c2 * mp.mpf(0.044715))
+    h = lambda x: 1 + mp.power(2, x * (c2l + c2kl * x * x)) + x * (c2 + 3 * c2 * mp.mpf(0.044715) * x * x)
+    x1f = float(np.float32(float(mp.findroot(h, -0.75))))
+    w1 = mp.mpf(x1f) * (c2l + c2kl * mp.mpf(x1f) ** 2)
+    w1h = float(w1)
+    w1l = float(w1 - mp.mpf(w1h))
+    e1 = float(mp.power(2, w1))
+    cc = float(-(1 + mp.mpf(e1)))
+    delta = 1 + mp.mpf(e1) + mp.mpf(cc)
+    assert float(delta) == delta
+    print("/* gelu(tanh)': X1F, W1 hi and lo, E1, C, DELTA, 3 C2 k */")
+    print(x1f.hex(), w1h.hex(), w1l.hex(), e1.hex(), cc.hex(), float(delta).hex(), c23k.hex())
+    q = lambda r: (mp.power(2, r) - 1) / r if r != 0 else mp.log(2)
+    c, e = fit(q, q, -0.5 - 2e-3, 0.5 + 2e-3, 6, iters=60)
+    show("exp2m1: Q(r) = (2^r - 1) / r, |r| <= 1/2", c, e)
+
+
 def mish_root():
     # mish'(x) = e h / d^2, e = e^x, d = e^2 + 2e + 2, h = P(e) + 4x (1 + e), P(e) = (e+2)(e^2+2e+2),
     # zero at X1: with e = E1 + eps (eps = E1 expm1(t), t = x - X1),
@@ -206,4 +233,5 @@ def mish_root():
 
 if __name__ == "__main__":
     gelu_tanh_root()
+    gelu_tanh_grad_window()
     mish_root()

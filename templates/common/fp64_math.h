@@ -162,12 +162,13 @@ KP_FN float kp_d_silu_grad(float g, float x) {
   double s;
   const double rg = kp_d_reduce(a, &s);
   const double t = xd - KP_D_SILU_X0;
-  const int near_root = fabs(t) < 0.34;
+  /* the tests on x in float: a DSETP would take the FP64 pipe */
+  const int near_root = x > (float)KP_D_SILU_X0 - 0.34f && x < (float)KP_D_SILU_X0 + 0.34f;
   const double sc = near_root ? KP_D_SILU_E0 : s;
   const double m = kp_d_expm1_poly(near_root ? t : rg);
-  const double e = a < -708.0 ? 0.0 : fma(sc, m, sc);
+  const double e = KP_FABSF(x) > 708.0f ? 0.0 : fma(sc, m, sc);
   const double h = near_root ? fma(KP_D_SILU_E0, m, KP_D_SILU_D + t) : (1.0 + xd) + e; /* 1 + x + e^x */
-  const double n = xd < 0.0 ? e * h : fma(xd, e, 1.0 + e);
+  const double n = x < 0.0f ? e * h : fma(xd, e, 1.0 + e);
   const double r = kp_d_rcp(1.0 + e);
   return (float)((double)g * n * r * r);
 }
@@ -177,11 +178,12 @@ KP_FN float kp_d_silu_grad(float g, float x) {
  * scale as an addend to a high word (an integer op, not a DMUL). w must be <= 1400 (n normal). */
 KP_D_TABLE kp_d_gelu_e_c[7] = {0x1.0000000268e3ep+0, -0x1.0000009d5600ep-1, 0x1.fffffaa23acacp-4, -0x1.5554089a9430cp-6,
                                0x1.5558a002def00p-9, -0x1.126e0aad58f00p-12, 0x1.6ab7da9ead800p-16};
+KP_D_TABLE kp_d_exp_neg_half_k[2] = {-0.5 * KP_D_LOG2E, 2.0 * KP_D_LN2}; /* operands, not two moves each */
 KP_FN double kp_d_exp_neg_half(double w, int* scale_hi) {
-  const double t = fma(w, -0.5 * KP_D_LOG2E, KP_D_SHIFT);
+  const double t = fma(w, kp_d_exp_neg_half_k[0], KP_D_SHIFT);
   const double n = t - KP_D_SHIFT;
   *scale_hi = (int)((unsigned)KP_D_LO(t) << 20);
-  const double z = fma(n, 2.0 * KP_D_LN2, w);
+  const double z = fma(n, kp_d_exp_neg_half_k[1], w);
   double p;
   KP_D_HORNER(p, kp_d_gelu_e_c, 7, z);
   return p;
@@ -193,11 +195,6 @@ KP_FN double kp_d_scale(double v, int scale_hi) { return KP_D_FROM_HILO(KP_D_HI(
 /* v where keep, else +0, selected as words: as a double select the compiler may make it a float
  * min/max and one more conversion. */
 KP_FN double kp_d_or_zero(int keep, double v) { return KP_D_FROM_HILO(keep ? KP_D_HI(v) : 0, keep ? KP_D_LO(v) : 0); }
-
-/* |v| 2^n, the same for the magnitude (the sign bit cleared as an integer op). */
-KP_FN double kp_d_scale_abs(double v, int scale_hi) {
-  return KP_D_FROM_HILO((KP_D_HI(v) & 0x7fffffff) + scale_hi, KP_D_LO(v));
-}
 
 /* e num / den, den >= 1: the reciprocal estimate and one Newton step folded into the product
  * (e 2^-20 -> 2^-40). */
@@ -225,8 +222,8 @@ KP_FN float kp_d_gelu(float x) {
   double num, den;
   KP_D_HORNER(num, kp_d_gelu_n_c, 5, a);
   KP_D_HORNER(den, kp_d_gelu_d_c, 6, a);
-  const double q = kp_d_mul_div(e, num, den);                             /* Phi(-a) 2^-n */
-  const double y = fma(-kp_d_scale_abs(xd, scale_hi), q, x < 0.0f ? 0.0 : xd); /* a 2^n: exact */
+  const double q = kp_d_scale(kp_d_mul_div(e, num, den), scale_hi); /* Phi(-a): 2^n added to the exponent */
+  const double y = fma(-a, q, x < 0.0f ? 0.0 : xd);
   return x > -15.0f && x < 6.0f ? (float)y : (x > 0.0f ? x : x * 0.0f);
 }
 
@@ -303,8 +300,9 @@ KP_FN float kp_d_softplus(float x, float beta, float threshold) {
   const float zf = x * beta;
   const double z = (double)x * beta;
   const double l = kp_d_log1p_exp_neg_abs(z);
-  const double y = kp_d_or_zero(zf > 0.0f, z) + (zf < 700.0f && zf > -700.0f ? l : 0.0);
-  return zf > threshold || x != x ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
+  /* NaN passes through the first term (!(NaN <= 0)), so it needs no select of its own */
+  const double y = kp_d_or_zero(!(zf <= 0.0f), z) + (KP_FABSF(zf) < 700.0f ? l : 0.0);
+  return zf > threshold ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
 }
 /* g sigmoid(z), z = x beta: softplus' (and logsigmoid' with beta = -1); NaN from x. */
 KP_FN float kp_d_mul_sigmoid(float g, float x, double z) {
@@ -317,15 +315,16 @@ KP_FN float kp_d_mul_sigmoid(float g, float x, double z) {
 KP_FN float kp_d_logsigmoid(float x) {
   const double xd = x;
   const double l = kp_d_log1p_exp_neg_abs(xd); /* unconditionally: a select, not a branch */
-  const double y = kp_d_or_zero(x < 0.0f, xd) - (x < 700.0f && x > -700.0f ? l : 0.0);
-  return x != x ? x : (float)y;
+  /* NaN passes through the first term (!(NaN >= 0)), so it needs no select of its own */
+  const double y = kp_d_or_zero(!(x >= 0.0f), xd) - (KP_FABSF(x) < 700.0f ? l : 0.0);
+  return (float)y;
 }
 
 /* mish(x) = x tanh(softplus(x)) = x n / (n + 2), n = e^x (e^x + 2); e^x clamped at 40, where the
  * ratio is 1 in double (NaN: x carries it). -inf: -inf * 0 = NaN, as torch; -0 keeps its sign. */
 KP_FN float kp_d_mish(float x) {
   const double xd = x;
-  const double e = kp_d_exp(xd < 40.0 ? xd : 40.0);
+  const double e = kp_d_exp(x < 40.0f ? xd : 40.0); /* a float test: no DSETP on the FP64 pipe */
   const double n = e * (e + 2.0);
   return (float)(xd * (n * kp_d_rcp(n + 2.0)));
 }
@@ -355,35 +354,43 @@ KP_FN float kp_d_tanhshrink_grad(float g, float x) {
 }
 
 /* gelu(tanh)'(x) = s (1 + 2x sm du), s = sigmoid(2u), sm = 1 - s, du = sqrt(2/pi) (1 + 3k x^2):
- * N r^2 with e = exp(-|2u|), r = 1/(1 + e), N = 1 + e + 2x du e for u >= 0 and e (1 + e + 2x du)
- * for u < 0. The last factor vanishes at X1 = -0.7517 (gelu's minimum): within 0.2 of it e =
- * E1 e^delta, delta = 2u(x) - 2u(X1) = C2 t (1 + k q) with t = x - X1 exact and
- * q = x^2 + x X1 + X1^2, and the factor is D1 + E1 expm1(delta) + C2 t (1 + 3k q): relative
- * precision at the root (constants: scripts/fit_fp64_math.py). +-inf: NaN, as torch. */
-#define KP_D_GELU_C2 0x1.9884533d43651p+0 /* 2 sqrt(2/pi) */
-#define KP_D_GELU_K 0.044715
-#define KP_D_GELUT_X1 -0x1.81429f9e97e4cp-1
-#define KP_D_GELUT_E1 0x1.2af64e9c485eep-2
-#define KP_D_GELUT_D1 0x1.8a2fcfd054141p-54
+ * N r^2 with e = exp(-|2u|), r = 1/(1 + e), N = 1 + e + 2x du e for u >= 0 and e h, h =
+ * 1 + e + 2x du, for u < 0. In base 2, as the forward: -|2u| log2(e) = -|x| v, v = C2L + C2KL x^2,
+ * so 2u is never formed; 2x du = x (C2 + 3 C2 k x^2). h vanishes at X1 = -0.7517 (gelu's
+ * minimum): within 0.2 of the float X1F, e = E1 2^d with d = x v - W1 (W1 = X1F v(X1F) in two
+ * parts, E1 = 2^W1) and h = E1 m + ((2x du - C) + DELTA), m = 2^d - 1, C = -(1 + E1) rounded,
+ * DELTA = 1 + E1 + C exactly (2x du - C is exact by Sterbenz): h's absolute error stays near
+ * 2^-52 where it crosses zero, 2^-26.8 relative at the float nearest X1. Both sides take
+ * m = r Q(r), r in [-1/2, 1/2]. The tests on x are float compares (a DSETP is an FP64-pipe op);
+ * beyond |x| = 20 e is 0 (|2u| > 1000) and the derivative rounds to g or 0; +-inf: NaN, as torch.
+ * Constants: scripts/fit_fp64_math.py. */
+#define KP_D_GELUT_X1F -0x1.8142a00000000p-1f
+#define KP_D_GELUT_DELTA -0x1.0000000000000p-54 /* an immediate operand: its low word is 0 */
+/* -W1hi, -W1lo, E1, -C, C2 = 2 sqrt(2/pi), 3 C2 k: operands from constant memory, where literal
+ * doubles cost two moves each */
+KP_D_TABLE kp_d_gelut_k[6] = {0x1.c6b3cd3f745ebp+0, 0x1.3e7d85d9a2cb3p-58, 0x1.2af64e3aa07b3p-2, 0x1.4abd938ea81edp+0,
+                              0x1.9884533d43651p+0, 0x1.b6676bf7450f1p-3};
+KP_D_TABLE kp_d_exp2m1_c[7] = {0x1.62e42fefd4b7ap-1, 0x1.ebfbe0470cba4p-3, 0x1.c6b08cacc4000p-5, 0x1.3b2a19b993900p-7,
+                               0x1.5d88c0caed480p-10, 0x1.4441de8fbb4a0p-13, 0x1.ffcbd54840a00p-17};
 KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
   const double xd = x;
   const double x2 = xd * xd;
-  const double u2 = KP_D_GELU_C2 * fma(KP_D_GELU_K * xd, x2, xd); /* 2u */
-  const double a = -fabs(u2);
-  double s;
-  const double rg = kp_d_reduce(a, &s);
-  const double t = xd - KP_D_GELUT_X1;
-  const double q = fma(xd, KP_D_GELUT_X1, x2) + KP_D_GELUT_X1 * KP_D_GELUT_X1;
-  const int near_root = fabs(t) < 0.2;
-  const double m = kp_d_expm1_poly(near_root ? KP_D_GELU_C2 * t * fma(KP_D_GELU_K, q, 1.0) : rg);
-  const double sc = near_root ? KP_D_GELUT_E1 : s;
-  const double e = a < -708.0 ? 0.0 : fma(sc, m, sc);
-  const double xdu2 = KP_D_GELU_C2 * xd * fma(3.0 * KP_D_GELU_K, x2, 1.0); /* 2 x du */
-  const double h = near_root ? fma(KP_D_GELUT_E1, m, fma(KP_D_GELU_C2 * t, fma(3.0 * KP_D_GELU_K, q, 1.0), KP_D_GELUT_D1))
-                             : (1.0 + e) + xdu2;
-  const double n = u2 < 0.0 ? e * h : fma(xdu2, e, 1.0 + e);
-  const double r = kp_d_rcp(1.0 + e);
-  return (float)((double)g * n * r * r);
+  const double v = fma(KP_D_GELUT_C2KL, x2, KP_D_GELUT_C2L);
+  const double t = fma(-fabs(xd), v, KP_D_SHIFT);
+  const double n = t - KP_D_SHIFT;
+  const int near_root = x > KP_D_GELUT_X1F - 0.2f && x < KP_D_GELUT_X1F + 0.2f;
+  const double r = near_root ? fma(xd, v, kp_d_gelut_k[0]) + kp_d_gelut_k[1] : fma(-fabs(xd), v, -n);
+  double q;
+  KP_D_HORNER(q, kp_d_exp2m1_c, 7, r);
+  const double m = r * q;
+  const double sc = near_root ? kp_d_gelut_k[2] : KP_D_FROM_HILO((int)((unsigned)(KP_D_LO(t) + 1023) << 20), 0);
+  const double e = KP_FABSF(x) > 20.0f ? 0.0 : fma(sc, m, sc);
+  const double xdu2 = xd * fma(kp_d_gelut_k[5], x2, kp_d_gelut_k[4]); /* 2 x du */
+  const double e1 = 1.0 + e;
+  const double h = near_root ? fma(kp_d_gelut_k[2], m, (xdu2 + kp_d_gelut_k[3]) + KP_D_GELUT_DELTA) : e1 + xdu2;
+  const double num = x < 0.0f ? e * h : fma(xdu2, e, e1);
+  const double rc = kp_d_rcp(e1);
+  return (float)((double)g * num * rc * rc);
 }
 
 /* mish'(x) = t + x s sech^2(softplus x) = e h / d^2 with e = e^x, d = e^2 + 2e + 2 and
@@ -398,14 +405,14 @@ KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
 #define KP_D_MISH_B 0x1.3a44c608f4bc6p+2
 KP_FN float kp_d_mish_grad(float g, float x) {
   const double xd = x;
-  const double xc = xd < 40.0 ? xd : 40.0;
+  const double xc = x < 40.0f ? xd : 40.0; /* the tests on x in float: no DSETP on the FP64 pipe */
   double s;
   const double rg = kp_d_reduce(xc, &s);
   const double t = xd - KP_D_MISH_X1;
-  const int near_root = fabs(t) < 0.3;
+  const int near_root = x > (float)KP_D_MISH_X1 - 0.3f && x < (float)KP_D_MISH_X1 + 0.3f;
   const double m = kp_d_expm1_poly(near_root ? t : rg);
   const double sc = near_root ? KP_D_MISH_E1 : s;
-  const double e = xc < -708.0 ? 0.0 : fma(sc, m, sc);
+  const double e = x < -708.0f ? 0.0 : fma(sc, m, sc);
   const double eps = KP_D_MISH_E1 * m;
   const double h = near_root ? fma(eps, fma(eps, KP_D_MISH_B + eps, KP_D_MISH_A), KP_D_MISH_D1) + 4.0 * t * (1.0 + e)
                              : (e + 2.0) * fma(e, e + 2.0, 2.0) + 4.0 * xd * (1.0 + e);
