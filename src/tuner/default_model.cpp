@@ -120,6 +120,12 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     c.per_thread = 1;
     c.block = std::min(std::max(c.block, 128), std::max(32, d.max_block));
   }
+  // Cost 2 forward (hardswish, hardsigmoid, softsign) takes at most 2 vectors: on the H200
+  // (`kplay run`, block 64) 100.3-100.5 % of copy at 2 vectors against 100.1-100.3 at the model's
+  // 4, in two sessions; the H100's answer is 2 already (docs/benchmarks.md, session 8).
+  if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 2 &&
+      spec.direction == Direction::forward)
+    c.per_thread = std::min(c.per_thread, 2);
   // float64 library math (libdevice erfc, log1p) likewise, on the H100 at 4096x393216: gelu
   // forward 76.8 / 81.5 / 83.9 % at 1 / 2 / 4 vectors, backward 84.2 / 91.7 / 87.0 %; logsigmoid
   // and softplus forward +6 points from 1 to 4; mish and relu backward within 0.7 at 1 to 4.
