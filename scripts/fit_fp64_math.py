@@ -172,35 +172,22 @@ if __name__ == "__main__":
     tanhshrink_rational()
 
 
-def gelu_tanh_root():
-    # gelu_tanh'(x) for x < 0 has the factor 1 + e + 2 x du, e = exp(2u), 2u = C2 (x + k x^3),
-    # du = (C2/2) (1 + 3 k x^2), zero at X1: near it e = E1 e^delta, delta = 2u(x) - 2u(X1), and the
-    # factor is D1 + E1 expm1(delta) + C2 t (1 + 3 k q), t = x - X1, q = x^2 + x X1 + X1^2.
-    # Constants as the kernel's doubles (C2 and k rounded), D1 at 40 digits.
-    c2 = mp.mpf(float(2 * mp.sqrt(2 / mp.pi)))
-    k = mp.mpf(0.044715)
-    h = lambda x: 1 + mp.exp(c2 * (x + k * x**3)) + c2 * x * (1 + 3 * k * x * x)
-    x1 = float(mp.findroot(h, -0.75))
-    e1 = mp.exp(c2 * (mp.mpf(x1) + k * mp.mpf(x1) ** 3))
-    print("/* gelu(tanh): X1, E1, D1 */")
-    print(x1.hex(), float(e1).hex(), float(1 + e1 + c2 * x1 * (1 + 3 * k * x1 * x1)).hex())
-    # the forward's base-2 exponent v = (C2 + C2 k x^2) log2(e): C2 log2(e) and C2 k log2(e)
-    print("/* gelu(tanh): C2 log2(e), C2 k log2(e) */")
-    print(float(c2 / mp.log(2)).hex(), float(c2 * k / mp.log(2)).hex())
-
-
-def gelu_tanh_grad_window():
-    # gelu_tanh'(x) in base 2 (kp_d_gelu_tanh_grad): e = 2^w, w = x v, v = C2L + C2KL x^2 (the
-    # forward's constants), and h = 1 + e + xdu2, xdu2 = x (C2 + 3 C2 k x^2), which vanishes near
+def gelu_tanh_constants():
+    # The forward's base-2 exponent: -|2u| log2(e) = -|x| v, v = C2L + C2KL x^2 (C2 = 2 sqrt(2/pi),
+    # k = 0.044715, rounded as the kernel's doubles). gelu_tanh'(x) (kp_d_gelu_tanh_grad) uses the
+    # same e = 2^w, w = x v, and h = 1 + e + xdu2, xdu2 = x (C2 + 3 C2 k x^2), which vanishes near
     # X1 = -0.7517. Within 0.2 of the float X1F: e = E1 2^d, d = x v - W1 (W1 = X1F v(X1F) as
     # hi + lo, E1 = 2^W1), and h = E1 m + ((xdu2 - C) + DELTA), m = 2^d - 1, C = -(1 + E1)
     # rounded and DELTA = 1 + E1 + C exactly: h's absolute error stays near 2^-52 where h
     # crosses zero. m = r Q(r) for |r| <= 1/2 (+ margin): relative precision as r -> 0.
     c2 = mp.mpf(float(2 * mp.sqrt(2 / mp.pi)))
+    k = mp.mpf(0.044715)
     c2l = mp.mpf(float(c2 / mp.log(2)))
-    c2kl = mp.mpf(float(c2 * mp.mpf(0.044715) / mp.log(2)))
-    c23k = float(3 * c2 * mp.mpf(0.044715))
-    h = lambda x: 1 + mp.power(2, x * (c2l + c2kl * x * x)) + x * (c2 + 3 * c2 * mp.mpf(0.044715) * x * x)
+    c2kl = mp.mpf(float(c2 * k / mp.log(2)))
+    print("/* gelu(tanh): C2 log2(e), C2 k log2(e) */")
+    print(float(c2l).hex(), float(c2kl).hex())
+    c23k = float(3 * c2 * k)
+    h = lambda x: 1 + mp.power(2, x * (c2l + c2kl * x * x)) + x * (c2 + 3 * c2 * k * x * x)
     x1f = float(np.float32(float(mp.findroot(h, -0.75))))
     w1 = mp.mpf(x1f) * (c2l + c2kl * mp.mpf(x1f) ** 2)
     w1h = float(w1)
@@ -232,6 +219,5 @@ def mish_root():
 
 
 if __name__ == "__main__":
-    gelu_tanh_root()
-    gelu_tanh_grad_window()
+    gelu_tanh_constants()
     mish_root()

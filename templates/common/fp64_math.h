@@ -33,12 +33,15 @@ KP_FN double kp_d_expm1_poly(double r) {
   return fma(r * r, p, r);
 }
 
+/* 2^n for t = n + 1.5 2^52 (n in its low word), n in [-1022, 1023]. */
+KP_FN double kp_d_pow2_shifted(double t) { return KP_D_FROM_HILO((int)((unsigned)(KP_D_LO(t) + 1023) << 20), 0); }
+
 /* x = n ln2 + r: returns r and stores 2^n in *s. Valid for x in [-708, 708] (2^n normal); other
  * x give garbage that the callers select away. ln2 in one double: |n| ln2 2^-54 < 2^-43. */
 KP_FN double kp_d_reduce(double x, double* s) {
   const double t = fma(x, KP_D_LOG2E, KP_D_SHIFT);
   const double n = t - KP_D_SHIFT;
-  *s = KP_D_FROM_HILO((int)((unsigned)(KP_D_LO(t) + 1023) << 20), 0);
+  *s = kp_d_pow2_shifted(t);
   return fma(-n, KP_D_LN2, x);
 }
 
@@ -383,7 +386,7 @@ KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
   double q;
   KP_D_HORNER(q, kp_d_exp2m1_c, 7, r);
   const double m = r * q;
-  const double sc = near_root ? kp_d_gelut_k[2] : KP_D_FROM_HILO((int)((unsigned)(KP_D_LO(t) + 1023) << 20), 0);
+  const double sc = near_root ? kp_d_gelut_k[2] : kp_d_pow2_shifted(t);
   const double e = KP_FABSF(x) > 20.0f ? 0.0 : fma(sc, m, sc);
   const double xdu2 = xd * fma(kp_d_gelut_k[5], x2, kp_d_gelut_k[4]); /* 2 x du */
   const double e1 = 1.0 + e;
