@@ -192,3 +192,20 @@ TEST_CASE("kplay db verify finds a bad binary, --fix removes it; clear and prune
   CHECK(has(kplay_db("list --db " + path), "no tuning records"));
   CHECK(kplay_db("--db " + path).status == 2);  // a subcommand is required
 }
+
+TEST_SUITE("opencl") {
+  TEST_CASE("kplay autotune takes an activation with parameters, and kplay run serves its tuning") {
+    // autotune once parsed --act itself, by registry name only: "leaky_relu(negative_slope=0.2)"
+    // was an unknown activation there while run, check and bench accepted it.
+    TempDir dir;
+    const std::string db = " --backend opencl --db " + dir.file("k.db");
+    const std::string act = " --act 'leaky_relu(negative_slope=0.2)' --n 2^12";
+    Result r = test::run_cli("autotune" + db + act + " --strategy random --budget 2");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(has(r, "leaky_relu"));
+    r = test::run_cli("run" + db + act + " --repeat 1");
+    CHECK(r.status == 0);
+    CHECK(has(r, "tuned on this device"));
+  }
+}

@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "../../runtime/backend_factory.hpp"
-#include "../activations.hpp"
 #include "../database/tuning_json.hpp"
 #include "../size_parse.hpp"
 #include "../tuner/table_run.hpp"
@@ -47,7 +46,8 @@ class AutotuneCommand : public Command {
     app_->remove_option(app_->get_option("--device"));
     app_->add_option("--device", device_text_, "device index, comma-separated indices, or all (tuned in parallel)")
         ->capture_default_str();
-    app_->get_option("--act")->description("activations, comma-separated, or all");
+    app_->get_option("--act")->description(
+        "activations, comma-separated, or all, with parameters as in torch, or a snippet file");
     app_->get_option("--dtype")->description("element types, comma-separated (f32,f16,bf16,f64), or all");
     app_->get_option("--direction")->description("forward, backward, or all");
     auto* n = app_->add_option("--n", n_text_, "sizes: 1048576,2^24 or a range of powers of two 2^16..2^31");
@@ -144,12 +144,8 @@ class AutotuneCommand : public Command {
 
  private:
   std::vector<KernelSpec> table_specs() const {
-    std::vector<std::string> names;
-    for (const auto& a : activations()) names.push_back(a.name);
-    const auto acts = list_of<std::string>(flags_.activations, names, [](const std::string& a) {
-      find_activation(a);
-      return a;
-    });
+    // The same parsing as run, check and bench: parameters in parentheses, snippet files, "all".
+    const auto acts = flags_.activation_list();
     const auto dtypes = list_of<Dtype>(flags_.dtype, {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64}, parse_dtype);
     const auto dirs = list_of<Direction>(flags_.direction, {Direction::forward, Direction::backward}, parse_direction);
     const TargetLimits limits = generic_limits(flags_.backend);
