@@ -152,8 +152,8 @@ if __name__ == "__main__":
 def log1p_rational():
     # log1p(w) for w = e^-|z| in [0, 1] (softplus and logsigmoid): w N(w) / D(w), relative.
     f = lambda w: mp.log1p(w) / w if w != 0 else mp.mpf(1)
-    num, den, e = rational_fit(f, lambda v: 1.0, 0.0, 1.0, 3, 3, n=400)
-    show("log1p: N(w), log1p(w) = w N / D, w in [0, 1], degree 3", num, e)
+    num, den, e = rational_fit(f, lambda v: 1.0, 0.0, 1.0, 2, 3, n=800)
+    show("log1p: N(w), log1p(w) = w N / D, w in [0, 1], degree 2", num, e)
     show("log1p: D(w), degree 3, D(0) = 1", den, e)
 
 
