@@ -1,7 +1,7 @@
 /* float32 activations evaluated in double, for devices whose FP64 runs at half the FP32 rate
  * (KP_FAST_FP64: H100/H200, A100, V100, CPUs). The routines are purpose-built for 2^-28 to 2^-30
- * relative error (not double's 2^-53), so that the one rounding to float gives ~0.5 ulp at a
- * fraction of precise_math.h's float-float cost. Coefficients and constants:
+ * relative error (not double's 2^-53; log1p 2^-25.7), so that the one rounding to float gives
+ * ~0.5 ulp (0.82 for logsigmoid and softplus) at a fraction of precise_math.h's float-float cost. Coefficients and constants:
  * scripts/fit_fp64_math.py. SASS counts per element: docs/activations.md.
  *
  * The prelude must define KP_D_LO(d) and KP_D_HI(d) (low and high words of a double as int), KP_D_FROM_HILO(hi, lo),
