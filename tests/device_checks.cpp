@@ -1,10 +1,15 @@
 // See device_checks.hpp.
 #include "device_checks.hpp"
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <set>
+#include <vector>
 
 #include "activation_cases.hpp"
 #include "activations.hpp"
+#include "host_dtype.hpp"
 
 namespace kplay::test {
 
@@ -114,6 +119,58 @@ void check_backend_f32_transcendentals(Engine& engine) {
           KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
         }
   }
+}
+
+namespace {
+float from_16(Dtype d, std::uint16_t h) { return d == Dtype::f16 ? half_bits_to_float(h) : bf16_bits_to_float(h); }
+std::uint16_t to_16(Dtype d, float f) { return d == Dtype::f16 ? float_to_half_bits(f) : float_to_bf16_bits(f); }
+
+// What the templates compute, with "/ 6.0f" where they use KP_DIV6. g is the incoming gradient,
+// v the input (or, for hardsigmoid backward from the output, the output).
+float sixths_formula(const KernelSpec& spec, float g, float v) {
+  const bool swish = spec.activation == "hardswish";
+  if (spec.direction == Direction::forward) {
+    if (swish) return v >= 3.0f ? v : (v <= -3.0f ? v * 0.0f : v * (v + 3.0f) / 6.0f);
+    const float r = v + 3.0f;
+    return (r <= 0.0f ? 0.0f : (r >= 6.0f ? 6.0f : r)) / 6.0f;
+  }
+  if (swish) return v <= -3.0f ? 0.0f : (v < 3.0f ? g * (std::fma(2.0f, v, 3.0f) / 6.0f) : g);
+  const bool inside = spec.saved == Saved::output ? (v > 0.0f && v < 1.0f) : (v > -3.0f && v < 3.0f);
+  return inside ? g / 6.0f : 0.0f;
+}
+}  // namespace
+
+void check_backend_sixths_16bit(Engine& engine) {
+  constexpr std::uint64_t n = 65536;
+  rt::Backend& be = engine.backend();
+  std::vector<std::uint16_t> v(n), g(n), out(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    v[i] = static_cast<std::uint16_t>(i);                    // every pattern
+    g[i] = static_cast<std::uint16_t>((i * 40503u) & 0xffffu);  // every pattern, in another order
+  }
+  const rt::DevicePtr dv = be.allocate(2 * n), dg = be.allocate(2 * n), dout = be.allocate(2 * n);
+  be.upload(dv, v.data(), 2 * n);
+  be.upload(dg, g.data(), 2 * n);
+  for (const char* act : {"hardswish", "hardsigmoid"})
+    for (Dtype dtype : {Dtype::f16, Dtype::bf16})
+      for (const KernelSpec& spec : specs_of(act, dtype)) {
+        const bool fwd = spec.direction == Direction::forward;
+        auto k = engine.prepare(spec, KernelConfig{});
+        engine.launch_flat(*k, dout, fwd ? dv : dg, dv, n);
+        be.download(out.data(), dout, 2 * n);
+        std::uint64_t differ = 0, first = n;
+        for (std::uint64_t i = 0; i < n; ++i) {
+          const float want = sixths_formula(spec, from_16(dtype, g[i]), from_16(dtype, v[i]));
+          const float got = from_16(dtype, out[i]);
+          const bool same = std::isnan(want) ? std::isnan(got) : out[i] == to_16(dtype, want);
+          if (!same && differ++ == 0) first = i;
+        }
+        INFO(to_string(spec) << ": first difference at input pattern " << first);
+        CHECK(differ == 0);
+      }
+  be.release(dv);
+  be.release(dg);
+  be.release(dout);
 }
 
 void check_backend_fast_math(Engine& engine) {

@@ -54,6 +54,13 @@ TEST_SUITE("cuda") {
     test::check_backend_knobs(engine);
   }
 
+  TEST_CASE("CUDA: 16-bit hardswish and hardsigmoid divide by 6 exactly as an IEEE division does") {
+    rt::Backend* be = test::shared_backend("cuda");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    test::check_backend_sixths_16bit(engine);
+  }
+
   TEST_CASE("CUDA: fast-math is measurably less precise, and its error is visible") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);

@@ -183,6 +183,11 @@ TEST_SUITE("opencl") {
         }
   }
 
+  TEST_CASE("OpenCL: 16-bit hardswish and hardsigmoid divide by 6 exactly as an IEEE division does") {
+    Engine engine(opencl_backend());
+    test::check_backend_sixths_16bit(engine);
+  }
+
   TEST_CASE("OpenCL: fast-math is measurably less precise, and its error is visible") {
     Engine engine(opencl_backend());
     test::check_backend_fast_math(engine);

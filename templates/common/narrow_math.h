@@ -55,16 +55,29 @@ KP_FN float kp_erfc_narrow(float z) {
   const float r = t * KP_HW_EXPF(KP_FMAF(-a, a, p));
   return z >= 0.0f ? r : 2.0f - r;
 }
+/* v / 6 rounded to float as the IEEE division rounds it (hardswish, hardsigmoid), without the
+ * division's reciprocal, range check and slow-path call, which held the 16-bit kernels half a
+ * point under torch on the H200: q = v RN(1/6), its residual exact in an fma, one correction
+ * (Markstein). Bit-equal to v / 6.0f for every float whose quotient is normal (checked over all
+ * 2^32; 16-bit inputs never give a subnormal one); the residual is formed as 6q - v and negated
+ * so that v = -0 keeps its sign. */
+KP_FN float kp_div6_narrow(float v) {
+  const float q = v * (1.0f / 6.0f);
+  const float r = KP_FMAF(6.0f, q, -v);
+  return r == r ? KP_FMAF(-r, 1.0f / 6.0f, q) : q; /* +-inf and NaN: r is NaN, q is the quotient */
+}
 #undef KP_EXPM1
 #undef KP_EXP
 #undef KP_LOG
 #undef KP_LOG1P
 #undef KP_TANH
 #undef KP_ERFC
+#undef KP_DIV6
 #define KP_EXPM1(x) kp_expm1_narrow(x)
 #define KP_EXP(x) KP_HW_EXPF(x)
 #define KP_LOG(x) KP_HW_LOGF(x)
 #define KP_LOG1P(x) kp_log1p_narrow(x)
 #define KP_TANH(x) kp_tanh_narrow(x)
 #define KP_ERFC(x) kp_erfc_narrow(x)
+#define KP_DIV6(x) kp_div6_narrow(x)
 #endif

@@ -35,6 +35,7 @@
 #define KP_FABS(x) fabs(x)
 #define KP_FMA(a, b, c) fma(a, b, c)
 #define KP_SQRT(x) sqrt(x)
+#define KP_DIV6(x) ((x) / KP_LIT(6.0)) /* 16-bit types: narrow_math.h */
 #if KP_DTYPE_F64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define KP_TN double
