@@ -5,6 +5,8 @@ digits (mp.chebyfit):
   exp:   e^r = 1 + r + r^2 P(r) on |r| <= ln2/2, degree 9;
   phi:   T(q) = R(a) (a + 6), R(a) = Phi(-a) exp(a^2/2), q = (a - 6) / (a + 6), a in [0, 38.7],
          degree 21;
+  exph:  e^(-u/2) on |u| <= ln2 + 1e-3, degree 11 (gelu forward's exponential; gelu' keeps the
+         expm1 form above);
   log1p: 2 atanh(s) = 2s + s z P(z), z = s^2 <= 0.1716^2, degree 6; the kernel takes h = 2s, so
          it stores P's coefficients times 2^-3 4^-k (exact).
 Then it runs the kernel's algorithm step by step in double (each fma rounded once, the reciprocal
@@ -54,6 +56,10 @@ def main():
     print(f"/* exp: abs 2^{exp_err:.1f} on e^r; phi: abs 2^{phi_err:.1f} on T */")
     print("kp_f64_exp_c[10] = {" + ", ".join(v.hex() for v in exp_c) + "};")
     print("kp_f64_phi_c[22] = {" + ", ".join(v.hex() for v in phi_c) + "};")
+    hh = mp.log(2) + mp.mpf("1e-3")
+    exph_c, exph_err = fit(lambda u: mp.exp(-u / 2), -hh, hh, 11)
+    print(f"/* exph: abs 2^{exph_err:.1f} */")
+    print("kp_f64_exph_c[12] = {" + ", ".join(v.hex() for v in exph_c) + "};")
     smax = mp.mpf(0.1716) + mp.mpf("1e-4")
     atanh_p = lambda z: 2 * (mp.atanh(mp.sqrt(z)) / mp.sqrt(z) - 1) / z if z else mp.mpf(2) / 3
     log1p_c, log1p_err = fit(atanh_p, 0, smax**2, 6, lambda z: z / 2)
@@ -83,14 +89,22 @@ def main():
     def scale(v, n):
         return (v * 2.0 ** (n >> 1)) * 2.0 ** (n - (n >> 1))
 
+    two_ln2_hi = 2 * ln2_hi
+    two_ln2_lo = float(2 * mp.log(2) - mp.mpf(two_ln2_hi))
+
     def gelu(x):
         a = abs(x)
-        if not a < 38.7:
-            return x if x > 0 else x * 0.0
-        e, r, n = parts(a)
-        m = e * r
-        s = scale(x * m if x < 0 else m, n)
-        return s if x < 0 else x * (1.0 - s)
+        if a < 38.7 and (x < 0 or a < 8.5):  # the kernel's path (x >= 8.5 rounds to x)
+            w = a * a
+            t = fma(w, -0.5 * log2e, shift)
+            nd = t - shift
+            u = fma(nd, two_ln2_lo, fma(nd, two_ln2_hi, w)) + fma(a, a, -w)
+            rk = rcp(a + K)
+            m = horner(exph_c, u) * (horner(phi_c, (a - K) * rk) * rk)
+            if x < 0:
+                return fma(-a, m * 2.0 ** (int(nd) + 128), -0.0) * 2.0**-128
+            return fma(-a, m * 2.0 ** int(nd), x)
+        return x if x > 0 else x * 0.0
 
     def gelu_grad(x):
         a = abs(x)

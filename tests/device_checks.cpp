@@ -122,8 +122,12 @@ void check_backend_f32_transcendentals(Engine& engine) {
 }
 
 namespace {
-float from_16(Dtype d, std::uint16_t h) { return d == Dtype::f16 ? half_bits_to_float(h) : bf16_bits_to_float(h); }
-std::uint16_t to_16(Dtype d, float f) { return d == Dtype::f16 ? float_to_half_bits(f) : float_to_bf16_bits(f); }
+float from_16(Dtype d, std::uint16_t h) {
+  return d == Dtype::f16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
+}
+std::uint16_t to_16(Dtype d, float f) {
+  return d == Dtype::f16 ? float_to_half_bits(f) : float_to_bf16_bits(f);
+}
 
 // What the templates compute, with "/ 6.0f" where they use KP_DIV6. g is the incoming gradient,
 // v the input (or, for hardsigmoid backward from the output, the output).
@@ -135,7 +139,8 @@ float sixths_formula(const KernelSpec& spec, float g, float v) {
     return (r <= 0.0f ? 0.0f : (r >= 6.0f ? 6.0f : r)) / 6.0f;
   }
   if (swish) return v <= -3.0f ? 0.0f : (v < 3.0f ? g * (std::fma(2.0f, v, 3.0f) / 6.0f) : g);
-  const bool inside = spec.saved == Saved::output ? (v > 0.0f && v < 1.0f) : (v > -3.0f && v < 3.0f);
+  const bool inside =
+      spec.saved == Saved::output ? (v > 0.0f && v < 1.0f) : (v > -3.0f && v < 3.0f);
   return inside ? g / 6.0f : 0.0f;
 }
 }  // namespace
@@ -145,7 +150,7 @@ void check_backend_sixths_16bit(Engine& engine) {
   rt::Backend& be = engine.backend();
   std::vector<std::uint16_t> v(n), g(n), out(n);
   for (std::uint64_t i = 0; i < n; ++i) {
-    v[i] = static_cast<std::uint16_t>(i);                    // every pattern
+    v[i] = static_cast<std::uint16_t>(i);                       // every pattern
     g[i] = static_cast<std::uint16_t>((i * 40503u) & 0xffffu);  // every pattern, in another order
   }
   const rt::DevicePtr dv = be.allocate(2 * n), dg = be.allocate(2 * n), dout = be.allocate(2 * n);
