@@ -153,16 +153,16 @@ void check_backend_sixths_16bit(Engine& engine) {
     v[i] = static_cast<std::uint16_t>(i);                       // every pattern
     g[i] = static_cast<std::uint16_t>((i * 40503u) & 0xffffu);  // every pattern, in another order
   }
-  const rt::DevicePtr dv = be.allocate(2 * n), dg = be.allocate(2 * n), dout = be.allocate(2 * n);
-  be.upload(dv, v.data(), 2 * n);
-  be.upload(dg, g.data(), 2 * n);
+  const rt::DeviceBuffer dv(be, 2 * n), dg(be, 2 * n), dout(be, 2 * n);
+  be.upload(dv.ptr(), v.data(), 2 * n);
+  be.upload(dg.ptr(), g.data(), 2 * n);
   for (const char* act : {"hardswish", "hardsigmoid"})
     for (Dtype dtype : {Dtype::f16, Dtype::bf16})
       for (const KernelSpec& spec : specs_of(act, dtype)) {
         const bool fwd = spec.direction == Direction::forward;
         auto k = engine.prepare(spec, KernelConfig{});
-        engine.launch_flat(*k, dout, fwd ? dv : dg, dv, n);
-        be.download(out.data(), dout, 2 * n);
+        engine.launch_flat(*k, dout.ptr(), fwd ? dv.ptr() : dg.ptr(), dv.ptr(), n);
+        be.download(out.data(), dout.ptr(), 2 * n);
         std::uint64_t differ = 0, first = n;
         for (std::uint64_t i = 0; i < n; ++i) {
           const float want = sixths_formula(spec, from_16(dtype, g[i]), from_16(dtype, v[i]));
@@ -173,9 +173,6 @@ void check_backend_sixths_16bit(Engine& engine) {
         INFO(to_string(spec) << ": first difference at input pattern " << first);
         CHECK(differ == 0);
       }
-  be.release(dv);
-  be.release(dg);
-  be.release(dout);
 }
 
 void check_backend_fast_math(Engine& engine) {
