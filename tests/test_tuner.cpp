@@ -2,11 +2,13 @@
 // on OpenCL (PoCL in CI): results are stored, served back, and an interrupted run resumes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "device_fixture.hpp"
 #include "kplay/error.hpp"
 #include "tuner/config_lookup.hpp"
+#include "tuner/default_model.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/strategies.hpp"
 #include "tuner/tuner.hpp"
@@ -278,6 +280,93 @@ TEST_CASE("early stopping picks exhaustive's winner on a synthetic timing model 
     CHECK(wrong > 0);
     CHECK(uncompiled > 0);
   }
+}
+
+TEST_CASE(
+    "the contenders get more rounds only while their timings are noisy against the tie window") {
+  // The same landscape with +-3 % jitter per sample: medians of 7 could cross the 1 % window.
+  class Noisy : public SyntheticMeasurer {
+   public:
+    Noisy() : SyntheticMeasurer(1) {}
+    double sample(const KernelConfig& c, int level) override {
+      const double t = SyntheticMeasurer::sample(c, level);
+      return t * (1.0 + 0.03 * static_cast<double>((samples * 2654435761u) % 7) / 6.0);
+    }
+  };
+  TuneOptions o;
+  o.strategy = "exhaustive";
+  o.repeats = 7;
+  const auto space = SearchSpace{}.enumerate(spec_of(Dtype::f32), TargetLimits{});
+  SyntheticMeasurer quiet_m(1);
+  Noisy noisy_m;
+  TuneTimes quiet, noisy;
+  const SearchOutcome a = search(quiet_m, space, o, {}, {}, &quiet);
+  search(noisy_m, space, o, {}, {}, &noisy);
+  CHECK(quiet.contenders > 4);
+  CHECK(quiet.remeasure_rounds == o.repeats);
+  CHECK(noisy.remeasure_rounds == 2 * o.repeats);
+  CHECK(noisy.contender_spread > 0.005);
+  CHECK(quiet.contender_spread <= 0.005);
+  CHECK(a.winner.config.per_thread == 1);  // still exhaustive's pick at the full schedule (above)
+}
+
+TEST_CASE("the untuned default is never dropped early and competes in the re-measure") {
+  // The default ranks last at the smaller problem (as on an H200, where "fast" stored gelu
+  // backward configs 4-6 % slower than the untuned default) and is the fastest at n by 3 %.
+  class DefaultWins : public SyntheticMeasurer {
+   public:
+    explicit DefaultWins(KernelConfig d) : SyntheticMeasurer(2), default_(d) {}
+    double sample(const KernelConfig& c, int level) override {
+      const double t = SyntheticMeasurer::sample(c, level);
+      if (!(c == default_)) return t;
+      return level == 1 ? t * 1.5 : t * 0.97;
+    }
+    KernelConfig default_;
+  };
+  KernelConfig d;
+  d.vec = 4;
+  d.block = 64;
+  d.per_thread = 4;
+  d.waves = 0;  // as resolve_config leaves a one-shot config
+  const auto space = SearchSpace{}.enumerate(spec_of(Dtype::f32), TargetLimits{});
+  REQUIRE(std::find(space.begin(), space.end(), d) != space.end());
+  TuneOptions o;
+  o.strategy = "fast";
+  o.repeats = 7;
+  DefaultWins without_m(d), with_m(d);
+  const SearchOutcome without = search(without_m, space, o);
+  CHECK_FALSE(without.winner.config == d);  // ranked out at the smaller problem
+  o.baseline = d;
+  const SearchOutcome with = search(with_m, space, o);
+  CHECK(with.winner.config == d);
+  o.strategy = "halving";  // halving at n alone keeps it too
+  DefaultWins halving_m(d);
+  CHECK(search(halving_m, space, o).winner.config == d);
+}
+
+TEST_CASE(
+    "the device model's default is a candidate of the search space, for every dtype and "
+    "direction") {
+  rt::DeviceInfo h200;
+  h200.backend = "cuda";
+  h200.memory_bandwidth_gbps = 4800;
+  h200.compute_units = 132;
+  h200.max_threads_per_unit = 2048;
+  h200.max_blocks_per_unit = 32;
+  h200.max_block = 1024;
+  for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+    for (Direction dir : {Direction::forward, Direction::backward})
+      for (const char* act : {"relu", "hardswish", "selu", "gelu"})
+        for (std::uint64_t n : {std::uint64_t{1} << 20, std::uint64_t{1610612736}}) {
+          KernelSpec s = spec_of(dt);
+          s.activation = act;
+          s.direction = dir;
+          const KernelConfig d =
+              resolve_config(s, device_default_config(s, h200, n), TargetLimits{});
+          const auto space = SearchSpace{}.enumerate(s, TargetLimits{});
+          CAPTURE(to_string(s));
+          CHECK(std::find(space.begin(), space.end(), d) != space.end());
+        }
 }
 
 TEST_CASE("the early-stopping schedules never let a wrong kernel win, even the fastest") {

@@ -182,9 +182,15 @@ class AutotuneCommand : public Command {
         j["seconds"] = r.seconds;
         j["resumed"] = r.resumed;
         j["device_label"] = devices[r.device].label;
-        j["times"] = {{"setup_s", r.times.setup_s},     {"compile_s", r.times.compile_s},
-                      {"measure_s", r.times.measure_s}, {"remeasure_s", r.times.remeasure_s},
-                      {"binaries", r.times.binaries},   {"samples", r.times.samples}};
+        j["times"] = {{"setup_s", r.times.setup_s},
+                      {"compile_s", r.times.compile_s},
+                      {"measure_s", r.times.measure_s},
+                      {"remeasure_s", r.times.remeasure_s},
+                      {"binaries", r.times.binaries},
+                      {"samples", r.times.samples},
+                      {"contenders", r.times.contenders},
+                      {"remeasure_rounds", r.times.remeasure_rounds},
+                      {"contender_spread", r.times.contender_spread}};
         out.push_back(j);
       }
       std::printf("%s\n", out.dump(2).c_str());
@@ -207,10 +213,21 @@ class AutotuneCommand : public Command {
                     rec.copy_gbps > 0 ? 100.0 * rec.best_gbps / rec.copy_gbps : 0.0, rec.strategy.c_str(),
                     r.resumed ? "resumed" : secs, to_string(rec.best).c_str());
         if (times_ && !r.resumed)
-          std::printf("     times: setup %.2f s, compile %.2f s (%zu binaries), measure %.2f s, re-measure %.2f s, "
-                      "%zu samples\n",
-                      r.times.setup_s, r.times.compile_s, r.times.binaries, r.times.measure_s, r.times.remeasure_s,
-                      r.times.samples);
+          std::printf(
+              "     times: setup %.2f s, compile %.2f s (%zu binaries), measure %.2f s, re-measure "
+              "%.2f s "
+              "(%zu contenders x %d rounds, spread %.2f %%), %zu samples\n",
+              r.times.setup_s, r.times.compile_s, r.times.binaries, r.times.measure_s,
+              r.times.remeasure_s, r.times.contenders, r.times.remeasure_rounds,
+              100 * r.times.contender_spread, r.times.samples);
+        // Contenders whose samples still vary by several per cent after 2 x repeats rounds (seen on
+        // H200s running float64-heavy kernels back to back: clocks under the power cap) may rank
+        // differently in another run; say so rather than present the choice as settled.
+        if (!r.resumed && r.times.contender_spread > 0.02)
+          std::printf(
+              "     note: the contenders' timings varied by up to %.1f %% (interquartile range); "
+              "the choice may not reproduce\n",
+              100 * r.times.contender_spread);
         std::size_t rejected = 0;
         for (const auto& c : rec.candidates)
           if (!c.ok && c.rejection.rfind("dropped early", 0) != 0) ++rejected;

@@ -16,6 +16,7 @@
 #include "../hash.hpp"
 #include "../launch_geometry.hpp"
 #include "../problem.hpp"
+#include "default_model.hpp"
 #include "kplay/error.hpp"
 #include "strategies.hpp"
 
@@ -275,8 +276,34 @@ class DeviceMeasurer : public CandidateMeasurer {
 // further (after 2 samples); the contenders' noise window (contenders_of) is at most a few per cent.
 constexpr double kClearlySlower = 0.05;
 // Samples per candidate in the one-by-one strategies: enough for a median and a spread that
-// place it inside or outside the contenders' window, which is then re-measured at 2 x repeats.
+// place it inside or outside the contenders' window, which is then re-measured (tune/search).
 constexpr int kSamplesEach = 3;
+
+// The tie rule's window (pick_winner's default).
+constexpr double kTie = 0.01;
+
+// The largest interquartile range of the contenders' samples, relative to their median.
+double relative_spread(const std::vector<std::vector<double>>& samples) {
+  double worst = 0;
+  for (std::vector<double> s : samples) {
+    if (s.empty()) continue;
+    std::sort(s.begin(), s.end());
+    const double q1 = s[s.size() / 4], q3 = s[(3 * s.size()) / 4], median = s[s.size() / 2];
+    worst = std::max(worst, median > 0 ? (q3 - q1) / median : 1.0);
+  }
+  return worst;
+}
+
+// True when more rounds would not move a median across the tie window: the standard error of a
+// median of n samples is about 1.25 sigma / sqrt(n), and sigma about IQR / 1.35, so at n = 7 an
+// interquartile range under half the window puts the error of a difference of two medians at a
+// quarter of it. Long launches of a large problem are this quiet after `repeats` rounds, so they
+// stop there; short, jittery launches get up to 2 x repeats.
+bool quiet_against_tie(const std::vector<std::vector<double>>& samples, double tie) {
+  for (const auto& s : samples)
+    if (s.size() < 4) return false;
+  return relative_spread(samples) <= 0.5 * tie;
+}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -358,6 +385,8 @@ struct Halving {
       for (const auto& c : contenders_of(alive))
         for (std::size_t i = 0; i < alive.size(); ++i)
           if (alive[i].config == c.config) keep[i] = true;
+      for (std::size_t i = 0; i < alive.size(); ++i)
+        if (o.baseline && alive[i].config == *o.baseline) keep[i] = true;
       std::vector<CandidateResult> next;
       std::vector<std::vector<double>> next_samples;
       for (std::size_t i = 0; i < alive.size(); ++i) {
@@ -472,7 +501,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
         if (r.rejection.empty()) r.rejection = m.verify(r.config, 0);
         if (r.rejection.empty()) {
           // The verification launch is the first warm-up. A candidate gets kSamplesEach samples,
-          // fewer when clearly slower; the contenders get 2 x repeats more, together, below.
+          // fewer when clearly slower; the contenders get more, together, below.
           for (int w = 1; w < o.warmup; ++w) m.sample(r.config, 0);
           std::vector<double> s;
           s.reserve(static_cast<std::size_t>(kSamplesEach));
@@ -504,14 +533,29 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   const auto t_re = Clock::now();
   std::vector<CandidateResult> contenders = contenders_of(results);
   if (contenders.empty()) throw Error(ErrorCode::verification_failed, "no candidate produced correct output");
+  if (o.baseline) {  // the untuned default competes in the same interleaved rounds
+    bool in = false;
+    for (const auto& c : contenders) in = in || c.config == *o.baseline;
+    for (const auto& r : results)
+      if (!in && r.ok && r.config == *o.baseline) {
+        contenders.push_back(r);
+        in = true;
+      }
+  }
   progress.phase = "re-measure";
   report(results.size(), 0);
   {
     std::vector<std::vector<double>> samples(contenders.size());
     for (std::size_t i = 0; i < contenders.size(); ++i) m.sample(contenders[i].config, 0);  // warm after the others
-    for (int round = 0; round < 2 * o.repeats; ++round)
+    int round = 0;
+    while (round < 2 * o.repeats && (round < o.repeats || !quiet_against_tie(samples, kTie))) {
       for (std::size_t i = 0; i < contenders.size(); ++i) samples[i].push_back(m.sample(contenders[i].config, 0));
-    times.samples += static_cast<std::size_t>(2 * o.repeats) * contenders.size();
+      ++round;
+    }
+    times.samples += static_cast<std::size_t>(round) * contenders.size();
+    times.remeasure_rounds = round;
+    times.contender_spread = relative_spread(samples);
+    times.contenders = contenders.size();
     for (std::size_t i = 0; i < contenders.size(); ++i) {
       const Timing t = summarize(samples[i]);
       contenders[i].median_ms = t.median_ms;
@@ -520,7 +564,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   }
   times.remeasure_s += seconds_since(t_re);
   SearchOutcome out;
-  out.winner = pick_winner(contenders);
+  out.winner = pick_winner(contenders, kTie);
   for (auto& r : results)  // the record keeps the re-measured times of the contenders
     for (const auto& c : contenders)
       if (r.config == c.config) r = c;
@@ -539,13 +583,17 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   if (o.strategy == "fast") space = widest_vectors(space);
   if (space.empty()) throw Error(ErrorCode::invalid_config, "the search space is empty for " + to_string(spec));
   if (o.strategy != "halving" && o.strategy != "fast") make_strategy(o.strategy, space, o.budget, o.seed);  // checks
+  TuneOptions options = o;
+  if (!options.baseline)
+    options.baseline = resolve_config(
+        spec, device_default_config(spec, engine.backend().info(), o.n), engine.backend().limits());
   const std::string key = run_key(engine, spec, o);
   const std::uint64_t esize = dtype_size(spec.dtype);
   TuneTimes local_times;
   TuneTimes& times = times_out ? *times_out : local_times;
 
   const auto t_setup = Clock::now();
-  DeviceMeasurer measurer(engine, spec, o, times);
+  DeviceMeasurer measurer(engine, spec, options, times);
   std::vector<double> copy_samples = measurer.copy_samples(o.repeats);
   times.setup_s += seconds_since(t_setup);
 
@@ -553,8 +601,9 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   // schedules take seconds and start over.
   const bool resumable = o.strategy != "halving" && o.strategy != "fast";
   std::vector<CandidateResult> resumed = o.resume && resumable ? db.load_progress(key) : std::vector<CandidateResult>{};
-  SearchOutcome found = search(measurer, space, o, resumed, [&](const CandidateResult& r) { db.save_progress(key, r); },
-                               &times);
+  SearchOutcome found = search(
+      measurer, space, options, resumed,
+      [&](const CandidateResult& r) { db.save_progress(key, r); }, &times);
 
   const std::vector<double> more_copy = measurer.copy_samples(o.repeats);
   copy_samples.insert(copy_samples.end(), more_copy.begin(), more_copy.end());

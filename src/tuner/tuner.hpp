@@ -10,6 +10,7 @@
 // killed halfway resumes where it stopped.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "../database/kernel_database.hpp"
@@ -35,7 +36,8 @@ struct TuneOptions {
   // vectors never won a streaming kernel in our exhaustive runs, and they triple the compiles).
   // The one-by-one strategies give each candidate 3 samples (2 when even its fastest is more
   // than 5 % slower than the best so far: it cannot be a contender); the contenders then get
-  // 2 x `repeats` together. Candidates compile in the background while others are measured.
+  // `repeats` rounds together, up to 2 x `repeats` while an interquartile range exceeds half
+  // the 1 % tie window. Candidates compile in the background while others are measured.
   std::string strategy = "exhaustive";
   int budget = 40;  // random and local
   std::uint64_t seed = 1;
@@ -45,6 +47,10 @@ struct TuneOptions {
   SearchSpace space;
   std::function<void(const TuneProgress&)> progress;
   unsigned compile_threads = 0;  // 0: every host core
+  // The config served without tuning (tune() sets the device model's default): when it is in the
+  // space, no schedule drops it early and it is re-measured with the contenders, so a tuning
+  // record is never slower than no tuning for being ranked on a smaller problem or on few samples.
+  std::optional<KernelConfig> baseline;
 };
 
 // Where a tuning run spent its time (printed by kplay autotune --times, read by the GPU script).
@@ -52,6 +58,9 @@ struct TuneTimes {
   double setup_s = 0, compile_s = 0, measure_s = 0, remeasure_s = 0;
   std::size_t binaries = 0;  // distinct binaries compiled (configs differing only in grid share one)
   std::size_t samples = 0;   // timed samples (each one launch per buffer set)
+  std::size_t contenders = 0;   // re-measured together ...
+  int remeasure_rounds = 0;     // ... for this many interleaved rounds
+  double contender_spread = 0;  // their largest interquartile range / median
 };
 
 // How candidates are measured: on the device (the default) or, in tests, a synthetic model.
