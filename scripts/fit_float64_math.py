@@ -7,6 +7,8 @@ digits (mp.chebyfit):
          degree 21;
   exph:  e^(-u/2) on |u| <= ln2 + 1e-3, degree 11 (gelu forward's exponential; gelu' keeps the
          expm1 form above);
+  phi8:  T8(q) = R(a) (a + 5), q = (a - 5) / (a + 5), a in [0, 8.5], degree 17 (gelu forward);
+  gelu_g: G(s) = R(a) a, s = 1 / a^2, a in [8.5, 38.7], degree 9 (gelu forward's tail);
   log1p: 2 atanh(s) = 2s + s z P(z), z = s^2 <= 0.1716^2, degree 6; the kernel takes h = 2s, so
          it stores P's coefficients times 2^-3 4^-k (exact).
 Then it runs the kernel's algorithm step by step in double (each fma rounded once, the reciprocal
@@ -60,6 +62,12 @@ def main():
     exph_c, exph_err = fit(lambda u: mp.exp(-u / 2), -hh, hh, 11)
     print(f"/* exph: abs 2^{exph_err:.1f} */")
     print("kp_f64_exph_c[12] = {" + ", ".join(v.hex() for v in exph_c) + "};")
+    K8, A8 = 5, mp.mpf(8.5)
+    phi8_c, phi8_err = fit(lambda q: R(K8 * (1 + q) / (1 - q)) * (K8 * (1 + q) / (1 - q) + K8), -1, (A8 - K8) / (A8 + K8), 17)
+    g_c, g_err = fit(lambda s: R(1 / mp.sqrt(s)) / mp.sqrt(s), 1 / AMAX**2, 1 / A8**2, 9)
+    print(f"/* phi8: abs 2^{phi8_err:.1f} on T8; gelu_g: abs 2^{g_err:.1f} on G */")
+    print("kp_f64_phi8_c[18] = {" + ", ".join(v.hex() for v in phi8_c) + "};")
+    print("kp_f64_gelu_g_c[10] = {" + ", ".join(v.hex() for v in g_c) + "};")
     smax = mp.mpf(0.1716) + mp.mpf("1e-4")
     atanh_p = lambda z: 2 * (mp.atanh(mp.sqrt(z)) / mp.sqrt(z) - 1) / z if z else mp.mpf(2) / 3
     log1p_c, log1p_err = fit(atanh_p, 0, smax**2, 6, lambda z: z / 2)
@@ -94,17 +102,19 @@ def main():
 
     def gelu(x):
         a = abs(x)
-        if a < 38.7 and (x < 0 or a < 8.5):  # the kernel's path (x >= 8.5 rounds to x)
-            w = a * a
-            t = fma(w, -0.5 * log2e, shift)
-            nd = t - shift
-            u = fma(nd, two_ln2_lo, fma(nd, two_ln2_hi, w)) + fma(a, a, -w)
-            rk = rcp(a + K)
-            m = horner(exph_c, u) * (horner(phi_c, (a - K) * rk) * rk)
-            if x < 0:
-                return fma(-a, m * 2.0 ** (int(nd) + 128), -0.0) * 2.0**-128
-            return fma(-a, m * 2.0 ** int(nd), x)
-        return x if x > 0 else x * 0.0
+        if a >= 38.7 or x >= 8.5:
+            return x if x > 0 else x * 0.0
+        w = a * a
+        t = fma(w, -0.5 * log2e, shift)
+        nd = t - shift
+        e = horner(exph_c, fma(nd, two_ln2_lo, fma(nd, two_ln2_hi, w)) + fma(a, a, -w))
+        if a < 8.5:
+            rk = rcp(a + K8)
+            m = e * (horner(phi8_c, (a - K8) * rk) * rk) * 2.0 ** int(nd)
+            return fma(-a, m, x if x >= 0 else -0.0)
+        s = rcp(a * a)  # the tail, x <= -8.5
+        m = e * (horner(g_c, s) * (a * s)) * 2.0 ** (int(nd) + 128)
+        return (x * m) * 2.0**-128
 
     def gelu_grad(x):
         a = abs(x)

@@ -95,41 +95,70 @@ KP_FN double kp_f64_phi_parts(double a, double* r, int* n) {
 #define KP_F64_NEG(x) (KP_D_HI(x) < 0)
 #define KP_F64_GELU_IN_RANGE(x) ((KP_D_HI(x) & 0x7fffffff) < 0x40435999) /* |x| < 38.7, not NaN */
 
-/* gelu(x) = x Phi(x): Phi(-a) = e^(-u/2) 2^n T(q) / (a + 6) for a = |x| < 38.7 (beyond, gelu rounds
- * to x or -0; NaN at -inf, as torch's -inf * 0): a^2 = w + wl exactly, n = round(-a^2 log2(e) / 2),
- * u = a^2 + 2 n ln2 (|u| <= ln2) in one polynomial of degree 11, and T the erfcx polynomial that
- * gelu' shares. Then -a Phi(-a) for x < 0, x - a Phi(-a) otherwise, in one fma. 2^n is added to an
- * exponent as an integer: for x < 0 as 2^(n+128) (normal: n >= -1080), the fma's result then
- * times 2^-128; for 0 <= x < 8.5 as 2^n (n >= -53: normal), and beyond 8.5 gelu rounds to x.
- * 48 FP64 operations per element where the expm1-form exponential, two scaling products and a
- * separate subtraction took 53. One path for every x: a branch to a tail polynomial for
- * x <= -8.5 (T of degree 17 on [0, 8.5] elsewhere) streamed faster on normally distributed data
- * (79 % of copy on the H200 against 71) but slower where many inputs lie past -8.5 (56 against
- * 73 on `kplay run`'s mix). Measured 5.7 ulp at worst (fit script; 5.4 before). */
+/* gelu(x) = x Phi(x), Phi(-a) = e^(-u/2) 2^n R(a) for a = |x| < 38.7 (beyond, gelu rounds to x
+ * or -0; NaN at -inf, as torch's -inf * 0): a^2 = w + wl exactly, n = round(-a^2 log2(e) / 2),
+ * u = a^2 + 2 n ln2 (|u| <= ln2) in one polynomial of degree 11. R(a) = erfcx(a / sqrt 2) / 2:
+ * for a < 8.5 T8(q) / (a + 5), q = (a - 5) / (a + 5), degree 17 (gelu''s T refitted on the range
+ * where nearly all data lies); for x in (-38.7, -8.5] G(s) / a, s = 1 / a^2, a Chebyshev fit of
+ * the asymptotic expansion, degree 9, in a branch (x >= 8.5 rounds to x). Then x - a Phi(-a) (or
+ * -0 - a Phi(-a)) in one fma, 2^n added to the exponent as an integer (normal for a < 8.5); the
+ * tail adds 2^(n+128) and multiplies by 2^-128 last, so subnormal results come out right.
+ * 44 FP64 operations per element off the tail (48 in one path over [0, 38.7]). A/B on one H200:
+ * 80-82 % of copy on randn x 3 (torch 82-84) against 70-71 before; on `kplay run`'s mix, where
+ * every warp takes the tail too, 69-70 against 72-73. Measured 5.4 ulp at worst (the header on
+ * the host against mpmath). */
 KP_D_TABLE kp_f64_exph_c[12] = {
     0x1.0000000000000p+0,  -0x1.0000000000000p-1, 0x1.0000000000011p-3,  -0x1.555555555555bp-6,
     0x1.555555554efa4p-9,  -0x1.111111110f1c9p-12, 0x1.6c16c18839f39p-16, -0x1.a01a01b169a92p-20,
     0x1.a0199106a53a4p-24, -0x1.71ddf50e90bd6p-28, 0x1.28b49eba9d19ep-32, -0x1.af63d988375e2p-37};
 /* -log2(e) / 2, 2 ln2 in two parts (the first exact in an fma for |n| <= 1100): operands */
 KP_D_TABLE kp_f64_gelu_red_c[3] = {-0x1.71547652b82fep-1, 0x1.62e42fefa39efp+0, 0x1.abc9e3b39803fp-55};
-KP_FN double kp_f64_gelu(double x) {
-  const double a = fabs(x);
+#define KP_F64_GELU_K8 5.0
+KP_D_TABLE kp_f64_phi8_c[18] = {
+    0x1.89d3abe1f95aep-1,   -0x1.54ad03f27ca03p-1, 0x1.fb31653876ea4p-2,   -0x1.410ed5f877ccdp-2,
+    0x1.51f6329f05937p-3,   -0x1.1b1c254a79eaap-4, 0x1.54b4d501e595ep-6,   -0x1.88591519ae459p-9,
+    -0x1.a25093c61867ep-11, 0x1.1dafc1bbf4fa7p-11, -0x1.f1bbac4b4a0d7p-15, -0x1.a0f1642af010fp-15,
+    0x1.15ca3772e721ap-16,  0x1.c5fb22ccc9d33p-19, -0x1.fce9a6dc23d65p-19, -0x1.5126aa3a45833p-20,
+    0x1.54c35cc3e0d4fp-25,  0x1.917aeeab9948ap-25};
+KP_D_TABLE kp_f64_gelu_g_c[10] = {
+    0x1.9884533d43640p-2,  -0x1.9884533d35e89p-2, 0x1.32633e5d4bb40p+0,  -0x1.7efc037951ff0p+2,
+    0x1.4f1a98130a5ddp+5,  -0x1.78c65ce89342ep+8, 0x1.0107e479c6012p+12, -0x1.8a220ae90f684p+15,
+    0x1.1c23b722c3239p+19, -0x1.001dc4fce3ee2p+22};
+/* e^(-a^2/2) = E 2^n: returns E, stores t (n in its low word) */
+KP_FN double kp_f64_gelu_exp(double a, double* t) {
   const double w = a * a;
-  const double t = fma(w, kp_f64_gelu_red_c[0], KP_F64_SHIFT);
-  const double nd = t - KP_F64_SHIFT;
+  *t = fma(w, kp_f64_gelu_red_c[0], KP_F64_SHIFT);
+  const double nd = *t - KP_F64_SHIFT;
   const double u = fma(nd, kp_f64_gelu_red_c[2], fma(nd, kp_f64_gelu_red_c[1], w)) + fma(a, a, -w);
-  double e, tq;
+  double e;
   KP_F64_HORNER(e, kp_f64_exph_c, 12, u);
-  const double rk = kp_f64_rcp(a + KP_F64_PHI_K);
-  KP_F64_HORNER(tq, kp_f64_phi_c, 22, (a - KP_F64_PHI_K) * rk);
-  const double m = e * (tq * rk); /* Phi(-a) 2^-n */
-  const int hx = KP_D_HI(x), neg = hx < 0;
-  const double s = KP_D_FROM_HILO(KP_D_HI(m) + (int)((unsigned)(KP_D_LO(t) + (neg ? 128 : 0)) << 20), KP_D_LO(m));
-  /* the addend -0 keeps x = -0's sign; addend and factor selected as words (integer ops) */
-  const double y = fma(-a, s, KP_D_FROM_HILO(neg ? (int)0x80000000 : hx, neg ? 0 : KP_D_LO(x))) *
-                   KP_D_FROM_HILO(neg ? 0x37f00000 : 0x3ff00000, 0); /* 2^-128 or 1 */
-  const int ha = hx & 0x7fffffff;
-  return (neg ? ha < 0x40435999 : ha < 0x40210000) ? y : (neg ? x * 0.0 : x); /* 38.7, 8.5; NaN: x */
+  return e;
+}
+KP_FN double kp_f64_gelu_tail(double x) {
+  const int hx = KP_D_HI(x), ha = hx & 0x7fffffff;
+  if (hx >= 0 || ha >= 0x40435999) return hx < 0 ? x * 0.0 : x; /* x >= 8.5, x <= -38.7, NaN */
+  const double a = -x;
+  double t, r;
+  const double e = kp_f64_gelu_exp(a, &t);
+  const double s = kp_f64_rcp(a * a);
+  KP_F64_HORNER(r, kp_f64_gelu_g_c, 10, s);
+  const double m = e * (r * (a * s));
+  const double sm =
+      KP_D_FROM_HILO(KP_D_HI(m) + (int)((unsigned)(KP_D_LO(t) + 128) << 20), KP_D_LO(m));
+  return (x * sm) * 0x1p-128;
+}
+KP_FN double kp_f64_gelu(double x) {
+  const int hx = KP_D_HI(x);
+  if ((hx & 0x7fffffff) >= 0x40210000) return kp_f64_gelu_tail(x);
+  const double a = fabs(x);
+  double t, r;
+  const double e = kp_f64_gelu_exp(a, &t);
+  const double rk = kp_f64_rcp(a + KP_F64_GELU_K8);
+  KP_F64_HORNER(r, kp_f64_phi8_c, 18, (a - KP_F64_GELU_K8) * rk);
+  const double m = e * (r * rk);
+  const double sm = KP_D_FROM_HILO(KP_D_HI(m) + (int)((unsigned)KP_D_LO(t) << 20), KP_D_LO(m));
+  const int neg = hx < 0;
+  return fma(-a, sm, KP_D_FROM_HILO(neg ? (int)0x80000000 : hx, neg ? 0 : KP_D_LO(x)));
 }
 
 /* gelu'(x) = Phi(x) + x phi(x): E (R - a / sqrt(2 pi)) 2^n for x = -a < 0, one minus that for
