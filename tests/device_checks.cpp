@@ -129,8 +129,8 @@ std::uint16_t to_16(Dtype d, float f) {
   return d == Dtype::f16 ? float_to_half_bits(f) : float_to_bf16_bits(f);
 }
 
-// What the templates compute, with "/ 6.0f" where they use KP_DIV6. g is the incoming gradient,
-// v the input (or, for hardsigmoid backward from the output, the output).
+// What the templates compute, with "/ 6.0f" where they use KP_DIV6 or KP_DIV6_OUT. g is the
+// incoming gradient, v the input (or, for hardsigmoid backward from the output, the output).
 float sixths_formula(const KernelSpec& spec, float g, float v) {
   const bool swish = spec.activation == "hardswish";
   if (spec.direction == Direction::forward) {

@@ -2,7 +2,7 @@
  * backward g / 6 strictly inside (-3, 3), which is (0, 1) for the output. */
 KP_FN KP_C kp_act_forward(KP_C x) {
   const KP_C r = x + KP_LIT(3.0);
-  return KP_DIV6(r <= KP_LIT(0.0) ? KP_LIT(0.0) : (r >= KP_LIT(6.0) ? KP_LIT(6.0) : r));
+  return KP_DIV6_OUT(r <= KP_LIT(0.0) ? KP_LIT(0.0) : (r >= KP_LIT(6.0) ? KP_LIT(6.0) : r));
 }
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return (x > KP_LIT(-3.0) && x < KP_LIT(3.0)) ? KP_DIV6(g) : KP_LIT(0.0);

@@ -7,7 +7,7 @@
  * per thread), 100.0 % with selects.
  * NaN fails both tests and comes through the middle piece. */
 KP_FN KP_C kp_act_forward(KP_C x) {
-  const KP_C mid = KP_DIV6(x * (x + KP_LIT(3.0)));
+  const KP_C mid = KP_DIV6_OUT(x * (x + KP_LIT(3.0)));
   return x >= KP_LIT(3.0) ? x : (x <= KP_LIT(-3.0) ? x * KP_LIT(0.0) : mid);
 }
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

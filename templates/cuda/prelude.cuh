@@ -50,7 +50,8 @@ KP_FN double kp_rcp_approxd(double x) {
 #define KP_RCP_APPROXD(x) kp_rcp_approxd(x)
 
 /* Math in the compute type for the activation snippets: KP_EXP, KP_EXPM1, KP_LOG, KP_LOG1P,
- * KP_TANH, KP_ERF, KP_ERFC, KP_FABS, KP_FMA, KP_SQRT, KP_DIV6. */
+ * KP_TANH, KP_ERF, KP_ERFC, KP_FABS, KP_FMA, KP_SQRT, KP_DIV6 and KP_DIV6_OUT (a quotient that is
+ * the output: 16-bit types may round it differently on the way, narrow_math.h). */
 #if KP_DTYPE_F64
 typedef double KP_T;
 typedef double KP_C;
@@ -66,6 +67,7 @@ typedef double KP_C;
 #define KP_FMA(a, b, c) fma(a, b, c)
 #define KP_SQRT(x) sqrt(x)
 #define KP_DIV6(x) ((x) / 6.0)
+#define KP_DIV6_OUT(x) ((x) / 6.0)
 #else
 typedef float KP_C;
 #define KP_LIT(x) x##f
@@ -76,6 +78,7 @@ typedef float KP_C;
 #define KP_FMA(a, b, c) fmaf(a, b, c)
 #define KP_SQRT(x) sqrtf(x)
 #define KP_DIV6(x) ((x) / 6.0f) /* 16-bit types: narrow_math.h */
+#define KP_DIV6_OUT(x) ((x) / 6.0f)
 #if KP_FAST_MATH
 /* Opt-in: the hardware exponential and logarithm; exp(x)-1 loses relative precision for |x| near
  * 0 (see docs). */

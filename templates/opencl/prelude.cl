@@ -36,6 +36,7 @@
 #define KP_FMA(a, b, c) fma(a, b, c)
 #define KP_SQRT(x) sqrt(x)
 #define KP_DIV6(x) ((x) / KP_LIT(6.0)) /* 16-bit types: narrow_math.h */
+#define KP_DIV6_OUT(x) ((x) / KP_LIT(6.0))
 #if KP_DTYPE_F64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define KP_TN double
