@@ -128,6 +128,18 @@ TEST_CASE("default model: a problem smaller than one wave gets fewer vectors per
   CHECK(small.per_thread == 1);  // 2^20 elements / 4 per vector < 132 x 2048 threads
 }
 
+TEST_CASE("default model: float32 gelu (erf) forward takes 8 vectors per thread on fast memory") {
+  CHECK(model(spec("gelu"), kH200).per_thread == 8);
+  CHECK(model(spec("gelu"), kH100).per_thread == 4);  // 25 GB/s per SM: 4 was better there
+  for (const auto& dev : {kH100, kH200}) {
+    CHECK(model(spec("gelu(approximate=tanh)"), dev).per_thread == 4);
+    CHECK(model(spec("logsigmoid"), dev).per_thread == 4);
+    CHECK(model(spec("gelu", Dtype::f32, Direction::backward), dev).per_thread < 8);
+    CHECK(model(spec("gelu", Dtype::f64), dev).per_thread == 4);
+    CHECK(model(spec("gelu"), dev, 1 << 20).per_thread == 1);  // one wave still fills the device
+  }
+}
+
 TEST_CASE("default model: a device without bandwidth gets the static table") {
   rt::DeviceInfo cpu;
   cpu.compute_units = 2;
