@@ -214,9 +214,8 @@ class AutotuneCommand : public Command {
                     r.resumed ? "resumed" : secs, to_string(rec.best).c_str());
         if (times_ && !r.resumed)
           std::printf(
-              "     times: setup %.2f s, compile %.2f s (%zu binaries), measure %.2f s, re-measure "
-              "%.2f s "
-              "(%zu contenders x %d rounds, spread %.2f %%), %zu samples\n",
+              "     times: setup %.2f s, compile %.2f s (%zu binaries), measure %.2f s, "
+              "re-measure %.2f s (%zu contenders x %d rounds, spread %.2f %%), %zu samples\n",
               r.times.setup_s, r.times.compile_s, r.times.binaries, r.times.measure_s,
               r.times.remeasure_s, r.times.contenders, r.times.remeasure_rounds,
               100 * r.times.contender_spread, r.times.samples);

@@ -279,9 +279,6 @@ constexpr double kClearlySlower = 0.05;
 // place it inside or outside the contenders' window, which is then re-measured (tune/search).
 constexpr int kSamplesEach = 3;
 
-// The tie rule's window (pick_winner's default).
-constexpr double kTie = 0.01;
-
 // The largest interquartile range of the contenders' samples, relative to their median.
 double relative_spread(const std::vector<std::vector<double>>& samples) {
   double worst = 0;
@@ -534,13 +531,10 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   std::vector<CandidateResult> contenders = contenders_of(results);
   if (contenders.empty()) throw Error(ErrorCode::verification_failed, "no candidate produced correct output");
   if (o.baseline) {  // the untuned default competes in the same interleaved rounds
-    bool in = false;
-    for (const auto& c : contenders) in = in || c.config == *o.baseline;
-    for (const auto& r : results)
-      if (!in && r.ok && r.config == *o.baseline) {
-        contenders.push_back(r);
-        in = true;
-      }
+    auto is_baseline = [&](const CandidateResult& r) { return r.ok && r.config == *o.baseline; };
+    const auto it = std::find_if(results.begin(), results.end(), is_baseline);
+    if (it != results.end() && std::none_of(contenders.begin(), contenders.end(), is_baseline))
+      contenders.push_back(*it);
   }
   progress.phase = "re-measure";
   report(results.size(), 0);
@@ -548,7 +542,8 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
     std::vector<std::vector<double>> samples(contenders.size());
     for (std::size_t i = 0; i < contenders.size(); ++i) m.sample(contenders[i].config, 0);  // warm after the others
     int round = 0;
-    while (round < 2 * o.repeats && (round < o.repeats || !quiet_against_tie(samples, kTie))) {
+    while (round < 2 * o.repeats &&
+           (round < o.repeats || !quiet_against_tie(samples, kTieWindow))) {
       for (std::size_t i = 0; i < contenders.size(); ++i) samples[i].push_back(m.sample(contenders[i].config, 0));
       ++round;
     }
@@ -564,7 +559,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   }
   times.remeasure_s += seconds_since(t_re);
   SearchOutcome out;
-  out.winner = pick_winner(contenders, kTie);
+  out.winner = pick_winner(contenders, kTieWindow);
   for (auto& r : results)  // the record keeps the re-measured times of the contenders
     for (const auto& c : contenders)
       if (r.config == c.config) r = c;

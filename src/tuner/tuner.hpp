@@ -101,6 +101,8 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
 
 // Deterministic final choice among re-measured contenders (exposed for tests): the simplest
 // configuration whose median is within `tie` (relative) of the fastest.
-const CandidateResult& pick_winner(const std::vector<CandidateResult>& remeasured, double tie = 0.01);
+constexpr double kTieWindow = 0.01;
+const CandidateResult& pick_winner(const std::vector<CandidateResult>& remeasured,
+                                   double tie = kTieWindow);
 
 }  // namespace kplay
