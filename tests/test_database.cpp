@@ -255,6 +255,8 @@ TEST_CASE("database: export and import into a fresh database round-trip records 
   back.spec.saved = Saved::output;
   back.spec.dtype = Dtype::bf16;
   back.best.fast_math = true;
+  // As the tuner records it: the best is one of the measured candidates.
+  back.candidates[0].config = back.best;
   src->save_tuning(record(fp, "GPU A", "sm_90", 1ull << 20, 128));
   src->save_tuning(back);
   src->put("binary", test::make_binary("x"));
@@ -287,24 +289,35 @@ TEST_CASE("database: a malformed import document is refused with a message namin
       {[](nlohmann::json& j) { j["version"] = 99; }, "newer kplay"},
       {[](nlohmann::json& j) { j.erase("tunings"); }, "missing field 'tunings'"},
       {[](nlohmann::json& j) { j["tunings"] = 5; }, "tunings: expected an array"},
-      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["dtype"] = "f8"; }, "tunings[1].spec.dtype: unknown dtype"},
-      {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = "big"; }, "tunings[1].best.block: expected an integer"},
-      {[](nlohmann::json& j) { j["tunings"][1]["best"]["grid"] = "persistent"; }, "unknown grid policy"},
-      {[](nlohmann::json& j) { j["tunings"][1].erase("fingerprint"); }, "missing field 'fingerprint'"},
+      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["dtype"] = "f8"; },
+       "tunings[1].spec.dtype: unknown dtype"},
+      {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = "big"; },
+       "tunings[1].best.block: expected an integer"},
+      {[](nlohmann::json& j) { j["tunings"][1]["best"]["grid"] = "persistent"; },
+       "unknown grid policy"},
+      {[](nlohmann::json& j) { j["tunings"][1].erase("fingerprint"); },
+       "missing field 'fingerprint'"},
       {[](nlohmann::json& j) { j["tunings"][1]["best_gbps"] = -1; }, "tunings[1].best_gbps"},
-      {[](nlohmann::json& j) { j["tunings"][1]["candidates"][1]["ok"] = "no"; }, "tunings[1].candidates[1].ok"},
-      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "Robert'); DROP TABLE"; }, "activation"},
+      {[](nlohmann::json& j) { j["tunings"][1]["candidates"][1]["ok"] = "no"; },
+       "tunings[1].candidates[1].ok"},
+      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "Robert'); DROP TABLE"; },
+       "activation"},
       // Hostile documents: code, paths, forged fingerprints, configs the command line refuses.
-      {[](nlohmann::json& j) { j["binaries"] = nlohmann::json::array({{{"key", "k"}, {"bytes", "AAAA"}}}); },
+      {[](nlohmann::json& j) {
+         j["binaries"] = nlohmann::json::array({{{"key", "k"}, {"bytes", "AAAA"}}});
+       },
        "document.binaries: binaries are never imported"},
       {[](nlohmann::json& j) { j["extra"] = 1; }, "document: unknown field 'extra'"},
       {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "../../etc/passwd"; },
        "tunings[1].spec.activation"},
-      {[](nlohmann::json& j) { j["tunings"][1]["arch"] = "../sm_90"; }, "tunings[1].arch: '../sm_90' looks like a path"},
+      {[](nlohmann::json& j) { j["tunings"][1]["arch"] = "../sm_90"; },
+       "tunings[1].arch: '../sm_90' looks like a path"},
       {[](nlohmann::json& j) { j["tunings"][1]["fingerprint"] = "../../x"; },
        "tunings[1].fingerprint: '../../x' is not a device fingerprint"},
-      {[](nlohmann::json& j) { j["tunings"][1]["backend"] = "vulkan"; }, "tunings[1].backend: 'vulkan' is not a backend"},
-      {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = 48; }, "tunings[1].best: --block 48"},
+      {[](nlohmann::json& j) { j["tunings"][1]["backend"] = "vulkan"; },
+       "tunings[1].backend: 'vulkan' is not a backend"},
+      {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = 48; },
+       "tunings[1].best: --block 48"},
       {[](nlohmann::json& j) { j["tunings"][1]["best"]["vec"] = 16; }, "tunings[1].best: --vec 16"},
       {[](nlohmann::json& j) { j["tunings"][1]["candidates"][0]["config"]["per_thread"] = 999; },
        "tunings[1].candidates[0].config: --per-thread"},
@@ -312,12 +325,22 @@ TEST_CASE("database: a malformed import document is refused with a message namin
        "tunings[1].spec.activation: unknown activation 'gelu_unknown'"},
       {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "leaky_relu(0.2)"; },
        "not in canonical form (write 'leaky_relu(negative_slope=0.2)')"},
-      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "hardtanh(min_val=3, max_val=1)"; },
+      {[](nlohmann::json& j) {
+         j["tunings"][1]["spec"]["activation"] = "hardtanh(min_val=3, max_val=1)";
+       },
        "min_val (3) must be <= max_val (1)"},
       {[](nlohmann::json& j) { j["tunings"][1]["best_ms"] = 1e308 * 10; }, "tunings[1].best_ms"},
+      // A best the record never measured, or one it measured and rejected.
+      {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = 256; },
+       "tunings[1].best: not among the record's accepted candidates"},
+      {[](nlohmann::json& j) {
+         j["tunings"][1]["best"] = j["tunings"][1]["candidates"][1]["config"];
+       },
+       "tunings[1].best: not among the record's accepted candidates"},
       {[](nlohmann::json& j) { j["tunings"][1]["device_name"] = std::string(300, 'x'); },
        "tunings[1].device_name: longer than 256 bytes"},
-      {[](nlohmann::json& j) { j["tunings"][1]["strategy"] = std::string("a\x01") + "b"; }, "tunings[1].strategy: contains a control"},
+      {[](nlohmann::json& j) { j["tunings"][1]["strategy"] = std::string("a\x01") + "b"; },
+       "tunings[1].strategy: contains a control"},
       {[](nlohmann::json& j) {
          j["devices"] = nlohmann::json::array({{{"fingerprint", "0123456789abcdef"}, {"backend", "cuda"},
                                                 {"name", "Forged GPU"}, {"arch", "sm_90"}}});
@@ -341,6 +364,26 @@ TEST_CASE("database: a malformed import document is refused with a message namin
     CHECK(db->list_tuning().empty());
   }
   CHECK(db->import_json(good) == 1);
+}
+
+TEST_CASE(
+    "database: an imported best is compared with the candidates as resolved, and may be set by "
+    "hand") {
+  TempDir dir;
+  auto db = open_db(dir.file("kernels.db"));
+  nlohmann::json doc = {
+      {"format", "kplay-tuning"}, {"version", 1}, {"tunings", nlohmann::json::array()}};
+  nlohmann::json widest =
+      tuning_to_json(record("0123456789abcdef", "GPU A", "sm_90", 1 << 20, 128));
+  widest["best"]["vec"] = 0;  // the widest vector: float32's 4, the accepted candidate's
+  doc["tunings"].push_back(widest);
+  nlohmann::json by_hand =
+      tuning_to_json(record("0123456789abcdef", "GPU A", "sm_90", 1 << 24, 128));
+  by_hand["best"]["block"] = 512;  // no candidate has it: declared set by hand
+  by_hand["candidates"] = nlohmann::json::array();
+  doc["tunings"].push_back(by_hand);
+  CHECK(db->import_json(doc) == 2);
+  CHECK(db->list_tuning().size() == 2);
 }
 
 TEST_CASE("configs and specs survive JSON, text and back") {

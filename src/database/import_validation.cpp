@@ -58,6 +58,21 @@ void check_config(const KernelSpec& spec, const KernelConfig& c, const std::stri
   }
 }
 
+// A tuner's record always picks its best among the candidates it measured and accepted; a record
+// whose best is not one of them claims a measurement nobody made. A config set by hand is still
+// importable, declared as such by an empty candidates list. Compared as resolved (vec 0 = widest).
+void check_best_measured(const TuningRecord& r, const std::string& where) {
+  if (r.candidates.empty()) return;
+  TargetLimits limits;
+  limits.backend = r.backend;
+  const KernelConfig best = resolve_config(r.spec, r.best, limits);
+  for (const CandidateResult& c : r.candidates)
+    if (c.ok && resolve_config(r.spec, c.config, limits) == best) return;
+  bad(where + ".best",
+      "not among the record's accepted candidates (a config set by hand goes with an empty "
+      "candidates list)");
+}
+
 }  // namespace
 
 void validate_import(TuningDocument& doc) {
@@ -111,6 +126,7 @@ void validate_import(TuningDocument& doc) {
       check_time(c.gbps, cw + ".gbps");
       check_text(c.rejection, cw + ".rejection", kMaxImportNote);
     }
+    check_best_measured(r, where);
   }
 }
 
