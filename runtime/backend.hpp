@@ -19,33 +19,33 @@
 namespace kplay::rt {
 
 struct DeviceInfo {
-  std::string backend;           // "cuda", "opencl"
-  int index = 0;                 // index within the backend (OpenCL: over all platforms)
+  std::string backend;  // "cuda", "opencl"
+  int index = 0;        // index within the backend (OpenCL: over all platforms)
   std::string name;
-  std::string platform;          // OpenCL platform; empty for CUDA
-  std::string arch;              // "sm_90"; OpenCL: device version string
+  std::string platform;  // OpenCL platform; empty for CUDA
+  std::string arch;      // "sm_90"; OpenCL: device version string
   std::string driver_version;
   std::string compiler_version;  // "NVRTC 13.0"; OpenCL: OpenCL C version
   std::uint64_t memory_bytes = 0;
   int compute_units = 0;
   int max_threads_per_unit = 0;  // resident threads per SM / compute unit
   int max_block = 0;
-  std::uint64_t l2_bytes = 0;    // last-level cache; 0 if unknown (the tuner then assumes 64 MiB)
+  std::uint64_t l2_bytes = 0;  // last-level cache; 0 if unknown (the tuner then assumes 64 MiB)
   // Memory system, for the default-config model (src/tuner/default_model.hpp); 0 if unknown.
   double memory_bandwidth_gbps = 0;  // peak DRAM bandwidth: 2 x memory clock x bus width / 8
   int max_blocks_per_unit = 0;       // resident blocks per SM / compute unit
   // FP64 at >= 1/2 the FP32 rate (runtime/fast_fp64.hpp): float32 transcendental activations
   // then evaluate in double (KP_FAST_FP64).
   bool fast_fp64 = false;
-  std::string compile_target;    // what binaries are built for ("sm_90 cubin", "compute_90 PTX")
-  std::string note;              // anything the user should know (e.g. PTX fallback)
+  std::string compile_target;  // what binaries are built for ("sm_90 cubin", "compute_90 PTX")
+  std::string note;            // anything the user should know (e.g. PTX fallback)
 };
 
 // A compiled program as stored in the kernel cache.
 struct Binary {
   std::string format;  // "cubin", "ptx", "opencl-binary"
   std::string bytes;
-  std::string log;     // compiler warnings, if any
+  std::string log;  // compiler warnings, if any
 };
 
 // Device memory as the backend sees it: a CUdeviceptr or a cl_mem, plus a byte offset.
@@ -85,8 +85,7 @@ class Backend {
   // Throws Error(runtime_failed) if the binary does not load (then the caller recompiles).
   virtual std::unique_ptr<LoadedKernel> load(const Binary& binary, const std::string& entry) = 0;
   // stream: CUstream / cl_command_queue, or nullptr for the backend's own.
-  virtual void launch(LoadedKernel& kernel, const LaunchDims& dims, const KernelArgs& args,
-                      void* stream) = 0;
+  virtual void launch(LoadedKernel& kernel, const LaunchDims& dims, const KernelArgs& args, void* stream) = 0;
 
   virtual DevicePtr allocate(std::uint64_t bytes) = 0;
   virtual void release(DevicePtr ptr) noexcept = 0;

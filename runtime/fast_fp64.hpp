@@ -18,7 +18,11 @@ inline bool fp64_math_allowed() {
 // B100/B200); every other compute capability has 1/32 or 1/64 rate FP64.
 inline bool cuda_fast_fp64(int compute_capability) {
   switch (compute_capability) {
-    case 60: case 70: case 80: case 90: case 100: return fp64_math_allowed();
+    case 60:
+    case 70:
+    case 80:
+    case 90:
+    case 100: return fp64_math_allowed();
     default: return false;
   }
 }

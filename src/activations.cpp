@@ -106,46 +106,52 @@ const std::vector<Activation>& activations() {
   namespace r = reference;
 #define KPLAY_REF(n) r::n, r::n##_grad_from_input
   static const std::vector<Activation> registry = {
-      builtin("relu", "activations/relu.h", {}, KPLAY_REF(relu), r::relu_grad_from_output, nullptr, nullptr, zero_edge, exact(), 1),
-      builtin("relu6", "activations/relu6.h", {}, KPLAY_REF(relu6), r::relu6_grad_from_output, nullptr, nullptr, relu6_edges, exact(), 1),
+      builtin("relu", "activations/relu.h", {}, KPLAY_REF(relu), r::relu_grad_from_output, nullptr, nullptr, zero_edge,
+              exact(), 1),
+      builtin("relu6", "activations/relu6.h", {}, KPLAY_REF(relu6), r::relu6_grad_from_output, nullptr, nullptr,
+              relu6_edges, exact(), 1),
       builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}}, KPLAY_REF(leaky_relu),
-       r::leaky_relu_grad_from_output, positive_first_param, finite_slope, zero_edge, bounds(1), 1),
+              r::leaky_relu_grad_from_output, positive_first_param, finite_slope, zero_edge, bounds(1), 1),
       builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(elu), r::elu_grad_from_output,
-       nonnegative_first_param, nullptr, zero_edge, bounds(1), 4),
+              nonnegative_first_param, nullptr, zero_edge, bounds(1), 4),
       builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(celu), r::celu_grad_from_output,
-       positive_first_param, celu_check, zero_edge, bounds(1), 4),
+              positive_first_param, celu_check, zero_edge, bounds(1), 4),
       builtin("selu", "activations/selu.h", {}, KPLAY_REF(selu), r::selu_grad_from_output, nullptr, nullptr, zero_edge,
               f64(bounds(1), 4, 8), 4),
       builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}}, KPLAY_REF(gelu), nullptr, nullptr,
-       nullptr, no_edges, narrow_backward(f64(bounds(2), 4096, 1 << 23), 2), 6),
+              nullptr, no_edges, narrow_backward(f64(bounds(2), 4096, 1 << 23), 2), 6),
       builtin("silu", "activations/silu.h", {}, KPLAY_REF(silu), nullptr, nullptr, nullptr, no_edges,
               f64(bounds(2), 4, 1 << 20), 4),
       builtin("mish", "activations/mish.h", {}, KPLAY_REF(mish), nullptr, nullptr, nullptr, no_edges,
               f64(bounds(2), 8, 1 << 20), 6),
       builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}}, KPLAY_REF(softplus),
-       r::softplus_grad_from_output, nullptr, softplus_check, softplus_edges, bounds(2), 5),
-      builtin("softsign", "activations/softsign.h", {}, KPLAY_REF(softsign), r::softsign_grad_from_output, nullptr, nullptr,
-       no_edges, bounds(2), 2),
+              r::softplus_grad_from_output, nullptr, softplus_check, softplus_edges, bounds(2), 5),
+      builtin("softsign", "activations/softsign.h", {}, KPLAY_REF(softsign), r::softsign_grad_from_output, nullptr,
+              nullptr, no_edges, bounds(2), 2),
       builtin("sigmoid", "activations/sigmoid.h", {}, KPLAY_REF(sigmoid), r::sigmoid_grad_from_output, nullptr, nullptr,
-       no_edges, f64(bounds(2), 4, 8), 4),
+              no_edges, f64(bounds(2), 4, 8), 4),
       builtin("tanh", "activations/tanh.h", {}, KPLAY_REF(tanh), r::tanh_grad_from_output, nullptr, nullptr, no_edges,
-       f32_backward(f64(bounds(2), 4, 8), 4), 4),
-      builtin("hardtanh", "activations/hardtanh.h", {{"min_val", -1.0, {}, ParamType::tensor_in_backward}, {"max_val", 1.0, {}, ParamType::tensor_in_backward}}, KPLAY_REF(hardtanh),
-       r::hardtanh_grad_from_output, nullptr, hardtanh_check, both_param_edges, exact(), 1),
+              f32_backward(f64(bounds(2), 4, 8), 4), 4),
+      builtin(
+          "hardtanh", "activations/hardtanh.h",
+          {{"min_val", -1.0, {}, ParamType::tensor_in_backward}, {"max_val", 1.0, {}, ParamType::tensor_in_backward}},
+          KPLAY_REF(hardtanh), r::hardtanh_grad_from_output, nullptr, hardtanh_check, both_param_edges, exact(), 1),
       builtin("hardsigmoid", "activations/hardsigmoid.h", {}, KPLAY_REF(hardsigmoid), r::hardsigmoid_grad_from_output,
-       nullptr, nullptr, hard_edges, bounds(1), 2),
+              nullptr, nullptr, hard_edges, bounds(1), 2),
       builtin("hardswish", "activations/hardswish.h", {}, KPLAY_REF(hardswish), nullptr, nullptr, nullptr, hard_edges,
-       bounds(2), 2),
-      builtin("logsigmoid", "activations/logsigmoid.h", {}, KPLAY_REF(logsigmoid), r::logsigmoid_grad_from_output, nullptr,
-       nullptr, zero_edge, bounds(2), 5),
+              bounds(2), 2),
+      builtin("logsigmoid", "activations/logsigmoid.h", {}, KPLAY_REF(logsigmoid), r::logsigmoid_grad_from_output,
+              nullptr, nullptr, zero_edge, bounds(2), 5),
       builtin("tanhshrink", "activations/tanhshrink.h", {}, KPLAY_REF(tanhshrink), nullptr, nullptr, nullptr, no_edges,
-       f64(bounds(2), 16, 16), 4),
+              f64(bounds(2), 16, 16), 4),
       builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}}, KPLAY_REF(softshrink),
-       r::softshrink_grad_from_output, nullptr, lambd_check, band_edges, bounds(0.5), 1),
+              r::softshrink_grad_from_output, nullptr, lambd_check, band_edges, bounds(0.5), 1),
       builtin("hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}}, KPLAY_REF(hardshrink),
-       r::hardshrink_grad_from_output, nullptr, lambd_check, band_edges, exact(), 1),
-      builtin("threshold", "activations/threshold.h", {{"threshold", kRequired, {}, ParamType::tensor}, {"value", kRequired, {}, ParamType::tensor}},
-       KPLAY_REF(threshold), nullptr, nullptr, nullptr, first_param_edge, exact(), 1, "threshold(threshold=0.1, value=20)"),
+              r::hardshrink_grad_from_output, nullptr, lambd_check, band_edges, exact(), 1),
+      builtin("threshold", "activations/threshold.h",
+              {{"threshold", kRequired, {}, ParamType::tensor}, {"value", kRequired, {}, ParamType::tensor}},
+              KPLAY_REF(threshold), nullptr, nullptr, nullptr, first_param_edge, exact(), 1,
+              "threshold(threshold=0.1, value=20)"),
   };
 #undef KPLAY_REF
   return registry;
@@ -188,14 +194,14 @@ double parse_value(const std::string& text, const Activation& a, const ParamDef&
       if (value == def.choices[i]) return static_cast<double>(i);
     std::string words;
     for (const char* c : def.choices) words += (words.empty() ? "" : ", ") + std::string(c);
-    bad_param(text, "parameter " + std::string(def.name) + " of " + a.name + " is one of " + words + " (got '" +
-                        value + "')");
+    bad_param(text, "parameter " + std::string(def.name) + " of " + a.name + " is one of " + words + " (got '" + value +
+                        "')");
   }
   char* end = nullptr;
   const double v = std::strtod(value.c_str(), &end);
   if (end == value.c_str() || *end != '\0' || !std::isfinite(v))
-    bad_param(text, "parameter " + std::string(def.name) + " of " + a.name + " must be a finite number (got '" +
-                        value + "')");
+    bad_param(text, "parameter " + std::string(def.name) + " of " + a.name + " must be a finite number (got '" + value +
+                        "')");
   return v;
 }
 
@@ -234,8 +240,8 @@ ResolvedActivation resolve_uncached(const std::string& text) {
     const ParamDef& def = a.params[i];
     if (!given[i]) {
       if (std::isnan(def.default_value))
-        bad_param(text, "missing required parameter " + std::string(def.name) + " of " + a.name + " (" +
-                            a.name + " takes " + param_list(a) + ")");
+        bad_param(text, "missing required parameter " + std::string(def.name) + " of " + a.name + " (" + a.name +
+                            " takes " + param_list(a) + ")");
       r.params[i] = def.default_value;
     }
     if (r.params[i] == def.default_value && !std::isnan(def.default_value)) continue;

@@ -46,9 +46,9 @@ struct Activation {
   std::string name;     // identifier: the CLI word, part of entry names
   std::string snippet;  // built-in: template path; user: the snippet text itself
   std::vector<ParamDef> params;
-  RefForward forward = nullptr;       // nullptr for user activations (self-referenced)
-  RefGrad grad_from_input = nullptr;  // nullptr: no backward
-  RefGrad grad_from_output = nullptr; // nullptr: the output does not determine the derivative
+  RefForward forward = nullptr;        // nullptr for user activations (self-referenced)
+  RefGrad grad_from_input = nullptr;   // nullptr: no backward
+  RefGrad grad_from_output = nullptr;  // nullptr: the output does not determine the derivative
   // Extra condition for grad_from_output on the parameters (leaky_relu needs a slope > 0).
   bool (*output_determines_grad)(const double* p) = nullptr;
   // Refuses parameter values the definition does not allow: returns a message, or "" if fine.

@@ -16,8 +16,8 @@ Timing summarize(std::vector<double> s) {
   return t;
 }
 
-BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const Problem& problem,
-                               int warmup, int repeats) {
+BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const Problem& problem, int warmup,
+                               int repeats) {
   rt::Backend& be = engine.backend();
   const std::uint64_t n = problem.shape().n;
   const std::uint64_t esize = dtype_size(problem.spec().dtype);

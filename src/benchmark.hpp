@@ -26,7 +26,7 @@ struct BenchResult {
 
 // The copy moves n elements' bytes from the problem's first input to a scratch buffer.
 // The kernel runs on the problem's buffers (its output is overwritten, in place compounds).
-BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const Problem& problem,
-                               int warmup, int repeats);
+BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const Problem& problem, int warmup,
+                               int repeats);
 
 }  // namespace kplay

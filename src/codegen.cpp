@@ -10,13 +10,17 @@
 namespace kplay {
 
 Dialect cuda_dialect() {
-  return {"cuda", "cuda/prelude.cuh", "cuda/elementwise.cu", {"-default-device"}, {"--use_fast_math"},
-          {"-prec-div=false"}, {"-fmad=false"}};
+  return {"cuda",
+          "cuda/prelude.cuh",
+          "cuda/elementwise.cu",
+          {"-default-device"},
+          {"--use_fast_math"},
+          {"-prec-div=false"},
+          {"-fmad=false"}};
 }
 
 Dialect opencl_dialect() {
-  return {"opencl", "opencl/prelude.cl", "opencl/elementwise.cl", {"-cl-std=CL1.2"},
-          {"-cl-fast-relaxed-math"}, {}, {}};
+  return {"opencl", "opencl/prelude.cl", "opencl/elementwise.cl", {"-cl-std=CL1.2"}, {"-cl-fast-relaxed-math"}, {}, {}};
 }
 
 std::string RenderedKernel::options_string() const {
@@ -81,8 +85,8 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   os << "#define KP_VPT " << c.per_thread << '\n';
   os << "#define KP_BLOCK " << c.block << '\n';
   os << "#define KP_BACKWARD " << (spec.direction == Direction::backward ? 1 : 0) << '\n';
-  os << "#define KP_SAVED_OUTPUT "
-     << (spec.direction == Direction::backward && spec.saved == Saved::output ? 1 : 0) << '\n';
+  os << "#define KP_SAVED_OUTPUT " << (spec.direction == Direction::backward && spec.saved == Saved::output ? 1 : 0)
+     << '\n';
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
   // Only the float32 IEEE kernels have a double path: other kernels keep one hash on every device.

@@ -20,27 +20,27 @@ KernelConfig default_config(const KernelSpec& spec) {
   return c;
 }
 
-KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config,
-                            const TargetLimits& limits) {
+KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, const TargetLimits& limits) {
   const ResolvedActivation act = resolve_activation(spec.activation);
   if (spec.direction == Direction::backward && !act.has_backward())
-    throw Error(ErrorCode::unsupported, "activation '" + act.canonical +
-                                            "' has no backward pass (a user snippet defines kp_act_backward_from_input for it)");
+    throw Error(ErrorCode::unsupported,
+                "activation '" + act.canonical +
+                    "' has no backward pass (a user snippet defines kp_act_backward_from_input for it)");
   if (spec.direction == Direction::backward && spec.saved == Saved::output && !act.has_grad_from_output())
     throw Error(ErrorCode::unsupported, "activation '" + act.canonical +
                                             "' cannot recover its derivative from the saved output; save the input");
   if (std::find(limits.dtypes.begin(), limits.dtypes.end(), spec.dtype) == limits.dtypes.end())
-    throw Error(ErrorCode::unsupported, std::string("the ") + limits.backend + " device cannot do dtype " +
-                                            to_string(spec.dtype));
+    throw Error(ErrorCode::unsupported,
+                std::string("the ") + limits.backend + " device cannot do dtype " + to_string(spec.dtype));
 
   KernelConfig c = config;
   const int esize = static_cast<int>(dtype_size(spec.dtype));
   const int widest = kMaxVectorBytes / esize;
   if (c.vec == 0) c.vec = widest;
   if (!is_pow2(c.vec) || c.vec > widest)
-    refuse("--vec " + std::to_string(c.vec) + ": a vector of " + std::to_string(c.vec) + " x " +
-           to_string(spec.dtype) + (c.vec > widest ? " is wider than 16 bytes" : " is not a power of two") +
-           "; use a power of two from 1 to " + std::to_string(widest));
+    refuse("--vec " + std::to_string(c.vec) + ": a vector of " + std::to_string(c.vec) + " x " + to_string(spec.dtype) +
+           (c.vec > widest ? " is wider than 16 bytes" : " is not a power of two") + "; use a power of two from 1 to " +
+           std::to_string(widest));
   if (!is_pow2(c.block) || c.block < 32 || c.block > 1024)
     refuse("--block " + std::to_string(c.block) + ": block size must be a power of two in 32..1024");
   if (c.block > limits.max_block)

@@ -11,16 +11,15 @@ namespace kplay {
 // What a backend and device allow; backends fill it, validation reads it.
 struct TargetLimits {
   std::string backend = "cuda";
-  int max_block = 1024;        // device limit on threads per block / work-group
-  bool cache_hints = true;     // false: only --cache default is accepted
+  int max_block = 1024;     // device limit on threads per block / work-group
+  bool cache_hints = true;  // false: only --cache default is accepted
   std::vector<Dtype> dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64};
 };
 
 // Fills vec = 0 with the widest vector of at most 16 bytes, then checks every knob and the spec
 // (activation known; saved output only where the activation's derivative follows from it).
 // Throws Error(invalid_config) or Error(invalid_argument).
-KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config,
-                            const TargetLimits& limits);
+KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, const TargetLimits& limits);
 
 // The built-in default when neither the caller nor the kernel database gives a config, from the
 // H100 tuning tables in docs/benchmarks.md: 16-byte vectors and a one-shot grid; float32 in

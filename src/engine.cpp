@@ -11,13 +11,9 @@ namespace kplay {
 
 Engine::Engine(rt::Backend& backend, BinaryStore* store) : backend_(backend), store_(store) {}
 
-std::string request_key(const KernelSpec& spec, const KernelConfig& c) {
-  return to_string(spec) + "|" + to_string(c);
-}
+std::string request_key(const KernelSpec& spec, const KernelConfig& c) { return to_string(spec) + "|" + to_string(c); }
 
-std::string Engine::fingerprint() const {
-  return device_fingerprint(backend_.info());
-}
+std::string Engine::fingerprint() const { return device_fingerprint(backend_.info()); }
 
 std::shared_ptr<const PreparedKernel> Engine::prepare(const KernelSpec& spec, const KernelConfig& config) {
   const std::string key = request_key(spec, config);

@@ -39,8 +39,8 @@ struct PreparedKernel {
   std::string binary_key;     // rendered.hash + device fingerprint
   std::string binary_format;  // "cubin", "ptx", ...
   std::size_t binary_bytes = 0;
-  std::string origin;         // "compiled", "binary store"
-  double compile_ms = 0;      // render + compile (or fetch) + load
+  std::string origin;     // "compiled", "binary store"
+  double compile_ms = 0;  // render + compile (or fetch) + load
   std::shared_ptr<rt::LoadedKernel> loaded;
 };
 

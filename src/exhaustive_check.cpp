@@ -98,7 +98,8 @@ void SweepStats::merge(const SweepStats& o) {
 
 double sweep_gradient(Dtype dtype, std::uint64_t i) {
   const double u = static_cast<double>(mix(i) >> 11) * 0x1.0p-53;  // [0, 1)
-  return round_to(dtype, (u < 0.5 ? -1.0 : 1.0) * std::ldexp(1.0 + 2 * std::fmod(u, 0.5), static_cast<int>(mix(i + 7) % 5) - 2));
+  return round_to(
+      dtype, (u < 0.5 ? -1.0 : 1.0) * std::ldexp(1.0 + 2 * std::fmod(u, 0.5), static_cast<int>(mix(i + 7) % 5) - 2));
 }
 
 SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const KernelConfig& config,
@@ -123,9 +124,10 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
     return (b & 0x80000000u) ? -static_cast<std::int64_t>(b & 0x7fffffffu) : static_cast<std::int64_t>(b);
   };
   const std::int64_t key_lo = ranged ? float_key(options.range_lo) : 0;
-  const std::uint64_t total = ranged    ? static_cast<std::uint64_t>(float_key(options.range_hi) - key_lo + 1)
-                              : sampled ? options.sample
-                              : d == Dtype::f32 ? (1ull << 32) : (1ull << 16);
+  const std::uint64_t total = ranged            ? static_cast<std::uint64_t>(float_key(options.range_hi) - key_lo + 1)
+                              : sampled         ? options.sample
+                              : d == Dtype::f32 ? (1ull << 32)
+                                                : (1ull << 16);
   const std::uint64_t bits_mask = d == Dtype::f32 ? 0xffffffffull : d == Dtype::f64 ? ~0ull : 0xffffull;
   result.exhaustive = !sampled;
   auto input_bits = [&](std::uint64_t i) -> std::uint64_t {
@@ -162,8 +164,7 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
       }
     };
     std::vector<std::thread> pool;
-    for (unsigned w = 0; w < workers; ++w)
-      pool.emplace_back(fill, n * w / workers, n * (w + 1) / workers);
+    for (unsigned w = 0; w < workers; ++w) pool.emplace_back(fill, n * w / workers, n * (w + 1) / workers);
     for (auto& t : pool) t.join();
     pool.clear();
     backend.upload(in0.ptr(), h0.data(), n * es);

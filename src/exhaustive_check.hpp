@@ -15,10 +15,10 @@ struct SweepStats {
   double max_ulps = 0;
   double worst_input = 0, worst_out = 0, worst_ref = 0;
   std::uint64_t over_half = 0, over_one = 0, over_two = 0, over_bound = 0;
-  std::uint64_t nan_mismatch = 0;        // NaN where a number is due, or the reverse
-  std::uint64_t inf_mismatch = 0;        // an infinity that the rounded reference is not
+  std::uint64_t nan_mismatch = 0;          // NaN where a number is due, or the reverse
+  std::uint64_t inf_mismatch = 0;          // an infinity that the rounded reference is not
   std::uint64_t signed_zero_mismatch = 0;  // +0 against -0 (reported, not held to the bound)
-  std::uint64_t subnormal_skipped = 0;   // backward: exact results below the smallest normal number
+  std::uint64_t subnormal_skipped = 0;     // backward: exact results below the smallest normal number
   void merge(const SweepStats& o);
 };
 
@@ -29,7 +29,7 @@ struct SweepOptions {
   // float32: every input in [range_lo, range_hi] instead of all 2^32 (when range_lo <= range_hi);
   // for the hard spots of an approximation (a root of a derivative, a branch boundary).
   double range_lo = 1, range_hi = 0;
-  double bound = 0;                   // ulps; from the registry when 0
+  double bound = 0;  // ulps; from the registry when 0
   std::function<void(double fraction, const SweepStats& so_far)> progress;
 };
 

@@ -23,7 +23,7 @@ std::uint16_t float_to_half_bits(float f) {
   const std::uint32_t u = bits(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
   const std::uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to inf
   if (a < 0x38800000u) {  // below the smallest normal half: subnormal or zero
     // value = a * 2^-24 units; round to nearest even in units of 2^-24.

@@ -63,7 +63,8 @@ void Problem::upload_stream(rt::DevicePtr dst, bool second) const {
   if (generated == 0) return;
   std::vector<unsigned char> host(generated * esize_);
   parallel_for(generated, [&](std::uint64_t b, std::uint64_t e) {
-    for (std::uint64_t i = b; i < e; ++i) store_element(spec_.dtype, host.data(), i, second ? ref_.in1(i) : ref_.in0(i));
+    for (std::uint64_t i = b; i < e; ++i)
+      store_element(spec_.dtype, host.data(), i, second ? ref_.in1(i) : ref_.in0(i));
   });
   backend_.upload(dst, host.data(), host.size());
   backend_.synchronize();
@@ -152,7 +153,8 @@ ErrorStats Problem::verify(bool sampled) const {
   if (keep && sampled_expected_.size() != checked) {
     sampled_expected_.clear();
     sampled_scale_.clear();
-    for (const auto& r : ranges) reference(r.first, r.second, sampled_expected_, sampled_scale_, sampled_expected_.size());
+    for (const auto& r : ranges)
+      reference(r.first, r.second, sampled_expected_, sampled_scale_, sampled_expected_.size());
   }
 
   ErrorStats total(spec_.dtype, ulp_bound(spec_), spec_.direction == Direction::backward);

@@ -25,7 +25,7 @@ class Problem {
 
   rt::DevicePtr out() const;
   rt::DevicePtr in0() const;
-  rt::DevicePtr in1() const;  // backward's saved tensor; in0 for forward
+  rt::DevicePtr in1() const;          // backward's saved tensor; in0 for forward
   std::uint64_t bytes_moved() const;  // element bytes read + written by one pass
   const ProblemShape& shape() const { return shape_; }
   const KernelSpec& spec() const { return spec_; }

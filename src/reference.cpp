@@ -52,9 +52,7 @@ double celu_grad_from_input(double g, double x, const double* p) { return x <= 0
 double celu_grad_from_output(double g, double y, const double* p) { return y <= 0.0 ? g * (y / p[0] + 1.0) : g; }
 
 // selu: scale * elu(x, alpha) with the constants above.
-double selu(double x, const double*) {
-  return x <= 0.0 ? kSeluScale * kSeluAlpha * std::expm1(x) : kSeluScale * x;
-}
+double selu(double x, const double*) { return x <= 0.0 ? kSeluScale * kSeluAlpha * std::expm1(x) : kSeluScale * x; }
 double selu_grad_from_input(double g, double x, const double*) {
   return x <= 0.0 ? g * kSeluScale * kSeluAlpha * std::exp(x) : g * kSeluScale;
 }
@@ -79,16 +77,14 @@ double gelu_grad_from_input(double g, double x, const double* p) {
   // as the kernels' snippet, is the definition; +-inf stay NaN (x - x).
   if (std::fabs(x) > 1e100) return (x > 0.0 ? g : g * 0.0) + g * (x - x);
   const double u = kSqrt2OverPi * (x + kGeluKappa * x * x * x);
-  const double s = sigmoid_of(2.0 * u);        // 0.5 (1 + t)
-  const double sech2 = 4.0 * s * (1.0 - s);    // 1 - t^2
+  const double s = sigmoid_of(2.0 * u);      // 0.5 (1 + t)
+  const double sech2 = 4.0 * s * (1.0 - s);  // 1 - t^2
   return g * (s + 0.5 * x * sech2 * kSqrt2OverPi * (1.0 + 3.0 * kGeluKappa * x * x));
 }
 double gelu_grad_from_output(double, double, const double*) { return kNaN; }
 
 // silu: x * sigmoid(x); backward g * s * (1 + x * (1 - s)).
-double silu(double x, const double*) {
-  return x * sigmoid_of(x);
-}
+double silu(double x, const double*) { return x * sigmoid_of(x); }
 double silu_grad_from_input(double g, double x, const double*) {
   const double s = sigmoid_of(x);
   return g * s * (1.0 + x * sigmoid_of(-x));
@@ -97,9 +93,7 @@ double silu_grad_from_output(double, double, const double*) { return kNaN; }
 
 // mish: x * tanh(softplus(x)) (torch uses log1p(exp(x)), no threshold); backward
 // g * (t + x * sigmoid(x) * (1 - t^2)) with t = tanh(softplus(x)).
-double mish(double x, const double*) {
-  return x * std::tanh(softplus_of(x));
-}
+double mish(double x, const double*) { return x * std::tanh(softplus_of(x)); }
 double mish_grad_from_input(double g, double x, const double*) {
   const double t = std::tanh(softplus_of(x));
   // 1 - t^2 = sech^2(sp) = 4 e^{-2 sp} / (1 + e^{-2 sp})^2, exact where t rounds to 1.
@@ -110,9 +104,7 @@ double mish_grad_from_input(double g, double x, const double*) {
 double mish_grad_from_output(double, double, const double*) { return kNaN; }
 
 // softplus(beta, threshold): x * beta > threshold ? x : log1p(exp(beta * x)) / beta.
-double softplus(double x, const double* p) {
-  return x * p[0] > p[1] ? x : softplus_of(x * p[0]) / p[0];
-}
+double softplus(double x, const double* p) { return x * p[0] > p[1] ? x : softplus_of(x * p[0]) / p[0]; }
 // backward (torch): z = exp(x * beta); x * beta > threshold ? g : g * z / (z + 1).
 double softplus_grad_from_input(double g, double x, const double* p) {
   return x * p[0] > p[1] ? g : g * sigmoid_of(x * p[0]);
@@ -123,9 +115,7 @@ double softplus_grad_from_output(double g, double y, const double* p) {
 }
 
 // softsign: x / (1 + |x|); derivative 1 / (1 + |x|)^2 = (1 - |y|)^2.
-double softsign(double x, const double*) {
-  return x / (1.0 + std::fabs(x));
-}
+double softsign(double x, const double*) { return x / (1.0 + std::fabs(x)); }
 double softsign_grad_from_input(double g, double x, const double*) {
   const double d = 1.0 + std::fabs(x);
   return g / (d * d);
@@ -137,9 +127,7 @@ double softsign_grad_from_output(double g, double y, const double*) {
 
 // sigmoid: 1 / (1 + exp(-x)); torch's sigmoid_backward uses the output: g * y * (1 - y).
 double sigmoid(double x, const double*) { return sigmoid_of(x); }
-double sigmoid_grad_from_input(double g, double x, const double*) {
-  return g * sigmoid_of(x) * sigmoid_of(-x);
-}
+double sigmoid_grad_from_input(double g, double x, const double*) { return g * sigmoid_of(x) * sigmoid_of(-x); }
 double sigmoid_grad_from_output(double g, double y, const double*) { return g * y * (1.0 - y); }
 
 // tanh; torch's tanh_backward uses the output: g * (1 - y^2).
@@ -152,9 +140,7 @@ double tanh_grad_from_input(double g, double x, const double*) {
 double tanh_grad_from_output(double g, double y, const double*) { return g * (1.0 - y * y); }
 
 // hardtanh(min_val, max_val): a clamp that keeps NaN; backward zero where x <= min or x >= max.
-double hardtanh(double x, const double* p) {
-  return std::isnan(x) ? x : (x < p[0] ? p[0] : (x > p[1] ? p[1] : x));
-}
+double hardtanh(double x, const double* p) { return std::isnan(x) ? x : (x < p[0] ? p[0] : (x > p[1] ? p[1] : x)); }
 double hardtanh_grad_from_input(double g, double x, const double* p) { return (x <= p[0] || x >= p[1]) ? 0.0 : g; }
 double hardtanh_grad_from_output(double g, double y, const double* p) { return (y <= p[0] || y >= p[1]) ? 0.0 : g; }
 
@@ -194,8 +180,8 @@ double tanhshrink(double x, const double*) {
   // keeps more than double precision (it loses up to 8 bits for |x| near 0.1).
   const long double lx = x;
   if (std::fabs(x) < 0.1) {  // x^3/3 - 2x^5/15 + 17x^7/315 - ...: terms fall by 250x each
-    const long double c[] = {1.0L / 3, -2.0L / 15, 17.0L / 315, -62.0L / 2835, 1382.0L / 155925,
-                             -21844.0L / 6081075, 929569.0L / 638512875};
+    const long double c[] = {1.0L / 3,         -2.0L / 15,          17.0L / 315,          -62.0L / 2835,
+                             1382.0L / 155925, -21844.0L / 6081075, 929569.0L / 638512875};
     long double s = 0, term = lx;
     for (long double ci : c) {
       term *= lx * lx;

@@ -6,8 +6,8 @@
 
 namespace kplay::reference {
 
-#define KPLAY_REFERENCE(name)                         \
-  double name(double x, const double* p);             \
+#define KPLAY_REFERENCE(name)                                         \
+  double name(double x, const double* p);                             \
   double name##_grad_from_input(double g, double x, const double* p); \
   double name##_grad_from_output(double g, double y, const double* p);
 

@@ -13,13 +13,13 @@ SelfReference::SelfReference(rt::Backend& backend, const KernelSpec& spec) : bac
   if (std::find(dtypes.begin(), dtypes.end(), Dtype::f64) == dtypes.end())
     throw Error(ErrorCode::unsupported, "checking the user activation '" + spec.activation +
                                             "' needs float64 on the device (its reference is itself in float64), "
-                                            "and this " + backend.info().backend + " device has none");
+                                            "and this " +
+                                            backend.info().backend + " device has none");
   engine_ = std::make_unique<Engine>(backend_);
   kernel_ = engine_->prepare(spec64_, KernelConfig{});
 }
 
-void SelfReference::compute(const std::vector<double>& in0, const std::vector<double>& in1,
-                            std::vector<double>& out) {
+void SelfReference::compute(const std::vector<double>& in0, const std::vector<double>& in1, std::vector<double>& out) {
   const std::uint64_t n = in0.size(), bytes = n * sizeof(double);
   out.resize(n);
   if (n == 0) return;

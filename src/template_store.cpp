@@ -26,8 +26,7 @@ std::string template_text(const std::string& name) {
     const std::string path = std::string(dir) + "/" + name;
     std::ifstream in(path, std::ios::binary);
     if (!in)
-      throw Error(ErrorCode::io_failed,
-                  "template '" + name + "' not found in KPLAY_TEMPLATE_DIR (" + path + ")");
+      throw Error(ErrorCode::io_failed, "template '" + name + "' not found in KPLAY_TEMPLATE_DIR (" + path + ")");
     std::ostringstream os;
     os << in.rdbuf();
     return os.str();

@@ -56,15 +56,13 @@ Dtype parse_dtype(const std::string& s) {
   if (s == "f16" || s == "float16" || s == "half") return Dtype::f16;
   if (s == "bf16" || s == "bfloat16") return Dtype::bf16;
   if (s == "f64" || s == "float64" || s == "double") return Dtype::f64;
-  throw Error(ErrorCode::invalid_argument,
-              "unknown dtype '" + s + "' (expected f32, f16, bf16 or f64)");
+  throw Error(ErrorCode::invalid_argument, "unknown dtype '" + s + "' (expected f32, f16, bf16 or f64)");
 }
 
 Direction parse_direction(const std::string& s) {
   if (s == "forward" || s == "fwd") return Direction::forward;
   if (s == "backward" || s == "bwd") return Direction::backward;
-  throw Error(ErrorCode::invalid_argument,
-              "unknown direction '" + s + "' (expected forward or backward)");
+  throw Error(ErrorCode::invalid_argument, "unknown direction '" + s + "' (expected forward or backward)");
 }
 
 Saved parse_saved(const std::string& s) {
@@ -76,8 +74,7 @@ Saved parse_saved(const std::string& s) {
 CacheHint parse_cache_hint(const std::string& s) {
   if (s == "default" || s == "normal") return CacheHint::normal;
   if (s == "streaming" || s == "stream" || s == "evict-first") return CacheHint::streaming;
-  throw Error(ErrorCode::invalid_argument,
-              "unknown cache hint '" + s + "' (expected default or streaming)");
+  throw Error(ErrorCode::invalid_argument, "unknown cache hint '" + s + "' (expected default or streaming)");
 }
 
 void parse_grid_policy(const std::string& s, GridPolicy& grid, int& waves) {

@@ -21,7 +21,7 @@ constexpr std::size_t kMaxSnippetBytes = 1 << 20;
 
 struct Registry {
   std::mutex mutex;
-  std::deque<std::unique_ptr<Activation>> all;   // never freed: references stay valid
+  std::deque<std::unique_ptr<Activation>> all;  // never freed: references stay valid
   std::map<std::string, const Activation*> by_name, by_canonical;
   std::map<std::string, std::pair<std::string, const Activation*>> by_file;  // path -> (stamp, entry)
 };
@@ -68,7 +68,8 @@ std::string file_stamp(const std::string& path) {
 
 const Activation& load_file(const std::string& path) {
   char* real = ::realpath(path.c_str(), nullptr);
-  if (!real) throw Error(ErrorCode::invalid_argument, "activation snippet '" + path + "' cannot be opened (no such file)");
+  if (!real)
+    throw Error(ErrorCode::invalid_argument, "activation snippet '" + path + "' cannot be opened (no such file)");
   const std::string abs(real);
   std::free(real);
   const std::string stamp = file_stamp(abs);
@@ -115,12 +116,12 @@ const Activation& register_user_activation(const std::string& name, const std::s
       throw Error(ErrorCode::invalid_argument, "'" + name + "' is a built-in activation; give yours another name");
   if (source.empty() || source.size() > kMaxSnippetBytes)
     throw Error(ErrorCode::invalid_argument, where + " is empty or larger than 1 MiB");
-  if (source.find('\0') != std::string::npos)
-    throw Error(ErrorCode::invalid_argument, where + " contains a NUL byte");
+  if (source.find('\0') != std::string::npos) throw Error(ErrorCode::invalid_argument, where + " contains a NUL byte");
   if (!defines(source, "kp_act_forward"))
     throw Error(ErrorCode::invalid_argument,
-                where + " does not define the forward function: KP_FN KP_C kp_act_forward(KP_C x) { ... } "
-                        "(see docs/user-activations.md)");
+                where +
+                    " does not define the forward function: KP_FN KP_C kp_act_forward(KP_C x) { ... } "
+                    "(see docs/user-activations.md)");
   auto a = std::make_unique<Activation>();
   a->name = name;
   a->snippet = source;

@@ -21,17 +21,40 @@ double unit(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0
 
 const double kInf = std::numeric_limits<double>::infinity();
 const double kSpecials[] = {
-    0.0, -0.0, kInf, -kInf, std::numeric_limits<double>::quiet_NaN(),
+    0.0,
+    -0.0,
+    kInf,
+    -kInf,
+    std::numeric_limits<double>::quiet_NaN(),
     -std::numeric_limits<double>::quiet_NaN(),
-    1e-30, -1e-30,                    // tiny normals (f32), underflow in f16
-    1.4e-45, -1.4e-45,                // f32 subnormal
-    1e-8, -1e-8, 3e-5, -3e-5,         // where exp(x)-1 loses all precision
-    1.0, -1.0, 0.5, -0.5,
-    3.4e38, -3.4e38,                  // near FLT_MAX (inf in f16/overflow in selu)
-    65504.0, -65504.0,                // f16 max
-    -87.0, -104.0, 88.0, 700.0, -745.0,
-    1e-300, -1e-300,                  // f64 tiny
-    20.0, -20.0, 44.0, -9.5, -13.0,   // softplus threshold, exp(2x) overflow, gelu tails
+    1e-30,
+    -1e-30,  // tiny normals (f32), underflow in f16
+    1.4e-45,
+    -1.4e-45,  // f32 subnormal
+    1e-8,
+    -1e-8,
+    3e-5,
+    -3e-5,  // where exp(x)-1 loses all precision
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    3.4e38,
+    -3.4e38,  // near FLT_MAX (inf in f16/overflow in selu)
+    65504.0,
+    -65504.0,  // f16 max
+    -87.0,
+    -104.0,
+    88.0,
+    700.0,
+    -745.0,
+    1e-300,
+    -1e-300,  // f64 tiny
+    20.0,
+    -20.0,
+    44.0,
+    -9.5,
+    -13.0,  // softplus threshold, exp(2x) overflow, gelu tails
 };
 
 int mantissa_bits(Dtype d) {
@@ -92,7 +115,8 @@ double ulp_of(Dtype dtype, double v) {
   const int p = mantissa_bits(dtype);
   const int emin = dtype == Dtype::f64 ? -1022 : (dtype == Dtype::f16 ? -14 : -126);
   const double a = std::fabs(v);
-  const int e = a == 0 || std::isnan(a) ? emin : std::max(std::ilogb(std::min(a, std::numeric_limits<double>::max())), emin);
+  const int e =
+      a == 0 || std::isnan(a) ? emin : std::max(std::ilogb(std::min(a, std::numeric_limits<double>::max())), emin);
   return std::ldexp(1.0, e - p + 1);
 }
 
@@ -103,7 +127,10 @@ double ulp_error(Dtype dtype, double out, double ref) {
 }
 
 ReferenceProblem::ReferenceProblem(const KernelSpec& s, std::uint64_t sd)
-    : spec(s), seed(sd), act(resolve_activation(s.activation)), params(params_for(act, s.dtype, s.direction)),
+    : spec(s),
+      seed(sd),
+      act(resolve_activation(s.activation)),
+      params(params_for(act, s.dtype, s.direction)),
       edges(edge_values(act, s.dtype)) {}
 
 double ReferenceProblem::x(std::uint64_t i) const {
@@ -114,8 +141,9 @@ double ReferenceProblem::x(std::uint64_t i) const {
 }
 
 double ReferenceProblem::in0(std::uint64_t i) const {
-  return spec.direction == Direction::forward ? x(i)
-                                              : generate_input(spec.dtype, seed, InputStream::grad, period ? i % period : i);
+  return spec.direction == Direction::forward
+             ? x(i)
+             : generate_input(spec.dtype, seed, InputStream::grad, period ? i % period : i);
 }
 
 double ReferenceProblem::in1(std::uint64_t i) const {

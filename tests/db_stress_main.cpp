@@ -135,7 +135,8 @@ int main(int argc, char** argv) {
   if (mode == "hold-lock" && argc == 6) return hold_lock(argv[2], argv[3], argv[4], std::atoi(argv[5]));
   if (mode == "write-forever" && argc == 4) return write_forever(argv[2], argv[3]);
   if (mode == "create" && argc == 4) return create(argv[2], argv[3]);
-  std::fprintf(stderr, "usage: kplay_db_stress stress DB WORKER KEYS | hold-lock DB KEY READY MS | "
-                       "write-forever DB READY | create DB GO\n");
+  std::fprintf(stderr,
+               "usage: kplay_db_stress stress DB WORKER KEYS | hold-lock DB KEY READY MS | "
+               "write-forever DB READY | create DB GO\n");
   return 64;
 }

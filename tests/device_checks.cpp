@@ -107,8 +107,8 @@ void check_backend_knobs(Engine& engine) {
 void check_backend_f32_transcendentals(Engine& engine) {
   for (const auto& text : activation_cases()) {
     const std::string name = resolve_activation(text).act->name;
-    static const std::set<std::string> two_paths = {"gelu",     "silu",       "sigmoid",    "tanh", "mish", "softplus",
-                                                     "logsigmoid", "tanhshrink", "selu", "elu",  "celu"};
+    static const std::set<std::string> two_paths = {"gelu",       "silu",       "sigmoid", "tanh", "mish", "softplus",
+                                                    "logsigmoid", "tanhshrink", "selu",    "elu",  "celu"};
     if (!two_paths.count(name)) continue;
     for (const KernelSpec& spec : specs_of(text, Dtype::f32))
       for (std::uint64_t n : {std::uint64_t{7}, std::uint64_t{65537}})
@@ -122,12 +122,8 @@ void check_backend_f32_transcendentals(Engine& engine) {
 }
 
 namespace {
-float from_16(Dtype d, std::uint16_t h) {
-  return d == Dtype::f16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
-}
-std::uint16_t to_16(Dtype d, float f) {
-  return d == Dtype::f16 ? float_to_half_bits(f) : float_to_bf16_bits(f);
-}
+float from_16(Dtype d, std::uint16_t h) { return d == Dtype::f16 ? half_bits_to_float(h) : bf16_bits_to_float(h); }
+std::uint16_t to_16(Dtype d, float f) { return d == Dtype::f16 ? float_to_half_bits(f) : float_to_bf16_bits(f); }
 
 // What the templates compute, with "/ 6.0f" where they use KP_DIV6 or KP_DIV6_OUT. g is the
 // incoming gradient, v the input (or, for hardsigmoid backward from the output, the output).
@@ -139,8 +135,7 @@ float sixths_formula(const KernelSpec& spec, float g, float v) {
     return (r <= 0.0f ? 0.0f : (r >= 6.0f ? 6.0f : r)) / 6.0f;
   }
   if (swish) return v <= -3.0f ? 0.0f : (v < 3.0f ? g * (std::fma(2.0f, v, 3.0f) / 6.0f) : g);
-  const bool inside =
-      spec.saved == Saved::output ? (v > 0.0f && v < 1.0f) : (v > -3.0f && v < 3.0f);
+  const bool inside = spec.saved == Saved::output ? (v > 0.0f && v < 1.0f) : (v > -3.0f && v < 3.0f);
   return inside ? g / 6.0f : 0.0f;
 }
 }  // namespace

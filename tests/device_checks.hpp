@@ -18,8 +18,7 @@ inline std::uint64_t fresh_seed() {
 }
 
 // Runs spec/config on a fresh problem and returns the error statistics over every element.
-inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const KernelConfig& config,
-                              ProblemShape shape) {
+inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const KernelConfig& config, ProblemShape shape) {
   shape.seed = fresh_seed();
   auto k = engine.prepare(spec, config);
   Problem p(engine.backend(), spec, shape);
@@ -28,14 +27,15 @@ inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const Kern
   return p.verify(false);
 }
 
-#define KPLAY_CHECK_PROBLEM(engine, spec, config, shape)                                              \
-  do {                                                                                              \
-    const auto kplay_stats = ::kplay::test::run_problem(engine, spec, config, shape);               \
-    INFO(::kplay::to_string(spec) << " | " << ::kplay::to_string(config) << " | n=" << (shape).n      \
-                                  << " in+" << (shape).in_offset << " out+" << (shape).out_offset  \
-                                  << std::string((shape).in_place ? " in-place" : "") << " | " << kplay_stats.summary()); \
-    CHECK(kplay_stats.mismatches == 0);                                                             \
-    CHECK(kplay_stats.checked == (shape).n);                                                        \
+#define KPLAY_CHECK_PROBLEM(engine, spec, config, shape)                                                   \
+  do {                                                                                                     \
+    const auto kplay_stats = ::kplay::test::run_problem(engine, spec, config, shape);                      \
+    INFO(::kplay::to_string(spec) << " | " << ::kplay::to_string(config) << " | n=" << (shape).n << " in+" \
+                                  << (shape).in_offset << " out+" << (shape).out_offset                    \
+                                  << std::string((shape).in_place ? " in-place" : "") << " | "             \
+                                  << kplay_stats.summary());                                               \
+    CHECK(kplay_stats.mismatches == 0);                                                                    \
+    CHECK(kplay_stats.checked == (shape).n);                                                               \
   } while (0)
 
 // The shared matrix: sizes 0, 1, primes, every tail below the vector width, misaligned inputs and

@@ -1,10 +1,10 @@
 // A temporary KPLAY_TEMPLATE_DIR holding copies of the embedded templates, for tests that edit
 // a template and check what changes. Restores the environment on destruction.
 #pragma once
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <string>
 
 #include "template_store.hpp"

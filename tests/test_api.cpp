@@ -13,9 +13,9 @@
 #include "api_buffers.hpp"
 #include "device_fixture.hpp"
 #include "host_dtype.hpp"
-#include "reference.hpp"
 #include "kplay/kplay.h"
 #include "kplay/kplay.hpp"
+#include "reference.hpp"
 #include "verification.hpp"
 
 using namespace kplay;
@@ -40,13 +40,12 @@ TEST_CASE("C API: bad arguments get a status and a message, before any device wo
         KPLAY_ERROR_INVALID_ARGUMENT);
   CHECK(kplay_forward(KPLAY_BACKEND_CUDA, "selu", static_cast<kplay_dtype>(17), fake(0x10000), fake(0x20000), 4,
                       nullptr) == KPLAY_ERROR_INVALID_ARGUMENT);
-  CHECK(kplay_backward(KPLAY_BACKEND_CUDA, "relu", KPLAY_F32, fake(0x10000), nullptr, KPLAY_SAVED_INPUT,
-                       fake(0x30000), 4, nullptr) == KPLAY_ERROR_INVALID_ARGUMENT);
+  CHECK(kplay_backward(KPLAY_BACKEND_CUDA, "relu", KPLAY_F32, fake(0x10000), nullptr, KPLAY_SAVED_INPUT, fake(0x30000),
+                       4, nullptr) == KPLAY_ERROR_INVALID_ARGUMENT);
   CHECK(last().find("saved is a null pointer") != std::string::npos);
-  CHECK(kplay_forward(KPLAY_BACKEND_OPENCL, "selu", KPLAY_F32, fake(0x10000), fake(0x20000), 4, nullptr) !=
-        KPLAY_OK);
-  CHECK(kplay_forward_2d(KPLAY_BACKEND_CUDA, "selu", KPLAY_F32, fake(0x10000), 10, fake(0x90000), 10, 4, 20,
-                         nullptr) == KPLAY_ERROR_INVALID_ARGUMENT);
+  CHECK(kplay_forward(KPLAY_BACKEND_OPENCL, "selu", KPLAY_F32, fake(0x10000), fake(0x20000), 4, nullptr) != KPLAY_OK);
+  CHECK(kplay_forward_2d(KPLAY_BACKEND_CUDA, "selu", KPLAY_F32, fake(0x10000), 10, fake(0x90000), 10, 4, 20, nullptr) ==
+        KPLAY_ERROR_INVALID_ARGUMENT);
   CHECK(last().find("pitches must be >= cols") != std::string::npos);
 }
 
@@ -65,8 +64,8 @@ TEST_CASE("C API: partial overlap is refused, exact in place and disjoint column
                    nullptr);
   CHECK(last().find("overlap") == std::string::npos);
   // The same slices one column wider do overlap.
-  CHECK(kplay_forward_2d(KPLAY_BACKEND_CUDA, "selu", KPLAY_F32, fake(0x10000), 256, fake(0x10000 + 64 * 4), 256, 10,
-                         65, nullptr) == KPLAY_ERROR_INVALID_ARGUMENT);
+  CHECK(kplay_forward_2d(KPLAY_BACKEND_CUDA, "selu", KPLAY_F32, fake(0x10000), 256, fake(0x10000 + 64 * 4), 256, 10, 65,
+                         nullptr) == KPLAY_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("C API: without a CUDA device a valid call says so") {

@@ -82,8 +82,8 @@ void serve_device(int ordinal, int thread, Outcome& outcome) {
         st.add(i, load_element(spec.dtype, out.data(), i), ref.expected(i), ref.error_scale(i));
       ++outcome.calls;
       if (st.mismatches != 0)
-        outcome.fail("device " + std::to_string(ordinal) + " thread " + std::to_string(thread) + " " +
-                     to_string(spec) + ": " + st.summary());
+        outcome.fail("device " + std::to_string(ordinal) + " thread " + std::to_string(thread) + " " + to_string(spec) +
+                     ": " + st.summary());
     }
   d.cuStreamDestroy(stream);
   CUcontext popped = nullptr;

@@ -70,7 +70,7 @@ TEST_CASE("kplay db path: the path, where it came from, and whether it is persis
   CHECK(has(r, "persistent: no"));
   CHECK(has(r, "kplay: warning:"));
   CHECK(kplay_db("verify --db " + dir.file("file/k.db")).status == 1);  // unusable is a problem
-  r = kplay_db("--db " + path + " list");  // --db also before the subcommand
+  r = kplay_db("--db " + path + " list");                               // --db also before the subcommand
   CHECK(r.status == 0);
   CHECK(has(r, "no tuning records"));
 }

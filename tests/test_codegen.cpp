@@ -27,7 +27,7 @@ TEST_CASE("rendered source carries the knobs and #line markers for every templat
   CHECK(k.source.find("#line 1 \"activations/selu.h\"") != std::string::npos);
   CHECK(k.source.find("#line 1 \"cuda/elementwise.cu\"") != std::string::npos);
   CHECK(k.source.find("#line 1 \"common/precise_math.h\"") != std::string::npos);  // float32
-  CHECK(k.options_string() == "-default-device -fmad=false");  // float-float math: no contraction
+  CHECK(k.options_string() == "-default-device -fmad=false");                      // float-float math: no contraction
   CHECK(k.hash.size() == 16);
   KernelSpec h = s;
   h.dtype = Dtype::bf16;
@@ -63,7 +63,12 @@ TEST_CASE("the hash is stable and changes with every knob that changes the code"
   b.direction = Direction::backward;
   CHECK(render(b).hash != base);
   b.saved = Saved::output;
-  CHECK(render(b).hash != render([] { KernelSpec t; t.direction = Direction::backward; return t; }()).hash);
+  CHECK(render(b).hash != render([] {
+                            KernelSpec t;
+                            t.direction = Direction::backward;
+                            return t;
+                          }())
+                              .hash);
 }
 
 TEST_CASE("the grid policy changes only the launch, so it shares the binary") {
@@ -99,7 +104,12 @@ TEST_CASE("every dtype and direction renders for both dialects") {
       KernelSpec s;
       s.dtype = d;
       s.direction = dir;
-      CHECK(render(s).source.find(std::string("#define KP_DTYPE_") + (d == Dtype::f32 ? "F32" : d == Dtype::f16 ? "F16" : d == Dtype::bf16 ? "BF16" : "F64") + " 1") != std::string::npos);
+      CHECK(render(s).source.find(std::string("#define KP_DTYPE_") +
+                                  (d == Dtype::f32    ? "F32"
+                                   : d == Dtype::f16  ? "F16"
+                                   : d == Dtype::bf16 ? "BF16"
+                                                      : "F64") +
+                                  " 1") != std::string::npos);
     }
 }
 

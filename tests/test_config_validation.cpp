@@ -26,7 +26,8 @@ TEST_CASE("invalid knobs are refused with the flag's name") {
   TargetLimits lim;
   KernelConfig c;
   c.vec = 8;
-  CHECK_THROWS_WITH_AS(resolve_config(selu(), c, lim), doctest::Contains("--vec 8: a vector of 8 x f32 is wider than 16 bytes"), Error);
+  CHECK_THROWS_WITH_AS(resolve_config(selu(), c, lim),
+                       doctest::Contains("--vec 8: a vector of 8 x f32 is wider than 16 bytes"), Error);
   c = {};
   c.vec = 3;
   CHECK_THROWS_WITH_AS(resolve_config(selu(), c, lim), doctest::Contains("not a power of two"), Error);
@@ -54,7 +55,8 @@ TEST_CASE("device and backend limits apply") {
   CHECK_THROWS_WITH_AS(resolve_config(selu(), c, lim), doctest::Contains("allows at most 512"), Error);
   c = {};
   c.cache = CacheHint::streaming;
-  CHECK_THROWS_WITH_AS(resolve_config(selu(), c, lim), doctest::Contains("--cache streaming: the opencl backend has no cache hints"), Error);
+  CHECK_THROWS_WITH_AS(resolve_config(selu(), c, lim),
+                       doctest::Contains("--cache streaming: the opencl backend has no cache hints"), Error);
   lim.dtypes = {Dtype::f32};
   CHECK_THROWS_WITH_AS(resolve_config(selu(Dtype::f64), {}, lim), doctest::Contains("cannot do dtype f64"), Error);
 }

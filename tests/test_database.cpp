@@ -111,7 +111,7 @@ TEST_CASE("database: LRU eviction by the size bound keeps the most recently used
   auto db = open_db(dir.file("kernels.db"), nullptr, 3500);
   for (const char* k : {"a", "b", "c"}) db->put(k, test::make_binary(k, 1000));
   rt::Binary out;
-  REQUIRE(db->get("a", out));  // a is now more recent than b and c
+  REQUIRE(db->get("a", out));                  // a is now more recent than b and c
   db->put("d", test::make_binary("d", 1000));  // 4000 > 3500: one must go, the least recent
   CHECK(db->stats().binaries == 3);
   CHECK_FALSE(db->get("b", out));
@@ -289,19 +289,14 @@ TEST_CASE("database: a malformed import document is refused with a message namin
       {[](nlohmann::json& j) { j["version"] = 99; }, "newer kplay"},
       {[](nlohmann::json& j) { j.erase("tunings"); }, "missing field 'tunings'"},
       {[](nlohmann::json& j) { j["tunings"] = 5; }, "tunings: expected an array"},
-      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["dtype"] = "f8"; },
-       "tunings[1].spec.dtype: unknown dtype"},
+      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["dtype"] = "f8"; }, "tunings[1].spec.dtype: unknown dtype"},
       {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = "big"; },
        "tunings[1].best.block: expected an integer"},
-      {[](nlohmann::json& j) { j["tunings"][1]["best"]["grid"] = "persistent"; },
-       "unknown grid policy"},
-      {[](nlohmann::json& j) { j["tunings"][1].erase("fingerprint"); },
-       "missing field 'fingerprint'"},
+      {[](nlohmann::json& j) { j["tunings"][1]["best"]["grid"] = "persistent"; }, "unknown grid policy"},
+      {[](nlohmann::json& j) { j["tunings"][1].erase("fingerprint"); }, "missing field 'fingerprint'"},
       {[](nlohmann::json& j) { j["tunings"][1]["best_gbps"] = -1; }, "tunings[1].best_gbps"},
-      {[](nlohmann::json& j) { j["tunings"][1]["candidates"][1]["ok"] = "no"; },
-       "tunings[1].candidates[1].ok"},
-      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "Robert'); DROP TABLE"; },
-       "activation"},
+      {[](nlohmann::json& j) { j["tunings"][1]["candidates"][1]["ok"] = "no"; }, "tunings[1].candidates[1].ok"},
+      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "Robert'); DROP TABLE"; }, "activation"},
       // Hostile documents: code, paths, forged fingerprints, configs the command line refuses.
       {[](nlohmann::json& j) {
          j["binaries"] = nlohmann::json::array({{{"key", "k"}, {"bytes", "AAAA"}}});
@@ -316,8 +311,7 @@ TEST_CASE("database: a malformed import document is refused with a message namin
        "tunings[1].fingerprint: '../../x' is not a device fingerprint"},
       {[](nlohmann::json& j) { j["tunings"][1]["backend"] = "vulkan"; },
        "tunings[1].backend: 'vulkan' is not a backend"},
-      {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = 48; },
-       "tunings[1].best: --block 48"},
+      {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = 48; }, "tunings[1].best: --block 48"},
       {[](nlohmann::json& j) { j["tunings"][1]["best"]["vec"] = 16; }, "tunings[1].best: --vec 16"},
       {[](nlohmann::json& j) { j["tunings"][1]["candidates"][0]["config"]["per_thread"] = 999; },
        "tunings[1].candidates[0].config: --per-thread"},
@@ -325,25 +319,21 @@ TEST_CASE("database: a malformed import document is refused with a message namin
        "tunings[1].spec.activation: unknown activation 'gelu_unknown'"},
       {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "leaky_relu(0.2)"; },
        "not in canonical form (write 'leaky_relu(negative_slope=0.2)')"},
-      {[](nlohmann::json& j) {
-         j["tunings"][1]["spec"]["activation"] = "hardtanh(min_val=3, max_val=1)";
-       },
+      {[](nlohmann::json& j) { j["tunings"][1]["spec"]["activation"] = "hardtanh(min_val=3, max_val=1)"; },
        "min_val (3) must be <= max_val (1)"},
       {[](nlohmann::json& j) { j["tunings"][1]["best_ms"] = 1e308 * 10; }, "tunings[1].best_ms"},
       // A best the record never measured, or one it measured and rejected.
       {[](nlohmann::json& j) { j["tunings"][1]["best"]["block"] = 256; },
        "tunings[1].best: not among the record's accepted candidates"},
-      {[](nlohmann::json& j) {
-         j["tunings"][1]["best"] = j["tunings"][1]["candidates"][1]["config"];
-       },
+      {[](nlohmann::json& j) { j["tunings"][1]["best"] = j["tunings"][1]["candidates"][1]["config"]; },
        "tunings[1].best: not among the record's accepted candidates"},
       {[](nlohmann::json& j) { j["tunings"][1]["device_name"] = std::string(300, 'x'); },
        "tunings[1].device_name: longer than 256 bytes"},
       {[](nlohmann::json& j) { j["tunings"][1]["strategy"] = std::string("a\x01") + "b"; },
        "tunings[1].strategy: contains a control"},
       {[](nlohmann::json& j) {
-         j["devices"] = nlohmann::json::array({{{"fingerprint", "0123456789abcdef"}, {"backend", "cuda"},
-                                                {"name", "Forged GPU"}, {"arch", "sm_90"}}});
+         j["devices"] = nlohmann::json::array(
+             {{{"fingerprint", "0123456789abcdef"}, {"backend", "cuda"}, {"name", "Forged GPU"}, {"arch", "sm_90"}}});
        },
        "devices[0].fingerprint: 0123456789abcdef does not match the device it describes"},
   };
@@ -371,14 +361,11 @@ TEST_CASE(
     "hand") {
   TempDir dir;
   auto db = open_db(dir.file("kernels.db"));
-  nlohmann::json doc = {
-      {"format", "kplay-tuning"}, {"version", 1}, {"tunings", nlohmann::json::array()}};
-  nlohmann::json widest =
-      tuning_to_json(record("0123456789abcdef", "GPU A", "sm_90", 1 << 20, 128));
+  nlohmann::json doc = {{"format", "kplay-tuning"}, {"version", 1}, {"tunings", nlohmann::json::array()}};
+  nlohmann::json widest = tuning_to_json(record("0123456789abcdef", "GPU A", "sm_90", 1 << 20, 128));
   widest["best"]["vec"] = 0;  // the widest vector: float32's 4, the accepted candidate's
   doc["tunings"].push_back(widest);
-  nlohmann::json by_hand =
-      tuning_to_json(record("0123456789abcdef", "GPU A", "sm_90", 1 << 24, 128));
+  nlohmann::json by_hand = tuning_to_json(record("0123456789abcdef", "GPU A", "sm_90", 1 << 24, 128));
   by_hand["best"]["block"] = 512;  // no candidate has it: declared set by hand
   by_hand["candidates"] = nlohmann::json::array();
   doc["tunings"].push_back(by_hand);

@@ -3,9 +3,9 @@
 // The second processes are tests/db_stress_main.cpp.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <atomic>
 #include <cstdio>
-#include <sys/stat.h>
 
 #include "database/schema.hpp"
 #include "db_test_support.hpp"

@@ -59,7 +59,7 @@ TEST_CASE("default model: more bandwidth or heavier math means more vectors per 
   CHECK(h100.vec == 4);
   CHECK(h100.grid == GridPolicy::one_shot);
   CHECK(h200.per_thread >= h100.per_thread);  // the H200 gap (87 % at one vector) closes
-  CHECK(h100.per_thread >= 4);  // float-float SELU: 99.5 % of copy at 4 on the H100, 90.6 % at 2
+  CHECK(h100.per_thread >= 4);                // float-float SELU: 99.5 % of copy at 4 on the H100, 90.6 % at 2
   CHECK(model(spec("relu"), kH200).per_thread > model(spec("relu"), kH100).per_thread);
   CHECK(model(spec("relu"), kH100).per_thread == 1);  // ReLU at one vector is at the roofline
   CHECK(model(spec("relu"), kH100).per_thread <= model(spec("selu"), kH100).per_thread);
@@ -147,7 +147,8 @@ TEST_CASE("default model: a device without bandwidth gets the static table") {
   KernelConfig unused;
   CHECK_FALSE(model_default_config(spec("selu"), model_inputs(cpu), 0, unused));
   std::string why;
-  CHECK(device_default_config(spec("selu", Dtype::f16), cpu, 0, &why) == static_default_config(spec("selu", Dtype::f16)));
+  CHECK(device_default_config(spec("selu", Dtype::f16), cpu, 0, &why) ==
+        static_default_config(spec("selu", Dtype::f16)));
   CHECK(why.find("static table") != std::string::npos);
   rt::DeviceInfo h200;
   h200.memory_bandwidth_gbps = 4800;

@@ -27,7 +27,8 @@ TEST_SUITE("cuda") {
     MESSAGE("CUDA device " << be->info().name << " (" << be->info().arch << "): fast FP64 "
                            << std::string(be->info().fast_fp64 ? "yes" : "no"));
     {
-      INFO("math path: " << std::string(be->info().fast_fp64 ? "double (fp64_math.h)" : "float-float (precise_math.h)"));
+      INFO(
+          "math path: " << std::string(be->info().fast_fp64 ? "double (fp64_math.h)" : "float-float (precise_math.h)"));
       Engine engine(*be);
       test::check_backend_f32_transcendentals(engine);
     }

@@ -16,8 +16,8 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -36,14 +36,14 @@ using namespace kplay;
 
 TEST_CASE("OpenCL build logs: '<kernel>:LINE' locations map back to template files and lines") {
   const std::string source =
-      "#define KP_VEC 4\n"                        // 1
-      "#line 1 \"opencl/prelude.cl\"\n"           // 2
-      "typedef float KP_C;\n"                     // 3 -> prelude.cl:1
-      "#define KP_FN static inline\n"             // 4 -> prelude.cl:2
-      "#line 1 \"activations/selu.h\"\n"          // 5
-      "/* SELU */\n"                              // 6 -> selu.h:1
-      "KP_FN KP_C kp_act_forward(KP_C x) {\n"     // 7 -> selu.h:2
-      "  return oops;\n";                         // 8 -> selu.h:3
+      "#define KP_VEC 4\n"                     // 1
+      "#line 1 \"opencl/prelude.cl\"\n"        // 2
+      "typedef float KP_C;\n"                  // 3 -> prelude.cl:1
+      "#define KP_FN static inline\n"          // 4 -> prelude.cl:2
+      "#line 1 \"activations/selu.h\"\n"       // 5
+      "/* SELU */\n"                           // 6 -> selu.h:1
+      "KP_FN KP_C kp_act_forward(KP_C x) {\n"  // 7 -> selu.h:2
+      "  return oops;\n";                      // 8 -> selu.h:3
   const std::string log =
       "<kernel>:8:10: error: use of undeclared identifier 'oops'\n"
       "error: <source>:4:1: warning here\n"
@@ -54,8 +54,7 @@ TEST_CASE("OpenCL build logs: '<kernel>:LINE' locations map back to template fil
   CHECK(mapped.find("error: opencl/prelude.cl:2:1: warning here") != std::string::npos);
   CHECK(mapped.find("<kernel>:1:1: note") != std::string::npos);
   CHECK(mapped.find("activations/selu.h:3:10: error: already mapped") != std::string::npos);
-  CHECK(rt::opencl::first_error_line(mapped) ==
-        "activations/selu.h:3:10: error: use of undeclared identifier 'oops'");
+  CHECK(rt::opencl::first_error_line(mapped) == "activations/selu.h:3:10: error: use of undeclared identifier 'oops'");
 }
 
 TEST_CASE("OpenCL kernels take element offsets: the element size follows from the entry name") {
@@ -125,8 +124,8 @@ TEST_SUITE("opencl") {
 
   TEST_CASE("OpenCL: float32 transcendental activations pass by both math paths, double and float-float") {
     rt::Backend& be = opencl_backend();
-    const bool cpu_fp64 = std::find(be.limits().dtypes.begin(), be.limits().dtypes.end(), Dtype::f64) !=
-                          be.limits().dtypes.end();
+    const bool cpu_fp64 =
+        std::find(be.limits().dtypes.begin(), be.limits().dtypes.end(), Dtype::f64) != be.limits().dtypes.end();
     MESSAGE("OpenCL device " << be.info().name << ": fast FP64 " << std::string(be.info().fast_fp64 ? "yes" : "no"));
     // PoCL runs on the CPU: double is fast there.
     if (cpu_fp64 && be.info().platform.find("Portable Computing Language") != std::string::npos)
@@ -435,7 +434,8 @@ TEST_SUITE("opencl") {
     const double three = be.time_ms([&] {
       for (int i = 0; i < 3; ++i) engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n);
     });
-    MESSAGE("SELU over 2^20 float32 on " << be.info().name << ": " << one << " ms once, " << three << " ms three times");
+    MESSAGE("SELU over 2^20 float32 on " << be.info().name << ": " << one << " ms once, " << three
+                                         << " ms three times");
     CHECK(one > 0);
     CHECK(three > one);  // from the start of the first command to the end of the last
     CHECK(be.time_ms([] {}) == 0);

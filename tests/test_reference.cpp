@@ -29,7 +29,7 @@ TEST_CASE("SELU uses torch's constants and keeps the -1 of the negative branch")
   const double scale = 1.0507009873554804934193349852946, alpha = 1.6732632423543772848170429916717;
   CHECK(fwd("selu", 2.0) == doctest::Approx(2.0 * scale).epsilon(1e-15));
   CHECK(fwd("selu", -1.0) == doctest::Approx(scale * alpha * (std::exp(-1.0) - 1.0)).epsilon(1e-15));
-  CHECK(fwd("selu", -50.0) == doctest::Approx(-scale * alpha).epsilon(1e-15));  // not 0: the "-1" kept
+  CHECK(fwd("selu", -50.0) == doctest::Approx(-scale * alpha).epsilon(1e-15));           // not 0: the "-1" kept
   CHECK(fwd("selu", -1e-12) == doctest::Approx(scale * alpha * -1e-12).epsilon(1e-11));  // expm1, not exp-1
   CHECK(std::isnan(fwd("selu", std::nan(""))));
   CHECK(fwd("selu", -kInf) == doctest::Approx(-scale * alpha));
@@ -37,33 +37,33 @@ TEST_CASE("SELU uses torch's constants and keeps the -1 of the negative branch")
 }
 
 TEST_CASE("torch's edge behaviour: NaN, infinities, signed zeros, branch boundaries") {
-  CHECK(std::isnan(fwd("relu", std::nan(""))));          // torch.relu keeps NaN
+  CHECK(std::isnan(fwd("relu", std::nan(""))));  // torch.relu keeps NaN
   CHECK(std::isnan(fwd("relu6", std::nan(""))));
   CHECK(std::isnan(fwd("hardtanh", std::nan(""))));
-  CHECK(std::isnan(fwd("softshrink", std::nan(""))));    // x * 0 keeps NaN
-  CHECK(std::signbit(fwd("softshrink", -0.25)));         // ... and gives -0 inside the band
-  CHECK(fwd("softshrink", 0.5) == 0.0);                  // the band is closed
+  CHECK(std::isnan(fwd("softshrink", std::nan(""))));  // x * 0 keeps NaN
+  CHECK(std::signbit(fwd("softshrink", -0.25)));       // ... and gives -0 inside the band
+  CHECK(fwd("softshrink", 0.5) == 0.0);                // the band is closed
   CHECK(fwd("hardshrink", -0.5) == 0.0);
   CHECK(fwd("hardshrink", 0.5000001) == 0.5000001);
-  CHECK(fwd("threshold(0.1, 20)", 0.1) == 20.0);         // x <= threshold takes the value
+  CHECK(fwd("threshold(0.1, 20)", 0.1) == 20.0);  // x <= threshold takes the value
   CHECK(std::isnan(fwd("threshold(0.1, 20)", std::nan(""))));
-  CHECK(std::isnan(fwd("gelu", -kInf)));                 // torch: -inf * 0
+  CHECK(std::isnan(fwd("gelu", -kInf)));  // torch: -inf * 0
   CHECK(std::isnan(fwd("silu", -kInf)));
   CHECK(std::isnan(fwd("mish", -kInf)));
-  CHECK(std::isnan(fwd("softsign", kInf)));              // inf / inf
+  CHECK(std::isnan(fwd("softsign", kInf)));  // inf / inf
   CHECK(std::isnan(fwd("hardswish", -kInf)));
   CHECK(fwd("gelu", kInf) == kInf);
   CHECK(fwd("sigmoid", -kInf) == 0.0);
   CHECK(fwd("logsigmoid", -kInf) == -kInf);
   CHECK(fwd("softplus", 20.0) == doctest::Approx(20.0 + std::log1p(std::exp(-20.0))));  // 20 is not > 20
   CHECK(fwd("softplus", 20.000001) == 20.000001);
-  CHECK(bwd("relu6", 1.0, 6.0) == 0.0);                  // hardtanh_backward: x >= max -> 0
+  CHECK(bwd("relu6", 1.0, 6.0) == 0.0);  // hardtanh_backward: x >= max -> 0
   CHECK(bwd("hardsigmoid", 1.0, 3.0) == 0.0);
   CHECK(bwd("hardswish", 1.0, 3.0) == 1.0);  // torch 2.11: the bounds take the outer slopes
   CHECK(bwd("hardswish", 1.0, -3.0) == 0.0);
   CHECK(bwd("hardswish", 1.0, std::nextafter(3.0, 0.0)) == doctest::Approx(1.5));
   CHECK(bwd("leaky_relu(negative_slope=0.2)", 1.0, 0.0) == doctest::Approx(0.2));  // x > 0 decides
-  CHECK(bwd("elu", 2.0, 0.0) == doctest::Approx(2.0));   // x <= 0: alpha * exp(0)
+  CHECK(bwd("elu", 2.0, 0.0) == doctest::Approx(2.0));                             // x <= 0: alpha * exp(0)
   // gelu(tanh)': the limits 1 and 0 once x^3 would overflow (torch's formula: 0 * inf = NaN);
   // the infinities stay NaN.
   CHECK(bwd("gelu(approximate=tanh)", 3.0, 1e160) == 3.0);
@@ -156,9 +156,9 @@ TEST_CASE("bad activation text is refused with a message naming what is wrong") 
     }
   };
   refused("swish", "unknown activation 'swish'");
-  refused("swish", "leaky_relu");                                   // lists the known ones
+  refused("swish", "leaky_relu");  // lists the known ones
   refused("leaky_relu(slope=0.2)", "unknown parameter 'slope'");
-  refused("leaky_relu(slope=0.2)", "negative_slope");               // lists the known parameters
+  refused("leaky_relu(slope=0.2)", "negative_slope");  // lists the known parameters
   refused("threshold(threshold=1)", "missing required parameter value");
   refused("hardtanh(min_val=2, max_val=1)", "min_val (2) must be <= max_val (1)");
   refused("softplus(beta=0)", "beta must be > 0");

@@ -5,8 +5,8 @@
 
 #include <atomic>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 
 #include "kplay/error.hpp"
 #include "size_parse.hpp"

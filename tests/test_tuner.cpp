@@ -32,7 +32,7 @@ TEST_CASE("the search space honours every constraint, per dtype and backend") {
   for (const auto& c : f32) {
     CHECK(c.vec * 4 <= 16);
     CHECK(c.per_thread * c.vec * 4 <= 128);
-    CHECK_FALSE(c.fast_math);  // never searched
+    CHECK_FALSE(c.fast_math);                 // never searched
     CHECK(seen.insert(to_string(c)).second);  // no duplicates
   }
   for (const auto& c : space.enumerate(spec_of(Dtype::f64), cuda)) CHECK(c.vec >= 1);
@@ -85,7 +85,7 @@ TEST_CASE("local search walks one knob at a time to the optimum of a synthetic c
   CHECK(best->config.block == 128);
   CHECK(best->config.per_thread == 2);
   CHECK(best->config.vec == 4);
-  CHECK(h.size() < space.size() / 3);  // far fewer measurements than exhaustive
+  CHECK(h.size() < space.size() / 3);    // far fewer measurements than exhaustive
   CHECK(h.front().config.block == 256);  // it starts from the built-in default
 }
 
@@ -224,7 +224,7 @@ class SyntheticMeasurer : public CandidateMeasurer {
     double t = 1.0;
     t += c.vec == 4 ? 0 : 0.4 / c.vec;
     t += c.block >= 1024 ? 0.09 : 0.0;
-    t += c.block == 64 ? 0.004 : 0.0;  // inside the tie window: block 64 never beats simpler ones
+    t += c.block == 64 ? 0.004 : 0.0;                   // inside the tie window: block 64 never beats simpler ones
     t += c.per_thread == 2 ? 0 : 0.003 * c.per_thread;  // the fastest is pt 2, pt 1 within 1 %
     t += c.grid == GridPolicy::one_shot ? 0 : 0.08 + 0.005 * c.waves;
     t += c.cache == CacheHint::normal ? 0 : 0.002;
@@ -282,8 +282,7 @@ TEST_CASE("early stopping picks exhaustive's winner on a synthetic timing model 
   }
 }
 
-TEST_CASE(
-    "the contenders get more rounds only while their timings are noisy against the tie window") {
+TEST_CASE("the contenders get more rounds only while their timings are noisy against the tie window") {
   // The same landscape with +-3 % jitter per sample: medians of 7 could cross the 1 % window.
   class Noisy : public SyntheticMeasurer {
    public:
@@ -361,8 +360,7 @@ TEST_CASE(
           KernelSpec s = spec_of(dt);
           s.activation = act;
           s.direction = dir;
-          const KernelConfig d =
-              resolve_config(s, device_default_config(s, h200, n), TargetLimits{});
+          const KernelConfig d = resolve_config(s, device_default_config(s, h200, n), TargetLimits{});
           const auto space = SearchSpace{}.enumerate(s, TargetLimits{});
           CAPTURE(to_string(s));
           CHECK(std::find(space.begin(), space.end(), d) != space.end());

@@ -87,7 +87,8 @@ TEST_SUITE("opencl") {
     CHECK(r.status == 0);
     CHECK(r.has("verdict: PASS"));
     CHECK(r.has("checks rounding, not the formula"));
-    r = test::run_cli("run --backend opencl --no-db --act swish_beta --n 4099", "KPLAY_ACTIVATION_PATH=/nonexistent:" + dir.path);
+    r = test::run_cli("run --backend opencl --no-db --act swish_beta --n 4099",
+                      "KPLAY_ACTIVATION_PATH=/nonexistent:" + dir.path);
     INFO(r.output);
     CHECK(r.status == 0);
     CHECK(r.has("verdict: PASS"));
@@ -109,7 +110,8 @@ TEST_SUITE("opencl") {
 
   TEST_CASE("OpenCL: a user snippet that does not compile shows the user's file and line") {
     TempDir dir;
-    const std::string file = dir.write("broken.h", "/* line 1 */\nKP_FN KP_C kp_act_forward(KP_C x) {\n  return x * not_defined;\n}\n");
+    const std::string file =
+        dir.write("broken.h", "/* line 1 */\nKP_FN KP_C kp_act_forward(KP_C x) {\n  return x * not_defined;\n}\n");
     const auto r = test::run_cli("run --backend opencl --no-db --act " + file + " --n 100");
     INFO(r.output);
     CHECK(r.status != 0);

@@ -32,7 +32,7 @@ int main(void) {
 
   float* x = malloc(N * sizeof(float));
   float* y = malloc(N * sizeof(float));
-  for (int i = 0; i < N; ++i) x[i] = (float)(8.0 * rand() / RAND_MAX - 4.0);  /* mixed signs */
+  for (int i = 0; i < N; ++i) x[i] = (float)(8.0 * rand() / RAND_MAX - 4.0); /* mixed signs */
   cl_mem d_x = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, N * sizeof(float), x, &err);
   cl_mem d_y = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(float), NULL, &err);
 

@@ -16,10 +16,10 @@ typedef enum kplay_status {
   KPLAY_OK = 0,
   KPLAY_ERROR_INVALID_ARGUMENT = 1, /* null pointer, n < 0, unknown activation, overlap, ... */
   KPLAY_ERROR_INVALID_CONFIG = 2,
-  KPLAY_ERROR_NO_DEVICE = 3,        /* backend not built, no driver, no device */
-  KPLAY_ERROR_COMPILE = 4,          /* the kernel did not compile (message holds the log) */
-  KPLAY_ERROR_RUNTIME = 5,          /* a driver call failed */
-  KPLAY_ERROR_UNSUPPORTED = 6,      /* e.g. a dtype the device cannot do */
+  KPLAY_ERROR_NO_DEVICE = 3,   /* backend not built, no driver, no device */
+  KPLAY_ERROR_COMPILE = 4,     /* the kernel did not compile (message holds the log) */
+  KPLAY_ERROR_RUNTIME = 5,     /* a driver call failed */
+  KPLAY_ERROR_UNSUPPORTED = 6, /* e.g. a dtype the device cannot do */
   KPLAY_ERROR_IO = 7,
   KPLAY_ERROR_INTERNAL = 99
 } kplay_status;
@@ -30,17 +30,17 @@ typedef enum kplay_saved { KPLAY_SAVED_INPUT = 0, KPLAY_SAVED_OUTPUT = 1 } kplay
 
 /* CUDA: in/out are device pointers, stream a CUstream (NULL: legacy default stream).
  * OpenCL: in/out are cl_mem, stream the cl_command_queue (required). */
-kplay_status kplay_forward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* in,
-                           void* out, int64_t n, void* stream);
+kplay_status kplay_forward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* in, void* out,
+                           int64_t n, void* stream);
 kplay_status kplay_backward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* grad_out,
                             const void* saved, kplay_saved saved_kind, void* grad_in, int64_t n, void* stream);
 
 /* rows x cols with row pitches in elements; ld_in applies to every input. */
 kplay_status kplay_forward_2d(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* in,
                               int64_t ld_in, void* out, int64_t ld_out, int64_t rows, int64_t cols, void* stream);
-kplay_status kplay_backward_2d(kplay_backend backend, const char* activation, kplay_dtype dtype,
-                               const void* grad_out, const void* saved, kplay_saved saved_kind, int64_t ld_in,
-                               void* grad_in, int64_t ld_out, int64_t rows, int64_t cols, void* stream);
+kplay_status kplay_backward_2d(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* grad_out,
+                               const void* saved, kplay_saved saved_kind, int64_t ld_in, void* grad_in, int64_t ld_out,
+                               int64_t rows, int64_t cols, void* stream);
 
 /* 1 if backward accepts KPLAY_SAVED_OUTPUT for this activation, 0 if not or unknown. */
 int kplay_supports_saved_output(const char* activation);

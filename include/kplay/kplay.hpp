@@ -45,10 +45,9 @@ struct Stream {
 };
 
 // Flat, contiguous buffers of n elements.
-void forward(const std::string& activation, Dtype dtype, const void* in, void* out, std::int64_t n,
-             Stream stream = {});
-void backward(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved,
-              Saved saved_kind, void* grad_in, std::int64_t n, Stream stream = {});
+void forward(const std::string& activation, Dtype dtype, const void* in, void* out, std::int64_t n, Stream stream = {});
+void backward(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved, Saved saved_kind,
+              void* grad_in, std::int64_t n, Stream stream = {});
 
 // 2-D views: rows x cols elements, row pitches in elements (>= cols), e.g. a column slice of a
 // larger matrix. Rows that are contiguous (pitch == cols) take the flat path.
@@ -58,8 +57,8 @@ struct View2D {
 };
 void forward_2d(const std::string& activation, Dtype dtype, const void* in, void* out, const View2D& view,
                 Stream stream = {});
-void backward_2d(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved,
-                 Saved saved_kind, void* grad_in, const View2D& view, Stream stream = {});
+void backward_2d(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved, Saved saved_kind,
+                 void* grad_in, const View2D& view, Stream stream = {});
 
 // Whether backward() accepts Saved::output for this activation (with its parameters; e.g.
 // leaky_relu only with a positive slope). Throws for an unknown activation.

@@ -30,8 +30,7 @@ class Launcher {
   // backward without one, or Saved::output where the derivative does not follow from it.
   static Launcher cuda(const std::string& activation, Dtype dtype, Direction direction, Saved saved, int device);
   // For the context and device of an OpenCL command queue; launches go on that queue.
-  static Launcher opencl(const std::string& activation, Dtype dtype, Direction direction, Saved saved,
-                         void* queue);
+  static Launcher opencl(const std::string& activation, Dtype dtype, Direction direction, Saved saved, void* queue);
 
   // Flat buffers of n elements. Forward: in = x, out = y (in1 unused, may be null). Backward:
   // in = grad_out, in1 = saved, out = grad_in. `stream`: CUstream, or nullptr; OpenCL ignores it

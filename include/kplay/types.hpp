@@ -41,8 +41,8 @@ struct KernelConfig {
   CacheHint cache = CacheHint::normal;
 
   bool operator==(const KernelConfig& o) const {
-    return vec == o.vec && block == o.block && per_thread == o.per_thread &&
-           fast_math == o.fast_math && grid == o.grid && waves == o.waves && cache == o.cache;
+    return vec == o.vec && block == o.block && per_thread == o.per_thread && fast_math == o.fast_math &&
+           grid == o.grid && waves == o.waves && cache == o.cache;
   }
   bool operator!=(const KernelConfig& o) const { return !(*this == o); }
 };

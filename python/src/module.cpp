@@ -116,8 +116,8 @@ NB_MODULE(_core, m) {
   m.doc() = "kplay's C++ API (low level; use the functions of the kplay package)";
 
   error_base = PyErr_NewException("kplay.Error", PyExc_RuntimeError, nullptr);
-  error_argument = PyErr_NewException("kplay.InvalidArgumentError",
-                                      PyTuple_Pack(2, error_base, PyExc_ValueError), nullptr);
+  error_argument =
+      PyErr_NewException("kplay.InvalidArgumentError", PyTuple_Pack(2, error_base, PyExc_ValueError), nullptr);
   error_no_device = PyErr_NewException("kplay.NoDeviceError", error_base, nullptr);
   error_unsupported = PyErr_NewException("kplay.UnsupportedError", error_base, nullptr);
   error_compile = PyErr_NewException("kplay.CompileError", error_base, nullptr);
@@ -160,8 +160,8 @@ NB_MODULE(_core, m) {
                         saved_output ? kplay::Saved::output : kplay::Saved::input, as_mut(grad_in), n,
                         make_stream(backend, stream));
       },
-      "activation"_a, "dtype"_a, "grad_out_ptr"_a, "saved_ptr"_a, "saved_output"_a, "grad_in_ptr"_a, "n"_a,
-      "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+      "activation"_a, "dtype"_a, "grad_out_ptr"_a, "saved_ptr"_a, "saved_output"_a, "grad_in_ptr"_a, "n"_a, "backend"_a,
+      "stream"_a, nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "forward_2d",
       [](const std::string& act, int dtype, std::uintptr_t in, std::int64_t ld_in, std::uintptr_t out,
@@ -198,10 +198,9 @@ NB_MODULE(_core, m) {
       .def_static(
           "opencl",
           [](const std::string& act, int dtype, bool backward, bool saved_output, std::uintptr_t queue) {
-            return kplay::Launcher::opencl(act, dtype_from_code(dtype),
-                                           backward ? kplay::Direction::backward : kplay::Direction::forward,
-                                           saved_output ? kplay::Saved::output : kplay::Saved::input,
-                                           reinterpret_cast<void*>(queue));
+            return kplay::Launcher::opencl(
+                act, dtype_from_code(dtype), backward ? kplay::Direction::backward : kplay::Direction::forward,
+                saved_output ? kplay::Saved::output : kplay::Saved::input, reinterpret_cast<void*>(queue));
           },
           "activation"_a, "dtype"_a, "backward"_a, "saved_output"_a, "queue"_a)
       .def(
@@ -279,10 +278,12 @@ NB_MODULE(_core, m) {
       "warmup"_a, "repeats"_a, "resume"_a, "db_path"_a, nb::call_guard<nb::gil_scoped_release>());
 
   // Kernel database helpers; db_path "" means the default ($KPLAY_DB, else the cache dir).
-  m.def("db_path", [](const std::string& p) { return p.empty() ? kplay::KernelDatabase::default_path() : p; },
-        "db_path"_a);
-  m.def("db_export", [](const std::string& p) { return kplay::KernelDatabase(db_options(p)).export_json().dump(); },
-        "db_path"_a);
+  m.def(
+      "db_path", [](const std::string& p) { return p.empty() ? kplay::KernelDatabase::default_path() : p; },
+      "db_path"_a);
+  m.def(
+      "db_export", [](const std::string& p) { return kplay::KernelDatabase(db_options(p)).export_json().dump(); },
+      "db_path"_a);
   m.def(
       "db_import",
       [](const std::string& p, const std::string& text) {
@@ -295,7 +296,8 @@ NB_MODULE(_core, m) {
         return kplay::KernelDatabase(db_options(p)).import_json(doc);
       },
       "db_path"_a, "text"_a);
-  m.def("db_clear", [](const std::string& p) { kplay::KernelDatabase(db_options(p)).clear(); }, "db_path"_a);
+  m.def(
+      "db_clear", [](const std::string& p) { kplay::KernelDatabase(db_options(p)).clear(); }, "db_path"_a);
   m.def(
       "db_stats",
       [](const std::string& p) {

@@ -94,8 +94,8 @@ class CudaBackend : public Backend {
     int count = 0;
     check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
     if (index < 0 || index >= count)
-      throw Error(ErrorCode::no_device, "no CUDA device " + std::to_string(index) + " (this machine has " +
-                                            std::to_string(count) + ")");
+      throw Error(ErrorCode::no_device,
+                  "no CUDA device " + std::to_string(index) + " (this machine has " + std::to_string(count) + ")");
     check(d.cuDeviceGet(&dev_, index), "cuDeviceGet");
     info_ = describe(dev_, index);
     const Nvrtc& nvrtc = Nvrtc::get();  // a backend that cannot compile is no use
@@ -152,15 +152,14 @@ class CudaBackend : public Backend {
 
   void launch(LoadedKernel& kernel, const LaunchDims& dims, const KernelArgs& a, void* stream) override {
     auto& k = static_cast<CudaKernel&>(kernel);
-    CUdeviceptr out = a.out.handle + a.out.offset, in0 = a.in0.handle + a.in0.offset,
-                in1 = a.in1.handle + a.in1.offset;
+    CUdeviceptr out = a.out.handle + a.out.offset, in0 = a.in0.handle + a.in0.offset, in1 = a.in1.handle + a.in1.offset;
     unsigned long long rows = a.rows, cols = a.cols, ld_out = a.ld_out, ld0 = a.ld_in0, ld1 = a.ld_in1;
     void* params[] = {&out, &in0, &in1, &rows, &cols, &ld_out, &ld0, &ld1};
     ContextScope scope(ctx_);
-    check(driver().cuLaunchKernel(k.fn(), static_cast<unsigned>(dims.grid_x), static_cast<unsigned>(dims.grid_y), 1,
-                                  dims.block, 1, 1, 0, stream ? static_cast<CUstream>(stream) : stream_, params,
-                                  nullptr),
-          "cuLaunchKernel");
+    check(
+        driver().cuLaunchKernel(k.fn(), static_cast<unsigned>(dims.grid_x), static_cast<unsigned>(dims.grid_y), 1,
+                                dims.block, 1, 1, 0, stream ? static_cast<CUstream>(stream) : stream_, params, nullptr),
+        "cuLaunchKernel");
   }
 
   DevicePtr allocate(std::uint64_t bytes) override {

@@ -12,30 +12,27 @@ namespace {
 
 using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
 
-[[noreturn]] void no_device(const std::string& why) {
-  throw Error(ErrorCode::no_device, "no CUDA device: " + why);
-}
+[[noreturn]] void no_device(const std::string& why) { throw Error(ErrorCode::no_device, "no CUDA device: " + why); }
 
 Driver load() {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* err = dlerror();
-    no_device(std::string("the NVIDIA driver library libcuda.so.1 was not found (") +
-              (err ? err : "dlopen failed") + ")");
+    no_device(std::string("the NVIDIA driver library libcuda.so.1 was not found (") + (err ? err : "dlopen failed") +
+              ")");
   }
   auto get_proc = reinterpret_cast<GetProcAddress>(dlsym(lib, "cuGetProcAddress_v2"));
   if (!get_proc) no_device("the NVIDIA driver is too old (no cuGetProcAddress_v2); CUDA 12 or newer is needed");
 
   Driver d;
   std::string missing;
-#define KPLAY_CU_FN(name)                                                                  \
-  {                                                                                        \
-    void* p = nullptr;                                                                     \
-    CUdriverProcAddressQueryResult status{};                                               \
-    if (get_proc(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || \
-        !p)                                                                                \
-      missing += std::string(missing.empty() ? "" : ", ") + #name;                         \
-    d.name = reinterpret_cast<decltype(d.name)>(p);                                        \
+#define KPLAY_CU_FN(name)                                                                              \
+  {                                                                                                    \
+    void* p = nullptr;                                                                                 \
+    CUdriverProcAddressQueryResult status{};                                                           \
+    if (get_proc(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !p) \
+      missing += std::string(missing.empty() ? "" : ", ") + #name;                                     \
+    d.name = reinterpret_cast<decltype(d.name)>(p);                                                    \
   }
 #include "cuda_driver_functions.inc"
 #undef KPLAY_CU_FN
@@ -77,8 +74,8 @@ void check(CUresult r, const char* what) {
   const Driver& d = driver();
   d.cuGetErrorName(r, &name);
   d.cuGetErrorString(r, &text);
-  throw Error(ErrorCode::runtime_failed, std::string(what) + ": " + (name ? name : "CUDA error") + ": " +
-                                             (text ? text : "no description"));
+  throw Error(ErrorCode::runtime_failed,
+              std::string(what) + ": " + (name ? name : "CUDA error") + ": " + (text ? text : "no description"));
 }
 
 std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }

@@ -97,14 +97,14 @@ CompileTarget choose_target(int device_arch, const std::vector<int>& archs, cons
     t.arch = newest;
     t.ptx = true;
     t.note = "NVRTC " + nvrtc_version + " does not know sm_" + std::to_string(device_arch) +
-             "; compiling PTX for compute_" + std::to_string(newest) + " and letting driver " +
-             driver_version + " JIT-compile it";
+             "; compiling PTX for compute_" + std::to_string(newest) + " and letting driver " + driver_version +
+             " JIT-compile it";
     return t;
   }
-  throw Error(ErrorCode::unsupported,
-              "sm_" + std::to_string(device_arch) + " is not supported: NVRTC " + nvrtc_version + " builds sm_" +
-                  std::to_string(oldest) + "..sm_" + std::to_string(newest) + " and driver " + driver_version +
-                  " cannot run PTX for newer architectures on it");
+  throw Error(ErrorCode::unsupported, "sm_" + std::to_string(device_arch) + " is not supported: NVRTC " +
+                                          nvrtc_version + " builds sm_" + std::to_string(oldest) + "..sm_" +
+                                          std::to_string(newest) + " and driver " + driver_version +
+                                          " cannot run PTX for newer architectures on it");
 }
 
 const Nvrtc& Nvrtc::get() {

@@ -19,7 +19,9 @@ namespace kplay::rt::opencl {
 namespace {
 
 // DevicePtr carries a cl_mem as an integer handle (backend.hpp); this is its way back.
-cl_mem mem(DevicePtr p) { return reinterpret_cast<cl_mem>(static_cast<std::uintptr_t>(p.handle)); }  // NOLINT(performance-no-int-to-ptr)
+cl_mem mem(DevicePtr p) {
+  return reinterpret_cast<cl_mem>(static_cast<std::uintptr_t>(p.handle));
+}  // NOLINT(performance-no-int-to-ptr)
 
 // clEnqueueFillBuffer is used only for ranges that end at or below this byte (see fill_bytes).
 constexpr std::uint64_t kFillLimit = (std::uint64_t{1} << 31) - 4096;
@@ -102,8 +104,8 @@ class OpenClBackend : public Backend {
     for (const DevicePtr* p : {&a.out, &a.in0, &a.in1})
       if (p->offset % esize)
         throw Error(ErrorCode::invalid_argument, "OpenCL launch of " + k.entry() + ": byte offset " +
-                                                     std::to_string(p->offset) + " is not a multiple of the element size " +
-                                                     std::to_string(esize));
+                                                     std::to_string(p->offset) +
+                                                     " is not a multiple of the element size " + std::to_string(esize));
     const cl_mem out = mem(a.out), in0 = mem(a.in0), in1 = mem(a.in1);
     const cl_ulong out_off = a.out.offset / esize, in0_off = a.in0.offset / esize, in1_off = a.in1.offset / esize;
     const cl_ulong rows = a.rows, cols = a.cols, ld_out = a.ld_out, ld0 = a.ld_in0, ld1 = a.ld_in1;
@@ -117,7 +119,7 @@ class OpenClBackend : public Backend {
     const struct {
       std::size_t size;
       const void* value;
-    } args[] = {{sizeof out, &out},       {sizeof out_off, &out_off}, {sizeof in0, &in0},  {sizeof in0_off, &in0_off},
+    } args[] = {{sizeof out, &out},       {sizeof out_off, &out_off}, {sizeof in0, &in0},   {sizeof in0_off, &in0_off},
                 {sizeof in1, &in1},       {sizeof in1_off, &in1_off}, {sizeof rows, &rows}, {sizeof cols, &cols},
                 {sizeof ld_out, &ld_out}, {sizeof ld0, &ld0},         {sizeof ld1, &ld1}};
     // NOLINTEND(bugprone-sizeof-expression)
@@ -239,8 +241,8 @@ class OpenClBackend : public Backend {
   cl_ulong max_alloc_ = 0;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
-  std::mutex timing_;         // one time_ms at a time
-  std::mutex events_mutex_;   // guards recording_ and events_
+  std::mutex timing_;        // one time_ms at a time
+  std::mutex events_mutex_;  // guards recording_ and events_
   bool recording_ = false;
   std::vector<cl_event> events_;
 };
@@ -314,8 +316,8 @@ BackendReport probe_opencl() {
       report.devices.push_back(describe(devices[i], static_cast<int>(i)));
     }
     report.available = true;
-    report.status = std::to_string(devices.size()) + " device(s) on " + std::to_string(platforms.size()) +
-                    " platform(s)";
+    report.status =
+        std::to_string(devices.size()) + " device(s) on " + std::to_string(platforms.size()) + " platform(s)";
   } catch (const std::exception& e) {
     report.status = e.what();
   } catch (...) {

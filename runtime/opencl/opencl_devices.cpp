@@ -40,8 +40,9 @@ std::vector<DeviceHandle> list_devices() {
   cl_uint nplatforms = 0;
   cl_int r = clGetPlatformIDs(0, nullptr, &nplatforms);
   if (r == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (r == CL_SUCCESS && nplatforms == 0))
-    no_device("the OpenCL ICD loader found no platform (no driver registered in /etc/OpenCL/vendors "
-              "or in the folder named by OCL_ICD_VENDORS)");
+    no_device(
+        "the OpenCL ICD loader found no platform (no driver registered in /etc/OpenCL/vendors "
+        "or in the folder named by OCL_ICD_VENDORS)");
   if (r != CL_SUCCESS) no_device("clGetPlatformIDs failed: " + error_name(r));
   std::vector<cl_platform_id> platforms(nplatforms);
   r = clGetPlatformIDs(nplatforms, platforms.data(), nullptr);
@@ -131,7 +132,7 @@ TargetLimits limits_for(const DeviceHandle& h, const DeviceInfo& info) {
   TargetLimits lim;
   lim.backend = "opencl";
   lim.max_block = info.max_block;
-  lim.cache_hints = false;  // OpenCL C has no evict-first loads and stores
+  lim.cache_hints = false;                             // OpenCL C has no evict-first loads and stores
   lim.dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16};  // 16-bit types are stored as ushort: always there
   if (has_extension(h.device, "cl_khr_fp64")) lim.dtypes.push_back(Dtype::f64);
   return lim;

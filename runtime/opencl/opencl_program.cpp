@@ -114,15 +114,16 @@ Binary build_program(cl_context context, cl_device_id device, const std::string&
   if (status != CL_SUCCESS) {
     const std::string why =
         status == CL_BUILD_PROGRAM_FAILURE ? first_error_line(log) : "clBuildProgram: " + error_name(status);
-    throw Error(ErrorCode::compile_failed, "OpenCL build failed for " + kernel.entry + " on " + device_name + ": " + why,
-                log, options);
+    throw Error(ErrorCode::compile_failed,
+                "OpenCL build failed for " + kernel.entry + " on " + device_name + ": " + why, log, options);
   }
 
   std::size_t size = 0;
   check(clGetProgramInfo(guard.program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr),
         "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)");
   if (size == 0)
-    throw Error(ErrorCode::runtime_failed, "the OpenCL driver for " + device_name + " returned an empty program binary");
+    throw Error(ErrorCode::runtime_failed,
+                "the OpenCL driver for " + device_name + " returned an empty program binary");
   Binary b;
   b.format = "opencl-binary";
   b.bytes.resize(size);

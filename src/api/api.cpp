@@ -23,16 +23,14 @@ struct Operand {
 };
 
 // Elements a view spans in one buffer: from its first element to the last row's last one.
-std::uint64_t span(const View2D& v, std::int64_t ld) {
-  return static_cast<std::uint64_t>((v.rows - 1) * ld + v.cols);
-}
+std::uint64_t span(const View2D& v, std::int64_t ld) { return static_cast<std::uint64_t>((v.rows - 1) * ld + v.cols); }
 
 void check_view(const View2D& v) {
-  if (v.rows < 0 || v.cols < 0) invalid("rows and cols must be >= 0 (got " + std::to_string(v.rows) + " x " +
-                                        std::to_string(v.cols) + ")");
+  if (v.rows < 0 || v.cols < 0)
+    invalid("rows and cols must be >= 0 (got " + std::to_string(v.rows) + " x " + std::to_string(v.cols) + ")");
   if (v.rows > 1 && (v.ld_in < v.cols || v.ld_out < v.cols))
-    invalid("row pitches must be >= cols (ld_in " + std::to_string(v.ld_in) + ", ld_out " +
-            std::to_string(v.ld_out) + ", cols " + std::to_string(v.cols) + ")");
+    invalid("row pitches must be >= cols (ld_in " + std::to_string(v.ld_in) + ", ld_out " + std::to_string(v.ld_out) +
+            ", cols " + std::to_string(v.cols) + ")");
 }
 
 // Whether two row-pitched views of `rows` x `cols` elements share any byte. With equal pitches it
@@ -138,12 +136,12 @@ void backward(const std::string& activation, Dtype dtype, const void* grad_out, 
 
 void forward_2d(const std::string& activation, Dtype dtype, const void* in, void* out, const View2D& view,
                 Stream stream) {
-  run(api::checked_spec(activation, dtype, Direction::forward, Saved::input), {"out", out, true},
-      {"in", in, false}, nullptr, view, stream);
+  run(api::checked_spec(activation, dtype, Direction::forward, Saved::input), {"out", out, true}, {"in", in, false},
+      nullptr, view, stream);
 }
 
-void backward_2d(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved,
-                 Saved saved_kind, void* grad_in, const View2D& view, Stream stream) {
+void backward_2d(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved, Saved saved_kind,
+                 void* grad_in, const View2D& view, Stream stream) {
   const Operand s{"saved", saved, false};
   run(api::checked_spec(activation, dtype, Direction::backward, saved_kind), {"grad_in", grad_in, true},
       {"grad_out", grad_out, false}, &s, view, stream);

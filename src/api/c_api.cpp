@@ -85,8 +85,8 @@ std::string name_of(const char* activation) {
 
 extern "C" {
 
-kplay_status kplay_forward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* in,
-                           void* out, int64_t n, void* stream) {
+kplay_status kplay_forward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* in, void* out,
+                           int64_t n, void* stream) {
   return guarded([&] { kplay::forward(name_of(activation), dtype_of(dtype), in, out, n, stream_of(backend, stream)); });
 }
 
@@ -106,9 +106,9 @@ kplay_status kplay_forward_2d(kplay_backend backend, const char* activation, kpl
   });
 }
 
-kplay_status kplay_backward_2d(kplay_backend backend, const char* activation, kplay_dtype dtype,
-                               const void* grad_out, const void* saved, kplay_saved saved_kind, int64_t ld_in,
-                               void* grad_in, int64_t ld_out, int64_t rows, int64_t cols, void* stream) {
+kplay_status kplay_backward_2d(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* grad_out,
+                               const void* saved, kplay_saved saved_kind, int64_t ld_in, void* grad_in, int64_t ld_out,
+                               int64_t rows, int64_t cols, void* stream) {
   return guarded([&] {
     kplay::backward_2d(name_of(activation), dtype_of(dtype), grad_out, saved, saved_of(saved_kind), grad_in,
                        {rows, cols, ld_in, ld_out}, stream_of(backend, stream));
@@ -126,7 +126,8 @@ int kplay_supports_saved_output(const char* activation) {
 kplay_status kplay_register_activation(const char* name, const char* source) {
   return guarded([&] {
     if (!name || !source)
-      throw kplay::Error(kplay::ErrorCode::invalid_argument, std::string(!name ? "name" : "source") + " is a null pointer");
+      throw kplay::Error(kplay::ErrorCode::invalid_argument,
+                         std::string(!name ? "name" : "source") + " is a null pointer");
     kplay::register_activation(name, source);
   });
 }

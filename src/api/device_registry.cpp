@@ -65,7 +65,7 @@ std::shared_ptr<const PreparedKernel> DeviceEngine::kernel(const KernelSpec& spe
 }
 
 std::shared_ptr<const PreparedKernel> DeviceEngine::kernel_for_launch(const KernelSpec& spec, std::uint64_t n,
-                                                                     Backend backend, void* queue) {
+                                                                      Backend backend, void* queue) {
   if (auto k = cached_kernel(spec, n)) return k;
 #ifdef KPLAY_WITH_CUDA
   if (backend == Backend::cuda && rt::cuda::stream_is_capturing(queue))
@@ -102,7 +102,8 @@ DeviceEngine& cuda_engine(int ordinal) {
 DeviceEngine& opencl_engine(void* queue) {
 #ifdef KPLAY_WITH_OPENCL
   if (!queue) throw Error(ErrorCode::invalid_argument, "OpenCL calls need the cl_command_queue as their stream");
-  return find_or_make(rt::opencl::queue_identity(queue), [&] { return rt::opencl::make_opencl_backend_for_queue(queue); });
+  return find_or_make(rt::opencl::queue_identity(queue),
+                      [&] { return rt::opencl::make_opencl_backend_for_queue(queue); });
 #else
   (void)queue;
   throw Error(ErrorCode::no_device, "no OpenCL device: kplay was built without the OpenCL backend");

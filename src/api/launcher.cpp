@@ -31,12 +31,10 @@ namespace {
 #ifdef KPLAY_WITH_CUDA
 // The checks kplay::forward() makes on CUDA pointers, for flat buffers: device memory of the
 // launcher's device, the primary context, and no partial overlap of the output with an input.
-void check_cuda_pointers(const Launcher::State& s, const void* in, const void* in1, const void* out,
-                         std::int64_t n) {
+void check_cuda_pointers(const Launcher::State& s, const void* in, const void* in1, const void* out, std::int64_t n) {
   const bool backward = s.spec.direction == Direction::backward;
-  const std::pair<const char*, const void*> ops[] = {{backward ? "grad_in" : "out", out},
-                                                     {backward ? "grad_out" : "in", in},
-                                                     {"saved", backward ? in1 : nullptr}};
+  const std::pair<const char*, const void*> ops[] = {
+      {backward ? "grad_in" : "out", out}, {backward ? "grad_out" : "in", in}, {"saved", backward ? in1 : nullptr}};
   for (const auto& [name, p] : ops)
     if (p && rt::cuda::pointer_device(reinterpret_cast<std::uint64_t>(p), name) != s.device)
       invalid(std::string(name) + " is not memory of cuda:" + std::to_string(s.device) + ", the launcher's device");
@@ -69,8 +67,7 @@ Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction di
   return Launcher(std::move(s));
 }
 
-Launcher Launcher::opencl(const std::string& activation, Dtype dtype, Direction direction, Saved saved,
-                          void* queue) {
+Launcher Launcher::opencl(const std::string& activation, Dtype dtype, Direction direction, Saved saved, void* queue) {
   auto s = std::make_shared<State>();
   s->spec = api::checked_spec(activation, dtype, direction, saved);
   s->backend = Backend::opencl;

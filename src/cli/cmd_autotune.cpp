@@ -116,8 +116,8 @@ class AutotuneCommand : public Command {
         return tune(*engine, db, job.spec, o, &times);
       };
       devices.push_back(d);
-      std::fprintf(stderr, "autotune on %s (%s); database %s%s\n", d.label.c_str(), dev.arch.c_str(),
-                   db.path().c_str(), db.persistent() ? "" : " (in memory)");
+      std::fprintf(stderr, "autotune on %s (%s); database %s%s\n", d.label.c_str(), dev.arch.c_str(), db.path().c_str(),
+                   db.persistent() ? "" : " (in memory)");
     }
 
     const bool tty = isatty(STDERR_FILENO);
@@ -129,7 +129,8 @@ class AutotuneCommand : public Command {
       std::string now;
       for (std::size_t i = 0; i < p.current.size(); ++i)
         if (!p.current[i].empty() && p.current[i] != "done")
-          now += (now.empty() ? "" : " | ") + (p.current.size() > 1 ? "dev" + std::to_string(i) + ": " : "") + p.current[i];
+          now += (now.empty() ? "" : " | ") + (p.current.size() > 1 ? "dev" + std::to_string(i) + ": " : "") +
+                 p.current[i];
       std::fprintf(stderr, "%s[%zu/%zu]", tty ? "\r\033[K" : "", p.done, p.total);
       if (p.resumed) std::fprintf(stderr, " %zu resumed,", p.resumed);
       if (p.failed) std::fprintf(stderr, " %zu failed,", p.failed);
@@ -195,11 +196,11 @@ class AutotuneCommand : public Command {
       }
       std::printf("%s\n", out.dump(2).c_str());
     } else {
-      std::printf("%-4s %-10s %-8s %-5s %-12s %9s %7s %-10s %8s  %s\n", "dev", "activation", "dir", "dtype", "n", "GB/s",
-                  "% copy", "strategy", "seconds", "best config");
+      std::printf("%-4s %-10s %-8s %-5s %-12s %9s %7s %-10s %8s  %s\n", "dev", "activation", "dir", "dtype", "n",
+                  "GB/s", "% copy", "strategy", "seconds", "best config");
       for (const auto& r : rows) {
-        const std::string act = r.job.spec.activation.size() > 10 ? r.job.spec.activation.substr(0, 10)
-                                                                    : r.job.spec.activation;
+        const std::string act =
+            r.job.spec.activation.size() > 10 ? r.job.spec.activation.substr(0, 10) : r.job.spec.activation;
         std::printf("%-4zu %-10s %-8s %-5s %-12llu ", r.device, act.c_str(), to_string(r.job.spec.direction),
                     to_string(r.job.spec.dtype), static_cast<unsigned long long>(r.job.n));
         if (!r.error.empty()) {
@@ -216,9 +217,8 @@ class AutotuneCommand : public Command {
           std::printf(
               "     times: setup %.2f s, compile %.2f s (%zu binaries), measure %.2f s, "
               "re-measure %.2f s (%zu contenders x %d rounds, spread %.2f %%), %zu samples\n",
-              r.times.setup_s, r.times.compile_s, r.times.binaries, r.times.measure_s,
-              r.times.remeasure_s, r.times.contenders, r.times.remeasure_rounds,
-              100 * r.times.contender_spread, r.times.samples);
+              r.times.setup_s, r.times.compile_s, r.times.binaries, r.times.measure_s, r.times.remeasure_s,
+              r.times.contenders, r.times.remeasure_rounds, 100 * r.times.contender_spread, r.times.samples);
         // Contenders whose samples still vary by several per cent after 2 x repeats rounds (seen on
         // H200s running float64-heavy kernels back to back: clocks under the power cap) may rank
         // differently in another run; say so rather than present the choice as settled.

@@ -36,7 +36,8 @@ std::size_t sets_for(const rt::DeviceInfo& dev, std::uint64_t bytes) {
   const std::uint64_t l2 = dev.l2_bytes ? dev.l2_bytes : (64ull << 20);
   std::uint64_t sets = bytes ? (4 * l2 + bytes - 1) / bytes : 1;
   sets = std::min<std::uint64_t>(sets, 16);
-  if (dev.memory_bytes && bytes) sets = std::min<std::uint64_t>(sets, std::max<std::uint64_t>(1, dev.memory_bytes / 4 / bytes));
+  if (dev.memory_bytes && bytes)
+    sets = std::min<std::uint64_t>(sets, std::max<std::uint64_t>(1, dev.memory_bytes / 4 / bytes));
   return static_cast<std::size_t>(std::max<std::uint64_t>(sets, 1));
 }
 
@@ -183,11 +184,22 @@ class BenchCommand : public Command {
     if (!json_path_.empty()) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& r : rows)
-        out.push_back({{"device", r.device}, {"activation", r.activation}, {"direction", r.direction},
-                       {"dtype", r.dtype}, {"n", r.n}, {"buffer_sets", r.buffer_sets}, {"kernel_ms", r.kernel_ms},
-                       {"copy_ms", r.copy_ms}, {"kernel_bytes", r.kernel_bytes}, {"copy_bytes", r.copy_bytes},
-                       {"kernel_gbps", r.kernel_gbps}, {"copy_gbps", r.copy_gbps}, {"ratio", r.ratio},
-                       {"verified", r.verified}, {"config", r.config}, {"config_source", r.source}});
+        out.push_back({{"device", r.device},
+                       {"activation", r.activation},
+                       {"direction", r.direction},
+                       {"dtype", r.dtype},
+                       {"n", r.n},
+                       {"buffer_sets", r.buffer_sets},
+                       {"kernel_ms", r.kernel_ms},
+                       {"copy_ms", r.copy_ms},
+                       {"kernel_bytes", r.kernel_bytes},
+                       {"copy_bytes", r.copy_bytes},
+                       {"kernel_gbps", r.kernel_gbps},
+                       {"copy_gbps", r.copy_gbps},
+                       {"ratio", r.ratio},
+                       {"verified", r.verified},
+                       {"config", r.config},
+                       {"config_source", r.source}});
       std::ofstream f(json_path_);
       if (!f) throw Error(ErrorCode::io_failed, "--json " + json_path_ + ": cannot write");
       f << out.dump(2) << '\n';

@@ -18,9 +18,11 @@ namespace {
 class CheckCommand : public Command {
  public:
   explicit CheckCommand(CLI::App& parent) {
-    app_ = parent.add_subcommand("check", "sweep every input of the dtype through a kernel against the double reference");
+    app_ =
+        parent.add_subcommand("check", "sweep every input of the dtype through a kernel against the double reference");
     add_config_flags(*app_, flags_, true);
-    app_->add_option("--sample", sample_, "how many random bit patterns (float64 always samples; given, the other dtypes sample too)")
+    app_->add_option("--sample", sample_,
+                     "how many random bit patterns (float64 always samples; given, the other dtypes sample too)")
         ->capture_default_str();
     app_->add_option("--bound", bound_, "ulps to hold the kernel to (default: the activation's stated bound)");
     app_->add_option("--seed", seed_, "float64 sample seed")->capture_default_str();
@@ -58,22 +60,25 @@ class CheckCommand : public Command {
           std::fprintf(stderr, "  %3d %%  max so far %.3g ulp\n", tenth * 10, s.max_ulps);
         last_tenth = tenth;
       };
-      std::printf("\n== %s, config %s\n", to_string(spec).c_str(), to_string(resolve_config(spec, config, backend->limits())).c_str());
+      std::printf("\n== %s, config %s\n", to_string(spec).c_str(),
+                  to_string(resolve_config(spec, config, backend->limits())).c_str());
       std::fflush(stdout);
       const SweepResult r = exhaustive_check(engine, spec, config, o);
       if (tty) std::fprintf(stderr, "\r%60s\r", "");
       const SweepStats& s = r.stats;
       std::printf("inputs: %llu (%s) in %.1f s\n", static_cast<unsigned long long>(s.checked),
-                  !r.exhaustive     ? "a seeded random sample of bit patterns"
+                  !r.exhaustive    ? "a seeded random sample of bit patterns"
                   : range_.empty() ? "every bit pattern of the dtype"
                                    : "every float32 in the range",
                   r.seconds);
       if (r.self_referenced)
-        std::printf("reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula\n");
+        std::printf(
+            "reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula\n");
       std::printf("max error: %.4g ulp at x = %.9g (got %.9g, exact %.17g)\n", s.max_ulps, s.worst_input, s.worst_out,
                   s.worst_ref);
-      std::printf("over 0.5 ulp: %llu, over 1 ulp: %llu, over 2 ulp: %llu\n", static_cast<unsigned long long>(s.over_half),
-                  static_cast<unsigned long long>(s.over_one), static_cast<unsigned long long>(s.over_two));
+      std::printf("over 0.5 ulp: %llu, over 1 ulp: %llu, over 2 ulp: %llu\n",
+                  static_cast<unsigned long long>(s.over_half), static_cast<unsigned long long>(s.over_one),
+                  static_cast<unsigned long long>(s.over_two));
       std::printf("NaN mismatches: %llu, inf mismatches: %llu, signed-zero mismatches: %llu (reported, not judged)\n",
                   static_cast<unsigned long long>(s.nan_mismatch), static_cast<unsigned long long>(s.inf_mismatch),
                   static_cast<unsigned long long>(s.signed_zero_mismatch));
@@ -84,7 +89,10 @@ class CheckCommand : public Command {
       std::printf("verdict: %s (bound %.3g ulp; %llu over it)\n", pass ? "PASS" : "FAIL", r.bound,
                   static_cast<unsigned long long>(s.over_bound));
       std::printf("row: | %s | %s | %s | %.3g | %.3g | %llu | %llu | %llu | %llu | %s |\n", spec.activation.c_str(),
-                  to_string(spec.dtype), spec.direction == Direction::forward ? "forward" : (spec.saved == Saved::input ? "backward (input)" : "backward (output)"),
+                  to_string(spec.dtype),
+                  spec.direction == Direction::forward
+                      ? "forward"
+                      : (spec.saved == Saved::input ? "backward (input)" : "backward (output)"),
                   s.max_ulps, r.bound, static_cast<unsigned long long>(s.over_half),
                   static_cast<unsigned long long>(s.over_one), static_cast<unsigned long long>(s.over_two),
                   static_cast<unsigned long long>(s.nan_mismatch) + static_cast<unsigned long long>(s.inf_mismatch),
@@ -112,7 +120,8 @@ class CheckCommand : public Command {
       a = b = std::string::npos;
     }
     if (a != colon || b != range_.size() - colon - 1 || !(o.range_lo <= o.range_hi))
-      throw Error(ErrorCode::invalid_argument, "--range '" + range_ + "': expected LO:HI with LO <= HI, e.g. -1.3:-1.2");
+      throw Error(ErrorCode::invalid_argument,
+                  "--range '" + range_ + "': expected LO:HI with LO <= HI, e.g. -1.3:-1.2");
   }
   double bound_ = 0;
 };

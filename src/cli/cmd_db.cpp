@@ -58,7 +58,9 @@ class DbCommand : public Command {
     add_db_flag(s);
     return s;
   }
-  void add_db_flag(CLI::App* a) { a->add_option("--db", db_path_, "database file (default: $KPLAY_DB, else the cache dir)"); }
+  void add_db_flag(CLI::App* a) {
+    a->add_option("--db", db_path_, "database file (default: $KPLAY_DB, else the cache dir)");
+  }
 
   std::unique_ptr<KernelDatabase> open() {
     KernelDatabase::Options o;
@@ -83,8 +85,8 @@ class DbCommand : public Command {
     auto db = open();
     const auto records = db->list_tuning();
     if (show_index_ > records.size())
-      throw Error(ErrorCode::invalid_argument, "no tuning record " + std::to_string(show_index_) + " (" +
-                                                   db->path() + " holds " + std::to_string(records.size()) + ")");
+      throw Error(ErrorCode::invalid_argument, "no tuning record " + std::to_string(show_index_) + " (" + db->path() +
+                                                   " holds " + std::to_string(records.size()) + ")");
     std::size_t shown = 0;
     for (std::size_t i = 0; i < records.size(); ++i) {
       const TuningRecord& r = records[i];

@@ -29,8 +29,8 @@ class DevicesCommand : public Command {
         std::printf("      driver:       %s\n", d.driver_version.c_str());
         std::printf("      compiler:     %s%s%s\n", d.compiler_version.c_str(),
                     d.compile_target.empty() ? "" : ", builds ", d.compile_target.c_str());
-        std::printf("      float32 math: %s\n", d.fast_fp64 ? "in double (fast FP64; KPLAY_FP64_MATH=0 turns it off)"
-                                                         : "float-float");
+        std::printf("      float32 math: %s\n",
+                    d.fast_fp64 ? "in double (fast FP64; KPLAY_FP64_MATH=0 turns it off)" : "float-float");
         if (!d.note.empty()) std::printf("      note:         %s\n", d.note.c_str());
       }
     }

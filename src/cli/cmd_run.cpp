@@ -5,8 +5,8 @@
 #include <random>
 
 #include "../../runtime/backend_factory.hpp"
-#include "../benchmark.hpp"
 #include "../activations.hpp"
+#include "../benchmark.hpp"
 #include "../config_validation.hpp"
 #include "../engine.hpp"
 #include "../problem.hpp"
@@ -56,8 +56,7 @@ class RunCommand : public Command {
     }
     if (check_ != "sample" && check_ != "all")
       throw Error(ErrorCode::invalid_argument, "--check '" + check_ + "': expected sample or all");
-    if (warmup_ < 0 || repeat_ < 1)
-      throw Error(ErrorCode::invalid_argument, "--warmup must be >= 0 and --repeat >= 1");
+    if (warmup_ < 0 || repeat_ < 1) throw Error(ErrorCode::invalid_argument, "--warmup must be >= 0 and --repeat >= 1");
     const auto acts = flags_.activation_list();
     std::vector<KernelSpec> specs;
     specs.reserve(acts.size());
@@ -67,8 +66,8 @@ class RunCommand : public Command {
 
     auto backend = rt::make_backend(flags_.backend, flags_.device);
     const rt::DeviceInfo& dev = backend->info();
-    std::printf("device: %s [%d] %s (%s, %s, %s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(),
-                dev.arch.c_str(), dev.driver_version.c_str(), dev.compiler_version.c_str());
+    std::printf("device: %s [%d] %s (%s, %s, %s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(), dev.arch.c_str(),
+                dev.driver_version.c_str(), dev.compiler_version.c_str());
     if (!dev.note.empty()) std::printf("note: %s\n", dev.note.c_str());
     // The database: tuned configs (when no knob is given) and compiled binaries.
     std::unique_ptr<KernelDatabase> db;
@@ -113,11 +112,13 @@ class RunCommand : public Command {
       ErrorStats err = problem.verify(check_ == "sample");
       const bool fast = kernel->config.fast_math;
       const bool pass = err.mismatches == 0;
-      std::printf("check: %s, seed %llu: %s\n", check_ == "all" ? "every element" : "sample (head, tail, 64 random blocks) and guards",
+      std::printf("check: %s, seed %llu: %s\n",
+                  check_ == "all" ? "every element" : "sample (head, tail, 64 random blocks) and guards",
                   static_cast<unsigned long long>(shape.seed), err.summary().c_str());
       if (!resolve_activation(spec.activation).act->forward)
-        std::printf("reference: the same snippet compiled for float64 and run on the same inputs; this checks "
-                    "rounding, not the formula\n");
+        std::printf(
+            "reference: the same snippet compiled for float64 and run on the same inputs; this checks "
+            "rounding, not the formula\n");
       if (fast)
         std::printf("fast-math: max error %.3g ulp, rel %.3g (the bound of %.3g ulp applies to precise math only)\n",
                     err.max_ulps, err.max_rel_error, err.bound_ulps);
@@ -129,8 +130,9 @@ class RunCommand : public Command {
       BenchResult b = bench_against_copy(engine, *kernel, problem, warmup_, repeat_);
       std::printf("kernel: %.4f ms median of %d (min %.4f, max %.4f), %.1f GB/s over %.2f GB\n", b.kernel.median_ms,
                   repeat_, b.kernel.min_ms, b.kernel.max_ms, b.kernel_gbps, b.kernel_bytes / 1e9);
-      std::printf("copy:   %.4f ms median of %d (min %.4f, max %.4f), %.1f GB/s over %.2f GB (device-to-device, same run)\n",
-                  b.copy.median_ms, repeat_, b.copy.min_ms, b.copy.max_ms, b.copy_gbps, b.copy_bytes / 1e9);
+      std::printf(
+          "copy:   %.4f ms median of %d (min %.4f, max %.4f), %.1f GB/s over %.2f GB (device-to-device, same run)\n",
+          b.copy.median_ms, repeat_, b.copy.min_ms, b.copy.max_ms, b.copy_gbps, b.copy_bytes / 1e9);
       std::printf("ratio:  %.1f %% of copy bandwidth\n", 100.0 * b.ratio);
     }
     return status;

@@ -23,8 +23,8 @@ std::unique_ptr<Command> make_bench_command(CLI::App& parent);
 
 // Exit statuses, documented in the README.
 constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;      // verification failed, or a runtime error
-constexpr int kExitUsage = 2;       // bad input: flags, sizes, config
-constexpr int kExitNoDevice = 3;    // backend or device missing
+constexpr int kExitFailed = 1;    // verification failed, or a runtime error
+constexpr int kExitUsage = 2;     // bad input: flags, sizes, config
+constexpr int kExitNoDevice = 3;  // backend or device missing
 
 }  // namespace kplay::cli

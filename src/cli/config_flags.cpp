@@ -10,10 +10,11 @@
 namespace kplay::cli {
 
 void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
-  app.add_option("--act", f.activations,
-                 std::string("activation") + (several ? "s, comma-separated, or all" : "") +
-                     " with parameters as in torch, e.g. leaky_relu(negative_slope=0.2), or a snippet file ./my_act.h (" +
-                     activation_names() + ")")
+  app.add_option(
+         "--act", f.activations,
+         std::string("activation") + (several ? "s, comma-separated, or all" : "") +
+             " with parameters as in torch, e.g. leaky_relu(negative_slope=0.2), or a snippet file ./my_act.h (" +
+             activation_names() + ")")
       ->capture_default_str();
   app.add_option("--dtype", f.dtype, "element type: f32, f16, bf16, f64")->capture_default_str();
   app.add_option("--direction", f.direction, "forward or backward")->capture_default_str();

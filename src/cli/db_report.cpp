@@ -88,8 +88,8 @@ std::string record_details(const TuningRecord& r, std::size_t number) {
          "\n";
   std::size_t rejected = 0;
   for (const auto& c : r.candidates) rejected += c.ok ? 0 : 1;
-  out += "    candidates: " + std::to_string(r.candidates.size()) + " tried, " + std::to_string(rejected) +
-         " rejected\n";
+  out +=
+      "    candidates: " + std::to_string(r.candidates.size()) + " tried, " + std::to_string(rejected) + " rejected\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : r.candidates) {
     std::string note = c.config == r.best ? "best" : "";

@@ -2,10 +2,10 @@
 // once-per-problem warnings, and with_db(), which turns a corruption found mid-operation into
 // "move the file aside, start a new one, try again once".
 #pragma once
+#include <sys/types.h>
 #include <mutex>
 #include <set>
 #include <string>
-#include <sys/types.h>
 
 #include "kernel_database.hpp"
 #include "sqlite.hpp"

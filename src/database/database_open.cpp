@@ -183,15 +183,15 @@ void KernelDatabase::Impl::recover(const std::string& why) {
       open_file();
     } catch (const std::exception& e) {
       conn.close();
-      warn("fallback", "cannot use the kernel database " + path + " after moving a damaged one aside: " +
-                           e.what() + "; running without persistence");
+      warn("fallback", "cannot use the kernel database " + path + " after moving a damaged one aside: " + e.what() +
+                           "; running without persistence");
       open_memory();
       return;
     }
   }
   if (!moved.empty())
-    warn("corrupt", "the kernel database " + path + " was damaged (" + why + "); moved it to " + moved +
-                        " and started a new one");
+    warn("corrupt",
+         "the kernel database " + path + " was damaged (" + why + "); moved it to " + moved + " and started a new one");
 }
 
 }  // namespace kplay

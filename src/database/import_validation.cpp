@@ -34,7 +34,8 @@ void check_name(const std::string& name, const std::string& where) {
 
 void check_fingerprint(const std::string& fp, const std::string& where) {
   bool ok = fp.size() == 16;
-  for (const char ch : fp) ok = ok && std::isxdigit(static_cast<unsigned char>(ch)) && !std::isupper(static_cast<unsigned char>(ch));
+  for (const char ch : fp)
+    ok = ok && std::isxdigit(static_cast<unsigned char>(ch)) && !std::isupper(static_cast<unsigned char>(ch));
   if (!ok) bad(where, "'" + fp.substr(0, 40) + "' is not a device fingerprint (16 lowercase hex digits)");
 }
 
@@ -83,7 +84,8 @@ void validate_import(TuningDocument& doc) {
     check_fingerprint(fp, where + ".fingerprint");
     check_backend(d.backend, where + ".backend");
     for (const auto& [name, text] : {std::pair<const char*, const std::string&>{"name", d.name},
-                                     {"platform", d.platform}, {"arch", d.arch},
+                                     {"platform", d.platform},
+                                     {"arch", d.arch},
                                      {"driver_version", d.driver_version},
                                      {"compiler_version", d.compiler_version},
                                      {"compile_target", d.compile_target}})

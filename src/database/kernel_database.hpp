@@ -65,7 +65,7 @@ class KernelDatabase : public BinaryStore {
   bool persistent() const;  // false when running in memory
 
   // BinaryStore. These never throw: a database problem is a warning and a cache miss.
-  bool get(const std::string& key, rt::Binary& out) override;  // checksum mismatch: row dropped, false
+  bool get(const std::string& key, rt::Binary& out) override;           // checksum mismatch: row dropped, false
   void put(const std::string& key, const rt::Binary& binary) override;  // then LRU eviction
   void drop(const std::string& key) override;
   // flock() on <db dir>/locks/<key>.lock, released when the holder exits or dies; nullptr in memory.
@@ -92,9 +92,9 @@ class KernelDatabase : public BinaryStore {
     std::vector<std::string> problems;
     bool integrity_ok = true;
   };
-  VerifyReport verify(bool remove_bad);  // PRAGMA integrity_check + every binary's checksum
+  VerifyReport verify(bool remove_bad);                 // PRAGMA integrity_check + every binary's checksum
   std::uint64_t prune(std::uint64_t max_binary_bytes);  // LRU eviction to the bound; rows removed
-  void clear();  // everything but the schema
+  void clear();                                         // everything but the schema
   // Tuning records with candidates, and devices (no binaries), with a format version.
   nlohmann::json export_json();
   // Validates the whole document first; throws Error(invalid_argument) naming the bad field.

@@ -55,7 +55,8 @@ std::unique_ptr<BinaryStore::KeyLock> acquire_file_lock(const std::string& dir, 
       throw Error(ErrorCode::io_failed, "cannot lock " + path + ": " + std::strerror(err));
     }
     // The previous holder may have unlinked the file while we waited: then lock the new one.
-    struct stat held {}, current {};
+    struct stat held {
+    }, current{};
     if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &current) == 0 && held.st_ino == current.st_ino &&
         held.st_dev == current.st_dev)
       return std::make_unique<FileLock>(fd, path);

@@ -53,8 +53,8 @@ KernelDatabase::VerifyReport KernelDatabase::verify(bool remove_bad) {
           }
         } catch (const Error& e) {
           bad_tunings.push_back(s.column_int(0));
-          r.problems.push_back("tuning record " + std::to_string(s.column_int(0)) + " (" + s.column_text(1) + "): " +
-                               e.what());
+          r.problems.push_back("tuning record " + std::to_string(s.column_int(0)) + " (" + s.column_text(1) +
+                               "): " + e.what());
         }
       }
     }

@@ -48,7 +48,8 @@ void ensure_private_directory(const std::string& dir_text, const std::string& wh
     refuse(what, dir_text, "it belongs to another user (uid " + std::to_string(st.st_uid) + ")");
   // Ours but writable by others (an older kplay under umask 002, say): close it rather than refuse.
   if (must_be_ours && (st.st_mode & (S_IWGRP | S_IWOTH)) && ::chmod(dir.c_str(), st.st_mode & 0755) != 0)
-    refuse(what, dir_text, std::string("others may write into it and it cannot be restricted: ") + std::strerror(errno));
+    refuse(what, dir_text,
+           std::string("others may write into it and it cannot be restricted: ") + std::strerror(errno));
 }
 
 }  // namespace kplay

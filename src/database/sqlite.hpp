@@ -34,7 +34,7 @@ class Connection {
   bool is_open() const { return db_ != nullptr; }
   void close() noexcept;
 
-  void exec(const std::string& sql);  // statements without results
+  void exec(const std::string& sql);               // statements without results
   std::int64_t query_int(const std::string& sql);  // first column of the first row, 0 if none
   std::string query_text(const std::string& sql);  // same, as text
   bool read_only() const;

@@ -2,8 +2,8 @@
 #include "tuning_json.hpp"
 
 #include <cctype>
-#include <regex>
 #include <limits>
+#include <regex>
 
 #include "../activations.hpp"
 #include "kplay/error.hpp"
@@ -140,8 +140,8 @@ KernelSpec spec_from_json(const json& j, const std::string& where) {
 }
 
 json candidate_to_json(const CandidateResult& c) {
-  return {{"config", config_to_json(c.config)}, {"ok", c.ok},       {"median_ms", c.median_ms},
-          {"spread_ms", c.spread_ms},           {"gbps", c.gbps},   {"rejection", c.rejection}};
+  return {{"config", config_to_json(c.config)}, {"ok", c.ok},     {"median_ms", c.median_ms},
+          {"spread_ms", c.spread_ms},           {"gbps", c.gbps}, {"rejection", c.rejection}};
 }
 
 CandidateResult candidate_from_json(const json& j, const std::string& where) {
@@ -158,20 +158,13 @@ CandidateResult candidate_from_json(const json& j, const std::string& where) {
 json tuning_to_json(const TuningRecord& r) {
   json candidates = json::array();
   for (const auto& c : r.candidates) candidates.push_back(candidate_to_json(c));
-  return {{"fingerprint", r.fingerprint},
-          {"backend", r.backend},
-          {"device_name", r.device_name},
-          {"arch", r.arch},
-          {"spec", spec_to_json(r.spec)},
-          {"n", r.n},
-          {"size_bucket", r.size_bucket},
-          {"best", config_to_json(r.best)},
-          {"best_ms", r.best_ms},
-          {"best_gbps", r.best_gbps},
-          {"copy_gbps", r.copy_gbps},
-          {"strategy", r.strategy},
-          {"created_unix", r.created_unix},
-          {"candidates", candidates}};
+  return {{"fingerprint", r.fingerprint},   {"backend", r.backend},
+          {"device_name", r.device_name},   {"arch", r.arch},
+          {"spec", spec_to_json(r.spec)},   {"n", r.n},
+          {"size_bucket", r.size_bucket},   {"best", config_to_json(r.best)},
+          {"best_ms", r.best_ms},           {"best_gbps", r.best_gbps},
+          {"copy_gbps", r.copy_gbps},       {"strategy", r.strategy},
+          {"created_unix", r.created_unix}, {"candidates", candidates}};
 }
 
 TuningRecord tuning_from_json(const json& j, const std::string& where) {
@@ -260,18 +253,20 @@ TuningDocument document_from_json(const json& j) {
   // Compiled code is never imported: a binary is found by its key, which only this kplay's own
   // compile of the rendered source for this device produces.
   if (j.contains("binaries"))
-    bad("document.binaries", "binaries are never imported (kplay compiles its own on each device); "
-                             "remove the field to import the tunings");
+    bad("document.binaries",
+        "binaries are never imported (kplay compiles its own on each device); "
+        "remove the field to import the tunings");
   for (const auto& [name, value] : j.items())
     if (name != "format" && name != "version" && name != "devices" && name != "tunings" && name != "exported_unix")
-      bad("document", "unknown field '" + name.substr(0, 40) +
-                          "' (expected format, version, exported_unix, devices, tunings)");
+      bad("document",
+          "unknown field '" + name.substr(0, 40) + "' (expected format, version, exported_unix, devices, tunings)");
   if (j.contains("exported_unix")) get_int(j, "exported_unix", "document", 0, kI64Max);
   if (get_string(j, "format", "document") != kTuningFormatName)
     bad("document.format", std::string("expected \"") + kTuningFormatName + "\"");
   const std::int64_t version = get_int(j, "version", "document", 1, kI64Max);
   if (version > kTuningFormatVersion)
-    bad("document.version", "version " + std::to_string(version) + " was written by a newer kplay (this one reads up to " +
+    bad("document.version", "version " + std::to_string(version) +
+                                " was written by a newer kplay (this one reads up to " +
                                 std::to_string(kTuningFormatVersion) + ")");
   TuningDocument doc;
   auto array = [&](const char* name) -> const json& {

@@ -33,15 +33,16 @@ void write_device(Connection& c, const std::string& fingerprint, const rt::Devic
 void write_tuning(Connection& c, const TuningRecord& r) {
   const KernelSpec spec = canonical(r.spec);
   const int bucket = r.n > 0 ? size_bucket(r.n) : r.size_bucket;
-  const char* where = "fingerprint = ?1 AND activation = ?2 AND direction = ?3 AND dtype = ?4 AND saved = ?5 AND "
-                      "size_bucket = ?6";
+  const char* where =
+      "fingerprint = ?1 AND activation = ?2 AND direction = ?3 AND dtype = ?4 AND saved = ?5 AND "
+      "size_bucket = ?6";
   auto bind_key = [&](Statement& s) {
     s.bind(1, r.fingerprint).bind(2, spec.activation).bind(3, to_string(spec.direction));
     s.bind(4, to_string(spec.dtype)).bind(5, to_string(spec.saved)).bind(6, bucket);
   };
   {  // candidates explicitly, so the result does not depend on PRAGMA foreign_keys
-    Statement del(c, std::string("DELETE FROM candidates WHERE tuning_id IN (SELECT id FROM tunings WHERE ") +
-                         where + ")");
+    Statement del(
+        c, std::string("DELETE FROM candidates WHERE tuning_id IN (SELECT id FROM tunings WHERE ") + where + ")");
     bind_key(del);
     del.run();
     Statement del_t(c, std::string("DELETE FROM tunings WHERE ") + where);

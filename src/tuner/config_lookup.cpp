@@ -24,8 +24,8 @@ ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const Kerne
     const bool same_device = rec->match == "device" || rec->device_name == dev.name;
     if (same_device || !modelled) {
       choice.config = rec->best;
-      const std::string where = rec->match == "device" ? "this device" : "another " + dev.arch + " device (" +
-                                                                             rec->device_name + ")";
+      const std::string where =
+          rec->match == "device" ? "this device" : "another " + dev.arch + " device (" + rec->device_name + ")";
       choice.source = "tuned on " + where + " for n = " + std::to_string(rec->n) + ", the nearest size bucket (2^" +
                       std::to_string(rec->size_bucket) + ") to n = " + std::to_string(n);
       return choice;

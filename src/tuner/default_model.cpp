@@ -116,8 +116,8 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // H100 (25 GB/s per SM) 99.6-99.7 at 8 against 99.9 at 4, hence the threshold between them;
   // logsigmoid at 8 lost 2 points on the H200, so the rule is gelu's own (docs/benchmarks.md,
   // session 11).
-  if (spec.dtype == Dtype::f32 && spec.direction == Direction::forward &&
-      d.bandwidth_gbps / d.sms > 30 && resolve_activation(spec.activation).canonical == "gelu")
+  if (spec.dtype == Dtype::f32 && spec.direction == Direction::forward && d.bandwidth_gbps / d.sms > 30 &&
+      resolve_activation(spec.activation).canonical == "gelu")
     c.per_thread = std::max(c.per_thread, 8);
   // The cheapest 16-bit math (cost 1: relu, leaky_relu, hardtanh, threshold...) takes one vector
   // per thread in blocks of 128: on the H200 (36 GB/s per SM) 101.2-101.4 % of copy, where the
@@ -132,8 +132,7 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // Cost 2 forward (hardswish, hardsigmoid, softsign) takes at most 2 vectors: on the H200
   // (`kplay run`, block 64) 100.3-100.5 % of copy at 2 vectors against 100.1-100.3 at the model's
   // 4, in two sessions; the H100's answer is 2 already (docs/benchmarks.md, session 8).
-  if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 2 &&
-      spec.direction == Direction::forward)
+  if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 2 && spec.direction == Direction::forward)
     c.per_thread = std::min(c.per_thread, 2);
   // float64 library math (libdevice erfc, log1p) likewise, on the H100 at 4096x393216: gelu
   // forward 76.8 / 81.5 / 83.9 % at 1 / 2 / 4 vectors, backward 84.2 / 91.7 / 87.0 %; logsigmoid
@@ -160,8 +159,9 @@ KernelConfig device_default_config(const KernelSpec& spec, const rt::DeviceInfo&
   if (model_default_config(spec, model_inputs(device), n, c)) {
     if (why) {
       char text[160];
-      std::snprintf(text, sizeof text, "%.0f GB/s, %d SMs x %d threads, cost %.0f per element", device.memory_bandwidth_gbps,
-                    device.compute_units, device.max_threads_per_unit, activation_cost(spec));
+      std::snprintf(text, sizeof text, "%.0f GB/s, %d SMs x %d threads, cost %.0f per element",
+                    device.memory_bandwidth_gbps, device.compute_units, device.max_threads_per_unit,
+                    activation_cost(spec));
       *why = std::string("built-in default from the device model (") + text + ")";
     }
     return c;

@@ -18,7 +18,7 @@ namespace kplay {
 // middle value. Parameters in the name ("leaky_relu(negative_slope=0.2)") are ignored.
 double activation_cost(const KernelSpec& spec);
 
-struct DefaultModelInputs {  // what the model reads from rt::DeviceInfo (kept separate for tests)
+struct DefaultModelInputs {   // what the model reads from rt::DeviceInfo (kept separate for tests)
   double bandwidth_gbps = 0;  // peak DRAM bandwidth; 0 = unknown
   int sms = 0;                // SMs / compute units
   int max_threads_per_sm = 0;
@@ -27,7 +27,7 @@ struct DefaultModelInputs {  // what the model reads from rt::DeviceInfo (kept s
 };
 DefaultModelInputs model_inputs(const rt::DeviceInfo& device);
 
-struct ModelEstimate {  // for one config, the model's view (printed by tests and docs)
+struct ModelEstimate {                // for one config, the model's view (printed by tests and docs)
   double required_bytes_per_sm = 0;   // bytes of loads in flight needed at full bandwidth (x margin)
   double in_flight_bytes_per_sm = 0;  // what the config keeps in flight on average
   double predicted_fraction = 0;      // min(1, in flight / needed without margin)
@@ -36,8 +36,7 @@ ModelEstimate estimate(const KernelSpec& spec, const KernelConfig& config, const
 
 // The model's config for spec on the device at n elements (0 = large). Returns false (and leaves
 // `out` alone) when the device reports too little to model (bandwidth or SM count unknown).
-bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& device, std::uint64_t n,
-                          KernelConfig& out);
+bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& device, std::uint64_t n, KernelConfig& out);
 
 // The static table from the H100 tuning (docs/benchmarks.md): 16-byte vectors, one-shot grid;
 // float32 blocks of 128, others 256; four vectors per thread for 16-bit types, else one.

@@ -76,8 +76,8 @@ bool simpler(const KernelConfig& a, const KernelConfig& b) {
   auto rank = [](const KernelConfig& c) {
     int block_distance = 0;
     for (int v = c.block; v != 256 && v > 0; v = v > 256 ? v / 2 : v * 2) ++block_distance;
-    return std::make_tuple(c.grid != GridPolicy::one_shot, c.waves, c.cache != CacheHint::normal, c.per_thread,
-                           -c.vec, block_distance, c.block);
+    return std::make_tuple(c.grid != GridPolicy::one_shot, c.waves, c.cache != CacheHint::normal, c.per_thread, -c.vec,
+                           block_distance, c.block);
   };
   return rank(a) < rank(b);
 }

@@ -19,8 +19,8 @@ struct SearchSpace {
   std::vector<int> vec_bytes = {4, 8, 16};  // vector widths in bytes, so one space fits every dtype
   std::vector<int> blocks = {64, 128, 256, 512, 1024};
   std::vector<int> per_thread = {1, 2, 4, 8};
-  std::vector<GridChoice> grids = {{GridPolicy::one_shot, 0}, {GridPolicy::grid_stride, 2},
-                                   {GridPolicy::grid_stride, 8}};
+  std::vector<GridChoice> grids = {
+      {GridPolicy::one_shot, 0}, {GridPolicy::grid_stride, 2}, {GridPolicy::grid_stride, 8}};
   std::vector<CacheHint> caches = {CacheHint::normal, CacheHint::streaming};
 
   // Every configuration that satisfies the constraints for this spec and target, in a fixed order.

@@ -27,7 +27,7 @@ class SearchStrategy {
 // "local": start from the built-in default, measure the neighbours that differ in one knob by one
 // step, move to the fastest, and stop when no neighbour is faster (at most `budget` measured).
 // Throws Error(invalid_argument) for another name.
-std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, std::vector<KernelConfig> space,
-                                              int budget, std::uint64_t seed);
+std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, std::vector<KernelConfig> space, int budget,
+                                              std::uint64_t seed);
 
 }  // namespace kplay

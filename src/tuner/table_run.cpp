@@ -13,9 +13,7 @@
 namespace kplay {
 namespace {
 
-std::string job_label(const TableJob& j) {
-  return to_string(j.spec) + " n=" + std::to_string(j.n);
-}
+std::string job_label(const TableJob& j) { return to_string(j.spec) + " n=" + std::to_string(j.n); }
 
 bool same_job(const TuningRecord& r, const std::string& fingerprint, const TableJob& j, const std::string& strategy) {
   return r.fingerprint == fingerprint && r.n == j.n && to_string(r.spec) == to_string(j.spec) &&

@@ -28,11 +28,11 @@ struct TableDevice {
 struct TableRow {
   std::size_t device = 0;  // index into the devices given
   TableJob job;
-  bool resumed = false;    // tuned by an earlier run: not measured again
-  TuningRecord record;     // the stored record (resumed ones included)
+  bool resumed = false;  // tuned by an earlier run: not measured again
+  TuningRecord record;   // the stored record (resumed ones included)
   TuneTimes times;
   double seconds = 0;
-  std::string error;       // the job failed (others go on)
+  std::string error;  // the job failed (others go on)
 };
 
 struct TableProgress {

@@ -31,7 +31,8 @@ std::size_t buffer_sets(const rt::DeviceInfo& dev, std::uint64_t bytes_per_set) 
   if (bytes_per_set == 0) return 1;
   std::uint64_t sets = (4 * l2 + bytes_per_set - 1) / bytes_per_set;
   sets = std::min<std::uint64_t>(sets, 16);
-  if (dev.memory_bytes) sets = std::min<std::uint64_t>(sets, std::max<std::uint64_t>(1, dev.memory_bytes / 4 / bytes_per_set));
+  if (dev.memory_bytes)
+    sets = std::min<std::uint64_t>(sets, std::max<std::uint64_t>(1, dev.memory_bytes / 4 / bytes_per_set));
   return static_cast<std::size_t>(std::max<std::uint64_t>(sets, 1));
 }
 
@@ -454,7 +455,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
     report(0, space.size());
     const auto t0 = Clock::now();
     const double compile_before = times.compile_s;  // waits inside the rounds count as compile
-    m.prefetch(space);  // compiles while the first round measures what is ready
+    m.prefetch(space);                              // compiles while the first round measures what is ready
     std::vector<CandidateResult> alive, rejected;
     for (const auto& c : space) {
       CandidateResult r;
@@ -542,8 +543,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
     std::vector<std::vector<double>> samples(contenders.size());
     for (std::size_t i = 0; i < contenders.size(); ++i) m.sample(contenders[i].config, 0);  // warm after the others
     int round = 0;
-    while (round < 2 * o.repeats &&
-           (round < o.repeats || !quiet_against_tie(samples, kTieWindow))) {
+    while (round < 2 * o.repeats && (round < o.repeats || !quiet_against_tie(samples, kTieWindow))) {
       for (std::size_t i = 0; i < contenders.size(); ++i) samples[i].push_back(m.sample(contenders[i].config, 0));
       ++round;
     }
@@ -580,8 +580,8 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   if (o.strategy != "halving" && o.strategy != "fast") make_strategy(o.strategy, space, o.budget, o.seed);  // checks
   TuneOptions options = o;
   if (!options.baseline)
-    options.baseline = resolve_config(
-        spec, device_default_config(spec, engine.backend().info(), o.n), engine.backend().limits());
+    options.baseline =
+        resolve_config(spec, device_default_config(spec, engine.backend().info(), o.n), engine.backend().limits());
   const std::string key = run_key(engine, spec, o);
   const std::uint64_t esize = dtype_size(spec.dtype);
   TuneTimes local_times;
@@ -597,8 +597,7 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   const bool resumable = o.strategy != "halving" && o.strategy != "fast";
   std::vector<CandidateResult> resumed = o.resume && resumable ? db.load_progress(key) : std::vector<CandidateResult>{};
   SearchOutcome found = search(
-      measurer, space, options, resumed,
-      [&](const CandidateResult& r) { db.save_progress(key, r); }, &times);
+      measurer, space, options, resumed, [&](const CandidateResult& r) { db.save_progress(key, r); }, &times);
 
   const std::vector<double> more_copy = measurer.copy_samples(o.repeats);
   copy_samples.insert(copy_samples.end(), more_copy.begin(), more_copy.end());

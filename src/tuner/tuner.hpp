@@ -56,8 +56,8 @@ struct TuneOptions {
 // Where a tuning run spent its time (printed by kplay autotune --times, read by the GPU script).
 struct TuneTimes {
   double setup_s = 0, compile_s = 0, measure_s = 0, remeasure_s = 0;
-  std::size_t binaries = 0;  // distinct binaries compiled (configs differing only in grid share one)
-  std::size_t samples = 0;   // timed samples (each one launch per buffer set)
+  std::size_t binaries = 0;     // distinct binaries compiled (configs differing only in grid share one)
+  std::size_t samples = 0;      // timed samples (each one launch per buffer set)
   std::size_t contenders = 0;   // re-measured together ...
   int remeasure_rounds = 0;     // ... for this many interleaved rounds
   double contender_spread = 0;  // their largest interquartile range / median
@@ -102,7 +102,6 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
 // Deterministic final choice among re-measured contenders (exposed for tests): the simplest
 // configuration whose median is within `tie` (relative) of the fastest.
 constexpr double kTieWindow = 0.01;
-const CandidateResult& pick_winner(const std::vector<CandidateResult>& remeasured,
-                                   double tie = kTieWindow);
+const CandidateResult& pick_winner(const std::vector<CandidateResult>& remeasured, double tie = kTieWindow);
 
 }  // namespace kplay

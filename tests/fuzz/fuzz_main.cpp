@@ -32,9 +32,12 @@ std::string escaped(const std::string& bytes) {
   std::string out;
   for (const unsigned char c : bytes) {
     char buf[8];
-    if (c == '\\' || c == '"') out += '\\', out += static_cast<char>(c);
-    else if (c >= 32 && c < 127) out += static_cast<char>(c);
-    else std::snprintf(buf, sizeof buf, "\\x%02x", c), out += buf;
+    if (c == '\\' || c == '"')
+      out += '\\', out += static_cast<char>(c);
+    else if (c >= 32 && c < 127)
+      out += static_cast<char>(c);
+    else
+      std::snprintf(buf, sizeof buf, "\\x%02x", c), out += buf;
   }
   return out;
 }
@@ -50,9 +53,36 @@ extern "C" void on_hang(int) {
 }
 
 // Tokens that parsers of this project care about, for insertion.
-const char* const kTokens[] = {"x", "^", "+", "2^63", "18446744073709551615", "-", "0", "--", "--vec", "--block",
-                               "--grid", "grid-stride:", "one-shot", "null", "[]", "{}", "\"", ",", ":", "1e999",
-                               "-1", "(", ")", "=", "..", "/", "\xff", "\xc3\xa9", "true", "\"binaries\""};
+const char* const kTokens[] = {"x",
+                               "^",
+                               "+",
+                               "2^63",
+                               "18446744073709551615",
+                               "-",
+                               "0",
+                               "--",
+                               "--vec",
+                               "--block",
+                               "--grid",
+                               "grid-stride:",
+                               "one-shot",
+                               "null",
+                               "[]",
+                               "{}",
+                               "\"",
+                               ",",
+                               ":",
+                               "1e999",
+                               "-1",
+                               "(",
+                               ")",
+                               "=",
+                               "..",
+                               "/",
+                               "\xff",
+                               "\xc3\xa9",
+                               "true",
+                               "\"binaries\""};
 
 std::string mutate(const std::string& seed, const std::vector<std::string>& corpus, std::mt19937_64& rng) {
   std::string s = seed;
@@ -66,15 +96,11 @@ std::string mutate(const std::string& seed, const std::vector<std::string>& corp
       case 1:
         if (!s.empty()) s[pos % s.size()] = static_cast<char>(rng());
         break;
-      case 2:
-        s.insert(pos, 1, static_cast<char>(rng()));
-        break;
+      case 2: s.insert(pos, 1, static_cast<char>(rng())); break;
       case 3:
         if (!s.empty()) s.erase(pos % s.size(), 1 + rng() % 8);
         break;
-      case 4:
-        s.insert(pos, kTokens[rng() % (sizeof kTokens / sizeof kTokens[0])]);
-        break;
+      case 4: s.insert(pos, kTokens[rng() % (sizeof kTokens / sizeof kTokens[0])]); break;
       case 5: {  // splice a piece of another corpus entry
         const std::string& other = corpus[rng() % corpus.size()];
         if (!other.empty()) {
@@ -125,8 +151,10 @@ long fuzz(const Target& t, double seconds, long runs, std::uint64_t seed) {
     ++n;
     // Keep some mutants as new starting points, so edits accumulate (bounded corpus).
     if (rng() % 16 == 0) {
-      if (corpus.size() < 256) corpus.push_back(input);
-      else corpus[t.seeds.size() + rng() % (corpus.size() - t.seeds.size())] = input;
+      if (corpus.size() < 256)
+        corpus.push_back(input);
+      else
+        corpus[t.seeds.size() + rng() % (corpus.size() - t.seeds.size())] = input;
     }
   }
   return n;
@@ -142,11 +170,16 @@ int main(int argc, char** argv) {
   std::string input_file;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
-    else if (flag == "--runs") runs = std::atol(argv[i + 1]);
-    else if (flag == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--input") input_file = argv[i + 1];
-    else which.clear();
+    if (flag == "--seconds")
+      seconds = std::atof(argv[i + 1]);
+    else if (flag == "--runs")
+      runs = std::atol(argv[i + 1]);
+    else if (flag == "--seed")
+      seed = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--input")
+      input_file = argv[i + 1];
+    else
+      which.clear();
   }
   bool known = which == "all";
   for (const auto& t : kplay::fuzz::targets()) known = known || which == t.name;

@@ -87,11 +87,26 @@ nlohmann::json export_seed();
 // Bytes that are not JSON become edits of a valid export, so most inputs get past the parser:
 // each 3 bytes pick a node (a walk of up to 6 steps) and replace it with a hostile value.
 nlohmann::json edited_export(const std::uint8_t* data, std::size_t size) {
-  static const nlohmann::json values[] = {nullptr, -1, 0, 48, 1u << 31, std::numeric_limits<std::int64_t>::max(),
-                                          std::numeric_limits<std::uint64_t>::max(), 1e308, -0.0, true, "",
-                                          "../../etc/passwd", std::string(300, 'a'), std::string("a\x01b"),
-                                          "selu", "one-shot", "grid-stride:0", nlohmann::json::array(),
-                                          nlohmann::json::object(), "0123456789abcdef"};
+  static const nlohmann::json values[] = {nullptr,
+                                          -1,
+                                          0,
+                                          48,
+                                          1u << 31,
+                                          std::numeric_limits<std::int64_t>::max(),
+                                          std::numeric_limits<std::uint64_t>::max(),
+                                          1e308,
+                                          -0.0,
+                                          true,
+                                          "",
+                                          "../../etc/passwd",
+                                          std::string(300, 'a'),
+                                          std::string("a\x01b"),
+                                          "selu",
+                                          "one-shot",
+                                          "grid-stride:0",
+                                          nlohmann::json::array(),
+                                          nlohmann::json::object(),
+                                          "0123456789abcdef"};
   nlohmann::json doc = export_seed();
   for (std::size_t i = 0; i + 2 < size; i += 3) {
     nlohmann::json* node = &doc;
@@ -100,8 +115,10 @@ nlohmann::json edited_export(const std::uint8_t* data, std::size_t size) {
       std::advance(it, data[i] % node->size());
       node = &*it;
     }
-    if (data[i + 2] == 255 && doc.is_object() && !doc.empty()) doc.erase(doc.begin());  // drop a top-level field
-    else *node = values[data[i + 2] % (sizeof values / sizeof values[0])];
+    if (data[i + 2] == 255 && doc.is_object() && !doc.empty())
+      doc.erase(doc.begin());  // drop a top-level field
+    else
+      *node = values[data[i + 2] % (sizeof values / sizeof values[0])];
   }
   return doc;
 }

@@ -2,7 +2,8 @@
 // GPU) and compares with long-double references. See README.md.
 #include "host_prelude.h"
 #include "precise_math.h"
-#include "precise_grad.h"
+
+#include "precise_grad.h"  // needs precise_math.h first: a block of its own keeps include sorting off it
 
 #include <atomic>
 #include <cfloat>
@@ -34,7 +35,7 @@ struct UlpTest {
   float (*fn)(float);
   LD (*ref)(float);
   std::vector<std::pair<float, float>> windows;  // dense positive ranges, swept for +x and -x
-  bool normal_only = false;  // bound only results whose true value is normal (backward functions)
+  bool normal_only = false;                      // bound only results whose true value is normal (backward functions)
 };
 // A float-float function: hi + lo compared relatively with the reference.
 struct FFTest {
@@ -51,8 +52,8 @@ struct Stats {
   uint64_t n = 0, over_half = 0, over_one = 0, over_two = 0;
   uint64_t nan_bad = 0, inf_bad = 0, zero_sign_bad = 0;
   float nan_x = 0, inf_x = 0, zero_x = 0;
-  uint64_t sub_n = 0;   // normal_only tests: results whose true value is subnormal, not bounded
-  double sub_max = 0;   // their max error in ulps of 2^-149
+  uint64_t sub_n = 0;  // normal_only tests: results whose true value is subnormal, not bounded
+  double sub_max = 0;  // their max error in ulps of 2^-149
   std::vector<double> binade_max = std::vector<double>(512, 0.0);  // by sign and exponent of x
   std::vector<float> binade_x = std::vector<float>(512, 0.0f);
   void merge(const Stats& o) {
@@ -136,8 +137,10 @@ void check_ff(const FFTest& t, float x, Stats& st) {
   LD ref = t.ref(x);
   ++st.n;
   if (std::isnan(ref) || std::isnan(hi) || std::isinf(static_cast<float>(ref)) || std::isinf(hi)) {
-    if (std::isnan(ref) != std::isnan(hi)) ++st.nan_bad, st.nan_x = x;
-    else if (!std::isnan(ref) && hi != static_cast<float>(ref)) ++st.inf_bad, st.inf_x = x;
+    if (std::isnan(ref) != std::isnan(hi))
+      ++st.nan_bad, st.nan_x = x;
+    else if (!std::isnan(ref) && hi != static_cast<float>(ref))
+      ++st.inf_bad, st.inf_x = x;
     return;
   }
   // Near and below 2^-126 lo is subnormal or zero: only hi's rounding counts there.
@@ -201,8 +204,8 @@ void print_binades(const Stats& s, bool relative, double above) {
   for (size_t i = 0; i < s.binade_max.size(); ++i) {
     if (s.binade_max[i] <= above) continue;
     double e = relative ? std::log2(s.binade_max[i]) : s.binade_max[i];
-    std::printf("   binade %c2^%-4d max %s%.3f at x=%.9g\n", i >= 256 ? '-' : '+',
-                static_cast<int>(i & 255) - 127, relative ? "2^" : "", e, s.binade_x[i]);
+    std::printf("   binade %c2^%-4d max %s%.3f at x=%.9g\n", i >= 256 ? '-' : '+', static_cast<int>(i & 255) - 127,
+                relative ? "2^" : "", e, s.binade_x[i]);
   }
 }
 
@@ -214,14 +217,13 @@ bool selected(const Options& opt, const char* name) {
 }
 
 void print_ulp(const char* name, const Stats& s) {
-  std::printf("%-22s max %9.4f ulp at x=%-16.9g (%a) y=%.9g ref=%.12Lg | >0.5:%" PRIu64
-              " >1:%" PRIu64 " >2:%" PRIu64 " nan:%" PRIu64 " inf:%" PRIu64 " -0:%" PRIu64
-              " | n=%" PRIu64 "\n",
+  std::printf("%-22s max %9.4f ulp at x=%-16.9g (%a) y=%.9g ref=%.12Lg | >0.5:%" PRIu64 " >1:%" PRIu64 " >2:%" PRIu64
+              " nan:%" PRIu64 " inf:%" PRIu64 " -0:%" PRIu64 " | n=%" PRIu64 "\n",
               name, s.max_err, s.worst_x, s.worst_x, s.worst_y, static_cast<long double>(s.worst_ref), s.over_half,
               s.over_one, s.over_two, s.nan_bad, s.inf_bad, s.zero_sign_bad, s.n);
   if (s.sub_n)
-    std::printf("%-22s (%" PRIu64 " subnormal results not bounded; their max %.3f ulp of 2^-149)\n", name,
-                s.sub_n, s.sub_max);
+    std::printf("%-22s (%" PRIu64 " subnormal results not bounded; their max %.3f ulp of 2^-149)\n", name, s.sub_n,
+                s.sub_max);
   if (s.nan_bad) std::printf("%-22s first NaN mismatch at x=%a\n", name, s.nan_x);
   if (s.inf_bad) std::printf("%-22s first inf mismatch at x=%a\n", name, s.inf_x);
   if (s.zero_sign_bad) std::printf("%-22s first signed-zero mismatch at x=%a\n", name, s.zero_x);
@@ -229,12 +231,10 @@ void print_ulp(const char* name, const Stats& s) {
 }
 
 void print_ff(const char* name, const Stats& s) {
-  std::printf("%-22s max rel 2^%.2f at x=%-16.9g (%a) hi=%.9g ref=%.12Lg | >2^-30:%" PRIu64
-              " >2^-28:%" PRIu64 " >2^-24:%" PRIu64 " nan:%" PRIu64 " inf:%" PRIu64
-              " | n=%" PRIu64 "\n",
-              name, s.max_err > 0 ? std::log2(s.max_err) : -999.0, s.worst_x, s.worst_x,
-              s.worst_y, static_cast<long double>(s.worst_ref), s.over_half, s.over_one, s.over_two, s.nan_bad, s.inf_bad,
-              s.n);
+  std::printf("%-22s max rel 2^%.2f at x=%-16.9g (%a) hi=%.9g ref=%.12Lg | >2^-30:%" PRIu64 " >2^-28:%" PRIu64
+              " >2^-24:%" PRIu64 " nan:%" PRIu64 " inf:%" PRIu64 " | n=%" PRIu64 "\n",
+              name, s.max_err > 0 ? std::log2(s.max_err) : -999.0, s.worst_x, s.worst_x, s.worst_y,
+              static_cast<long double>(s.worst_ref), s.over_half, s.over_one, s.over_two, s.nan_bad, s.inf_bad, s.n);
   std::fflush(stdout);
 }
 
@@ -272,7 +272,8 @@ int main(int argc, char** argv) {
       opt.only.push_back(a);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--full | --step N] [--no-windows | --window-log2 N] [--threads N] [--rcp-nudge ULPS] [--g GRAD]... [--binades] [--list] "
+                   "usage: %s [--full | --step N] [--no-windows | --window-log2 N] [--threads N] [--rcp-nudge ULPS] "
+                   "[--g GRAD]... [--binades] [--list] "
                    "[test ...]\n",
                    argv[0]);
       return 2;

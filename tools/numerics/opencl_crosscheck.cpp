@@ -13,7 +13,8 @@
 
 #include "host_prelude.h"
 #include "precise_math.h"
-#include "precise_grad.h"
+
+#include "precise_grad.h"  // needs precise_math.h first: a block of its own keeps include sorting off it
 
 int kp_host_rcp_nudge = 0;
 
@@ -60,15 +61,13 @@ std::string kernel_source(const std::string& header, const std::string& grad_hea
   os << "#pragma OPENCL FP_CONTRACT OFF\n#define KP_FN static inline\n#define KP_FMAF(a, b, c) fma(a, b, c)\n"
         "#define KP_FABSF(x) fabs(x)\n#define KP_AS_INT(f) as_int(f)\n"
         "#define KP_AS_FLOAT(i) as_float(i)\n#define KP_RCP_APPROXF(x) (1.0f / (x))\n"
-     << header
-     << (grad_header.empty() ? "" : "\n#undef kp_precise_silu_grad\n") << grad_header
+     << header << (grad_header.empty() ? "" : "\n#undef kp_precise_silu_grad\n") << grad_header
      << "\nstatic inline float softplus_b2(float x) { return kp_precise_softplus(x, 2.0f, 20.0f); }\n"
         "static inline float expm1_sum(float x) { float lo, hi = kp_expm1_ff(x, &lo); return hi + lo; }\n";
   for (const Fn& f : kFns)
     os << "__kernel void k_" << f.name << "(__global const float* in, __global float* out) {"
        << " size_t i = get_global_id(0); out[i] = " << f.name
-       << (grad_header.empty() || std::string(f.name) != "kp_precise_silu_grad" ? "" : "_1arg")
-       << "(in[i]); }\n";
+       << (grad_header.empty() || std::string(f.name) != "kp_precise_silu_grad" ? "" : "_1arg") << "(in[i]); }\n";
   if (!grad_header.empty())
     for (const GradFn& f : kGradFns)
       os << "__kernel void kg_" << f.name
@@ -98,8 +97,7 @@ int main(int argc, char** argv) {
   cl_device_id device;
   cl_uint n_devices = 0;
   if (clGetPlatformIDs(1, &platform, &n_platforms) != CL_SUCCESS || n_platforms == 0 ||
-      clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, &n_devices) != CL_SUCCESS ||
-      n_devices == 0) {
+      clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, &n_devices) != CL_SUCCESS || n_devices == 0) {
     std::printf("no OpenCL device: skipped\n");
     return 77;
   }
@@ -137,8 +135,7 @@ int main(int argc, char** argv) {
       bool same = kp_host_as_int(h) == kp_host_as_int(ys[i]) || (h != h && ys[i] != ys[i]);
       if (!same && differ++ == 0) first = xs[i];
     }
-    std::printf("%-26s %zu of %zu results differ from the host%s", f.name, differ, n,
-                differ ? "" : "\n");
+    std::printf("%-26s %zu of %zu results differ from the host%s", f.name, differ, n, differ ? "" : "\n");
     if (differ) std::printf(" (first at x=%a)\n", first);
     ok = ok && differ == 0;
     clReleaseKernel(k);
@@ -163,8 +160,7 @@ int main(int argc, char** argv) {
       bool same = kp_host_as_int(h) == kp_host_as_int(ys[i]) || (h != h && ys[i] != ys[i]);
       if (!same && differ++ == 0) first = xs[i];
     }
-    std::printf("%-26s %zu of %zu results (g * f') differ from the host%s", f.name, differ, n,
-                differ ? "" : "\n");
+    std::printf("%-26s %zu of %zu results (g * f') differ from the host%s", f.name, differ, n, differ ? "" : "\n");
     if (differ) std::printf(" (first at x=%a)\n", first);
     ok = ok && differ == 0;
     clReleaseKernel(k);
