@@ -18,8 +18,14 @@ inline std::uint64_t fresh_seed() {
 }
 
 // Runs spec/config on a fresh problem and returns the error statistics over every element.
+// The seed is random per call (so repeated runs cover more inputs) and is stored in last_seed(),
+// which KPLAY_CHECK_PROBLEM reports: a failure names the inputs that reproduce it.
+inline std::uint64_t& last_seed() {
+  static std::uint64_t s = 0;
+  return s;
+}
 inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const KernelConfig& config, ProblemShape shape) {
-  shape.seed = fresh_seed();
+  shape.seed = last_seed() = fresh_seed();
   auto k = engine.prepare(spec, config);
   Problem p(engine.backend(), spec, shape);
   engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n);
@@ -32,8 +38,8 @@ inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const Kern
     const auto kplay_stats = ::kplay::test::run_problem(engine, spec, config, shape);                      \
     INFO(::kplay::to_string(spec) << " | " << ::kplay::to_string(config) << " | n=" << (shape).n << " in+" \
                                   << (shape).in_offset << " out+" << (shape).out_offset                    \
-                                  << std::string((shape).in_place ? " in-place" : "") << " | "             \
-                                  << kplay_stats.summary());                                               \
+                                  << std::string((shape).in_place ? " in-place" : "") << " seed "          \
+                                  << ::kplay::test::last_seed() << " | " << kplay_stats.summary());        \
     CHECK(kplay_stats.mismatches == 0);                                                                    \
     CHECK(kplay_stats.checked == (shape).n);                                                               \
   } while (0)
