@@ -20,8 +20,9 @@ namespace {
 
 // DevicePtr carries a cl_mem as an integer handle (backend.hpp); this is its way back.
 cl_mem mem(DevicePtr p) {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the handle is a cl_mem stored as an integer
   return reinterpret_cast<cl_mem>(static_cast<std::uintptr_t>(p.handle));
-}  // NOLINT(performance-no-int-to-ptr)
+}
 
 // clEnqueueFillBuffer is used only for ranges that end at or below this byte (see fill_bytes).
 constexpr std::uint64_t kFillLimit = (std::uint64_t{1} << 31) - 4096;
