@@ -18,14 +18,10 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_tanh_grad(g,
 /* float32: 1 - tanh^2 = 4 sigmoid(2x) sigmoid(-2x), two single roundings (precise_math.h). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   /* 4 g sigmoid(2x) sigmoid(-2x): the factor 4 first, so that no intermediate is subnormal where
-   * the result is not. A huge g (>= 2^120) is scaled by 2^-70 around the two products: 4 g 2^-70
-   * stays below kp_pm_mul_sigmoid's 2^60, so each product is one rounding of a normal number.
-   * (Multiplying the huge g by a separately rounded sigmoid(-2x), subnormal beyond |x| = 43.7,
-   * reached 4.75 ulp at |x| = 44.5, where the result is still normal.) */
+   * the result is not, and last for a huge g, which 4 g would overflow */
   const int huge = !(KP_FABSF(g) < 0x1p120f);
-  const float a = huge ? g * 0x1p-70f : g;
-  const float r = kp_pm_mul_sigmoid_wide(kp_pm_mul_sigmoid_wide(4.0f * a, 2.0f * x, 0.0f, 0), -2.0f * x, 0.0f, 0);
-  return huge ? r * 0x1p70f : r;
+  const float r = kp_pm_mul_sigmoid_wide(kp_pm_mul_sigmoid_wide(huge ? g : 4.0f * g, 2.0f * x, 0.0f, 0), -2.0f * x, 0.0f, 0);
+  return huge ? 4.0f * r : r;
 }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
