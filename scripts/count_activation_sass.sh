@@ -7,11 +7,14 @@
 # DMUL, DSETP) and conversions or MUFU (F2F, F2I, I2F, MUFU: 16/clk/SM).
 # Usage: scripts/count_activation_sass.sh [KPLAY_CLI]   (NVCC=..., NVDISASM=... to override;
 # KP_ACTS="gelu softplus" for a subset)
+# nvdisasm is in the CUDA toolkit but not in every install of it (not in the NVRTC-only one). PyPI has
+# it: `pip download nvidia-cuda-nvdisasm --no-deps`, unzip the wheel, NVDISASM=<dir>/nvidia/cu*/bin/nvdisasm.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 kplay="${1:-$root/build/kplay}"
 nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
 nvdisasm="${NVDISASM:-$(command -v nvdisasm || echo /usr/local/cuda/bin/nvdisasm)}"
+[ -x "$nvdisasm" ] || { echo "count_activation_sass.sh: no nvdisasm at $nvdisasm; set NVDISASM (see the header)" >&2; exit 2; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 acts=(${KP_ACTS:-"gelu" "gelu(approximate=tanh)" "silu" "sigmoid" "tanh" "mish" "softplus" "logsigmoid" "tanhshrink"})

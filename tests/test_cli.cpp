@@ -76,3 +76,14 @@ TEST_CASE("kplay emit prints the specialized source without a device") {
   CHECK(r.output.find("kp_act_forward") != std::string::npos);
   CHECK(r.output.find("kplay_relu_fwd_f32_v2_b128_p1_cd_pm") != std::string::npos);
 }
+
+#ifdef KPLAY_WITH_CUDA
+TEST_CASE("kplay emit --ptx prints PTX text that ptxas can read: no trailing NUL") {
+  const Result r = run_kplay("emit --act relu --dtype f64 --ptx --arch sm_90");
+  INFO(r.output.substr(0, 400));
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find(".target sm_90") != std::string::npos);
+  CHECK(r.output.find('\0') == std::string::npos);
+  CHECK(r.output.back() == '\n');
+}
+#endif

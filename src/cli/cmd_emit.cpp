@@ -52,7 +52,10 @@ class EmitCommand : public Command {
     }
     target.ptx = true;
     const rt::Binary ptx = rt::cuda::Nvrtc::get().compile(k, target);
-    std::fwrite(ptx.bytes.data(), 1, ptx.bytes.size(), stdout);
+    // NVRTC's PTX ends in the NUL that cuModuleLoadData needs; text for ptxas and people does not.
+    std::size_t size = ptx.bytes.size();
+    while (size > 0 && ptx.bytes[size - 1] == '\0') --size;
+    std::fwrite(ptx.bytes.data(), 1, size, stdout);
     return kExitOk;
 #else
     throw Error(ErrorCode::no_device, "kplay was built without the CUDA backend (no NVRTC)");
