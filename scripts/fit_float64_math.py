@@ -7,7 +7,8 @@ digits (mp.chebyfit):
          degree 21;
   exph:  e^(-u/2) on |u| <= ln2 + 1e-3, degree 11 (gelu forward's exponential; gelu' keeps the
          expm1 form above);
-  phi8:  T8(q) = R(a) (a + 5), q = (a - 5) / (a + 5), a in [0, 8.5], degree 17 (gelu forward);
+  phi8:  T8(q) / 2, T8(q) = R(a) (a + 5), q = (a - 5) / (a + 5), a in [0, 8.5], degree 17 (gelu
+         forward, which takes q = a (2 / (a + 5)) - 1 and R = (T8 / 2) (2 / (a + 5)));
   gelu_g: G(s) = R(a) a, s = 1 / a^2, a in [8.5, 38.7], degree 9 (gelu forward's tail);
   log1p: 2 atanh(s) = 2s + s z P(z), z = s^2 <= 0.1716^2, degree 6; the kernel takes h = 2s, so
          it stores P's coefficients times 2^-3 4^-k (exact).
@@ -66,7 +67,7 @@ def main():
     phi8_c, phi8_err = fit(lambda q: R(K8 * (1 + q) / (1 - q)) * (K8 * (1 + q) / (1 - q) + K8), -1, (A8 - K8) / (A8 + K8), 17)
     g_c, g_err = fit(lambda s: R(1 / mp.sqrt(s)) / mp.sqrt(s), 1 / AMAX**2, 1 / A8**2, 9)
     print(f"/* phi8: abs 2^{phi8_err:.1f} on T8; gelu_g: abs 2^{g_err:.1f} on G */")
-    print("kp_f64_phi8_c[18] = {" + ", ".join(v.hex() for v in phi8_c) + "};")
+    print("kp_f64_phi8_c[18] = {" + ", ".join((v / 2).hex() for v in phi8_c) + "};")
     print("kp_f64_gelu_g_c[10] = {" + ", ".join(v.hex() for v in g_c) + "};")
     smax = mp.mpf(0.1716) + mp.mpf("1e-4")
     atanh_p = lambda z: 2 * (mp.atanh(mp.sqrt(z)) / mp.sqrt(z) - 1) / z if z else mp.mpf(2) / 3
@@ -109,8 +110,8 @@ def main():
         nd = t - shift
         e = horner(exph_c, fma(nd, two_ln2_lo, fma(nd, two_ln2_hi, w)) + fma(a, a, -w))
         if a < 8.5:
-            rk = rcp(a + K8)
-            m = e * (horner(phi8_c, (a - K8) * rk) * rk) * 2.0 ** int(nd)
+            rk2 = 2.0 * rcp(a + K8)  # 2 / (a + K8): the exponent of the estimate plus one
+            m = e * (horner([c / 2 for c in phi8_c], fma(a, rk2, -1.0)) * rk2) * 2.0 ** int(nd)
             return fma(-a, m, x if x >= 0 else -0.0)
         s = rcp(a * a)  # the tail, x <= -8.5
         m = e * (horner(g_c, s) * (a * s)) * 2.0 ** (int(nd) + 128)

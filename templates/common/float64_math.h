@@ -98,15 +98,15 @@ KP_FN double kp_f64_phi_parts(double a, double* r, int* n) {
 /* gelu(x) = x Phi(x), Phi(-a) = e^(-u/2) 2^n R(a) for a = |x| < 38.7 (beyond, gelu rounds to x
  * or -0; NaN at -inf, as torch's -inf * 0): a^2 = w + wl exactly, n = round(-a^2 log2(e) / 2),
  * u = a^2 + 2 n ln2 (|u| <= ln2) in one polynomial of degree 11. R(a) = erfcx(a / sqrt 2) / 2:
- * for a < 8.5 T8(q) / (a + 5), q = (a - 5) / (a + 5), degree 17 (gelu''s T refitted on the range
- * where nearly all data lies); for x in (-38.7, -8.5] G(s) / a, s = 1 / a^2, a Chebyshev fit of
- * the asymptotic expansion, degree 9, in a branch (x >= 8.5 rounds to x). Then x - a Phi(-a) (or
- * -0 - a Phi(-a)) in one fma, 2^n added to the exponent as an integer (normal for a < 8.5); the
+ * for a < 8.5 (T8(q) / 2) (2 / (a + 5)), q = (a - 5) / (a + 5), degree 17 (gelu''s T refitted
+ * on the range where nearly all data lies); for x in (-38.7, -8.5] G(s) / a, s = 1 / a^2, a
+ * Chebyshev fit of the asymptotic expansion, degree 9, in a branch (x >= 8.5 rounds to x). Then
+ * x - a Phi(-a) (or -0 - a Phi(-a)) in one fma, 2^n added to the exponent as an integer (normal for a < 8.5); the
  * tail adds 2^(n+128) and multiplies by 2^-128 last, so subnormal results come out right.
- * 44 FP64 operations per element off the tail (48 in one path over [0, 38.7]). A/B on one H200:
+ * 43 FP64 operations per element off the tail (48 in one path over [0, 38.7]). A/B on one H200:
  * 80-82 % of copy on randn x 3 (torch 82-84) against 70-71 before; on `kplay run`'s mix, where
- * every warp takes the tail too, 69-70 against 72-73. Measured 5.4 ulp at worst (the header on
- * the host against mpmath). */
+ * every warp takes the tail too, 69-70 against 72-73. scripts/fit_float64_math.py: 3.9 ulp at
+ * worst against mpmath (4.5 before the q above). */
 KP_D_TABLE kp_f64_exph_c[12] = {
     0x1.0000000000000p+0,  -0x1.0000000000000p-1, 0x1.0000000000011p-3,  -0x1.555555555555bp-6,
     0x1.555555554efa4p-9,  -0x1.111111110f1c9p-12, 0x1.6c16c18839f39p-16, -0x1.a01a01b169a92p-20,
@@ -114,12 +114,12 @@ KP_D_TABLE kp_f64_exph_c[12] = {
 /* -log2(e) / 2, 2 ln2 in two parts (the first exact in an fma for |n| <= 1100): operands */
 KP_D_TABLE kp_f64_gelu_red_c[3] = {-0x1.71547652b82fep-1, 0x1.62e42fefa39efp+0, 0x1.abc9e3b39803fp-55};
 #define KP_F64_GELU_K8 5.0
-KP_D_TABLE kp_f64_phi8_c[18] = {
-    0x1.89d3abe1f95aep-1,   -0x1.54ad03f27ca03p-1, 0x1.fb31653876ea4p-2,   -0x1.410ed5f877ccdp-2,
-    0x1.51f6329f05937p-3,   -0x1.1b1c254a79eaap-4, 0x1.54b4d501e595ep-6,   -0x1.88591519ae459p-9,
-    -0x1.a25093c61867ep-11, 0x1.1dafc1bbf4fa7p-11, -0x1.f1bbac4b4a0d7p-15, -0x1.a0f1642af010fp-15,
-    0x1.15ca3772e721ap-16,  0x1.c5fb22ccc9d33p-19, -0x1.fce9a6dc23d65p-19, -0x1.5126aa3a45833p-20,
-    0x1.54c35cc3e0d4fp-25,  0x1.917aeeab9948ap-25};
+KP_D_TABLE kp_f64_phi8_c[18] = { /* T8 / 2 */
+    0x1.89d3abe1f95aep-2,   -0x1.54ad03f27ca03p-2, 0x1.fb31653876ea4p-3,   -0x1.410ed5f877ccdp-3,
+    0x1.51f6329f05937p-4,   -0x1.1b1c254a79eaap-5, 0x1.54b4d501e595ep-7,   -0x1.88591519ae459p-10,
+    -0x1.a25093c61867ep-12, 0x1.1dafc1bbf4fa7p-12, -0x1.f1bbac4b4a0d7p-16, -0x1.a0f1642af010fp-16,
+    0x1.15ca3772e721ap-17,  0x1.c5fb22ccc9d33p-20, -0x1.fce9a6dc23d65p-20, -0x1.5126aa3a45833p-21,
+    0x1.54c35cc3e0d4fp-26,  0x1.917aeeab9948ap-26};
 KP_D_TABLE kp_f64_gelu_g_c[10] = {
     0x1.9884533d43640p-2,  -0x1.9884533d35e89p-2, 0x1.32633e5d4bb40p+0,  -0x1.7efc037951ff0p+2,
     0x1.4f1a98130a5ddp+5,  -0x1.78c65ce89342ep+8, 0x1.0107e479c6012p+12, -0x1.8a220ae90f684p+15,
@@ -153,9 +153,14 @@ KP_FN double kp_f64_gelu(double x) {
   const double a = fabs(x);
   double t, r;
   const double e = kp_f64_gelu_exp(a, &t);
-  const double rk = kp_f64_rcp(a + KP_F64_GELU_K8);
-  KP_F64_HORNER(r, kp_f64_phi8_c, 18, (a - KP_F64_GELU_K8) * rk);
-  const double m = e * (r * rk);
+  /* rk2 = 2 / (a + K8): the estimate's exponent plus one, an integer add. q = a rk2 - 1 takes a
+   * exactly, so q is right to its last bits near a = 0, where x - a Phi(-a) cancels by half
+   * ((a - K8) rk had given 4.5 ulp at x = 3e-15), in one fma where that took two operations. */
+  const double d = a + KP_F64_GELU_K8, y = KP_RCP_APPROXD(d), ey = fma(-d, y, 1.0);
+  const double y2 = KP_D_FROM_HILO(KP_D_HI(y) + 0x00100000, KP_D_LO(y));
+  const double rk2 = fma(y2, fma(ey, ey, ey), y2);
+  KP_F64_HORNER(r, kp_f64_phi8_c, 18, fma(a, rk2, -1.0));
+  const double m = e * (r * rk2);
   const double sm = KP_D_FROM_HILO(KP_D_HI(m) + (int)((unsigned)KP_D_LO(t) << 20), KP_D_LO(m));
   const int neg = hx < 0;
   return fma(-a, sm, KP_D_FROM_HILO(neg ? (int)0x80000000 : hx, neg ? 0 : KP_D_LO(x)));
