@@ -6,9 +6,14 @@ Each case times kplay (its untuned default unless KPLAY_DB holds a tuning), torc
 the same bytes, interleaved (kplay, torch, copy, kplay, ...), median of --repeat after --warmup, with
 CUDA events. Ratios are bandwidth over the copy's: forward moves 2 streams like the copy, backward
 3 (grad, saved, grad_in), so its ratio is 1.5 x copy_ms / kernel_ms. torch's backward is timed as
-its autograd backward alone (the forward is run before the timed region). A correctness line
-compares kplay with torch on the first million elements.
-Prints one tab-separated row per case: ACT DIR DTYPE KPLAY_% TORCH_% KPLAY_MS TORCH_MS COPY_MS MAXDIFF_ULP
+its autograd backward alone (the forward is run before the timed region).
+Prints one tab-separated row per case: ACT DIR DTYPE KPLAY_% TORCH_% WINS KPLAY_MS TORCH_MS COPY_MS
+DIFF_TORCH_ULP.
+WINS: in how many of the --repeat interleaved rounds kplay's kernel took less time than torch's; a
+gap of a few tenths between the medians with WINS near half the rounds is noise, not a loss.
+DIFF_TORCH_ULP: the largest difference between kplay and torch on the first million elements, in
+ulps of torch's result. A guard against a wrong table, not kplay's error: where torch's formula
+cancels (gelu's 1 + erf for x < 0 in float32) it is torch's error. `kplay check` measures kplay's.
 Usage: perf_table.py [--acts all|a,b] [--dtypes f32,f16,bf16,f64] [--directions forward,backward]
                      [--shape 4096x393216] [--repeat 15] [--warmup 3]
 """
@@ -35,8 +40,8 @@ TORCH = {
 }
 
 
-def median_ms(fns, warmup, repeat):
-    """Interleaved timing of several callables; returns the median ms of each."""
+def interleaved_ms(fns, warmup, repeat):
+    """Interleaved timing of several callables; returns each one's list of ms, round by round."""
     times = [[] for _ in fns]
     for it in range(warmup + repeat):
         for k, fn in enumerate(fns):
@@ -47,7 +52,11 @@ def median_ms(fns, warmup, repeat):
             b.synchronize()
             if it >= warmup:
                 times[k].append(a.elapsed_time(b))
-    return [sorted(t)[len(t) // 2] for t in times]
+    return times
+
+
+def median(t):
+    return sorted(t)[len(t) // 2]
 
 
 def main():
@@ -62,7 +71,7 @@ def main():
     acts = list(TORCH) if a.acts == "all" else a.acts.split(";")
     shape = tuple(int(v) for v in a.shape.split("x"))
     print("device: %s, torch %s, kplay %s" % (torch.cuda.get_device_name(), torch.__version__, kplay.__version__))
-    print("ACT\tDIR\tDTYPE\tKPLAY_%\tTORCH_%\tKPLAY_MS\tTORCH_MS\tCOPY_MS\tMAXDIFF_ULP", flush=True)
+    print("ACT\tDIR\tDTYPE\tKPLAY_%\tTORCH_%\tWINS\tKPLAY_MS\tTORCH_MS\tCOPY_MS\tDIFF_TORCH_ULP", flush=True)
     for dname in a.dtypes.split(","):
         dt = DT[dname]
         g = torch.Generator(device="cuda").manual_seed(1)
@@ -86,15 +95,18 @@ def main():
                         scale = 1.5
                     kfn()
                     torch.cuda.synchronize()
-                    k_ms, t_ms, c_ms = median_ms([kfn, tfn, lambda: out.copy_(x)], a.warmup, a.repeat)
+                    kt, tt, ct = interleaved_ms([kfn, tfn, lambda: out.copy_(x)], a.warmup, a.repeat)
+                    k_ms, t_ms, c_ms = median(kt), median(tt), median(ct)
+                    wins = sum(1 for k, t in zip(kt, tt) if k < t)
                     kfn()  # out held the copy
                     ref = tfn() if direction == "forward" else tfn()[0]
                     kk = out.view(-1)[: 1 << 20].double()
                     rr = ref.reshape(-1)[: 1 << 20].double()
                     both = torch.isfinite(kk) & torch.isfinite(rr)
                     ulp = ((kk - rr).abs()[both] / (rr.abs()[both].clamp_min(torch.finfo(dt).tiny) * EPS[dname])).max().item()
-                    print("%s\t%s\t%s\t%.1f\t%.1f\t%.4f\t%.4f\t%.4f\t%.3g" % (act, direction, dname, 100 * scale * c_ms / k_ms,
-                          100 * scale * c_ms / t_ms, k_ms, t_ms, c_ms, ulp), flush=True)
+                    print("%s\t%s\t%s\t%.1f\t%.1f\t%d/%d\t%.4f\t%.4f\t%.4f\t%.3g" % (
+                        act, direction, dname, 100 * scale * c_ms / k_ms, 100 * scale * c_ms / t_ms, wins, a.repeat,
+                        k_ms, t_ms, c_ms, ulp), flush=True)
                 except Exception as e:  # keep going: one failing case must not hide the table
                     print("%s\t%s\t%s\tERROR %s" % (act, direction, dname, str(e).splitlines()[0][:160]), flush=True)
                 y = xr = ref = None
