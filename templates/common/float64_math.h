@@ -21,12 +21,15 @@
     for (int kp_i_ = (n) - 2; kp_i_ >= 0; --kp_i_) p = fma(p, x, c[kp_i_]); \
   } while (0)
 
-/* 1 / d for normal d >= 1: the estimate (about 2^-20) and one cubic Newton step (2^-57). */
-KP_FN double kp_f64_rcp(double d) {
+/* 2^k / d for normal d >= 1: the estimate (about 2^-20) and one cubic Newton step (2^-57), with
+ * k added to the estimate's exponent (an integer add, exact; none for k = 0). */
+KP_FN double kp_f64_rcp_pow2(double d, int k) {
   const double y = KP_RCP_APPROXD(d);
   const double e = fma(-d, y, 1.0);
-  return fma(y, fma(e, e, e), y);
+  const double yk = KP_D_FROM_HILO(KP_D_HI(y) + k * 0x00100000, KP_D_LO(y));
+  return fma(yk, fma(e, e, e), yk);
 }
+KP_FN double kp_f64_rcp(double d) { return kp_f64_rcp_pow2(d, 0); }
 
 /* v 2^n for n in [-2044, 0] as two exact power-of-two products (one rounding, at the second, if
  * the result is subnormal). */
@@ -101,8 +104,9 @@ KP_FN double kp_f64_phi_parts(double a, double* r, int* n) {
  * for a < 8.5 (T8(q) / 2) (2 / (a + 5)), q = (a - 5) / (a + 5), degree 17 (gelu''s T refitted
  * on the range where nearly all data lies); for x in (-38.7, -8.5] G(s) / a, s = 1 / a^2, a
  * Chebyshev fit of the asymptotic expansion, degree 9, in a branch (x >= 8.5 rounds to x). Then
- * x - a Phi(-a) (or -0 - a Phi(-a)) in one fma, 2^n added to the exponent as an integer (normal for a < 8.5); the
- * tail adds 2^(n+128) and multiplies by 2^-128 last, so subnormal results come out right.
+ * x - a Phi(-a) (or -0 - a Phi(-a)) in one fma, 2^n added to the exponent as an integer (normal
+ * for a < 8.5); the tail adds 2^(n+128) and multiplies by 2^-128 last, so subnormal results come
+ * out right.
  * 43 FP64 operations per element off the tail (48 in one path over [0, 38.7]). A/B on one H200:
  * 80-82 % of copy on randn x 3 (torch 82-84) against 70-71 before; on `kplay run`'s mix, where
  * every warp takes the tail too, 69-70 against 72-73. scripts/fit_float64_math.py: 3.9 ulp at
@@ -153,12 +157,10 @@ KP_FN double kp_f64_gelu(double x) {
   const double a = fabs(x);
   double t, r;
   const double e = kp_f64_gelu_exp(a, &t);
-  /* rk2 = 2 / (a + K8): the estimate's exponent plus one, an integer add. q = a rk2 - 1 takes a
-   * exactly, so q is right to its last bits near a = 0, where x - a Phi(-a) cancels by half
-   * ((a - K8) rk had given 4.5 ulp at x = 3e-15), in one fma where that took two operations. */
-  const double d = a + KP_F64_GELU_K8, y = KP_RCP_APPROXD(d), ey = fma(-d, y, 1.0);
-  const double y2 = KP_D_FROM_HILO(KP_D_HI(y) + 0x00100000, KP_D_LO(y));
-  const double rk2 = fma(y2, fma(ey, ey, ey), y2);
+  /* q = a (2 / (a + K8)) - 1 takes a exactly, so q is right to its last bits near a = 0, where
+   * x - a Phi(-a) cancels by half ((a - K8) rk had given 4.5 ulp at x = 3e-15), in one fma where
+   * that took two operations. */
+  const double rk2 = kp_f64_rcp_pow2(a + KP_F64_GELU_K8, 1);
   KP_F64_HORNER(r, kp_f64_phi8_c, 18, fma(a, rk2, -1.0));
   const double m = e * (r * rk2);
   const double sm = KP_D_FROM_HILO(KP_D_HI(m) + (int)((unsigned)KP_D_LO(t) << 20), KP_D_LO(m));
