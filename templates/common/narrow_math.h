@@ -6,9 +6,15 @@
  * elements per 16 bytes). So: short series where the hardware functions lose relative precision
  * (near 0: expm1, log1p, tanh), the hardware functions elsewhere, and erfc from a rational-exp
  * fit with relative error < 1.2e-7 everywhere (Numerical Recipes' erfcc), so gelu's negative tail
- * keeps its relative precision. Fast-math and the 32/64-bit types keep their own. */
+ * keeps its relative precision. Fast-math and the 32/64-bit types keep their own.
+ * Where no subnormal can reach the result, the exponential is MUFU.EX2 alone (KP_HW_EXP2F_FTZ)
+ * and a reciprocal is MUFU.RCP alone (KP_RCP_APPROXF, relative error 2^-23): the subnormal-keeping
+ * exponential and div.full cost 4 and 7 instructions more per element, and 16-bit kernels on an
+ * H200 have about 28 issue slots per element before they fall below copy speed. */
 #if (KP_DTYPE_F16 || KP_DTYPE_BF16) && !KP_FAST_MATH
-/* Degree-6 Taylor for |x| < 0.5 (truncation <= 4e-6 relative), the hardware exponential elsewhere. */
+/* Degree-6 Taylor for |x| < 0.5 (truncation <= 4e-6 relative), the hardware exponential elsewhere
+ * (flushing is harmless: e^x - 1 is -1 to float precision long before e^x is subnormal). Both
+ * are computed and one selected, no branch. */
 KP_FN float kp_expm1_narrow(float x) {
   float p = 1.0f / 720.0f;
   p = KP_FMAF(p, x, 1.0f / 120.0f);
@@ -16,7 +22,8 @@ KP_FN float kp_expm1_narrow(float x) {
   p = KP_FMAF(p, x, 1.0f / 6.0f);
   p = KP_FMAF(p, x, 0.5f);
   p = KP_FMAF(p, x, 1.0f);
-  return KP_FABSF(x) < 0.5f ? p * x : KP_HW_EXPF(x) - 1.0f;
+  const float big = KP_HW_EXP2F_FTZ(x * 1.44269504088896341f) - 1.0f;
+  return KP_FABSF(x) < 0.5f ? p * x : big;
 }
 /* u - u^2/2 + u^3/3 - u^4/4 for |u| < 1/64 (truncation < 1e-9 relative), log(1 + u) elsewhere. */
 KP_FN float kp_log1p_narrow(float u) {
@@ -27,7 +34,8 @@ KP_FN float kp_log1p_narrow(float u) {
   return KP_FABSF(u) < 0.015625f ? p * u : KP_HW_LOGF(1.0f + u);
 }
 /* Odd Taylor to x^9 for |x| < 0.55 (truncation < 2e-5 relative), 1 - 2 / (e^2|x| + 1) elsewhere
- * (>= 0.5 there, so the subtraction loses at most one bit). */
+ * (>= 0.5 there, so the subtraction loses at most one bit; e^2|x| >= 3, never subnormal, and
+ * where it overflows the reciprocal of inf is 0 and the result 1). */
 KP_FN float kp_tanh_narrow(float x) {
   const float z = x * x;
   float p = 62.0f / 2835.0f;
@@ -35,13 +43,18 @@ KP_FN float kp_tanh_narrow(float x) {
   p = KP_FMAF(p, z, 2.0f / 15.0f);
   p = KP_FMAF(p, z, -1.0f / 3.0f);
   const float small = KP_FMAF(p * z, x, x);
-  const float big = 1.0f - KP_HW_DIVF(2.0f, KP_HW_EXPF(2.0f * KP_FABSF(x)) + 1.0f);
+  const float e = KP_HW_EXP2F_FTZ(KP_FABSF(x) * 2.88539008177792681f); /* e^2|x| */
+  const float big = 1.0f - 2.0f * KP_RCP_APPROXF(e + 1.0f);
   return KP_FABSF(x) < 0.55f ? small : (x < 0.0f ? -big : big);
 }
-/* erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), for z >= 0; 2 - erfc(-z) below. */
+/* erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), for z >= 0; 2 - erfc(-z) below. t is in
+ * (0, 1] and flushes to 0 only where exp(-z^2) is 0 too. The exponential keeps subnormal results
+ * (bfloat16 has them). Taking it 2^24 too large (exponent + 24) and scaling back would save two
+ * instructions, but the sum rounds the exponent to 2^-19: 4e-6 relative, which gelu's derivative
+ * near its root (-0.75, where Phi(x) + x phi(x) cancels 9 bits) turned into 3.7 float16 ulp. */
 KP_FN float kp_erfc_narrow(float z) {
   const float a = KP_FABSF(z);
-  const float t = KP_HW_DIVF(1.0f, KP_FMAF(0.5f, a, 1.0f));
+  const float t = KP_RCP_APPROXF(KP_FMAF(0.5f, a, 1.0f));
   float p = 0.17087277f;
   p = KP_FMAF(p, t, -0.82215223f);
   p = KP_FMAF(p, t, 1.48851587f);
