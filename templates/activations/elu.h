@@ -15,7 +15,11 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return KP_FMAF(KP_P_ALPHA, hi, KP_P_ALPHA * lo);
 }
 #else
-KP_FN KP_C kp_act_forward(KP_C x) { return x <= KP_LIT(0.0) ? KP_P_ALPHA * KP_EXPM1(x) : x; }
+/* Both sides first, then the select: no branch per element (as selu.h). */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  const KP_C neg = KP_P_ALPHA * KP_EXPM1(x);
+  return x <= KP_LIT(0.0) ? neg : x;
+}
 #endif
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
 /* float32, fast FP64: g alpha e^x in double, one rounding. */

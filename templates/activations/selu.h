@@ -35,8 +35,13 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return KP_FMAF(0x1.c212ccp+0f, hi, KP_FMAF(0x1.c212ccp+0f, lo, 0x1.903c0cp-26f * hi));
 }
 #else
+/* Both sides first, then the select: written as a conditional of the two expressions, NVVM
+ * branches per element, which serializes the elements' exponentials (float16, with
+ * narrow_math.h's expm1: 24.2 instructions per element against 13.1, scripts/count_narrow_sass.sh;
+ * 86 % of copy against 99 % on an H200). */
 KP_FN KP_C kp_act_forward(KP_C x) {
-  return x > KP_LIT(0.0) ? KP_SELU_LAMBDA * x : KP_SELU_LAMBDA_ALPHA * KP_EXPM1(x);
+  const KP_C neg = KP_SELU_LAMBDA_ALPHA * KP_EXPM1(x);
+  return x > KP_LIT(0.0) ? KP_SELU_LAMBDA * x : neg;
 }
 #endif
 
