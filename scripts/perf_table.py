@@ -14,7 +14,7 @@ gap of a few tenths between the medians with WINS near half the rounds is noise,
 DIFF_TORCH_ULP: the largest difference between kplay and torch on the first million elements, in
 ulps of torch's result. A guard against a wrong table, not kplay's error: where torch's formula
 cancels (gelu's 1 + erf for x < 0 in float32) it is torch's error. `kplay check` measures kplay's.
-Usage: perf_table.py [--acts all|a,b] [--dtypes f32,f16,bf16,f64] [--directions forward,backward]
+Usage: perf_table.py [--acts all|'a;b(k=v, ...)'] [--dtypes f32,f16,bf16,f64] [--directions forward,backward]
                      [--shape 4096x393216] [--repeat 15] [--warmup 3]
 """
 import argparse
@@ -29,15 +29,32 @@ import kplay
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
 EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f64": 2.0 ** -52}
 
-# kplay activation text -> torch callable
-TORCH = {
-    "relu": F.relu, "relu6": F.relu6, "leaky_relu": F.leaky_relu, "elu": F.elu, "celu": F.celu,
-    "selu": F.selu, "gelu": F.gelu, "gelu(approximate=tanh)": lambda x: F.gelu(x, approximate="tanh"),
-    "silu": F.silu, "mish": F.mish, "softplus": F.softplus, "softsign": F.softsign, "sigmoid": torch.sigmoid,
-    "tanh": torch.tanh, "hardtanh": F.hardtanh, "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish,
-    "logsigmoid": F.logsigmoid, "tanhshrink": F.tanhshrink, "softshrink": F.softshrink,
-    "hardshrink": F.hardshrink, "threshold(threshold=0.1, value=20)": lambda x: F.threshold(x, 0.1, 20.0),
-}
+# The activations of "--acts all", as kplay text (torch.nn's defaults; threshold has none in torch).
+ALL = [
+    "relu", "relu6", "leaky_relu", "elu", "celu", "selu", "gelu", "gelu(approximate=tanh)", "silu", "mish",
+    "softplus", "softsign", "sigmoid", "tanh", "hardtanh", "hardsigmoid", "hardswish", "logsigmoid",
+    "tanhshrink", "softshrink", "hardshrink", "threshold(threshold=0.1, value=20)",
+]
+
+
+def torch_fn(spec):
+    """kplay activation text, e.g. "softplus(beta=2, threshold=10)", -> the torch callable with the same
+    parameters (kplay names its parameters as torch.nn.functional does)."""
+    name, _, rest = spec.partition("(")
+    name = name.strip()
+    fn = {"sigmoid": torch.sigmoid, "tanh": torch.tanh}.get(name) or getattr(F, name, None)
+    if fn is None or name.startswith("_"):
+        sys.exit("perf_table.py: no torch function for activation %r" % spec)
+    kw = {}
+    for item in filter(None, (v.strip() for v in rest.rstrip(")").split(","))):
+        key, eq, val = item.partition("=")
+        if not eq:
+            sys.exit("perf_table.py: parameter %r of %r is not key=value" % (item, spec))
+        try:
+            kw[key.strip()] = float(val)
+        except ValueError:
+            kw[key.strip()] = val.strip()
+    return lambda x: fn(x, **kw)
 
 
 def interleaved_ms(fns, warmup, repeat):
@@ -68,7 +85,8 @@ def main():
     p.add_argument("--repeat", type=int, default=15)
     p.add_argument("--warmup", type=int, default=3)
     a = p.parse_args()
-    acts = list(TORCH) if a.acts == "all" else a.acts.split(";")
+    acts = ALL if a.acts == "all" else [v.strip() for v in a.acts.split(";") if v.strip()]
+    fns = {act: torch_fn(act) for act in acts}  # unknown names fail here, before any timing
     shape = tuple(int(v) for v in a.shape.split("x"))
     print("device: %s, torch %s, kplay %s" % (torch.cuda.get_device_name(), torch.__version__, kplay.__version__))
     print("ACT\tDIR\tDTYPE\tKPLAY_%\tTORCH_%\tWINS\tKPLAY_MS\tTORCH_MS\tCOPY_MS\tDIFF_TORCH_ULP", flush=True)
@@ -80,7 +98,7 @@ def main():
         for direction in a.directions.split(","):
             grad = torch.randn(shape, device="cuda", dtype=dt, generator=g) if direction == "backward" else None
             for act in acts:
-                fn = TORCH[act]
+                fn = fns[act]
                 y = xr = ref = None  # freed after each case, also when it fails (out of memory)
                 try:
                     if direction == "forward":
