@@ -37,17 +37,27 @@ std::string lambd_check(const double* p) { return p[0] >= 0 ? "" : "lambd must b
 bool positive_first_param(const double* p) { return p[0] > 0; }
 bool nonnegative_first_param(const double* p) { return p[0] >= 0; }
 
-Activation builtin(std::string name, std::string snippet, std::vector<ParamDef> params, RefForward forward,
-                   RefGrad from_input, RefGrad from_output, bool (*output_determines)(const double*),
-                   std::string (*check)(const double*), std::vector<double> (*edges)(const double*), UlpBounds b,
-                   int cost, std::string example = "") {
+// An activation's reference functions, in double and in long double (reference.hpp).
+struct Refs {
+  RefForward forward;
+  RefGrad from_input, from_output;
+  RefForwardOf<long double> forward_ld;
+  RefGradOf<long double> from_input_ld, from_output_ld;
+};
+
+Activation builtin(std::string name, std::string snippet, std::vector<ParamDef> params, Refs ref,
+                   bool (*output_determines)(const double*), std::string (*check)(const double*),
+                   std::vector<double> (*edges)(const double*), UlpBounds b, int cost, std::string example = "") {
   Activation a;
   a.name = std::move(name);
   a.snippet = std::move(snippet);
   a.params = std::move(params);
-  a.forward = forward;
-  a.grad_from_input = from_input;
-  a.grad_from_output = from_output;
+  a.forward = ref.forward;
+  a.grad_from_input = ref.from_input;
+  a.grad_from_output = ref.from_output;
+  a.forward_ld = ref.forward_ld;
+  a.grad_from_input_ld = ref.from_input_ld;
+  a.grad_from_output_ld = ref.from_output_ld;
   a.output_determines_grad = output_determines;
   a.check_params = check;
   a.edges = edges;
@@ -100,60 +110,67 @@ double UlpBounds::get(Dtype d, Direction dir) const {
   }
 }
 
-// One entry per activation: name, snippet, parameters, reference (forward, from input, from
-// output), the output condition, parameter check, edges, bounds, cost.
+// One entry per activation: name, snippet, parameters, reference (forward and from the input;
+// KPLAY_REF_OUT: also from the output), the output condition, parameter check, edges, bounds,
+// cost.
 const std::vector<Activation>& activations() {
   namespace r = reference;
-#define KPLAY_REF(n) r::n, r::n##_grad_from_input
+  // clang-format off
+#define KPLAY_REFS(n, out, out_ld) \
+  Refs{r::n<double>, r::n##_grad_from_input<double>, out, \
+       r::n<long double>, r::n##_grad_from_input<long double>, out_ld}
+#define KPLAY_REF(n) KPLAY_REFS(n, nullptr, nullptr)
+#define KPLAY_REF_OUT(n) KPLAY_REFS(n, r::n##_grad_from_output<double>, r::n##_grad_from_output<long double>)
+  // clang-format on
   static const std::vector<Activation> registry = {
-      builtin("relu", "activations/relu.h", {}, KPLAY_REF(relu), r::relu_grad_from_output, nullptr, nullptr, zero_edge,
-              exact(), 1),
-      builtin("relu6", "activations/relu6.h", {}, KPLAY_REF(relu6), r::relu6_grad_from_output, nullptr, nullptr,
-              relu6_edges, exact(), 1),
-      builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}}, KPLAY_REF(leaky_relu),
-              r::leaky_relu_grad_from_output, positive_first_param, finite_slope, zero_edge, bounds(1), 1),
-      builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(elu), r::elu_grad_from_output,
-              nonnegative_first_param, nullptr, zero_edge, bounds(1), 4),
-      builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, KPLAY_REF(celu), r::celu_grad_from_output,
-              positive_first_param, celu_check, zero_edge, bounds(1), 4),
-      builtin("selu", "activations/selu.h", {}, KPLAY_REF(selu), r::selu_grad_from_output, nullptr, nullptr, zero_edge,
-              f64(bounds(1), 4, 8), 4),
+      builtin("relu", "activations/relu.h", {}, KPLAY_REF_OUT(relu), nullptr, nullptr, zero_edge, exact(), 1),
+      builtin("relu6", "activations/relu6.h", {}, KPLAY_REF_OUT(relu6), nullptr, nullptr, relu6_edges, exact(), 1),
+      builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}}, KPLAY_REF_OUT(leaky_relu),
+              positive_first_param, finite_slope, zero_edge, bounds(1), 1),
+      builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, KPLAY_REF_OUT(elu), nonnegative_first_param, nullptr,
+              zero_edge, bounds(1), 4),
+      builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, KPLAY_REF_OUT(celu), positive_first_param, celu_check,
+              zero_edge, bounds(1), 4),
+      builtin("selu", "activations/selu.h", {}, KPLAY_REF_OUT(selu), nullptr, nullptr, zero_edge, f64(bounds(1), 4, 8),
+              4),
       builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}}, KPLAY_REF(gelu), nullptr, nullptr,
-              nullptr, no_edges, narrow_backward(f64(bounds(2), 4096, 1 << 23), 2), 6),
-      builtin("silu", "activations/silu.h", {}, KPLAY_REF(silu), nullptr, nullptr, nullptr, no_edges,
-              f64(bounds(2), 4, 1 << 20), 4),
-      builtin("mish", "activations/mish.h", {}, KPLAY_REF(mish), nullptr, nullptr, nullptr, no_edges,
-              f64(bounds(2), 8, 1 << 20), 6),
-      builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}}, KPLAY_REF(softplus),
-              r::softplus_grad_from_output, nullptr, softplus_check, softplus_edges, bounds(2), 5),
-      builtin("softsign", "activations/softsign.h", {}, KPLAY_REF(softsign), r::softsign_grad_from_output, nullptr,
-              nullptr, no_edges, bounds(2), 2),
-      builtin("sigmoid", "activations/sigmoid.h", {}, KPLAY_REF(sigmoid), r::sigmoid_grad_from_output, nullptr, nullptr,
-              no_edges, f64(bounds(2), 4, 8), 4),
-      builtin("tanh", "activations/tanh.h", {}, KPLAY_REF(tanh), r::tanh_grad_from_output, nullptr, nullptr, no_edges,
+              no_edges, narrow_backward(f64(bounds(2), 4096, 1 << 23), 2), 6),
+      builtin("silu", "activations/silu.h", {}, KPLAY_REF(silu), nullptr, nullptr, no_edges, f64(bounds(2), 4, 1 << 20),
+              4),
+      builtin("mish", "activations/mish.h", {}, KPLAY_REF(mish), nullptr, nullptr, no_edges, f64(bounds(2), 8, 1 << 20),
+              6),
+      builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
+              KPLAY_REF_OUT(softplus), nullptr, softplus_check, softplus_edges, bounds(2), 5),
+      builtin("softsign", "activations/softsign.h", {}, KPLAY_REF_OUT(softsign), nullptr, nullptr, no_edges, bounds(2),
+              2),
+      builtin("sigmoid", "activations/sigmoid.h", {}, KPLAY_REF_OUT(sigmoid), nullptr, nullptr, no_edges,
+              f64(bounds(2), 4, 8), 4),
+      builtin("tanh", "activations/tanh.h", {}, KPLAY_REF_OUT(tanh), nullptr, nullptr, no_edges,
               f32_backward(f64(bounds(2), 4, 8), 4), 4),
       builtin(
           "hardtanh", "activations/hardtanh.h",
           {{"min_val", -1.0, {}, ParamType::tensor_in_backward}, {"max_val", 1.0, {}, ParamType::tensor_in_backward}},
-          KPLAY_REF(hardtanh), r::hardtanh_grad_from_output, nullptr, hardtanh_check, both_param_edges, exact(), 1),
-      builtin("hardsigmoid", "activations/hardsigmoid.h", {}, KPLAY_REF(hardsigmoid), r::hardsigmoid_grad_from_output,
-              nullptr, nullptr, hard_edges, bounds(1), 2),
-      builtin("hardswish", "activations/hardswish.h", {}, KPLAY_REF(hardswish), nullptr, nullptr, nullptr, hard_edges,
-              bounds(2), 2),
-      builtin("logsigmoid", "activations/logsigmoid.h", {}, KPLAY_REF(logsigmoid), r::logsigmoid_grad_from_output,
-              nullptr, nullptr, zero_edge, bounds(2), 5),
-      builtin("tanhshrink", "activations/tanhshrink.h", {}, KPLAY_REF(tanhshrink), nullptr, nullptr, nullptr, no_edges,
+          KPLAY_REF_OUT(hardtanh), nullptr, hardtanh_check, both_param_edges, exact(), 1),
+      builtin("hardsigmoid", "activations/hardsigmoid.h", {}, KPLAY_REF_OUT(hardsigmoid), nullptr, nullptr, hard_edges,
+              bounds(1), 2),
+      builtin("hardswish", "activations/hardswish.h", {}, KPLAY_REF(hardswish), nullptr, nullptr, hard_edges, bounds(2),
+              2),
+      builtin("logsigmoid", "activations/logsigmoid.h", {}, KPLAY_REF_OUT(logsigmoid), nullptr, nullptr, zero_edge,
+              bounds(2), 5),
+      builtin("tanhshrink", "activations/tanhshrink.h", {}, KPLAY_REF(tanhshrink), nullptr, nullptr, no_edges,
               f64(bounds(2), 16, 16), 4),
-      builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}}, KPLAY_REF(softshrink),
-              r::softshrink_grad_from_output, nullptr, lambd_check, band_edges, bounds(0.5), 1),
-      builtin("hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}}, KPLAY_REF(hardshrink),
-              r::hardshrink_grad_from_output, nullptr, lambd_check, band_edges, exact(), 1),
+      builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
+              KPLAY_REF_OUT(softshrink), nullptr, lambd_check, band_edges, bounds(0.5), 1),
+      builtin("hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
+              KPLAY_REF_OUT(hardshrink), nullptr, lambd_check, band_edges, exact(), 1),
       builtin("threshold", "activations/threshold.h",
               {{"threshold", kRequired, {}, ParamType::tensor}, {"value", kRequired, {}, ParamType::tensor}},
-              KPLAY_REF(threshold), nullptr, nullptr, nullptr, first_param_edge, exact(), 1,
+              KPLAY_REF(threshold), nullptr, nullptr, first_param_edge, exact(), 1,
               "threshold(threshold=0.1, value=20)"),
   };
+#undef KPLAY_REFS
 #undef KPLAY_REF
+#undef KPLAY_REF_OUT
   return registry;
 }
 

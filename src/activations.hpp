@@ -1,11 +1,11 @@
 // The activation registry: one entry per activation ties its name and parameters to its template
-// snippet, its double-precision reference, the points where its definition changes branch, its
+// snippet, its reference (double; long double for float64), the points where its definition changes branch, its
 // accuracy bounds and its arithmetic cost. Adding a built-in = one snippet in
 // templates/activations/, its reference functions in reference.cpp, one entry in
 // activations.cpp and a row in tests/activation_cases.hpp (docs/adding-an-activation.md).
 //
 // Users add activations of their own at run time (user_activations.cpp): a snippet of the same
-// form, with no double reference of its own; it is checked against itself compiled for float64.
+// form, with no host reference of its own; it is checked against itself compiled for float64.
 #pragma once
 #include <string>
 #include <vector>
@@ -29,9 +29,14 @@ struct ParamDef {
   ParamType type = ParamType::compute;
 };
 
-// Reference math on (value, parameters in ParamDef order).
-using RefForward = double (*)(double x, const double* p);
-using RefGrad = double (*)(double grad, double saved, const double* p);
+// Reference math on (value, parameters in ParamDef order), in double and in long double (the
+// reference of float64 kernels: reference.hpp).
+template <typename T>
+using RefForwardOf = T (*)(T x, const double* p);
+template <typename T>
+using RefGradOf = T (*)(T grad, T saved, const double* p);
+using RefForward = RefForwardOf<double>;
+using RefGrad = RefGradOf<double>;
 
 // Bounds, in ulps of the dtype, that the kernels keep against the double reference over every
 // input (backward: where the exact result is a normal number). Indexed [dtype][direction].
@@ -49,6 +54,9 @@ struct Activation {
   RefForward forward = nullptr;        // nullptr for user activations (self-referenced)
   RefGrad grad_from_input = nullptr;   // nullptr: no backward
   RefGrad grad_from_output = nullptr;  // nullptr: the output does not determine the derivative
+  // The same three in long double: the reference of float64 kernels.
+  RefForwardOf<long double> forward_ld = nullptr;
+  RefGradOf<long double> grad_from_input_ld = nullptr, grad_from_output_ld = nullptr;
   // Extra condition for grad_from_output on the parameters (leaky_relu needs a slope > 0).
   bool (*output_determines_grad)(const double* p) = nullptr;
   // Refuses parameter values the definition does not allow: returns a message, or "" if fine.

@@ -144,7 +144,7 @@ void check_api_2d(test::UserDevice& dev, std::size_t in_col, std::size_t out_col
       const float got = out[r * ld_out + c];
       const std::int64_t k = c - static_cast<std::int64_t>(out_col);
       if (k >= 0 && k < cols)
-        s.add(r * cols + k, got, reference::selu(in[r * ld_in + in_col + k], nullptr));
+        s.add(r * cols + k, got, reference::selu<double>(in[r * ld_in + in_col + k], nullptr));
       else
         untouched_bad += got != -12345.0f;
     }
