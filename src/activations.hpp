@@ -38,8 +38,9 @@ using RefGradOf = T (*)(T grad, T saved, const double* p);
 using RefForward = RefForwardOf<double>;
 using RefGrad = RefGradOf<double>;
 
-// Bounds, in ulps of the dtype, that the kernels keep against the double reference over every
-// input (backward: where the exact result is a normal number). Indexed [dtype][direction].
+// Bounds, in ulps of the dtype, that the kernels keep against the reference (long double for
+// float64, double otherwise) over every input (backward: where the exact result is a normal
+// number). Indexed [dtype][direction].
 struct UlpBounds {
   double f32_forward = 2, f32_backward = 2;
   double narrow_forward = 1, narrow_backward = 1;  // float16 and bfloat16

@@ -1,6 +1,7 @@
 // `kplay check`: every input of a dtype (all 2^32 float32 bit patterns, all 2^16 of a 16-bit type;
-// float64 a seeded sample) through the device kernel, against the double reference computed on all
-// host cores, with the error in ulps and the counts a bound is judged by.
+// float64 a seeded sample) through the device kernel, against the reference (long double for
+// float64, double otherwise) computed on all host cores, with the error in ulps and the counts a
+// bound is judged by.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -127,7 +127,7 @@ ErrorStats Problem::verify(bool sampled) const {
   // A user activation is its own reference, in float64 on the device (see self_reference.hpp).
   std::unique_ptr<SelfReference> self;
   // Expected values and error scales of [b, e), written from `at` on.
-  auto reference = [&](std::uint64_t b, std::uint64_t e, std::vector<double>& expected, std::vector<double>& scale,
+  auto reference = [&](std::uint64_t b, std::uint64_t e, std::vector<long double>& expected, std::vector<double>& scale,
                        std::size_t at) {
     expected.resize(at + (e - b));
     scale.resize(at + (e - b));
@@ -159,8 +159,8 @@ ErrorStats Problem::verify(bool sampled) const {
 
   ErrorStats total(spec_.dtype, ulp_bound(spec_), spec_.direction == Direction::backward);
   // Element i of `got` is output index index[i] (sampled) or base + i (index null).
-  auto compare = [&](const unsigned char* got, const std::uint64_t* index, std::uint64_t base, const double* expected,
-                     const double* scale, std::uint64_t count) {
+  auto compare = [&](const unsigned char* got, const std::uint64_t* index, std::uint64_t base,
+                     const long double* expected, const double* scale, std::uint64_t count) {
     std::vector<ErrorStats> parts;
     std::mutex m;
     parallel_for(count, [&](std::uint64_t lo, std::uint64_t hi) {
@@ -186,7 +186,8 @@ ErrorStats Problem::verify(bool sampled) const {
     }
     compare(host.data(), index.data(), 0, sampled_expected_.data(), sampled_scale_.data(), checked);
   } else {
-    std::vector<double> piece_expected, piece_scale;
+    std::vector<long double> piece_expected;
+    std::vector<double> piece_scale;
     const std::uint64_t piece = 1u << 24;  // download in pieces to bound host memory
     for (const auto& r : ranges) {
       for (std::uint64_t b = r.first; b < r.second; b += piece) {

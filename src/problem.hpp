@@ -1,6 +1,6 @@
 // One activation problem on a device, as `kplay run`, the tuner and the tests set it up: device
 // buffers with fresh inputs, an output poisoned first and fenced by guard zones, and a check of
-// the output against the double reference (every element, or a sample that always includes the
+// the output against the reference (every element, or a sample that always includes the
 // head, the tail and any misaligned edge) plus a check that nothing outside it was written.
 #pragma once
 #include <cstdint>
@@ -53,7 +53,8 @@ class Problem {
   std::size_t esize_;
   rt::DeviceBuffer in0_, in1_, out_;
   // The sampled ranges' expected values and error scales (or a user activation's float64 self).
-  mutable std::vector<double> sampled_expected_, sampled_scale_;
+  mutable std::vector<long double> sampled_expected_;
+  mutable std::vector<double> sampled_scale_;
 };
 
 // Problems larger than twice this many elements repeat their inputs with this period.

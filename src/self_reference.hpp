@@ -1,4 +1,4 @@
-// The reference of an activation that has no double reference of its own (a user snippet): the
+// The reference of an activation that has no host reference of its own (a user snippet): the
 // same snippet specialized for float64 and run on the device on the same inputs. It checks the
 // rounding of the narrower kernel, not the formula, and callers say so.
 #pragma once

@@ -120,10 +120,16 @@ double ulp_of(Dtype dtype, double v) {
   return std::ldexp(1.0, e - p + 1);
 }
 
-double ulp_error(Dtype dtype, double out, double ref) {
+double ulp_of(Dtype dtype, long double v) {
+  // v's double rounding, or the double below it where that rounding carried |v| up to a power of two.
+  const double d = std::fabs(static_cast<double>(v));
+  return ulp_of(dtype, d > std::fabs(v) ? std::nextafter(d, 0.0) : d);
+}
+
+double ulp_error(Dtype dtype, double out, long double ref) {
   if (std::isnan(ref) || std::isnan(out)) return (std::isnan(ref) && std::isnan(out)) ? 0.0 : kInf;
-  if (std::isinf(out) || std::isinf(ref)) return out == round_to(dtype, ref) ? 0.0 : kInf;
-  return std::fabs(out - ref) / ulp_of(dtype, ref);
+  if (std::isinf(out) || std::isinf(ref)) return out == round_to(dtype, static_cast<double>(ref)) ? 0.0 : kInf;
+  return static_cast<double>(std::fabs(out - ref) / ulp_of(dtype, ref));
 }
 
 ReferenceProblem::ReferenceProblem(const KernelSpec& s, std::uint64_t sd)
@@ -152,48 +158,69 @@ double ReferenceProblem::in1(std::uint64_t i) const {
   // A user activation's saved-output derivative is checked against itself in float64 (rounding,
   // not the formula), so any sample of values serves as the saved outputs.
   if (!has_reference()) return xi;
-  return round_to(spec.dtype, forward(xi));  // the output as the forward kernel stored it
+  // The output as the forward kernel stored it; any value near it serves, since the kernel and the
+  // reference both take this one: in float64 the double reference's, which costs less.
+  return round_to(spec.dtype, act.act->forward(xi, params.data()));
 }
 
-double ReferenceProblem::expected(std::uint64_t i) const {
-  if (spec.direction == Direction::forward) return forward(in0(i));
-  const double g = in0(i), s = in1(i);
-  return spec.saved == Saved::input ? act.act->grad_from_input(g, s, params.data())
-                                    : act.act->grad_from_output(g, s, params.data());
+long double ReferenceProblem::forward(double x) const {
+  const double* p = params.data();
+  return spec.dtype == Dtype::f64 ? act.act->forward_ld(x, p) : act.act->forward(x, p);
+}
+
+long double ReferenceProblem::grad(double g, double saved) const {
+  const double* p = params.data();
+  const Activation& a = *act.act;
+  if (spec.dtype == Dtype::f64)
+    return spec.saved == Saved::input ? a.grad_from_input_ld(g, saved, p) : a.grad_from_output_ld(g, saved, p);
+  return spec.saved == Saved::input ? a.grad_from_input(g, saved, p) : a.grad_from_output(g, saved, p);
+}
+
+long double ReferenceProblem::expected(std::uint64_t i) const {
+  return spec.direction == Direction::forward ? forward(in0(i)) : grad(in0(i), in1(i));
 }
 
 double ReferenceProblem::error_scale(std::uint64_t i) const {
   if (spec.direction != Direction::backward) return 0.0;
-  const double g = std::fabs(in0(i));
+  return spec.saved == Saved::output ? std::fabs(in0(i)) : error_scale(in0(i), in1(i));
+}
+
+double ReferenceProblem::error_scale(double grad, double saved) const {
+  const double g = std::fabs(grad);
   if (spec.saved == Saved::output) return g;
   if (!has_reference()) return g * min_normal(spec.dtype);
   // From the input: a derivative that underflows in the dtype (SELU's lambda*alpha*exp(x) for
   // x = -104 in float) is exact only to about min_normal, so a huge gradient times it (3.4e38 *
   // 1.2e-45 = 4e-7) is exact only relative to |grad| * min_normal.
-  const double d = std::fabs(act.act->grad_from_input(1.0, in1(i), params.data()));
-  // float64: the reference is double too, and where the derivative is far below 1 (near a root of
-  // it, as mish, silu and gelu have, or in a tail) both lose relative precision to cancellation
-  // (an input near mish's root reached 2^21 ulp): there the error counts against |grad| * 2^-16.
+  const double d = std::fabs(act.act->grad_from_input(1.0, saved, params.data()));
+  // float64: near a root of the derivative (mish, silu, gelu) the kernels' formulas cancel, as
+  // torch's do, and lose relative precision (an input near mish's root reached 2^21 ulp): wherever
+  // the derivative is below 2^-16, tails included, the error counts against |grad| * 2^-16.
   if (spec.dtype == Dtype::f64 && d < 0x1p-16) return g * 0x1p-16;
   return d < min_normal(spec.dtype) ? g * min_normal(spec.dtype) : 0.0;
 }
 
 ErrorStats::ErrorStats(Dtype d, double bound, bool bwd) : dtype(d), bound_ulps(bound), backward(bwd) {}
 
-void ErrorStats::add(std::uint64_t index, double out, double ref, double scale) {
+void ErrorStats::add(std::uint64_t index, double out, long double ref, double scale) {
   ++checked;
   double ulps, rel;
-  if (std::isnan(ref) || std::isnan(out) || std::isinf(ref) || std::isinf(out)) {
+  const double r = static_cast<double>(ref);
+  if (std::isnan(r) || std::isnan(out) || std::isinf(r) || std::isinf(out)) {
     ulps = rel = ulp_error(dtype, out, ref);
-  } else if ((backward || dtype == Dtype::f64) && std::fabs(ref) < min_normal(dtype) &&
+  } else if ((backward || dtype == Dtype::f64) && std::fabs(r) < min_normal(dtype) &&
              std::fabs(out) < min_normal(dtype)) {
     // Both in the underflow range: a float intermediate that underflows (exp(-104) -> 0) can give
     // 0 where the exact result is subnormal. The difference is below the smallest normal number.
     ulps = rel = 0.0;
+  } else if (dtype != Dtype::f64) {  // the reference is a double: double arithmetic, which costs less
+    const double mag = std::max(std::fabs(r), scale);
+    ulps = std::fabs(out - r) / ulp_of(dtype, mag);
+    rel = std::fabs(out - r) / std::max(mag, min_normal(dtype));
   } else {
-    const double mag = std::max(std::fabs(ref), scale);
-    ulps = std::fabs(out - ref) / ulp_of(dtype, mag);
-    rel = std::fabs(out - ref) / std::max(mag, min_normal(dtype));
+    const long double mag = std::max<long double>(std::fabs(ref), scale);
+    ulps = static_cast<double>(std::fabs(out - ref) / ulp_of(dtype, mag));
+    rel = static_cast<double>(std::fabs(out - ref) / std::max<long double>(mag, min_normal(dtype)));
   }
   max_ulps = std::max(max_ulps, ulps);
   max_rel_error = std::max(max_rel_error, rel);
@@ -201,7 +228,7 @@ void ErrorStats::add(std::uint64_t index, double out, double ref, double scale) 
     if (mismatches == 0 || index < first_bad) {
       first_bad = index;
       first_bad_out = out;
-      first_bad_ref = ref;
+      first_bad_ref = r;
     }
     ++mismatches;
   }

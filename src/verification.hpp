@@ -1,4 +1,5 @@
-// Fresh test inputs and the comparison of kernel outputs with the double reference.
+// Fresh test inputs and the comparison of kernel outputs with the reference (reference.hpp: long
+// double for float64, double for the other dtypes).
 //
 // Inputs are a pure function of (seed, stream, index), so a verifier can recompute any element
 // without keeping the input: mixed signs, magnitudes from 1e-12 to 8, and about one element in
@@ -34,8 +35,9 @@ std::vector<double> edge_values(const ResolvedActivation& act, Dtype dtype);
 
 // |out - ref| in units of the dtype's spacing at |ref| (the subnormal spacing below the smallest
 // normal number). NaN against NaN and equal infinities are 0; any other NaN/inf disagreement is inf.
-double ulp_error(Dtype dtype, double out, double ref);
+double ulp_error(Dtype dtype, double out, long double ref);
 double ulp_of(Dtype dtype, double v);
+double ulp_of(Dtype dtype, long double v);
 
 // The reference value of element i of a problem (forward: f(x); backward: f'(saved) * grad with
 // saved = x, or the forward output rounded to dtype), and the value that the kernel's second
@@ -51,21 +53,27 @@ struct ReferenceProblem {
   // host and replicated on the device (Problem); element i holds the values of i % period.
   std::uint64_t period = 0;
   explicit ReferenceProblem(const KernelSpec& s, std::uint64_t seed);
-  double forward(double x) const { return act.act->forward(x, params.data()); }
+  // The reference, in long double for float64 (a double one would measure its own rounding with
+  // the kernel's), in double for the other dtypes (29 bits and more beyond theirs, and long
+  // double's exp, erfc, ... cost 3 to 7 times as much). grad: from the saved tensor spec.saved names.
+  long double forward(double x) const;
+  long double grad(double g, double saved) const;
   double in0(std::uint64_t i) const;  // x (forward) or grad (backward)
   double in1(std::uint64_t i) const;  // saved tensor (backward only)
   double x(std::uint64_t i) const;    // the forward input behind element i
-  // Exact (double) result for element i. Not for user activations (no double reference): their
-  // values come from SelfReference.
-  double expected(std::uint64_t i) const;
+  // Exact result for element i (forward or grad). Not for user activations (no reference of their
+  // own): their values come from SelfReference.
+  long double expected(std::uint64_t i) const;
   bool has_reference() const { return act.act->forward != nullptr; }
-  // Error scale for element i. With the saved output, SELU's derivative y + lambda*alpha cancels
-  // for very negative x, where any float implementation (torch's too) is exact only relative to
-  // the incoming gradient; so there the error is measured against |grad|. With the saved input,
-  // where the derivative underflows in the dtype, against |grad| * min_normal; in float64, where
-  // the derivative is below 2^-16 (the double reference cancels too), against |grad| * 2^-16.
+  // Error scale for element i, or for a backward element of gradient g and saved value `saved`.
+  // With the saved output, SELU's derivative y + lambda*alpha cancels for very negative x, where
+  // any float implementation (torch's too) is exact only relative to the incoming gradient; so
+  // there the error is measured against |grad|. With the saved input, where the derivative
+  // underflows in the dtype, against |grad| * min_normal; in float64, where the derivative is
+  // below 2^-16 (near a root the kernels' formulas cancel, as torch's do), against |grad| * 2^-16.
   // Elsewhere 0.
   double error_scale(std::uint64_t i) const;
+  double error_scale(double g, double saved) const;
 };
 
 // Running comparison in ulps against a bound. For backward, results whose exact value is below
@@ -85,7 +93,7 @@ struct ErrorStats {
   std::uint64_t mismatches = 0;  // over the bound, or a NaN/inf disagreement
   std::uint64_t first_bad = UINT64_MAX;
   double first_bad_out = 0, first_bad_ref = 0;
-  void add(std::uint64_t index, double out, double ref, double scale = 0);
+  void add(std::uint64_t index, double out, long double ref, double scale = 0);
   void merge(const ErrorStats& o);
   std::string summary() const;  // "max 0.5 ulp (rel 6e-08) over 1000 elements, 0 over 2 ulp"
 };

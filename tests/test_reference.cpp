@@ -1,7 +1,8 @@
-// The double reference against torch's definitions and the known pitfalls, and the registry's
-// naming of activations and their parameters.
+// The reference (double, and long double for float64) against torch's definitions and the known pitfalls, and the
+// registry's naming of activations and their parameters.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -10,6 +11,7 @@
 #include "activations.hpp"
 #include "kplay/error.hpp"
 #include "reference.hpp"
+#include "verification.hpp"
 
 using namespace kplay;
 
@@ -80,6 +82,59 @@ TEST_CASE("the tails keep relative precision: tanhshrink near 0, gelu far below 
   CHECK(fwd("gelu", -10.0) == doctest::Approx(-5.0 * std::erfc(10.0 / std::sqrt(2.0))).epsilon(1e-14));
   CHECK(fwd("gelu", -10.0) < 0.0);
   CHECK(fwd("gelu(approximate=tanh)", -10.0) < 0.0);
+}
+
+TEST_CASE("the long double reference (float64's) has the double one's edge behaviour") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // The same NaN, infinities, signed zeros and branches, and values that agree to the double
+  // reference's precision (these inputs are away from the derivatives' roots; `scale` as
+  // ReferenceProblem::error_scale: |grad| from the output, where y + lambda alpha cancels).
+  auto agrees = [](double d, long double l, double scale = 0) {
+    const double r = static_cast<double>(l);
+    if (std::isnan(d) || std::isnan(r)) return std::isnan(d) && std::isnan(r);
+    if (std::isinf(d) || std::isinf(r)) return d == r;
+    // Exact zeros keep their sign (softshrink's -0); a result that only underflows in double may not.
+    if (d == 0 && r == 0) return l != 0 || std::signbit(d) == std::signbit(r);
+    return std::fabs(d - r) <= 1e-9 * std::max(std::fabs(r), scale) + 1e-300;  // + the double's underflow
+  };
+  for (const auto& text : test::activation_cases()) {
+    const auto a = resolve_activation(text);
+    const auto p = params_for(a, Dtype::f64);
+    std::vector<double> xs = {0.0,  -0.0,  kInf,  -kInf, nan,    1e-300, -1e-300, 1e-8,  -1e-8,  0.5,
+                              -0.5, 1.0,   -1.0,  3.0,   -3.0,   6.0,    20.0,    -20.0, 44.0,   -104.0,
+                              700., -745., 1e100, 1e160, -1e160, 1e308,  -1e308,  3e307, -36.55, -13.0};
+    for (double e : edge_values(a, Dtype::f64)) xs.push_back(e);
+    for (double x : xs) {
+      CAPTURE(text);
+      CAPTURE(x);
+      CHECK(agrees(a.act->forward(x, p.data()), a.act->forward_ld(x, p.data())));
+      CHECK(agrees(a.act->grad_from_input(0.75, x, p.data()), a.act->grad_from_input_ld(0.75, x, p.data())));
+      if (!a.has_grad_from_output()) continue;
+      const double y = a.act->forward(x, p.data());
+      CHECK(agrees(a.act->grad_from_output(0.75, y, p.data()), a.act->grad_from_output_ld(0.75, y, p.data()), 0.75));
+    }
+  }
+}
+
+TEST_CASE("the long double reference is exact to well under a double ulp where double is not") {
+  auto ulps = [](const char* text, double x, long double exact) {
+    const auto a = resolve_activation(text);
+    return static_cast<double>(std::fabs(a.act->forward_ld(x, a.params.data()) - exact) / ulp_of(Dtype::f64, exact));
+  };
+  auto grad_ulps = [](const char* text, double x, long double exact) {
+    const auto a = resolve_activation(text);
+    const long double d = a.act->grad_from_input_ld(1.0L, x, a.params.data());
+    return static_cast<double>(std::fabs(d - exact) / ulp_of(Dtype::f64, exact));
+  };
+  // Values from mpmath (300 bits). gelu's erfc argument is carried in two parts: rounded, in double
+  // or long double, it costs 2 z^2 times its rounding (the double reference is 600 ulp off at
+  // -36.55; -x / sqrt 2 in long double alone, up to 0.7 ulp in this tail).
+  CHECK(ulps("gelu", -36.55, -3.25869355853067309402550472852e-291L) < 0.01);
+  CHECK(grad_ulps("gelu", -37.0, -7.83829866941851624252988507275e-297L) < 0.01);
+  CHECK(ulps("gelu(approximate=tanh)", -3.0, -0.00363739208177301883781646613189L) < 0.01);
+  CHECK(ulps("selu", -1.0, -1.11133073781256276179864066243L) < 0.01);
+  CHECK(ulps("mish", -1.0, -0.303401461374108918074389275378L) < 0.01);
+  CHECK(ulps("tanhshrink", 0.11, 0.000441529785570470922709324819974L) < 0.25);  // 56 bits left past 0.1
 }
 
 TEST_CASE("backward from the saved output agrees with backward from the input") {

@@ -78,6 +78,11 @@ TEST_CASE("ulps: the spacing of the dtype at the exact result") {
   CHECK(ulp_of(Dtype::f16, 1.0) == 0x1p-10);
   CHECK(ulp_of(Dtype::bf16, 1.0) == 0x1p-7);
   CHECK(ulp_of(Dtype::f64, 1.0) == 0x1p-52);
+  // A long double reference just below a power of two is in the binade below it (its double
+  // rounding is not), and an error of 0.75 ulp reads 0.75.
+  CHECK(ulp_of(Dtype::f64, 2.0L - 0x1p-60L) == 0x1p-52);
+  CHECK(ulp_of(Dtype::f64, -0x1p-1022L + 0x1p-1080L) == 0x1p-1074);
+  CHECK(ulp_error(Dtype::f64, 1.0, 1.0L + 0.75L * 0x1p-52L) == 0.75);
   CHECK(ulp_error(Dtype::f32, 1.0 + 0x1p-23, 1.0) == 1.0);
   CHECK(std::isinf(ulp_error(Dtype::f32, 1.0, std::nan(""))));
 }
