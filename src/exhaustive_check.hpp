@@ -19,7 +19,7 @@ struct SweepStats {
   std::uint64_t nan_mismatch = 0;          // NaN where a number is due, or the reverse
   std::uint64_t inf_mismatch = 0;          // an infinity that the rounded reference is not
   std::uint64_t signed_zero_mismatch = 0;  // +0 against -0 (reported, not held to the bound)
-  std::uint64_t subnormal_skipped = 0;     // backward: exact results below the smallest normal number
+  std::uint64_t subnormal_skipped = 0;     // exact results below the smallest normal number (not judged)
   void merge(const SweepStats& o);
 };
 
