@@ -45,33 +45,32 @@ double from_bits(Dtype d, std::uint64_t bits) {
   return 0;
 }
 
-// `scale`: the magnitude a backward error is measured against, as the tests measure it
-// (ReferenceProblem::error_scale), where that exceeds the exact result.
-void add(SweepStats& s, Dtype d, bool backward, double bound, double x, double out, long double ref, double scale) {
+// `ref` in double, or long double for float64; `scale`: the magnitude a backward error is measured
+// against, as the tests measure it (ReferenceProblem::error_scale), where that exceeds the exact
+// result.
+template <typename T>
+void add(SweepStats& s, Dtype d, bool backward, double bound, double x, double out, T ref, double scale) {
   ++s.checked;
-  const double r = static_cast<double>(ref);  // exact below float64, whose reference is long double
-  const bool out_nan = std::isnan(out), ref_nan = std::isnan(r);
+  const bool out_nan = std::isnan(out), ref_nan = std::isnan(ref);
   double ulps;
   if (out_nan || ref_nan) {
     if (out_nan == ref_nan) return;
     ++s.nan_mismatch;
     ulps = INFINITY;
-  } else if (std::isinf(out) || std::isinf(r)) {
-    if (out == round_to(d, r)) return;
+  } else if (std::isinf(out) || std::isinf(static_cast<double>(ref))) {
+    if (out == round_to(d, static_cast<double>(ref))) return;
     ++s.inf_mismatch;
     ulps = INFINITY;
   } else {
     if (out == 0 && ref == 0 && std::signbit(out) != std::signbit(ref)) ++s.signed_zero_mismatch;
     // The bound holds for normal results: backward ones, and float64 ones where the kernel's result
     // is below the smallest normal number too (the device's double library flushes some), as ErrorStats.
-    const bool tiny = std::fabs(r) < min_normal(d);
+    const bool tiny = std::fabs(ref) < min_normal(d);
     if (tiny && (backward || (d == Dtype::f64 && std::fabs(out) < min_normal(d)))) {
       ++s.subnormal_skipped;
       return;
     }
-    ulps = d == Dtype::f64
-               ? static_cast<double>(std::fabs(out - ref) / ulp_of(d, std::max<long double>(std::fabs(ref), scale)))
-               : std::fabs(out - r) / ulp_of(d, std::max(std::fabs(r), scale));
+    ulps = static_cast<double>(std::fabs(out - ref) / ulp_of(d, std::max<T>(std::fabs(ref), scale)));
   }
   s.over_half += ulps > 0.5;
   s.over_one += ulps > 1;
@@ -81,7 +80,7 @@ void add(SweepStats& s, Dtype d, bool backward, double bound, double x, double o
     s.max_ulps = ulps;
     s.worst_input = x;
     s.worst_out = out;
-    s.worst_ref = r;
+    s.worst_ref = static_cast<double>(ref);
   }
 }
 }  // namespace
@@ -190,23 +189,29 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
       self->compute(self_in0, self_in1, self_out);
     }
     std::vector<SweepStats> parts(workers);
-    auto compare = [&](unsigned w, std::uint64_t lo, std::uint64_t hi) {
+    // In T, the reference's type: long double for float64, double for the other dtypes.
+    auto compare = [&](auto real, unsigned w, std::uint64_t lo, std::uint64_t hi) {
+      using T = decltype(real);
       SweepStats& s = parts[w];
       for (std::uint64_t k = lo; k < hi; ++k) {
         const double o = load_element(d, hout.data(), k);
-        long double r;
+        T r;
         double scale = 0;
         if (!backward) {
-          r = self ? self_out[k] : ref.forward(xs[k]);
+          r = self ? self_out[k] : ref.forward_as<T>(xs[k]);
         } else {
           const double g = load_element(d, h0.data(), k), sv = load_element(d, h1.data(), k);
-          r = self ? self_out[k] : ref.grad(g, sv);
+          r = self ? self_out[k] : ref.grad_as<T>(g, sv);
           scale = ref.error_scale(g, sv);
         }
         add(s, d, backward, result.bound, xs[k], o, r, scale);
       }
     };
-    for (unsigned w = 0; w < workers; ++w) pool.emplace_back(compare, w, n * w / workers, n * (w + 1) / workers);
+    for (unsigned w = 0; w < workers; ++w)
+      pool.emplace_back([&, w] {
+        const std::uint64_t lo = n * w / workers, hi = n * (w + 1) / workers;
+        d == Dtype::f64 ? compare(0.0L, w, lo, hi) : compare(0.0, w, lo, hi);
+      });
     for (auto& t : pool) t.join();
     for (const auto& p : parts) result.stats.merge(p);
     if (options.progress) options.progress(static_cast<double>(base + n) / static_cast<double>(total), result.stats);

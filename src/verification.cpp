@@ -163,19 +163,6 @@ double ReferenceProblem::in1(std::uint64_t i) const {
   return round_to(spec.dtype, act.act->forward(xi, params.data()));
 }
 
-long double ReferenceProblem::forward(double x) const {
-  const double* p = params.data();
-  return spec.dtype == Dtype::f64 ? act.act->forward_ld(x, p) : act.act->forward(x, p);
-}
-
-long double ReferenceProblem::grad(double g, double saved) const {
-  const double* p = params.data();
-  const Activation& a = *act.act;
-  if (spec.dtype == Dtype::f64)
-    return spec.saved == Saved::input ? a.grad_from_input_ld(g, saved, p) : a.grad_from_output_ld(g, saved, p);
-  return spec.saved == Saved::input ? a.grad_from_input(g, saved, p) : a.grad_from_output(g, saved, p);
-}
-
 long double ReferenceProblem::expected(std::uint64_t i) const {
   return spec.direction == Direction::forward ? forward(in0(i)) : grad(in0(i), in1(i));
 }
