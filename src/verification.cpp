@@ -48,6 +48,8 @@ const double kSpecials[] = {
     88.0,
     700.0,
     -745.0,
+    -709.5,
+    -713.5,  // f64: e^x subnormal, x e^x not (silu, mish)
     1e-300,
     -1e-300,  // f64 tiny
     20.0,

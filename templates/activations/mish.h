@@ -8,6 +8,10 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_mish(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_mish(x); }
+#elif KP_DTYPE_F64 && !KP_FAST_MATH
+/* float64: the same quotient with e^x's 2^n applied last, so the tail below x = -708.4 keeps its
+ * precision (templates/common/float64_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_f64_mish(x); }
 #else
 /* Computed first and selected above x = 20 (where n overflows and the quotient is NaN), no
  * branch per element (as selu.h). */

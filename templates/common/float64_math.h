@@ -31,7 +31,7 @@ KP_FN double kp_f64_rcp_pow2(double d, int k) {
 }
 KP_FN double kp_f64_rcp(double d) { return kp_f64_rcp_pow2(d, 0); }
 
-/* v 2^n for n in [-2044, 0] as two exact power-of-two products (one rounding, at the second, if
+/* v 2^n for n in [-2044, 1023] as two exact power-of-two products (one rounding, at the second, if
  * the result is subnormal). */
 KP_FN double kp_f64_scale(double v, int n) {
   const int n1 = n >> 1;
@@ -42,7 +42,7 @@ KP_FN double kp_f64_scale(double v, int n) {
 KP_D_TABLE kp_f64_exp_c[10] = {0x1.0000000000001p-1, 0x1.5555555555556p-3, 0x1.5555555553d68p-5, 0x1.11111111109b5p-7,
                                0x1.6c16c17889fd3p-10, 0x1.a01a01a7c2f89p-13, 0x1.a019b91463588p-16, 0x1.71de0db2d4e97p-19,
                                0x1.28917ccaf39d3p-22, 0x1.af389f20208c6p-26};
-/* v = n ln2 + z + zl for v in [-1400, 0]: returns z (|z| <= ln2/2), stores n and z's rounding
+/* v = n ln2 + z + zl for v in [-1400, 20]: returns z (|z| <= ln2/2), stores n and z's rounding
  * error zl (callers that do not read it lose nothing: it folds away inlined). n comes from the
  * low word of v log2(e) + 1.5 2^52; ln2 in two parts, the first exact in the fma. */
 KP_FN double kp_f64_reduce(double v, double* zl, int* n) {
@@ -60,7 +60,7 @@ KP_FN double kp_f64_expm1_reduced(double z) {
   KP_F64_HORNER(p, kp_f64_exp_c, 10, z);
   return fma(z * z, p, z);
 }
-/* e^(v + lo) = (1 + m) 2^n for v in [-1400, 0] and |lo| below ulp(v): returns m (in
+/* e^(v + lo) = (1 + m) 2^n for v in [-1400, 20] and |lo| below ulp(v): returns m (in
  * [-0.3, 0.42]) and stores n. Callers with an exact v pass lo = -0.0, which folds away. */
 KP_FN double kp_f64_exp_reduced(double v, double lo, int* n) {
   double zl;
@@ -241,6 +241,20 @@ KP_FN double kp_f64_mul_sigmoid(double g, double z) {
   const double q = fma(rd, fma(-q0, dl, fma(-q0, d, hi) + lo), q0);
   const double v = neg ? kp_f64_scale(q, n) : q;
   return a > 1400.0 ? (neg ? g * 0.0 : g) : v;
+}
+
+/* mish(x) = x t, t = tanh(log1p(e^x)) = p / (p + 2), p = e (e + 2), e = e^x = E 2^n (E = 1 + m):
+ * t = 2^n E (e + 2) / (p + 2), with p + 2 in one fma and the 2^n applied last (two exact products),
+ * so x t keeps its precision where e^x alone would be subnormal (x < -708.4, where the result is
+ * not for x > -714.3: 358 ulp on PoCL before); e itself only meets 2, so its rounding there does
+ * not count. Above x = 20 t is 1 (x); below -1400 x * 0 (-0, NaN at -inf, as torch's). */
+KP_FN double kp_f64_mish(double x) {
+  int n;
+  const double big_e = 1.0 + kp_f64_exp_reduced(x, -0.0, &n); /* n <= 29 for x <= 20 */
+  const double e = kp_f64_scale(big_e, n);
+  const double t = big_e * (e + 2.0) / fma(e, e + 2.0, 2.0); /* t 2^-n */
+  const double y = kp_f64_scale(x * t, n);
+  return x > 20.0 ? x : (x < -1400.0 ? x * 0.0 : y);
 }
 
 /* tanh x = -m / (2 + m) with the sign of x, m = expm1(-2|x|) in (-1, 0]: e^(-2|x|) = (1 + m0) 2^n,
