@@ -119,10 +119,11 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
   result.self_referenced = !ref.has_reference();
   const Dtype d = spec.dtype;
   const bool backward = spec.direction == Direction::backward;
-  const bool ranged = d == Dtype::f32 && options.range_lo <= options.range_hi;
+  const bool ranged = (d == Dtype::f32 || d == Dtype::f64) && options.range_lo <= options.range_hi;
   if (options.range_lo <= options.range_hi && !ranged)
-    throw Error(ErrorCode::invalid_argument, "an input range is for float32 only");
-  const bool sampled = !ranged && (d == Dtype::f64 || options.force_sample);
+    throw Error(ErrorCode::invalid_argument, "an input range is for float32 and float64 only");
+  // float64 always samples: in a range, values uniform in it (a tail is a sliver of the bit patterns).
+  const bool sampled = d == Dtype::f64 || (!ranged && options.force_sample);
   // A range walks float32 in order: key -n..n is the n-th float below/above +0.
   auto float_key = [](double v) {
     const auto f = static_cast<float>(v);
@@ -130,14 +131,21 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
     std::memcpy(&b, &f, 4);
     return (b & 0x80000000u) ? -static_cast<std::int64_t>(b & 0x7fffffffu) : static_cast<std::int64_t>(b);
   };
-  const std::int64_t key_lo = ranged ? float_key(options.range_lo) : 0;
-  const std::uint64_t total = ranged            ? static_cast<std::uint64_t>(float_key(options.range_hi) - key_lo + 1)
-                              : sampled         ? options.sample
-                              : d == Dtype::f32 ? (1ull << 32)
-                                                : (1ull << 16);
+  const std::int64_t key_lo = ranged && !sampled ? float_key(options.range_lo) : 0;
+  const std::uint64_t total = ranged && !sampled ? static_cast<std::uint64_t>(float_key(options.range_hi) - key_lo + 1)
+                              : sampled          ? options.sample
+                              : d == Dtype::f32  ? (1ull << 32)
+                                                 : (1ull << 16);
   const std::uint64_t bits_mask = d == Dtype::f32 ? 0xffffffffull : d == Dtype::f64 ? ~0ull : 0xffffull;
   result.exhaustive = !sampled;
   auto input_bits = [&](std::uint64_t i) -> std::uint64_t {
+    if (ranged && sampled) {
+      const double u = static_cast<double>(mix(options.seed * 0x100000001ull + i) >> 11) * 0x1.0p-53;  // [0, 1)
+      const double x = std::min(options.range_hi, options.range_lo + (options.range_hi - options.range_lo) * u);
+      std::uint64_t b;
+      std::memcpy(&b, &x, 8);
+      return b;
+    }
     if (ranged) {
       const std::int64_t k = key_lo + static_cast<std::int64_t>(i);
       return k >= 0 ? static_cast<std::uint64_t>(k) : (0x80000000ull | static_cast<std::uint64_t>(-k));

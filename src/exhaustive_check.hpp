@@ -28,7 +28,8 @@ struct SweepOptions {
   bool force_sample = false;          // sample the other dtypes too (quicker than exhaustive)
   std::uint64_t seed = 1;
   // float32: every input in [range_lo, range_hi] instead of all 2^32 (when range_lo <= range_hi);
-  // for the hard spots of an approximation (a root of a derivative, a branch boundary).
+  // float64: `sample` values uniform in it. For the hard spots of an approximation (a root of a
+  // derivative, a branch boundary, a tail).
   double range_lo = 1, range_hi = 0;
   double bound = 0;  // ulps; from the registry when 0
   std::function<void(double fraction, const SweepStats& so_far)> progress;

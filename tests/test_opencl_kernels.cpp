@@ -240,6 +240,21 @@ TEST_SUITE("opencl") {
     CHECK(output.find("--cache streaming") != std::string::npos);
   }
 
+  TEST_CASE("OpenCL: kplay check samples a float64 range uniformly, and holds silu and mish in e^x's subnormal tail") {
+    for (const char* act : {"silu", "mish"}) {
+      std::string output;
+      const int status = run_cli(
+          std::string("check --backend opencl --dtype f64 --act ") + act + " --range=-715:-708 --sample 20000", output);
+      INFO(output);
+      CHECK(status == 0);
+      CHECK(output.find("20000 (a seeded sample, uniform in the range)") != std::string::npos);
+      CHECK(output.find("verdict: PASS") != std::string::npos);
+    }
+    std::string output;
+    CHECK(run_cli("check --backend opencl --dtype f16 --act silu --range=-1:1", output) == 2);
+    CHECK(output.find("float32 and float64 only") != std::string::npos);
+  }
+
   TEST_CASE("OpenCL: a stored binary loads back and computes the same; a corrupt one is refused and rebuilt") {
     rt::Backend& be = opencl_backend();
     KernelSpec s;

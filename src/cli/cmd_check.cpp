@@ -26,7 +26,9 @@ class CheckCommand : public Command {
         ->capture_default_str();
     app_->add_option("--bound", bound_, "ulps to hold the kernel to (default: the activation's stated bound)");
     app_->add_option("--seed", seed_, "float64 sample seed")->capture_default_str();
-    app_->add_option("--range", range_, "float32: every input in LO..HI only, e.g. --range=-1.3:-1.2 (a hard spot)");
+    app_->add_option("--range", range_,
+                     "float32: every input in LO..HI only, e.g. --range=-1.3:-1.2 (a hard spot); float64: --sample "
+                     "values uniform in it");
   }
   CLI::App* app() const override { return app_; }
 
@@ -67,7 +69,8 @@ class CheckCommand : public Command {
       if (tty) std::fprintf(stderr, "\r%60s\r", "");
       const SweepStats& s = r.stats;
       std::printf("inputs: %llu (%s) in %.1f s\n", static_cast<unsigned long long>(s.checked),
-                  !r.exhaustive    ? "a seeded random sample of bit patterns"
+                  !r.exhaustive    ? (range_.empty() ? "a seeded random sample of bit patterns"
+                                                     : "a seeded sample, uniform in the range")
                   : range_.empty() ? "every bit pattern of the dtype"
                                    : "every float32 in the range",
                   r.seconds);
