@@ -9,11 +9,15 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_softplus(x, KP_P_BETA, KP_P_THRE
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH
-/* float64: log1p(exp(-|bx|)) as one routine (templates/common/float64_math.h). */
+/* float64: log1p(exp(-|bx|)) as one routine (templates/common/float64_math.h), with beta x = bx + bl
+ * exact: e^bx alone multiplies bx's rounding by |bx| (beta = 0.7: 512 ulp at x = -770 before). The
+ * threshold compares bx, as torch does. */
 KP_FN KP_C kp_act_forward(KP_C x) {
-  const double bx = x * KP_P_BETA;
+  const double bx = x * KP_P_BETA, bl = KP_FMA(x, KP_P_BETA, -bx);
   if (bx > KP_P_THRESHOLD) return x;
-  return ((bx > 0.0 ? bx : 0.0) + kp_f64_log1p_exp_neg(fabs(bx))) / KP_P_BETA;
+  const int pos = bx > 0.0;
+  const double l = kp_f64_log1p_exp_neg_lo(fabs(bx), pos ? -bl : bl);
+  return (pos ? bx + (bl + l) : l) / KP_P_BETA;
 }
 #else
 KP_FN KP_C kp_act_forward(KP_C x) {
@@ -35,10 +39,11 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return kp_pm_mul_sigmoid_wide(g, bh, bl, 1);
 }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH
-/* float64: g sigmoid(bx) with e^bx never subnormal on its own (float64_math.h). */
+/* float64: g sigmoid(bx + bl), beta x = bx + bl exact, with e^bx never subnormal on its own
+ * (float64_math.h); bx alone cost 8.5 ulp for beta = 0.7. */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  const double bx = x * KP_P_BETA;
-  return bx > KP_P_THRESHOLD ? g : kp_f64_mul_sigmoid(g, bx);
+  const double bx = x * KP_P_BETA, bl = KP_FMA(x, KP_P_BETA, -bx);
+  return bx > KP_P_THRESHOLD ? g : kp_f64_mul_sigmoid_lo(g, bx, KP_F64_NEG(bx) ? bl : -bl);
 }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

@@ -191,12 +191,13 @@ KP_D_TABLE kp_f64_log1p_c[7] = {0x1.5555555555558p-4, 0x1.999999999523ep-7, 0x1.
                                 0x1.7462bb40a0181p-14, 0x1.39fd85b6dc092p-16, 0x1.2b62d7ad6afd1p-18};
 #define KP_F64_SQRT2_M1 0x1.a827999fcef32p-2
 
-/* log1p(e^-a) for a >= 0 (NaN stays NaN): w = e^-a = E 2^n as in kp_f64_phi_parts (0 past
- * a = 745.2), then for w > sqrt2 - 1 log1p(w) = ln2 + log1p((w - 1) / 2), both reductions exact,
- * so |h| <= 0.3432 and one atanh polynomial serves. */
-KP_FN double kp_f64_log1p_exp_neg(double a) {
+/* log1p(e^(-a + al)) for a >= 0 (NaN stays NaN), al the low part of -a (|al| <= ulp(a) / 2; -0.0
+ * for an exact a, which folds away): w = E 2^n as in kp_f64_phi_parts (0 past a = 745.2), then
+ * for w > sqrt2 - 1 log1p(w) = ln2 + log1p((w - 1) / 2), both reductions exact, so |h| <= 0.3432
+ * and one atanh polynomial serves. */
+KP_FN double kp_f64_log1p_exp_neg_lo(double a, double al) {
   int n;
-  const double m = kp_f64_exp_reduced(-a, -0.0, &n); /* sets n before kp_f64_scale reads it */
+  const double m = kp_f64_exp_reduced(-a, al, &n); /* sets n before kp_f64_scale reads it */
   const double w0 = kp_f64_scale(1.0 + m, n);
   const double w = a > 745.2 ? 0.0 : w0;
   const int big = w > KP_F64_SQRT2_M1;
@@ -213,6 +214,7 @@ KP_FN double kp_f64_log1p_exp_neg(double a) {
   const double l = fma(h * hh, q, h);
   return big ? KP_F64_LN2_HI + (l + KP_F64_LN2_LO) : l;
 }
+KP_FN double kp_f64_log1p_exp_neg(double a) { return kp_f64_log1p_exp_neg_lo(a, -0.0); }
 
 /* logsigmoid(x) = min(x, 0) - log1p(e^-|x|), torch's formula, with no cancellation in it (the
  * two terms have one sign); -0 gives -ln2 like 0. */
@@ -224,11 +226,12 @@ KP_FN double kp_f64_logsigmoid(double x) {
  * The numerator (g, or g (1 + m) as a double-double) over 1 + w = d + dl (exact) in one residual
  * step: within about 0.6 ulp. The 2^n is applied last (two exact products), so g e^z keeps its
  * precision where e^z alone would be subnormal (z < -708). Past |z| = 1400 sigmoid is 1 or below
- * 2^-2000: g, or g * 0. */
-KP_FN double kp_f64_mul_sigmoid(double g, double z) {
+ * 2^-2000: g, or g * 0. _lo: -|z| carries a low part al (|al| <= ulp(z) / 2), for a z that is a
+ * rounded product (softplus' beta x), whose rounding e^z would multiply by |z|. */
+KP_FN double kp_f64_mul_sigmoid_lo(double g, double z, double al) {
   const double a = fabs(z);
   int n;
-  const double m = kp_f64_exp_reduced(-a, -0.0, &n); /* e^-a 2^-n - 1 */
+  const double m = kp_f64_exp_reduced(-a, al, &n); /* e^(-a + al) 2^-n - 1 */
   const int neg = KP_F64_NEG(z);
   const double ge = fma(g, m, g);
   const double hi = neg ? ge : g;
@@ -242,6 +245,7 @@ KP_FN double kp_f64_mul_sigmoid(double g, double z) {
   const double v = neg ? kp_f64_scale(q, n) : q;
   return a > 1400.0 ? (neg ? g * 0.0 : g) : v;
 }
+KP_FN double kp_f64_mul_sigmoid(double g, double z) { return kp_f64_mul_sigmoid_lo(g, z, -0.0); }
 
 /* mish(x) = x t, t = tanh(log1p(e^x)) = p / (p + 2), p = e (e + 2), e = e^x = E 2^n (E = 1 + m):
  * t = 2^n E (e + 2) / (p + 2), with p + 2 in one fma and the 2^n applied last (two exact products),
