@@ -73,7 +73,7 @@ UlpBounds bounds(double f32_forward) {
   return b;
 }
 // float64 bounds above the default 4 ulp, against the long double reference. Measured on PoCL
-// (session 16: `kplay check` 2^24 patterns, `kplay run --check all` 2 x 2^24 inputs, 2e7 more
+// (session 15: `kplay check` 2^24 patterns, `kplay run --check all` 2 x 2^24 inputs, 2e7 more
 // across [-40, 40], [-750, -700] and around the derivatives' roots; docs/benchmarks.md), not on
 // CUDA; the defaults measured 3.4 at most (softsign'):
 // - gelu forward 4096: 4.8 for approximate='none', 1,591 for 'tanh', whose tail (x near -21)
