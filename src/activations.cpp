@@ -323,6 +323,12 @@ std::string ResolvedActivation::param_defines(Dtype dtype, Direction direction) 
       std::string v = format_number(further ? values[i] : params[i]);
       if (v.find_first_of(".eEn") == std::string::npos) v += ".0";  // a floating literal for KP_LIT
       out.append("#define ").append(macro).append(" KP_LIT(").append(v).append(")\n");
+      // _POW2: the value is +-2^k, so x * value is exact (a snippet may skip an error term); the
+      // preprocessor cannot compare floating literals, and compilers do not all fold such a test.
+      int exponent = 0;
+      const double significand = std::frexp(values[i], &exponent);
+      out.append("#define ").append(macro).append("_POW2 ");
+      out.append(significand == 0.5 || significand == -0.5 ? "1\n" : "0\n");
     } else {
       for (std::size_t k = 0; k < def.choices.size(); ++k) {
         std::string word = def.choices[k];

@@ -176,7 +176,14 @@ TEST_CASE("activation text: parameters by name or position, canonical form, entr
   CHECK(resolve_activation("leaky_relu").has_grad_from_output());
   CHECK_FALSE(resolve_activation("leaky_relu(negative_slope=-1)").has_grad_from_output());
   CHECK(resolve_activation("softplus(beta=2)").param_defines() ==
-        "#define KP_P_BETA KP_LIT(2.0)\n#define KP_P_THRESHOLD KP_LIT(20.0)\n");
+        "#define KP_P_BETA KP_LIT(2.0)\n#define KP_P_BETA_POW2 1\n#define KP_P_THRESHOLD KP_LIT(20.0)\n"
+        "#define KP_P_THRESHOLD_POW2 0\n");
+  // _POW2: +-2^k only (x * value exact); zero and 0.7 are not.
+  CHECK(resolve_activation("softplus(beta=0.7, threshold=0)").param_defines() ==
+        "#define KP_P_BETA KP_LIT(0.7)\n#define KP_P_BETA_POW2 0\n#define KP_P_THRESHOLD KP_LIT(0.0)\n"
+        "#define KP_P_THRESHOLD_POW2 0\n");
+  CHECK(resolve_activation("leaky_relu(negative_slope=-0.25)").param_defines() ==
+        "#define KP_P_NEGATIVE_SLOPE KP_LIT(-0.25)\n#define KP_P_NEGATIVE_SLOPE_POW2 1\n");
   CHECK(resolve_activation("gelu(approximate=tanh)").param_defines() ==
         "#define KP_P_APPROXIMATE_NONE 0\n#define KP_P_APPROXIMATE_TANH 1\n");
 }
@@ -188,8 +195,8 @@ TEST_CASE("parameters are converted as torch converts them: compute type, or the
   CHECK(params_for(shrink, Dtype::f16)[0] == 1229.0 / 4096);
   CHECK(params_for(shrink, Dtype::f32)[0] == static_cast<double>(0.3f));
   CHECK(params_for(shrink, Dtype::f64)[0] == 0.3);
-  CHECK(shrink.param_defines(Dtype::bf16) == "#define KP_P_LAMBD KP_LIT(0.30078125)\n");
-  CHECK(shrink.param_defines(Dtype::f32) == "#define KP_P_LAMBD KP_LIT(0.3)\n");
+  CHECK(shrink.param_defines(Dtype::bf16) == "#define KP_P_LAMBD KP_LIT(0.30078125)\n#define KP_P_LAMBD_POW2 0\n");
+  CHECK(shrink.param_defines(Dtype::f32) == "#define KP_P_LAMBD KP_LIT(0.3)\n#define KP_P_LAMBD_POW2 0\n");
   // Others convert to float (opmath) in every dtype below float64.
   const ResolvedActivation leaky = resolve_activation("leaky_relu(negative_slope=0.3)");
   CHECK(params_for(leaky, Dtype::bf16)[0] == static_cast<double>(0.3f));
