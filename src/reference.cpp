@@ -441,27 +441,7 @@ T threshold_grad_from_output(T, T, const double*) {
   template T name##_grad_from_input<T>(T, T, const double*); \
   template T name##_grad_from_output<T>(T, T, const double*);
 #define KPLAY_REFERENCE(name) KPLAY_INSTANTIATE(name, double) KPLAY_INSTANTIATE(name, long double)
-KPLAY_REFERENCE(relu)
-KPLAY_REFERENCE(relu6)
-KPLAY_REFERENCE(leaky_relu)
-KPLAY_REFERENCE(elu)
-KPLAY_REFERENCE(celu)
-KPLAY_REFERENCE(selu)
-KPLAY_REFERENCE(gelu)
-KPLAY_REFERENCE(silu)
-KPLAY_REFERENCE(mish)
-KPLAY_REFERENCE(softplus)
-KPLAY_REFERENCE(softsign)
-KPLAY_REFERENCE(sigmoid)
-KPLAY_REFERENCE(tanh)
-KPLAY_REFERENCE(hardtanh)
-KPLAY_REFERENCE(hardsigmoid)
-KPLAY_REFERENCE(hardswish)
-KPLAY_REFERENCE(logsigmoid)
-KPLAY_REFERENCE(tanhshrink)
-KPLAY_REFERENCE(softshrink)
-KPLAY_REFERENCE(hardshrink)
-KPLAY_REFERENCE(threshold)
+KPLAY_REFERENCE_ACTIVATIONS(KPLAY_REFERENCE)
 #undef KPLAY_REFERENCE
 #undef KPLAY_INSTANTIATE
 

@@ -11,36 +11,39 @@
 
 namespace kplay::reference {
 
-#define KPLAY_REFERENCE(name)                          \
+// Every built-in activation with a reference, once: the declarations below and the
+// instantiations in reference.cpp both expand it.
+#define KPLAY_REFERENCE_ACTIVATIONS(X) \
+  X(relu)                              \
+  X(relu6)                             \
+  X(leaky_relu)                        \
+  X(elu)                               \
+  X(celu)                              \
+  X(selu)                              \
+  X(gelu)                              \
+  X(silu)                              \
+  X(mish)                              \
+  X(softplus)                          \
+  X(softsign)                          \
+  X(sigmoid)                           \
+  X(tanh)                              \
+  X(hardtanh)                          \
+  X(hardsigmoid)                       \
+  X(hardswish)                         \
+  X(logsigmoid)                        \
+  X(tanhshrink)                        \
+  X(softshrink)                        \
+  X(hardshrink)                        \
+  X(threshold)
+
+#define KPLAY_REFERENCE_DECLARE(name)                  \
   template <typename T>                                \
   T name(T x, const double* p);                        \
   template <typename T>                                \
   T name##_grad_from_input(T g, T x, const double* p); \
   template <typename T>                                \
   T name##_grad_from_output(T g, T y, const double* p);
-
-KPLAY_REFERENCE(relu)
-KPLAY_REFERENCE(relu6)
-KPLAY_REFERENCE(leaky_relu)
-KPLAY_REFERENCE(elu)
-KPLAY_REFERENCE(celu)
-KPLAY_REFERENCE(selu)
-KPLAY_REFERENCE(gelu)
-KPLAY_REFERENCE(silu)
-KPLAY_REFERENCE(mish)
-KPLAY_REFERENCE(softplus)
-KPLAY_REFERENCE(softsign)
-KPLAY_REFERENCE(sigmoid)
-KPLAY_REFERENCE(tanh)
-KPLAY_REFERENCE(hardtanh)
-KPLAY_REFERENCE(hardsigmoid)
-KPLAY_REFERENCE(hardswish)
-KPLAY_REFERENCE(logsigmoid)
-KPLAY_REFERENCE(tanhshrink)
-KPLAY_REFERENCE(softshrink)
-KPLAY_REFERENCE(hardshrink)
-KPLAY_REFERENCE(threshold)
-
-#undef KPLAY_REFERENCE
+KPLAY_REFERENCE_ACTIVATIONS(KPLAY_REFERENCE_DECLARE)
+#undef KPLAY_REFERENCE_DECLARE
 
 }  // namespace kplay::reference
