@@ -393,18 +393,19 @@ T tanhshrink_grad_from_output(T, T, const double*) {
 }
 
 // softshrink(lambd): x > l ? x - l : x < -l ? x + l : x * 0 (torch multiplies by zero so NaN
-// stays NaN, and a negative x inside the band gives -0); backward zero where -l <= x <= l.
+// stays NaN, and a negative x inside the band gives -0); backward zero where -l <= x <= l, the
+// same band as hardshrink's (torch's two backward kernels are the same test).
 template <typename T>
 T softshrink(T x, const double* p) {
   return x > p[0] ? x - p[0] : (x < -p[0] ? x + p[0] : x * 0.0);
 }
 template <typename T>
 T softshrink_grad_from_input(T g, T x, const double* p) {
-  return (x >= -p[0] && x <= p[0]) ? 0.0 : g;
+  return hardshrink_grad_from_input(g, x, p);
 }
 template <typename T>
-T softshrink_grad_from_output(T g, T y, const double*) {
-  return y == 0.0 ? 0.0 : g;
+T softshrink_grad_from_output(T g, T y, const double* p) {
+  return hardshrink_grad_from_output(g, y, p);
 }
 
 // hardshrink(lambd): -l <= x <= l ? 0 : x (NaN stays NaN); backward likewise with g.
