@@ -66,6 +66,9 @@ struct Activation {
   // one and its neighbours in the dtype.
   std::vector<double> (*edges)(const double* p) = nullptr;
   UlpBounds bounds;
+  // Bounds that depend on a parameter's value, given the ones above: nullptr if none do (gelu's
+  // float64 forward is held to 8 ulp, 4096 under approximate='tanh').
+  UlpBounds (*param_bounds)(UlpBounds b, const double* p) = nullptr;
   int cost = 1;  // arithmetic per element relative to relu (a hint for the default config model)
   // What `--act all` runs when a parameter has no default (threshold: torch's documented example).
   std::string example;
@@ -83,6 +86,7 @@ struct ResolvedActivation {
 
   bool has_backward() const { return act->user ? user_backward : act->grad_from_input != nullptr; }
   bool has_grad_from_output() const;
+  UlpBounds bounds() const;                                       // act->bounds, adjusted to these parameter values
   bool user_backward = false, user_backward_from_output = false;  // what a user snippet defines
   // Compile-time definitions of the parameters for a kernel of `dtype` and `direction`.
   std::string param_defines(Dtype dtype = Dtype::f32, Direction direction = Direction::forward) const;

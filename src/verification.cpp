@@ -250,7 +250,7 @@ std::string ErrorStats::summary() const {
 }
 
 double ulp_bound(const KernelSpec& spec) {
-  return resolve_activation(spec.activation).act->bounds.get(spec.dtype, spec.direction);
+  return resolve_activation(spec.activation).bounds().get(spec.dtype, spec.direction);
 }
 
 }  // namespace kplay

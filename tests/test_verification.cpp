@@ -120,6 +120,15 @@ TEST_CASE("the bounds per activation, dtype and direction, as the tests and docs
   CHECK(ulp_bound(s) == 2.0);
   s.dtype = Dtype::bf16;
   CHECK(ulp_bound(s) == 1.0);  // 16-bit results: one ulp
+  s.dtype = Dtype::f64;        // gelu's float64 forward: the parameter decides (gelu(tanh)'s tail)
+  CHECK(ulp_bound(s) == 8.0);
+  s.activation = "gelu(approximate=tanh)";
+  CHECK(ulp_bound(s) == 4096.0);
+  s.direction = Direction::backward;
+  CHECK(ulp_bound(s) == 0x1p18);
+  s.activation = "gelu";
+  CHECK(ulp_bound(s) == 0x1p18);
+  s.direction = Direction::forward;
   s.activation = "relu";
   s.dtype = Dtype::f32;
   CHECK(ulp_bound(s) == 0.5);  // exact (correctly rounded: it is the input)
