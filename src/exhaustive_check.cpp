@@ -132,10 +132,18 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
     return (b & 0x80000000u) ? -static_cast<std::int64_t>(b & 0x7fffffffu) : static_cast<std::int64_t>(b);
   };
   const std::int64_t key_lo = ranged && !sampled ? float_key(options.range_lo) : 0;
-  const std::uint64_t total = ranged && !sampled ? static_cast<std::uint64_t>(float_key(options.range_hi) - key_lo + 1)
-                              : sampled          ? options.sample
-                              : d == Dtype::f32  ? (1ull << 32)
-                                                 : (1ull << 16);
+  const std::uint64_t inputs = ranged && !sampled ? static_cast<std::uint64_t>(float_key(options.range_hi) - key_lo + 1)
+                               : sampled          ? options.sample
+                               : d == Dtype::f32  ? (1ull << 32)
+                                                  : (1ull << 16);
+  const bool narrow = d == Dtype::f16 || d == Dtype::bf16;
+  if (options.gradients > 0 && !backward)
+    throw Error(ErrorCode::invalid_argument, "gradients per input are for a backward sweep");
+  result.gradients = !backward ? 1 : options.gradients > 0 ? options.gradients : narrow ? 64 : 1;
+  if (result.gradients > (1ull << 40) / inputs)
+    throw Error(ErrorCode::invalid_argument,
+                std::to_string(result.gradients) + " gradients per input: over 2^40 elements");
+  const std::uint64_t total = inputs * result.gradients;  // element e: input e % inputs
   const std::uint64_t bits_mask = d == Dtype::f32 ? 0xffffffffull : d == Dtype::f64 ? ~0ull : 0xffffull;
   result.exhaustive = !sampled;
   auto input_bits = [&](std::uint64_t i) -> std::uint64_t {
@@ -167,7 +175,7 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
     const std::uint64_t n = std::min(chunk, total - base);
     auto fill = [&](std::uint64_t lo, std::uint64_t hi) {
       for (std::uint64_t k = lo; k < hi; ++k) {
-        const double x = from_bits(d, input_bits(base + k));
+        const double x = from_bits(d, input_bits((base + k) % inputs));
         xs[k] = x;
         if (!backward) {
           store_element(d, h0.data(), k, x);

@@ -28,6 +28,7 @@
 #include "../runtime/opencl/opencl_program.hpp"
 #include "config_validation.hpp"
 #include "device_checks.hpp"
+#include "exhaustive_check.hpp"
 #include "host_dtype.hpp"
 #include "kplay/error.hpp"
 #include "temp_templates.hpp"
@@ -253,6 +254,41 @@ TEST_SUITE("opencl") {
     std::string output;
     CHECK(run_cli("check --backend opencl --dtype f16 --act silu --range=-1:1", output) == 2);
     CHECK(output.find("float32 and float64 only") != std::string::npos);
+  }
+
+  TEST_CASE("OpenCL: kplay check pairs each 16-bit input with 64 gradients, and finds a defect one gradient misses") {
+    // A planted defect: hardsigmoid' gives 0 at x = 1 for every gradient but g0, the one the
+    // one-gradient sweep pairs with x = 1 (float16 0x3c00 is element 0x3c00 of the sweep).
+    const double g0 = sweep_gradient(Dtype::f16, 0x3c00);
+    char literal[64];
+    std::snprintf(literal, sizeof literal, "%af", g0);
+    std::string text = template_text("activations/hardsigmoid.h");
+    const std::string head = "KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {";
+    REQUIRE(text.find(head) != std::string::npos);
+    text.replace(text.find(head), head.size(), "KP_FN KP_C kp_correct_backward(KP_C g, KP_C x) {");
+    text += head + "\n  return (x == 1.0f && g != " + literal + ") ? 0.0f : kp_correct_backward(g, x);\n}\n";
+    test::TempTemplates dir;
+    dir.write("activations/hardsigmoid.h", text);
+    Engine engine(opencl_backend());
+    KernelSpec s;
+    s.activation = "hardsigmoid";
+    s.dtype = Dtype::f16;
+    s.direction = Direction::backward;
+    SweepOptions one;
+    one.gradients = 1;
+    const SweepResult missed = exhaustive_check(engine, s, {}, one);
+    CHECK(missed.stats.checked == 65536);
+    CHECK(missed.stats.over_bound == 0);
+    const SweepResult found = exhaustive_check(engine, s, {}, SweepOptions{});
+    CHECK(found.gradients == 64);
+    CHECK(found.stats.checked == 64 * 65536);
+    std::uint64_t other_gradients = 0;  // x = 1's pairs whose gradient is not g0
+    for (std::uint64_t k = 0; k < 64; ++k) other_gradients += sweep_gradient(Dtype::f16, 0x3c00 + k * 65536) != g0;
+    CHECK(other_gradients > 0);
+    CHECK(found.stats.over_bound == other_gradients);
+    CHECK(found.stats.worst_input == 1.0);
+    s.direction = Direction::forward;
+    CHECK_THROWS_AS(exhaustive_check(engine, s, {}, one), Error);  // gradients are for backward
   }
 
   TEST_CASE("OpenCL: a stored binary loads back and computes the same; a corrupt one is refused and rebuilt") {

@@ -24,6 +24,9 @@ class CheckCommand : public Command {
     app_->add_option("--sample", sample_,
                      "how many random bit patterns (float64 always samples; given, the other dtypes sample too)")
         ->capture_default_str();
+    app_->add_option("--gradients", gradients_,
+                     "backward: gradients per input (default 64 for float16 and bfloat16, 1 otherwise)")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
     app_->add_option("--bound", bound_, "ulps to hold the kernel to (default: the activation's stated bound)");
     app_->add_option("--seed", seed_, "float64 sample seed")->capture_default_str();
     app_->add_option("--range", range_,
@@ -39,6 +42,8 @@ class CheckCommand : public Command {
     for (const auto& a : acts) specs.push_back(flags_.spec(a));
     const KernelConfig config = flags_.config();
     for (const auto& spec : specs) resolve_config(spec, config, generic_limits(flags_.backend));
+    if (app_->count("--gradients") > 0 && specs.front().direction != Direction::backward)
+      throw Error(ErrorCode::invalid_argument, "--gradients is for --direction backward (gradients per input)");
     auto backend = rt::make_backend(flags_.backend, flags_.device);
     const rt::DeviceInfo& dev = backend->info();
     std::printf("device: %s [%d] %s (%s, %s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(), dev.arch.c_str(),
@@ -52,6 +57,7 @@ class CheckCommand : public Command {
       o.force_sample = app_->count("--sample") > 0;
       o.seed = seed_;
       o.bound = bound_;
+      o.gradients = spec.direction == Direction::backward ? gradients_ : 0;
       if (!range_.empty()) parse_range(o);
       int last_tenth = -1;
       o.progress = [&](double f, const SweepStats& s) {
@@ -68,12 +74,14 @@ class CheckCommand : public Command {
       const SweepResult r = exhaustive_check(engine, spec, config, o);
       if (tty) std::fprintf(stderr, "\r%60s\r", "");
       const SweepStats& s = r.stats;
-      std::printf("inputs: %llu (%s) in %.1f s\n", static_cast<unsigned long long>(s.checked),
+      const std::string per_input =
+          r.gradients > 1 ? ", " + std::to_string(r.gradients) + " gradients each" : std::string();
+      std::printf("inputs: %llu (%s%s) in %.1f s\n", static_cast<unsigned long long>(s.checked / r.gradients),
                   !r.exhaustive    ? (range_.empty() ? "a seeded random sample of bit patterns"
                                                      : "a seeded sample, uniform in the range")
                   : range_.empty() ? "every bit pattern of the dtype"
                                    : "every float32 in the range",
-                  r.seconds);
+                  per_input.c_str(), r.seconds);
       if (r.self_referenced)
         std::printf(
             "reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula\n");
@@ -109,7 +117,7 @@ class CheckCommand : public Command {
  private:
   CLI::App* app_;
   ConfigFlags flags_;
-  std::uint64_t sample_ = 1ull << 26, seed_ = 1;
+  std::uint64_t sample_ = 1ull << 26, seed_ = 1, gradients_ = 0;
   std::string range_;
 
   void parse_range(SweepOptions& o) const {
