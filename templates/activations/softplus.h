@@ -27,11 +27,13 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #endif
 }
 #else
+/* Both sides computed and one selected (no early return): the branch per element held 16-bit
+ * softplus at 95 % of copy on the H100 in blocks of 256, where the others reach 100 %. Above the
+ * threshold sp is finite or +inf, never NaN, and not taken. */
 KP_FN KP_C kp_act_forward(KP_C x) {
   const KP_C bx = x * KP_P_BETA;
-  if (bx > KP_P_THRESHOLD) return x;
   const KP_C sp = (bx > KP_LIT(0.0) ? bx : KP_LIT(0.0)) + KP_LOG1P(KP_EXP(-KP_FABS(bx)));
-  return sp / KP_P_BETA;
+  return bx > KP_P_THRESHOLD ? x : sp / KP_P_BETA;
 }
 #endif
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
