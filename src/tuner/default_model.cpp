@@ -134,6 +134,17 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // 4, in two sessions; the H100's answer is 2 already (docs/benchmarks.md, session 8).
   if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 2 && spec.direction == Direction::forward)
     c.per_thread = std::min(c.per_thread, 2);
+  // 16-bit forward where memory is slower per SM (the H100, 25 GB/s): blocks of 256, one vector per
+  // thread (two for the costliest math: gelu, gelu(tanh), mish). Since the 16-bit math runs on the
+  // hardware functions (session 14) the H100's exhaustive tuner picks block 256 with one vector for
+  // 19 of the 24 16-bit forwards it tuned at 4096x393216 and block 256 with two for gelu, 0.2-1.0
+  // points above the answer above (block 64 with 2-4 vectors) in the same run. The H200 (36 GB/s
+  // per SM) picks block 128 with one or two vectors, within noise of the answer above, which stays
+  // (docs/benchmarks.md, session 16).
+  if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::forward && d.bandwidth_gbps / d.sms <= 30) {
+    c.block = std::max(c.block, std::min(256, std::max(32, d.max_block)));
+    c.per_thread = activation_cost(spec) >= 6 ? 2 : 1;
+  }
   // float64 library math (libdevice erfc, log1p) likewise, on the H100 at 4096x393216: gelu
   // forward 76.8 / 81.5 / 83.9 % at 1 / 2 / 4 vectors, backward 84.2 / 91.7 / 87.0 %; logsigmoid
   // and softplus forward +6 points from 1 to 4; mish and relu backward within 0.7 at 1 to 4.
