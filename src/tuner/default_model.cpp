@@ -137,7 +137,7 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // 16-bit forward where memory is slower per SM (the H100, 25 GB/s): blocks of 256, one vector per
   // thread (two for the costliest math: gelu, gelu(tanh), mish). Since the 16-bit math runs on the
   // hardware functions (session 14) the H100's exhaustive tuner picks block 256 with one vector for
-  // 19 of the 24 16-bit forwards it tuned at 4096x393216 and block 256 with two for gelu, 0.2-1.0
+  // 31 of the 38 16-bit forwards it tuned at 4096x393216 and block 256 with two for gelu, 0.2-1.0
   // points above the answer above (block 64 with 2-4 vectors) in the same run. The H200 (36 GB/s
   // per SM) picks block 128 with one or two vectors, within noise of the answer above, which stays
   // (docs/benchmarks.md, session 16).
