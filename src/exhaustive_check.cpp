@@ -136,6 +136,7 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
                                : sampled          ? options.sample
                                : d == Dtype::f32  ? (1ull << 32)
                                                   : (1ull << 16);
+  if (inputs == 0) throw Error(ErrorCode::invalid_argument, "a sweep needs at least one input (a sample of 0)");
   const bool narrow = d == Dtype::f16 || d == Dtype::bf16;
   if (options.gradients > 0 && !backward)
     throw Error(ErrorCode::invalid_argument, "gradients per input are for a backward sweep");

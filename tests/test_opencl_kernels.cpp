@@ -254,6 +254,8 @@ TEST_SUITE("opencl") {
     std::string output;
     CHECK(run_cli("check --backend opencl --dtype f16 --act silu --range=-1:1", output) == 2);
     CHECK(output.find("float32 and float64 only") != std::string::npos);
+    CHECK(run_cli("check --backend opencl --dtype f64 --act silu --sample 0", output) == 2);  // not a PASS of nothing
+    CHECK(output.find("--sample") != std::string::npos);
   }
 
   TEST_CASE("OpenCL: kplay check pairs each 16-bit input with 64 gradients, and finds a defect one gradient misses") {
@@ -287,6 +289,10 @@ TEST_SUITE("opencl") {
     CHECK(other_gradients > 0);
     CHECK(found.stats.over_bound == other_gradients);
     CHECK(found.stats.worst_input == 1.0);
+    SweepOptions none;
+    none.force_sample = true;
+    none.sample = 0;
+    CHECK_THROWS_AS(exhaustive_check(engine, s, {}, none), Error);  // no inputs: refused, not a PASS
     s.direction = Direction::forward;
     CHECK_THROWS_AS(exhaustive_check(engine, s, {}, one), Error);  // gradients are for backward
   }

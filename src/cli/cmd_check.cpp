@@ -23,7 +23,8 @@ class CheckCommand : public Command {
     add_config_flags(*app_, flags_, true);
     app_->add_option("--sample", sample_,
                      "how many random bit patterns (float64 always samples; given, the other dtypes sample too)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
     app_->add_option("--gradients", gradients_,
                      "backward: gradients per input (default 64 for float16 and bfloat16, 1 otherwise)")
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));

@@ -124,7 +124,8 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // Little's-law answer (4 vectors, block 64) gave 100.0 % and lost to torch by up to a point; on
   // the H100 (25 GB/s per SM) 100.1-100.3 % against 99.9-100.1 at its answer (2 vectors); block 64
   // at one vector gave 79.7 % on the H200. Cost 2 (hardswish, hardsigmoid) was mixed that way and
-  // keeps the model's answer (docs/benchmarks.md, session 7).
+  // keeps the model's answer (docs/benchmarks.md, session 7). On the H100 the 16-bit forward rule
+  // below takes over (block 256).
   if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 1) {
     c.per_thread = 1;
     c.block = std::min(std::max(c.block, 128), std::max(32, d.max_block));
