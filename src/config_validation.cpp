@@ -20,18 +20,21 @@ KernelConfig default_config(const KernelSpec& spec) {
   return c;
 }
 
-KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, const TargetLimits& limits) {
+std::string spec_unsupported(const KernelSpec& spec, const TargetLimits& limits) {
   const ResolvedActivation act = resolve_activation(spec.activation);
   if (spec.direction == Direction::backward && !act.has_backward())
-    throw Error(ErrorCode::unsupported,
-                "activation '" + act.canonical +
-                    "' has no backward pass (a user snippet defines kp_act_backward_from_input for it)");
+    return "activation '" + act.canonical +
+           "' has no backward pass (a user snippet defines kp_act_backward_from_input for it)";
   if (spec.direction == Direction::backward && spec.saved == Saved::output && !act.has_grad_from_output())
-    throw Error(ErrorCode::unsupported, "activation '" + act.canonical +
-                                            "' cannot recover its derivative from the saved output; save the input");
+    return "activation '" + act.canonical + "' cannot recover its derivative from the saved output; save the input";
   if (std::find(limits.dtypes.begin(), limits.dtypes.end(), spec.dtype) == limits.dtypes.end())
-    throw Error(ErrorCode::unsupported,
-                std::string("the ") + limits.backend + " device cannot do dtype " + to_string(spec.dtype));
+    return std::string("the ") + limits.backend + " device cannot do dtype " + to_string(spec.dtype);
+  return {};
+}
+
+KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, const TargetLimits& limits) {
+  const std::string unsupported = spec_unsupported(spec, limits);
+  if (!unsupported.empty()) throw Error(ErrorCode::unsupported, unsupported);
 
   KernelConfig c = config;
   const int esize = static_cast<int>(dtype_size(spec.dtype));

@@ -16,6 +16,11 @@ struct TargetLimits {
   std::vector<Dtype> dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64};
 };
 
+// Why the spec itself cannot be built on the target, whatever the config: no backward pass, no
+// derivative from the saved output, or a dtype the backend lacks. Empty when it can. Commands
+// given a list skip such specs (cli/config_flags.hpp); resolve_config throws with this message.
+std::string spec_unsupported(const KernelSpec& spec, const TargetLimits& limits);
+
 // Fills vec = 0 with the widest vector of at most 16 bytes, then checks every knob and the spec
 // (activation known; saved output only where the activation's derivative follows from it).
 // Throws Error(invalid_config) or Error(invalid_argument).

@@ -23,6 +23,7 @@ TEST_CASE("kplay: bad input gets a message and exit status 2") {
       {"run --act 'elu(alpha=1' --n 10", "malformed activation"},
       {"run --act ./no/such/snippet.h --n 10", "cannot be opened"},
       {"run --act gelu --direction backward --saved output --n 10", "cannot recover its derivative"},
+      {"check --act gelu,silu --direction backward --saved output", "nothing left to do"},
       {"run --act selu,swish --n 10", "unknown activation 'swish'"},
       {"run --act selu --n 10 --block 48", "--block 48"},
       {"run --act selu --n 10 --vec 8", "wider than 16 bytes"},
@@ -49,6 +50,32 @@ TEST_CASE("kplay: unknown flags and subcommands are usage errors") {
   CHECK(run_kplay("frobnicate").status == 2);
   CHECK(run_kplay("run --n 10 --bogus").status == 2);
   CHECK(run_kplay("--help").status == 0);
+}
+
+TEST_CASE("a list skips the specs that cannot exist, before any device work; one asked alone is refused") {
+  // On the OpenCL backend (PoCL in CI): saved output for gelu and silu cannot exist, relu's runs.
+  std::string why;
+  if (!kplay::test::backend_available("opencl", &why)) {
+    MESSAGE("skipped, no OpenCL device: " << why);
+    return;
+  }
+  const Result r = run_kplay(
+      "check --backend opencl --act gelu,relu,silu --dtype f16 --direction backward --saved output --sample 256");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.has("skipping gelu backward f16 saved=output: activation 'gelu' cannot recover"));
+  CHECK(r.has("skipping silu backward f16 saved=output"));
+  CHECK(r.has("== relu backward f16 saved=output"));
+  CHECK(r.has("verdict: PASS"));
+  CHECK_FALSE(r.has("== gelu"));
+  for (const char* cmd : {"check --sample 256", "run --n 4096", "bench --n 4096 --repeat 1 --warmup 0",
+                          "autotune --n 4096 --strategy fast --db :memory:"}) {
+    const Result one = run_kplay(std::string(cmd) + " --backend opencl --act gelu --direction backward --saved output");
+    INFO(cmd << "\n" << one.output);
+    CHECK(one.status == 2);
+    CHECK(one.has("cannot recover its derivative"));
+    CHECK_FALSE(one.has("skipping"));
+  }
 }
 
 TEST_CASE("kplay devices exits 0 and reports every backend, device or not") {

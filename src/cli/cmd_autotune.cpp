@@ -159,17 +159,12 @@ class AutotuneCommand : public Command {
           s.direction = dir;
           s.dtype = d;
           s.saved = parse_saved(flags_.saved);
-          try {
-            resolve_config(s, KernelConfig{}, limits);
-          } catch (const Error& e) {
-            // A whole table skips what cannot exist (saved output for an activation without
-            // it); a single spec asked for by name fails as before.
-            if (acts.size() * dirs.size() * dtypes.size() == 1) throw;
-            std::fprintf(stderr, "skipping %s: %s\n", to_string(s).c_str(), e.what());
-            continue;
-          }
           specs.push_back(s);
         }
+    // A whole table skips what cannot exist (saved output for an activation without it); a single
+    // spec asked for by name fails as before.
+    specs = buildable_specs(std::move(specs), limits);
+    for (const auto& s : specs) resolve_config(s, KernelConfig{}, limits);
     return specs;
   }
 

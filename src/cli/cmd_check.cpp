@@ -41,6 +41,7 @@ class CheckCommand : public Command {
     std::vector<KernelSpec> specs;
     specs.reserve(acts.size());
     for (const auto& a : acts) specs.push_back(flags_.spec(a));
+    specs = buildable_specs(std::move(specs), generic_limits(flags_.backend));
     const KernelConfig config = flags_.config();
     for (const auto& spec : specs) resolve_config(spec, config, generic_limits(flags_.backend));
     if (app_->count("--gradients") > 0 && specs.front().direction != Direction::backward)

@@ -1,6 +1,7 @@
 // Shared flag definitions; see config_flags.hpp.
 #include "config_flags.hpp"
 
+#include <cstdio>
 #include <sstream>
 
 #include "../activation_text.hpp"
@@ -72,6 +73,23 @@ TargetLimits generic_limits(const std::string& backend) {
     throw Error(ErrorCode::invalid_argument, "unknown backend '" + backend + "' (expected cuda or opencl)");
   }
   return lim;
+}
+
+std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const TargetLimits& limits) {
+  if (specs.size() <= 1) return specs;
+  std::vector<KernelSpec> kept;
+  std::string last_reason;
+  for (auto& s : specs) {
+    std::string why = spec_unsupported(s, limits);
+    if (why.empty()) {
+      kept.push_back(std::move(s));
+      continue;
+    }
+    std::fprintf(stderr, "skipping %s: %s\n", to_string(s).c_str(), why.c_str());
+    last_reason = std::move(why);
+  }
+  if (kept.empty()) throw Error(ErrorCode::unsupported, "nothing left to do: " + last_reason);
+  return kept;
 }
 
 Dialect dialect_for(const std::string& backend) {
