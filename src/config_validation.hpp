@@ -23,7 +23,8 @@ std::string spec_unsupported(const KernelSpec& spec, const TargetLimits& limits)
 
 // Fills vec = 0 with the widest vector of at most 16 bytes, then checks every knob and the spec
 // (activation known; saved output only where the activation's derivative follows from it).
-// Throws Error(invalid_config) or Error(invalid_argument).
+// Throws Error(unsupported) with spec_unsupported's reason, else Error(invalid_config) or
+// Error(invalid_argument) for a knob.
 KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, const TargetLimits& limits);
 
 // The built-in default when neither the caller nor the kernel database gives a config, from the
