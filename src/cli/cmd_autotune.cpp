@@ -163,9 +163,7 @@ class AutotuneCommand : public Command {
         }
     // A whole table skips what cannot exist (saved output for an activation without it); a single
     // spec asked for by name fails as before.
-    specs = buildable_specs(std::move(specs), limits);
-    for (const auto& s : specs) resolve_config(s, KernelConfig{}, limits);
-    return specs;
+    return buildable_specs(std::move(specs), KernelConfig{}, limits);
   }
 
   int report(const std::vector<TableRow>& rows, const std::vector<TableDevice>& devices) const {

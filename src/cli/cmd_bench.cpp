@@ -72,10 +72,9 @@ class BenchCommand : public Command {
         specs.push_back(s);
       }
     }
-    specs = buildable_specs(std::move(specs), generic_limits(flags_.backend));
     const KernelConfig requested = flags_.config();
     const bool knobs = flags_.knobs_given(*app_);
-    for (const auto& s : specs) resolve_config(s, requested, generic_limits(flags_.backend));
+    specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
 
     auto backend = rt::make_backend(flags_.backend, flags_.device);
     const rt::DeviceInfo& dev = backend->info();

@@ -41,9 +41,8 @@ class CheckCommand : public Command {
     std::vector<KernelSpec> specs;
     specs.reserve(acts.size());
     for (const auto& a : acts) specs.push_back(flags_.spec(a));
-    specs = buildable_specs(std::move(specs), generic_limits(flags_.backend));
     const KernelConfig config = flags_.config();
-    for (const auto& spec : specs) resolve_config(spec, config, generic_limits(flags_.backend));
+    specs = buildable_specs(std::move(specs), config, generic_limits(flags_.backend));
     if (app_->count("--gradients") > 0 && specs.front().direction != Direction::backward)
       throw Error(ErrorCode::invalid_argument, "--gradients is for --direction backward (gradients per input)");
     auto backend = rt::make_backend(flags_.backend, flags_.device);

@@ -61,9 +61,8 @@ class RunCommand : public Command {
     std::vector<KernelSpec> specs;
     specs.reserve(acts.size());
     for (const auto& a : acts) specs.push_back(flags_.spec(a));
-    specs = buildable_specs(std::move(specs), generic_limits(flags_.backend));
     const KernelConfig requested = flags_.config();
-    for (const auto& spec : specs) resolve_config(spec, requested, generic_limits(flags_.backend));
+    specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
 
     auto backend = rt::make_backend(flags_.backend, flags_.device);
     const rt::DeviceInfo& dev = backend->info();

@@ -75,8 +75,12 @@ TargetLimits generic_limits(const std::string& backend) {
   return lim;
 }
 
-std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const TargetLimits& limits) {
-  if (specs.size() <= 1) return specs;
+std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const KernelConfig& config,
+                                        const TargetLimits& limits) {
+  if (specs.size() <= 1) {
+    for (const auto& s : specs) resolve_config(s, config, limits);
+    return specs;
+  }
   std::vector<KernelSpec> kept;
   std::string last_reason;
   for (auto& s : specs) {
@@ -89,6 +93,7 @@ std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const Tar
     last_reason = std::move(why);
   }
   if (kept.empty()) throw Error(ErrorCode::unsupported, "nothing left to do: " + last_reason);
+  for (const auto& s : kept) resolve_config(s, config, limits);
   return kept;
 }
 

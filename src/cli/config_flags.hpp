@@ -38,11 +38,13 @@ struct ConfigFlags {
 TargetLimits generic_limits(const std::string& backend);
 Dialect dialect_for(const std::string& backend);
 
-// The specs of a list that can exist on the backend. A spec asked for alone is kept, so that
-// resolve_config refuses it with its reason, as before; in a longer list (--act all with --saved
-// output, say) one that cannot exist whatever the config (spec_unsupported) is skipped with a line
-// on stderr. Throws Error(unsupported) when none is left.
-std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const TargetLimits& limits);
+// The specs of a list that can be built with `config` on the backend, checked before any device
+// work. In a list of several (--act all with --saved output, say), a spec that cannot exist
+// whatever the config (spec_unsupported) is skipped with a line on stderr; a spec asked for alone
+// is refused with that reason, and a list with none left throws Error(unsupported). Every kept
+// spec then goes through resolve_config, which refuses a bad knob.
+std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const KernelConfig& config,
+                                        const TargetLimits& limits);
 
 void add_config_flags(CLI::App& app, ConfigFlags& flags, bool several_activations);
 
