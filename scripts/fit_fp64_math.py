@@ -206,7 +206,8 @@ def gelu_tanh_constants():
 def mish_root():
     # mish'(x) = e h / d^2, e = e^x, d = e^2 + 2e + 2, h = P(e) + 4x (1 + e), P(e) = (e+2)(e^2+2e+2),
     # zero at X1: with e = E1 + eps (eps = E1 expm1(t), t = x - X1),
-    # h = D1 + eps (A + eps (B + eps)) + 4 t (1 + e), A = P'(E1) + 4 X1, B = 3 E1 + 4.
+    # h = D1 + eps (A + eps (B + eps)) + 4 t (1 + e), A = P'(E1) + 4 X1, B = 3 E1 + 4, for every x
+    # (eps = e - E1 away from X1). The kernel takes h / 4: it stores D1, A and B over 4.
     p = lambda e: (e + 2) * (e * e + 2 * e + 2)
     h = lambda x: p(mp.exp(x)) + 4 * x * (1 + mp.exp(x))
     x1 = float(mp.findroot(h, -1.19))
@@ -214,8 +215,8 @@ def mish_root():
     d1 = p(e1) + 4 * x1 * (1 + e1)
     a = 3 * e1**2 + 8 * e1 + 6 + 4 * x1
     b = 3 * e1 + 4
-    print("/* mish: X1, E1, D1, A, B */")
-    print(x1.hex(), float(e1).hex(), float(d1).hex(), float(a).hex(), float(b).hex())
+    print("/* mish: X1, E1; D1, A, B over 4 */")
+    print(x1.hex(), float(e1).hex(), float(d1 / 4).hex(), float(a / 4).hex(), float(b / 4).hex())
 
 
 if __name__ == "__main__":

@@ -411,15 +411,17 @@ KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
 }
 
 /* mish'(x) = t + x s sech^2(softplus x) = e h / d^2 with e = e^x, d = e^2 + 2e + 2 and
- * h = (e + 2)(e^2 + 2e + 2) + 4x (1 + e), which vanishes at X1 = -1.1924: within 0.3 of it
- * e = E1 + eps, eps = E1 expm1(t), t = x - X1 exact, and h = D1 + eps (A + eps (B + eps)) +
- * 4t (1 + e), every term of one sign. Beyond x = 40 the derivative is 1 in double (g; NaN at
- * +inf as torch's x s (1 - t^2)); -inf: NaN. */
+ * h = (e + 2)(e^2 + 2e + 2) + 4x (1 + e), which vanishes at X1 = -1.1924. With eps = e - E1
+ * (E1 = e^X1) and t = x - X1, h = D1 + eps (A + eps (B + eps)) + 4t (1 + e) for every x: D1 is
+ * 2^-52 and the other two terms have t's sign, so nothing cancels once eps is exact. Within 0.3
+ * of X1, eps = E1 expm1(t) (t exact); elsewhere 2^n (1 + m) - E1, one fma over 2^n - E1. One
+ * formula where a separate one near the root took 8 FP64 operations more: 27 per element, on
+ * the H200 93.7-95.9 % of copy against 85.2-87.0 (docs/benchmarks.md, session 18). The kernel
+ * takes h / 4 and 2 / d (the estimate's exponent raised by one). Beyond x = 40 the derivative is
+ * 1 in double (g; NaN at +inf as torch's x s (1 - t^2)); -inf: NaN. */
 #define KP_D_MISH_X1 -0x1.31432c0d12d84p+0
 #define KP_D_MISH_E1 0x1.36c4202fc3ecdp-2
-#define KP_D_MISH_D1 0x1.663338c1d3548p-52
-#define KP_D_MISH_A 0x1.f79bbdfa95d4fp+1
-#define KP_D_MISH_B 0x1.3a44c608f4bc6p+2
+KP_D_TABLE kp_d_mish_k[3] = {0x1.663338c1d3548p-54, 0x1.f79bbdfa95d4fp-1, 0x1.3a44c608f4bc6p+0}; /* D1, A, B over 4 */
 KP_FN float kp_d_mish_grad(float g, float x) {
   const double xd = x;
   const double xc = x < 40.0f ? xd : 40.0; /* the tests on x in float: no DSETP on the FP64 pipe */
@@ -429,12 +431,16 @@ KP_FN float kp_d_mish_grad(float g, float x) {
   const int near_root = x > (float)KP_D_MISH_X1 - 0.3f && x < (float)KP_D_MISH_X1 + 0.3f;
   const double m = kp_d_expm1_poly(near_root ? t : rg);
   const double sc = near_root ? KP_D_MISH_E1 : s;
-  const double e = x < -708.0f ? 0.0 : fma(sc, m, sc);
-  const double eps = KP_D_MISH_E1 * m;
-  const double h = near_root ? fma(eps, fma(eps, KP_D_MISH_B + eps, KP_D_MISH_A), KP_D_MISH_D1) + 4.0 * t * (1.0 + e)
-                             : (e + 2.0) * fma(e, e + 2.0, 2.0) + 4.0 * xd * (1.0 + e);
-  const double q = kp_d_rcp(fma(e, e + 2.0, 2.0));
-  return x > 40.0f ? g + g * (x - x) : (float)((double)g * e * h * q * q);
+  const int under = x < -708.0f;
+  const double e = under ? 0.0 : fma(sc, m, sc);
+  const double eps = under ? -KP_D_MISH_E1 : fma(sc, m, sc - KP_D_MISH_E1);
+  const double hq = fma(t, 1.0 + e, fma(eps, fma(eps, fma(eps, 0.25, kp_d_mish_k[2]), kp_d_mish_k[1]), kp_d_mish_k[0]));
+  const double d = fma(e, e + 2.0, 2.0);
+  const double y = KP_RCP_APPROXD(d);
+  const double r = fma(-d, y, 1.0);
+  const double y2 = KP_D_FROM_HILO(KP_D_HI(y) + 0x00100000, KP_D_LO(y));
+  const double q2 = fma(y2, r, y2); /* 2 / d */
+  return x > 40.0f ? g + g * (x - x) : (float)((double)g * e * hq * q2 * q2);
 }
 
 #endif /* KP_FAST_FP64 */
