@@ -88,13 +88,15 @@ KP_FN double kp_d_expm1_in_range(double x) {
 /* e^x - 1 for x <= 708 (-1 below -708). */
 KP_FN double kp_d_expm1(double x) { return x < -708.0 ? -1.0 : kp_d_expm1_in_range(x); }
 
-/* 1 / d for normal d in [1, 2^1000]: the estimate (MUFU.RCP64H: about 2^-20 with the low word
- * it leaves unset), then one quadratic Newton step (error e -> e^2, 2^-38 at worst: the routines
- * here need 2^-32). */
-KP_FN double kp_d_rcp(double d) {
+/* 2^k / d for normal d in [1, 2^1000]: the estimate (MUFU.RCP64H: about 2^-20 with the low word
+ * it leaves unset), k added to its exponent (an integer add, none for k = 0), then one quadratic
+ * Newton step (error e -> e^2, 2^-38 at worst: the routines here need 2^-32). */
+KP_FN double kp_d_rcp_pow2(double d, int k) {
   const double y = KP_RCP_APPROXD(d);
-  return fma(y, fma(-d, y, 1.0), y);
+  const double yk = KP_D_FROM_HILO(KP_D_HI(y) + k * 0x00100000, KP_D_LO(y));
+  return fma(yk, fma(-d, y, 1.0), yk);
 }
+KP_FN double kp_d_rcp(double d) { return kp_d_rcp_pow2(d, 0); }
 
 /* |v| with the sign of x (float bits), for odd functions. */
 KP_FN float kp_d_copysign(float v, float x) {
@@ -435,11 +437,7 @@ KP_FN float kp_d_mish_grad(float g, float x) {
   const double e = under ? 0.0 : fma(sc, m, sc);
   const double eps = under ? -KP_D_MISH_E1 : fma(sc, m, sc - KP_D_MISH_E1);
   const double hq = fma(t, 1.0 + e, fma(eps, fma(eps, fma(eps, 0.25, kp_d_mish_k[2]), kp_d_mish_k[1]), kp_d_mish_k[0]));
-  const double d = fma(e, e + 2.0, 2.0);
-  const double y = KP_RCP_APPROXD(d);
-  const double r = fma(-d, y, 1.0);
-  const double y2 = KP_D_FROM_HILO(KP_D_HI(y) + 0x00100000, KP_D_LO(y));
-  const double q2 = fma(y2, r, y2); /* 2 / d */
+  const double q2 = kp_d_rcp_pow2(fma(e, e + 2.0, 2.0), 1); /* 2 / d */
   return x > 40.0f ? g + g * (x - x) : (float)((double)g * e * hq * q2 * q2);
 }
 
