@@ -8,6 +8,24 @@
 #define KP_GELU_KAPPA KP_LIT(0.044715)
 
 /* sigmoid(2u) and sigmoid(-2u) from one exponential that cannot overflow. */
+#if (KP_DTYPE_F16 || KP_DTYPE_BF16) && !KP_FAST_MATH
+/* 16-bit results (templates/common/narrow_math.h): u = sqrt(2/pi) v, and float16's
+ * e = exp(-2|u|) = 2^(-C|v|), C = 2 sqrt(2/pi) log2(e), in one multiply and MUFU.EX2 alone
+ * (flushed below 2^-126, as KP_EXP_FACTOR); bfloat16 keeps subnormal e, since x e reaches its range
+ * (x near -10). 1 + e is in [1, 2]: the reciprocal is MUFU.RCP alone. */
+#define KP_GELU_C_LOG2E 2.30220820f /* 2 sqrt(2/pi) log2(e) */
+KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
+  const KP_C v = KP_FMA(KP_GELU_KAPPA * x, x * x, x);
+#if KP_DTYPE_F16
+  const KP_C e = KP_HW_EXP2F_FTZ(KP_FABS(v) * -KP_GELU_C_LOG2E);
+#else
+  const KP_C e = KP_EXP_FACTOR(KP_FABS(v) * (-2.0f * KP_GELU_SQRT_2_PI));
+#endif
+  const KP_C r = KP_RCP_1P(e);
+  *s = v >= 0.0f ? r : e * r;
+  *sm = v >= 0.0f ? e * r : r;
+}
+#else
 KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
   const KP_C u = KP_GELU_SQRT_2_PI * KP_FMA(KP_GELU_KAPPA * x, x * x, x);
   const KP_C e = KP_EXP(KP_LIT(-2.0) * KP_FABS(u));
@@ -15,6 +33,7 @@ KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
   *s = u >= KP_LIT(0.0) ? r : e * r;
   *sm = u >= KP_LIT(0.0) ? e * r : r;
 }
+#endif
 
 KP_FN KP_C kp_act_forward(KP_C x) {
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64 && KP_P_APPROXIMATE_TANH

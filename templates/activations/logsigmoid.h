@@ -22,8 +22,8 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_f64_mul_sigmoid(g, -x); }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  const KP_C e = KP_EXP(-KP_FABS(x));
-  return g * ((x < KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e));
+  const KP_C e = KP_EXP_FACTOR(-KP_FABS(x));
+  return g * KP_DIV_1P(x < KP_LIT(0.0) ? KP_LIT(1.0) : e, e);
 }
 #endif
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) { return g * -KP_EXPM1(y); }

@@ -16,9 +16,9 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_f64_mish(x); }
 /* Computed first and selected above x = 20 (where n overflows and the quotient is NaN), no
  * branch per element (as selu.h). */
 KP_FN KP_C kp_act_forward(KP_C x) {
-  const KP_C e = KP_EXP(x);
+  const KP_C e = KP_EXP_FACTOR(x);
   const KP_C n = e * (e + KP_LIT(2.0));
-  const KP_C y = x * (n / (n + KP_LIT(2.0)));
+  const KP_C y = x * KP_DIV_BOUNDED(n, n + KP_LIT(2.0));
   return x > KP_LIT(20.0) ? x : y;
 }
 #endif
@@ -31,10 +31,10 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_precise_mish_g
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP(x);
   const KP_C n = e * (e + KP_LIT(2.0));
-  const KP_C d = KP_LIT(1.0) / (n + KP_LIT(2.0));
+  const KP_C d = KP_DIV_BOUNDED(KP_LIT(1.0), n + KP_LIT(2.0));
   const KP_C t = n * d;
   const KP_C sech2 = KP_LIT(4.0) * (n + KP_LIT(1.0)) * d * d;
-  const KP_C s = e / (KP_LIT(1.0) + e);
+  const KP_C s = KP_DIV_BOUNDED(e, KP_LIT(1.0) + e);
   const KP_C dx = g * KP_FMA(x * s, sech2, t);
   /* above x = 20: g; NaN at +inf, as torch's x * s * (1 - t^2). Selected, no branch (as selu.h). */
   return x > KP_LIT(20.0) ? g + g * (x - x) : dx;

@@ -8,8 +8,8 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_sigmoid(x); }
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_sigmoid(x); }
 #else
 KP_FN KP_C kp_act_forward(KP_C x) {
-  const KP_C e = KP_EXP(-KP_FABS(x));
-  return (x >= KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e);
+  const KP_C e = KP_EXP_FACTOR(-KP_FABS(x));
+  return KP_DIV_1P(x >= KP_LIT(0.0) ? KP_LIT(1.0) : e, e);
 }
 #endif
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
@@ -25,9 +25,8 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
 }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  const KP_C e = KP_EXP(-KP_FABS(x));
-  const KP_C d = KP_LIT(1.0) + e;
-  return g * (e / (d * d));
+  const KP_C e = KP_EXP_FACTOR(-KP_FABS(x));
+  return g * KP_DIV_1P_SQ(e, e);
 }
 #endif
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) { return g * (y * (KP_LIT(1.0) - y)); }

@@ -13,8 +13,8 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_silu(x); }
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_f64_mul_sigmoid(x, x); }
 #else
 KP_FN KP_C kp_act_forward(KP_C x) {
-  const KP_C e = KP_EXP(-KP_FABS(x));
-  return (x >= KP_LIT(0.0) ? x : x * e) / (KP_LIT(1.0) + e);
+  const KP_C e = KP_EXP_FACTOR(-KP_FABS(x));
+  return KP_DIV_1P(x >= KP_LIT(0.0) ? x : x * e, e);
 }
 #endif
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
@@ -25,8 +25,8 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_silu_grad(g,
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_precise_silu_grad(g, x); }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  const KP_C e = KP_EXP(-KP_FABS(x));
-  const KP_C r = KP_LIT(1.0) / (KP_LIT(1.0) + e);
+  const KP_C e = KP_EXP_FACTOR(-KP_FABS(x));
+  const KP_C r = KP_RCP_1P(e);
   const KP_C s = x >= KP_LIT(0.0) ? r : e * r;   /* sigmoid(x) */
   const KP_C sm = x >= KP_LIT(0.0) ? e * r : r;  /* sigmoid(-x) = 1 - s */
   return g * (s * KP_FMA(x, sm, KP_LIT(1.0)));

@@ -32,7 +32,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
  * threshold sp is finite or +inf, never NaN, and not taken. */
 KP_FN KP_C kp_act_forward(KP_C x) {
   const KP_C bx = x * KP_P_BETA;
-  const KP_C sp = (bx > KP_LIT(0.0) ? bx : KP_LIT(0.0)) + KP_LOG1P(KP_EXP(-KP_FABS(bx)));
+  const KP_C sp = (bx > KP_LIT(0.0) ? bx : KP_LIT(0.0)) + KP_LOG1P(KP_EXP_FACTOR(-KP_FABS(bx)));
   return bx > KP_P_THRESHOLD ? x : sp / KP_P_BETA;
 }
 #endif
@@ -63,8 +63,8 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C bx = x * KP_P_BETA;
   if (bx > KP_P_THRESHOLD) return g;
-  const KP_C e = KP_EXP(-KP_FABS(bx));
-  return g * ((bx >= KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e));
+  const KP_C e = KP_EXP_FACTOR(-KP_FABS(bx));
+  return g * KP_DIV_1P(bx >= KP_LIT(0.0) ? KP_LIT(1.0) : e, e);
 }
 #endif
 KP_FN KP_C kp_act_backward_from_output(KP_C g, KP_C y) {

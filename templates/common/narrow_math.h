@@ -12,6 +12,18 @@
  * exponential and div.full cost 4 and 7 instructions more per element, and 16-bit kernels on an
  * H200 have about 28 issue slots per element before they fall below copy speed. */
 #if (KP_DTYPE_F16 || KP_DTYPE_BF16) && !KP_FAST_MATH
+/* e^x taken only as a factor of the result (times inputs, gradients or numbers in [0, 2], or
+ * inside log1p or erfc, which are e^x there). float16: MUFU.EX2 alone, flushed below 2^-126; its
+ * inputs and gradients are below 2^16, so such a result is below 2^-90 and rounds to the same
+ * float16 zero, its sign from the other factors as with e^x kept. bfloat16 has float's exponent
+ * range: e^x keeps its subnormals. */
+KP_FN float kp_exp_factor_narrow(float x) {
+#if KP_DTYPE_F16
+  return KP_HW_EXP2F_FTZ(x * 1.44269504088896341f);
+#else
+  return KP_HW_EXPF(x);
+#endif
+}
 /* Degree-6 Taylor for |x| < 0.5 (truncation <= 4e-6 relative), the hardware exponential elsewhere
  * (flushing is harmless: e^x - 1 is -1 to float precision long before e^x is subnormal). Both
  * are computed and one selected, no branch. */
@@ -49,8 +61,9 @@ KP_FN float kp_tanh_narrow(float x) {
 }
 /* erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), for z >= 0; 2 - erfc(-z) below. t is in
  * (0, 1] and flushes to 0 only where exp(-z^2) is 0 too. The exponential keeps subnormal results
- * (bfloat16 has them). Taking it 2^24 too large (exponent + 24) and scaling back would save two
- * instructions, but the sum rounds the exponent to 2^-19: 4e-6 relative, which gelu's derivative
+ * for bfloat16, which has them; float16's flushes (kp_exp_factor_narrow: gelu's 0.5 x erfc and
+ * g (0.5 erfc + x phi) keep their float16 values and zero signs, x phi being the larger). Taking
+ * it 2^24 too large (exponent + 24) and scaling back would save two instructions, but the sum rounds the exponent to 2^-19: 4e-6 relative, which gelu's derivative
  * near its root (-0.75, where Phi(x) + x phi(x) cancels 9 bits) turned into 3.7 float16 ulp. */
 KP_FN float kp_erfc_narrow(float z) {
   const float a = KP_FABSF(z);
@@ -65,7 +78,7 @@ KP_FN float kp_erfc_narrow(float z) {
   p = KP_FMAF(p, t, 0.37409196f);
   p = KP_FMAF(p, t, 1.00002368f);
   p = KP_FMAF(p, t, -1.26551223f);
-  const float r = t * KP_HW_EXPF(KP_FMAF(-a, a, p));
+  const float r = t * kp_exp_factor_narrow(KP_FMAF(-a, a, p));
   return z >= 0.0f ? r : 2.0f - r;
 }
 /* v / 6 rounded to float as the IEEE division rounds it (hardswish, hardsigmoid), without the
@@ -98,4 +111,20 @@ KP_FN float kp_div6_narrow(float v) {
  * the same float16 and bfloat16 as v / 6 for every input (the all-65536 test checks each), where
  * hardswish's g (2x + 3) / 6 does not (9 float16, 2 bfloat16 inputs). One multiply. */
 #define KP_DIV6_OUT(x) ((x) * (1.0f / 6.0f))
+#define KP_EXP_FACTOR(x) kp_exp_factor_narrow(x)
+/* a / (1 + e) and a / (1 + e)^2 for e = exp(-|x|) in [0, 1]: 1 + e is in [1, 2], so its
+ * reciprocal is MUFU.RCP alone (2^-23 relative) where div.full adds a range check and a scaling. */
+#define KP_RCP_1P(e) KP_RCP_APPROXF(1.0f + (e))
+#define KP_DIV_1P(a, e) ((a) * KP_RCP_1P(e))
+/* a / b for b in [1, 2^126] (mish's n + 2 and 1 + e^x below its x = 20 cut; above it the
+ * kernel selects another value): MUFU.RCP alone, as above. */
+#define KP_DIV_BOUNDED(a, b) ((a) * KP_RCP_APPROXF(b))
+#define KP_DIV_1P_SQ(a, e) ((a) * (KP_RCP_1P(e) * KP_RCP_1P(e)))
+#else
+/* The same helpers for the other kernels: the snippets' formulas as written. */
+#define KP_EXP_FACTOR(x) KP_EXP(x)
+#define KP_RCP_1P(e) (KP_LIT(1.0) / (KP_LIT(1.0) + (e)))
+#define KP_DIV_1P(a, e) ((a) / (KP_LIT(1.0) + (e)))
+#define KP_DIV_1P_SQ(a, e) ((a) / ((KP_LIT(1.0) + (e)) * (KP_LIT(1.0) + (e))))
+#define KP_DIV_BOUNDED(a, b) ((a) / (b))
 #endif
