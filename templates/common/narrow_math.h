@@ -45,19 +45,16 @@ KP_FN float kp_log1p_narrow(float u) {
   p = KP_FMAF(p, u, 1.0f);
   return KP_FABSF(u) < 0.015625f ? p * u : KP_HW_LOGF(1.0f + u);
 }
-/* Odd Taylor to x^9 for |x| < 0.55 (truncation < 2e-5 relative), 1 - 2 / (e^2|x| + 1) elsewhere
- * (>= 0.5 there, so the subtraction loses at most one bit; e^2|x| >= 3, never subnormal, and
- * where it overflows the reciprocal of inf is 0 and the result 1). */
+/* x (1 - x^2/3 + 2x^4/15) for |x| < 1/8 (truncation < 3e-7 relative; a product, so -0 stays
+ * -0), 1 - 2 / (e^2|x| + 1) elsewhere with x's sign bit: MUFU.EX2 and MUFU.RCP alone (e^2|x| >=
+ * 1.28 is never subnormal, and where it overflows the reciprocal of inf is 0 and the result 1;
+ * their ~2^-22 absolute error is < 2e-6 of tanh |x| there). */
 KP_FN float kp_tanh_narrow(float x) {
   const float z = x * x;
-  float p = 62.0f / 2835.0f;
-  p = KP_FMAF(p, z, -17.0f / 315.0f);
-  p = KP_FMAF(p, z, 2.0f / 15.0f);
-  p = KP_FMAF(p, z, -1.0f / 3.0f);
-  const float small = KP_FMAF(p * z, x, x);
+  const float small = x * KP_FMAF(z, KP_FMAF(z, 2.0f / 15.0f, -1.0f / 3.0f), 1.0f);
   const float e = KP_HW_EXP2F_FTZ(KP_FABSF(x) * 2.88539008177792681f); /* e^2|x| */
-  const float big = 1.0f - 2.0f * KP_RCP_APPROXF(e + 1.0f);
-  return KP_FABSF(x) < 0.55f ? small : (x < 0.0f ? -big : big);
+  const float big = KP_FMAF(-2.0f, KP_RCP_APPROXF(e + 1.0f), 1.0f);
+  return KP_FABSF(x) < 0.125f ? small : KP_AS_FLOAT(KP_AS_INT(big) | (KP_AS_INT(x) & (int)0x80000000));
 }
 /* erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), for z >= 0; 2 - erfc(-z) below. t is in
  * (0, 1] and flushes to 0 only where exp(-z^2) is 0 too. The exponential keeps subnormal results
