@@ -60,8 +60,9 @@ KP_FN float kp_tanh_narrow(float x) {
  * (0, 1] and flushes to 0 only where exp(-z^2) is 0 too. The exponential keeps subnormal results
  * for bfloat16, which has them; float16's flushes (kp_exp_factor_narrow: gelu's 0.5 x erfc and
  * g (0.5 erfc + x phi) keep their float16 values and zero signs, x phi being the larger). Taking
- * it 2^24 too large (exponent + 24) and scaling back would save two instructions, but the sum rounds the exponent to 2^-19: 4e-6 relative, which gelu's derivative
- * near its root (-0.75, where Phi(x) + x phi(x) cancels 9 bits) turned into 3.7 float16 ulp. */
+ * it 2^24 too large (exponent + 24) and scaling back would save two instructions, but the sum
+ * rounds the exponent to 2^-19: 4e-6 relative, which gelu's derivative near its root (-0.75,
+ * where Phi(x) + x phi(x) cancels 9 bits) turned into 3.7 float16 ulp. */
 KP_FN float kp_erfc_narrow(float z) {
   const float a = KP_FABSF(z);
   const float t = KP_RCP_APPROXF(KP_FMAF(0.5f, a, 1.0f));
@@ -113,10 +114,10 @@ KP_FN float kp_div6_narrow(float v) {
  * reciprocal is MUFU.RCP alone (2^-23 relative) where div.full adds a range check and a scaling. */
 #define KP_RCP_1P(e) KP_RCP_APPROXF(1.0f + (e))
 #define KP_DIV_1P(a, e) ((a) * KP_RCP_1P(e))
+#define KP_DIV_1P_SQ(a, e) ((a) * (KP_RCP_1P(e) * KP_RCP_1P(e)))
 /* a / b for b in [1, 2^126] (mish's n + 2 and 1 + e^x below its x = 20 cut; above it the
  * kernel selects another value): MUFU.RCP alone, as above. */
 #define KP_DIV_BOUNDED(a, b) ((a) * KP_RCP_APPROXF(b))
-#define KP_DIV_1P_SQ(a, e) ((a) * (KP_RCP_1P(e) * KP_RCP_1P(e)))
 #else
 /* The same helpers for the other kernels: the snippets' formulas as written. */
 #define KP_EXP_FACTOR(x) KP_EXP(x)
