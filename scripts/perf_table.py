@@ -8,23 +8,29 @@ CUDA events. Ratios are bandwidth over the copy's: forward moves 2 streams like 
 3 (grad, saved, grad_in), so its ratio is 1.5 x copy_ms / kernel_ms. torch's backward is timed as
 its autograd backward alone (the forward is run before the timed region).
 Prints one tab-separated row per case: ACT DIR DTYPE KPLAY_% TORCH_% WINS KPLAY_MS TORCH_MS COPY_MS
-DIFF_TORCH_ULP.
+DIFF_TORCH_ULP SM_MHZ SM_MHZ_MIN POWER_W CAPPED_%.
 WINS: in how many of the --repeat interleaved rounds kplay's kernel took less time than torch's; a
 gap of a few tenths between the medians with WINS near half the rounds is noise, not a loss.
 DIFF_TORCH_ULP: the largest difference between kplay and torch on the first million elements, in
 ulps of torch's result. A guard against a wrong table, not kplay's error: where torch's formula
 cancels (gelu's 1 + erf for x < 0 in float32) it is torch's error. `kplay check` measures kplay's.
+SM_MHZ, SM_MHZ_MIN, POWER_W, CAPPED_%: while the case's rounds ran (kplay, torch and copy together),
+the median and lowest SM clock, the highest power draw, and the share of samples with a power or
+thermal clock limit active (scripts/gpu_clock_monitor.py; "-" without nvidia-smi). On an H200 the
+FP64-heavy rows run under its 700 W cap at 1400-1750 MHz (docs/benchmarks.md, session 20).
 Usage: perf_table.py [--acts all|'a;b(k=v, ...)'] [--dtypes f32,f16,bf16,f64] [--directions forward,backward]
                      [--shape 4096x393216] [--repeat 15] [--warmup 3]
 """
 import argparse
 import math
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
 
 import kplay
+from gpu_clock_monitor import ClockMonitor
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
 EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f64": 2.0 ** -52}
@@ -89,7 +95,10 @@ def main():
     fns = {act: torch_fn(act) for act in acts}  # unknown names fail here, before any timing
     shape = tuple(int(v) for v in a.shape.split("x"))
     print("device: %s, torch %s, kplay %s" % (torch.cuda.get_device_name(), torch.__version__, kplay.__version__))
-    print("ACT\tDIR\tDTYPE\tKPLAY_%\tTORCH_%\tWINS\tKPLAY_MS\tTORCH_MS\tCOPY_MS\tDIFF_TORCH_ULP", flush=True)
+    print("ACT\tDIR\tDTYPE\tKPLAY_%\tTORCH_%\tWINS\tKPLAY_MS\tTORCH_MS\tCOPY_MS\tDIFF_TORCH_ULP"
+          "\tSM_MHZ\tSM_MHZ_MIN\tPOWER_W\tCAPPED_%", flush=True)
+    uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
+    monitor = ClockMonitor("GPU-%s" % uuid if uuid is not None else torch.cuda.current_device())
     for dname in a.dtypes.split(","):
         dt = DT[dname]
         g = torch.Generator(device="cuda").manual_seed(1)
@@ -113,7 +122,9 @@ def main():
                         scale = 1.5
                     kfn()
                     torch.cuda.synchronize()
+                    t0 = time.monotonic()
                     kt, tt, ct = interleaved_ms([kfn, tfn, lambda: out.copy_(x)], a.warmup, a.repeat)
+                    clocks = monitor.summary(t0, time.monotonic())
                     k_ms, t_ms, c_ms = median(kt), median(tt), median(ct)
                     wins = sum(1 for k, t in zip(kt, tt) if k < t)
                     kfn()  # out held the copy
@@ -122,9 +133,10 @@ def main():
                     rr = ref.reshape(-1)[: 1 << 20].double()
                     both = torch.isfinite(kk) & torch.isfinite(rr)
                     ulp = ((kk - rr).abs()[both] / (rr.abs()[both].clamp_min(torch.finfo(dt).tiny) * EPS[dname])).max().item()
-                    print("%s\t%s\t%s\t%.1f\t%.1f\t%d/%d\t%.4f\t%.4f\t%.4f\t%.3g" % (
+                    clock_cols = "%d\t%d\t%.0f\t%.0f" % (clocks[0], clocks[1], clocks[2], 100 * clocks[3]) if clocks else "-\t-\t-\t-"
+                    print("%s\t%s\t%s\t%.1f\t%.1f\t%d/%d\t%.4f\t%.4f\t%.4f\t%.3g\t%s" % (
                         act, direction, dname, 100 * scale * c_ms / k_ms, 100 * scale * c_ms / t_ms, wins, a.repeat,
-                        k_ms, t_ms, c_ms, ulp), flush=True)
+                        k_ms, t_ms, c_ms, ulp, clock_cols), flush=True)
                 except Exception as e:  # keep going: one failing case must not hide the table
                     print("%s\t%s\t%s\tERROR %s" % (act, direction, dname, str(e).splitlines()[0][:160]), flush=True)
                 y = xr = ref = None
@@ -132,6 +144,7 @@ def main():
             del grad
         del x, out
         torch.cuda.empty_cache()
+    monitor.close()
 
 
 if __name__ == "__main__":
