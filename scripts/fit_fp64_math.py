@@ -114,14 +114,22 @@ def tail_scale(v):
     return min(1.0, float(abs(v)) / 2.0**-126)
 
 
-def gelu_r():
-    # Phi(-a) = exp(-a^2/2) R(a), R(a) = erfcx(a / sqrt 2) / 2, for a = |x| in [0, 14.5] (beyond,
-    # gelu rounds to 0; x >= 6 rounds to x): R = N(a) / D(a), degrees 4 / 5 (the 1/a tail).
+def gelu_float():
+    # kp_precise_gelu (precise_math.h), float alone: Phi(-a) = exp(-a^2/2) / S(a), S(a) = 1 / R(a) =
+    # 2 + S2PF a + a F(a), S2PF = sqrt(2 pi) rounded to float (so the kernel's constant is exact),
+    # F = N / D, degrees 3 / 4; F's relative error counts in S by a F / S (its share), the weight here.
+    # exp(-a^2/2) = 2^-n 2^g: 2^g - 1 = g P(g), |g| <= 1/2, degree 5 (absolute in 2^g, i.e. rel).
+    s2pf = mp.mpf(float(np.float32(float(mp.sqrt(2 * mp.pi)))))
     r = lambda a: mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
-    sc = lambda a: tail_scale(a * mp.erfc(a / mp.sqrt(2)) / 2)
-    num, den, e = rational_fit(r, sc, 0.0, 14.5, 4, 5)
-    show("gelu: R = N / D, N(a), a in [0, 14.5], degree 4", num, e)
-    show("gelu: D(a), degree 5, D(0) = 1", den, e)
+    f = lambda a: (1 / r(a) - s2pf * a - 2) / a if a > 1e-6 else -(s2pf - 4 / mp.sqrt(2 * mp.pi))
+    w = lambda a: float(abs(a * f(mp.mpf(a))) * r(mp.mpf(a))) + 1e-30
+    num, den, e = rational_fit(f, w, 0.0, 14.5, 3, 4)
+    show("gelu (float): F = N / D, N(a), a in [0, 14.5], degree 3, error weighted by a F / S", num, e)
+    show("gelu (float): D(a), degree 4, D(0) = 1", den, e)
+    h = 0.5 + 2.0**-9
+    p2 = lambda g: (mp.power(2, g) - 1) / g if g != 0 else mp.log(2)
+    c, e = fit(p2, lambda g: mp.power(2, g) / abs(g) if g != 0 else mp.mpf(1e30), -h, h, 5, iters=60)
+    show("gelu (float): 2^g - 1 = g P(g), |g| <= 1/2, degree 5 (the kernel rounds each to float)", c, e)
 
 
 def gelu_root():
@@ -145,7 +153,7 @@ GELU_E_DEGREE = 6
 
 if __name__ == "__main__":
     gelu_exp()
-    gelu_r()
+    gelu_float()
     gelu_root()
 
 

@@ -38,12 +38,10 @@ KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
 KP_FN KP_C kp_act_forward(KP_C x) {
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
   return kp_d_gelu_tanh(x);  /* in double, one rounding (templates/common/fp64_math.h) */
-#elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
-  return kp_d_gelu(x);
 #elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh(x);  /* float-float 2u and sigmoid (precise_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
-  return kp_precise_gelu(x);  /* float-float erf / erfc (precise_math.h) */
+  return kp_precise_gelu(x);  /* float alone, on every device (precise_math.h) */
 #elif KP_P_APPROXIMATE_TANH
   KP_C s, sm;
   kp_gelu_sig2u(x, &s, &sm);

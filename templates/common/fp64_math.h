@@ -210,31 +210,9 @@ KP_FN double kp_d_mul_div(double e, double num, double den) {
   return fma(q, r, q);
 }
 
-/* GELU (approximate='none'), x Phi(x), from Phi(-a) = exp(-a^2/2) R(a) for a = |x| (a^2 is exact
- * in double): x Phi(-a) for x < 0 and x - x Phi(-a) for x > 0 (no cancellation: Phi(-a) <= 1/2).
- * R(a) = erfcx(a / sqrt 2) / 2 = N(a) / D(a), degrees 4 / 5, rel 2^-27.6 on [0, 14.5] (weighted
- * by the float result's subnormal ulp in the tail). Outside (-15, 6) gelu rounds to -0 or x and
- * is selected in float (NaN: x carries it; -inf: NaN, as torch's -inf * 0), so a needs no clamp. */
-KP_D_TABLE kp_d_gelu_n_c[5] = {0x1.00000014b3c13p-1, 0x1.bdc46bfd361c6p-2, 0x1.72c375277ae35p-3, 0x1.46cf01cd3f594p-5,
-                               0x1.0697bcd05d680p-8};
-KP_D_TABLE kp_d_gelu_d_c[6] = {0x1.0000000000000p+0, 0x1.ab246576ce854p+0, 0x1.317fff2a0ab44p+0, 0x1.dacbcd2db93e0p-2,
-                               0x1.999feab32493cp-4, 0x1.491b3a93b3af8p-7};
-KP_FN float kp_d_gelu(float x) {
-  const double xd = x;
-  const double a = fabs(xd);
-  int scale_hi;
-  const double e = kp_d_exp_neg_half(a * a, &scale_hi); /* exp(-a^2/2) 2^-n */
-  double num, den;
-  KP_D_HORNER(num, kp_d_gelu_n_c, 5, a);
-  KP_D_HORNER(den, kp_d_gelu_d_c, 6, a);
-  const double q = kp_d_scale(kp_d_mul_div(e, num, den), scale_hi); /* Phi(-a): 2^n added to the exponent */
-  const double y = fma(-a, q, x < 0.0f ? 0.0 : xd);
-  return x > -15.0f && x < 6.0f ? (float)y : (x > 0.0f ? x : x * 0.0f);
-}
-
 /* gelu'(x) = Phi(x) + x phi(x): exp(-a^2/2) G(a) for x = -a < 0, 1 - exp(-a^2/2) G(a) for x >= 0,
- * G(a) = R(a) - a / sqrt(2 pi). G vanishes at A0 = 0.7518 (gelu's minimum): G = t K(a) with
- * t = a - A0 (a - A0hi exact by Sterbenz) and K = M(a) / D(a), degrees 5 / 5, smooth through A0,
+ * G(a) = R(a) - a / sqrt(2 pi), R(a) = Phi(-a) exp(a^2/2) = erfcx(a / sqrt 2) / 2. G vanishes at
+ * A0 = 0.7518 (gelu's minimum): G = t K(a) with t = a - A0 (a - A0hi exact by Sterbenz) and K = M(a) / D(a), degrees 5 / 5, smooth through A0,
  * rel 2^-33.5 on [0, 14.5]: relative precision at the root, no window. Outside (-15, 7) the
  * derivative rounds to 0 or 1; at +-inf NaN (0 * inf), as torch's formula. */
 #define KP_D_GELU_A0_HI 0x1.80ead197f00b4p-1

@@ -145,7 +145,7 @@ KP_FN float kp_precise_gelu_grad(float g, float x) {
   float tl;
   float th = kp_fast_two_sum(neg ? 0.0f : 1.0f, neg ? 0.5f * qh : -0.5f * qh, &tl);
   tl += neg ? 0.5f * ql : -0.5f * ql;
-  /* |a| < 0.5: Phi = (1 + erf(a)) / 2, erf(a) = a (2/sqrt(pi) + a^2 R(a^2)) as in kp_precise_gelu
+  /* |a| < 0.5: Phi = (1 + erf(a)) / 2, erf(a) = a (2/sqrt(pi) + a^2 R(a^2)) (kp_pm_erf_small_ff)
    * (erfc's fit is weakest there) */
   float erl;
   float erh = kp_pm_erf_small_ff(sh, sl, &erl);

@@ -15,7 +15,8 @@
  *
  * Float-float values: hi + lo with |lo| <= ~ulp(hi), an unevaluated sum carrying ~48 bits.
  * "rel 2^-N" below: max relative error of hi + lo, measured by tools/numerics (its README has
- * the sweeps; every kp_precise_* function is within 1.2 ulp there, most within 0.8).
+ * the sweeps; every kp_precise_* function is within 1.2 ulp there, most within 0.8, except
+ * kp_precise_gelu, float alone: 3.21).
  * Needs IEEE compilation: not --use_fast_math / -cl-fast-relaxed-math (reassociation destroys
  * the float-float error terms). fma contraction is harmless. Instruction counts (sm_90 SASS per
  * element): tools/numerics/count_instructions.sh. */
@@ -393,30 +394,13 @@ KP_FN float kp_pm_erfc_g(float ah, float al, float* lo) {
   return g0;
 }
 
-/* erfc(a) * 2^bias for a = ah + al in [0, 15] as hi + *lo: erfc(a) = e^(-a^2) G(a). */
-KP_FN float kp_pm_erfc_ff(float ah, float al, int bias, float* lo) {
-  float g1;
-  float g0 = kp_pm_erfc_g(ah, al, &g1);
-  /* e^(-a^2) 2^bias, a^2 as a float-float */
-  float a2h = ah * ah;
-  float a2l = KP_FMAF(ah, ah, -a2h) + 2.0f * ah * al;
-  float el;
-  float eh = kp_pm_exp_scaled(-a2h, -a2l, 1, bias, &el);
-  float hi = eh * g0;
-  *lo = KP_FMAF(eh, g0, -hi) + KP_FMAF(eh, g1, el * g0);
-  return hi;
-}
-
-/* gelu (exact): 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2).
- *   |x| / sqrt 2 < 0.5: 1 + erf(a), erf(a) = a (2/sqrt(pi) + a^2 R(a^2)) (no cancellation there);
- *   x < 0 beyond: erfc(|x| / sqrt 2) directly, at 2^64 scale (relative accuracy in the tail);
- *   x > 0 beyond: 2 - erfc(x / sqrt 2); x > 10: x.   gelu(-inf) = NaN as in torch. */
+/* 1 / sqrt 2 and 2 / sqrt(pi) as float-floats, for gelu's derivative (precise_grad.h). */
 #define KP_PM_SQRT1_2_HI 0x1.6a09e6p-1f
 #define KP_PM_SQRT1_2_LO 0x1.9fcef4p-27f
 #define KP_PM_2_SQRTPI_HI 0x1.20dd76p+0f
 #define KP_PM_2_SQRTPI_LO -0x1.f7ac92p-25f
 /* erf(a) for |a| < 0.5, a = sh + sl, as hi + *lo: a (2/sqrt(pi) + a^2 R(a^2)), R a degree-4 fit.
- * Shared by gelu and its derivative (precise_grad.h), where erfc's fit is weakest. */
+ * For gelu's derivative (precise_grad.h), where erfc's fit is weakest. */
 KP_FN float kp_pm_erf_small_ff(float sh, float sl, float* lo) {
   float w = sh * sh;
   float r = -0.000780204311f;
@@ -430,32 +414,53 @@ KP_FN float kp_pm_erf_small_ff(float sh, float sl, float* lo) {
   return eh;
 }
 
+/* gelu (exact): x Phi(x), in float alone: 36 SASS instructions per element, 2 of them MUFU.RCP,
+ * where the float-float erfc took 143 and the double path (fp64_math.h) 40 with 24 FP64, which an
+ * H200 could not issue at its memory rate under its power cap (session 21). Within 4 ulp, not 1:
+ * 3.21 ulp at most over every float on the host and PoCL, 3.25 on an H200 (its MUFU.RCP).
+ *   y = |x|, Phi(-y) = exp(-y^2/2) / S(y), S(y) = 2 + sqrt(2 pi) y + y F(y), F = N(y) / D(y)
+ *   (degrees 3 / 4): near 0 S is 2 + O(y) and at large y sqrt(2 pi) y, so F's roundings weigh
+ *   little in S either way (a rational for 1/S itself lost 4 ulp in its Horner sums at y = 10).
+ *   exp(-y^2/2) = 2^-n (1 + q): y^2 exact as zh + zl, log2(e)/2 as two floats, and n rounded by
+ *   the fma that forms the product, so g = n - y^2 log2(e)/2 keeps 2^-26 absolute up to y = 14.5
+ *   (float alone would lose 7 bits there); q = 2^g - 1 of degree 6 (rel 2^-28.9).
+ *   gelu = x - y Phi(-y) for x >= 0, x Phi(-y) for x < 0, carried at 2^26 scale to the last fma
+ *   so that results down to 2^-149 round once. Coefficients: scripts/fit_fp64_math.py. */
 KP_FN float kp_precise_gelu(float x) {
-  float hx = 0.5f * x;
-  float sh = x * KP_PM_SQRT1_2_HI; /* a = x / sqrt 2, signed, as a float-float */
-  float sl = KP_FMAF(x, KP_PM_SQRT1_2_HI, -sh) + x * KP_PM_SQRT1_2_LO;
-  /* near 0: erf(a) = eh + el */
-  float el;
-  float eh = kp_pm_erf_small_ff(sh, sl, &el);
-  float near = hx + KP_FMAF(hx, eh, hx * el);
-  /* elsewhere: erfc(|a|) (2^64 scaled when x < 0) */
-  int neg = x < 0.0f;
-  float ah = KP_FABSF(sh);
-  float al = neg ? -sl : sl;
-  int far = ah > 15.0f; /* erfc(15) 2^64 < 2^-150; also infinities, whose al is NaN */
-  ah = far ? 15.0f : ah;
-  al = far ? 0.0f : al;
-  float ql;
-  float qh = kp_pm_erfc_ff(ah, al, neg ? 64 : 0, &ql);
-  float fl;
-  float fh = kp_fast_two_sum(2.0f, -qh, &fl);
-  fl -= ql;
-  float gh = neg ? qh : fh;
-  float gl = neg ? ql : fl;
-  float y = KP_FMAF(hx, gh, hx * gl) * (neg ? 0x1p-64f : 1.0f);
-  y = ah < 0.5f ? near : y;
-  /* x > 10: 0.5 x erfc(-x / sqrt 2) rounds to x (also +inf); zeros keep their sign */
-  return (x > 10.0f || x == 0.0f) ? x : y;
+  const float ax = KP_FABSF(x);
+  const float y = ax > 14.5f ? 14.5f : ax; /* beyond, gelu rounds to -0 (x < 0) or x; inf: see the end */
+  const float zh = y * y;
+  const float zl = KP_FMAF(y, y, -zh);                      /* y^2 = zh + zl */
+  const float m = KP_FMAF(zh, 0x1.715476p-1f, KP_PM_SHIFT); /* n = y^2 log2(e) / 2, rounded */
+  float g = KP_FMAF(zh, -0x1.715476p-1f, m - KP_PM_SHIFT);  /* exact product, one rounding */
+  g = KP_FMAF(zl, -0x1.715476p-1f, g);
+  g = KP_FMAF(zh, -0x1.4ae0cp-27f, g); /* exp(-y^2/2) = 2^-n 2^g, |g| <= 1/2 */
+  const int n = KP_AS_INT(m) - KP_AS_INT(KP_PM_SHIFT);
+  float p = 0x1.41f98cp-13f;
+  p = KP_FMAF(p, g, 0x1.5f41b6p-10f);
+  p = KP_FMAF(p, g, 0x1.3b2d58p-7f);
+  p = KP_FMAF(p, g, 0x1.c6aee2p-5f);
+  p = KP_FMAF(p, g, 0x1.ebfbdcp-3f);
+  p = KP_FMAF(p, g, 0x1.62e43p-1f);
+  const float q = p * g;
+  float fn = -0x1.3b9496p-6f;
+  fn = KP_FMAF(fn, y, -0x1.41c15cp-3f);
+  fn = KP_FMAF(fn, y, -0x1.1df23cp-1f);
+  fn = KP_FMAF(fn, y, -0x1.d25bfp-1f);
+  float fd = 0x1.3b9ee6p-7f;
+  fd = KP_FMAF(fd, y, 0x1.72f92p-4f);
+  fd = KP_FMAF(fd, y, 0x1.934878p-2f);
+  fd = KP_FMAF(fd, y, 0x1.d38298p-1f);
+  fd = KP_FMAF(fd, y, 1.0f);
+  const float f = fn * KP_RCP_APPROXF(fd);
+  const float s = KP_FMAF(0x1.40d932p+1f, y, KP_FMAF(y, f, 2.0f)); /* S(y), in [2, 38.4] */
+  const float r = KP_RCP_APPROXF(s);
+  const float v0 = y * r;
+  const float v = KP_FMAF(KP_FMAF(-v0, s, y), r, v0); /* y / S */
+  const float u = v * KP_AS_FLOAT(0xbf800000 + ((26 - n) << 23)); /* -y R 2^(26-n), n <= 152 */
+  const float w = KP_FMAF(u, q, u);                                 /* -y Phi(-y) 2^26 */
+  /* x < 0: x Phi(x), with -inf * 0 = NaN as torch's formula; x >= 0 or NaN: x - y Phi(-y) */
+  return KP_FMAF(w, 0x1p-26f, x < 0.0f ? x * 0.0f : x);
 }
 
 /* ---- Precise float32 derivatives (backward helpers; the snippet multiplies by the gradient) --- */

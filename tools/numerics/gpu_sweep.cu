@@ -3,7 +3,8 @@
 // of float). Build and run (needs a GPU):
 //   nvcc -O3 -arch=native -std=c++17 -I tools/numerics -I templates/common \
 //        tools/numerics/gpu_sweep.cu -o gpu_sweep && ./gpu_sweep [name ...]
-// Prints per function what kplay_numerics prints; exit status 1 if any function exceeds 2 ulp
+// Prints per function what kplay_numerics prints; exit status 1 if any function exceeds its bound
+// (2 ulp; gelu 4)
 // or mishandles a special value. Same conventions as numerics.cpp (see README.md).
 #include <cstdio>
 #include <cstring>
@@ -122,7 +123,7 @@ __global__ void sweep(unsigned long long base, Stats* st) {
 }
 
 template <float (*F)(float), double (*R)(float), bool NormalOnly = false>
-bool run(const char* name, int argc, char** argv) {
+bool run(const char* name, int argc, char** argv, float bound = 2) {
   bool wanted = argc < 2;
   for (int i = 1; i < argc; ++i) wanted = wanted || std::strcmp(argv[i], name) == 0;
   if (!wanted) return true;
@@ -145,7 +146,7 @@ bool run(const char* name, int argc, char** argv) {
   std::printf("%-18s max %8.4f ulp at x=%-15.9g (%a) | >0.5:%llu >1:%llu >2:%llu nan:%llu inf:%llu -0:%llu\n",
               name, err, x, x, st->over_half, st->over_one, st->over_two, st->nan_bad, st->inf_bad,
               st->zero_bad);
-  bool ok = st->over_two == 0 && st->nan_bad == 0 && st->inf_bad == 0 && st->zero_bad == 0;
+  bool ok = err <= bound && st->nan_bad == 0 && st->inf_bad == 0 && st->zero_bad == 0;
   cudaFree(st);
   return ok;
 }
@@ -164,7 +165,7 @@ int main(int argc, char** argv) {
   ok &= run<kp_precise_logsigmoid, ref_logsigmoid>("logsigmoid", argc, argv);
   ok &= run<kp_precise_mish, ref_mish>("mish", argc, argv);
   ok &= run<kp_precise_gelu_tanh, ref_gelu_tanh>("gelu_tanh", argc, argv);
-  ok &= run<kp_precise_gelu, ref_gelu>("gelu", argc, argv);
+  ok &= run<kp_precise_gelu, ref_gelu>("gelu", argc, argv, 4);  // float alone: held to 4 ulp
   ok &= run<kp_precise_sigmoid_grad, ref_sigmoid_grad>("sigmoid_grad", argc, argv);
   ok &= run<kp_precise_tanh_grad, ref_tanh_grad>("tanh_grad", argc, argv);
   ok &= run<kp_precise_silu_derivative, ref_silu_grad>("silu_grad", argc, argv);
