@@ -152,10 +152,10 @@ TEST_CASE("default model: a problem smaller than one wave gets fewer vectors per
   CHECK(small.per_thread == 1);  // 2^20 elements / 4 per vector < 132 x 2048 threads
 }
 
-TEST_CASE("default model: float32 gelu (erf) forward takes 8 vectors per thread on fast memory") {
-  CHECK(model(spec("gelu"), kH200).per_thread == 8);
-  CHECK(model(spec("gelu"), kH100).per_thread == 4);  // 25 GB/s per SM: 4 was better there
+TEST_CASE("default model: float32 gelu forward takes 4 vectors per thread in blocks of 64") {
   for (const auto& dev : {kH100, kH200}) {
+    CHECK(model(spec("gelu"), dev).per_thread == 4);  // H200: 99.9 % of copy, 97.0 at 8 (session 21)
+    CHECK(model(spec("gelu"), dev).block == 64);
     CHECK(model(spec("gelu(approximate=tanh)"), dev).per_thread == 4);
     CHECK(model(spec("logsigmoid"), dev).per_thread == 4);
     CHECK(model(spec("gelu", Dtype::f32, Direction::backward), dev).per_thread < 8);

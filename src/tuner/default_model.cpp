@@ -108,17 +108,10 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     c = more;
   }
   // float-float float32 math is latency-heavy: more independent elements per thread hide it. SELU
-  // on the H100 with 4 vectors per thread: 99.5 % of copy; with the model's 2: 90.6 %.
+  // on the H100 with 4 vectors per thread: 99.5 % of copy; with the model's 2: 90.6 %. float32 gelu
+  // forward too, now that its math is float alone: on the H200 99.9 % of copy at 4 against 97.0 at
+  // the 8 its double path had needed (docs/benchmarks.md, sessions 11 and 21).
   if (dtype_size(spec.dtype) == 4 && activation_cost(spec) >= 4 && c.per_thread < 4) c.per_thread = 4;
-  // float32 gelu (erf) forward is bound by its ~24 FP64 operations per element where memory is
-  // fast: 8 vectors per thread (128 bytes) overlap more of them. Same process as torch, on the
-  // H200 (36 GB/s per SM) 88.5-89.0 % of copy at 8 against 84.7-85.9 at 4 (blocks 64-256); on the
-  // H100 (25 GB/s per SM) 99.6-99.7 at 8 against 99.9 at 4, hence the threshold between them;
-  // logsigmoid at 8 lost 2 points on the H200, so the rule is gelu's own (docs/benchmarks.md,
-  // session 11).
-  if (spec.dtype == Dtype::f32 && spec.direction == Direction::forward && d.bandwidth_gbps / d.sms > 30 &&
-      resolve_activation(spec.activation).canonical == "gelu")
-    c.per_thread = std::max(c.per_thread, 8);
   // The cheapest 16-bit math (cost 1: relu, leaky_relu, hardtanh, threshold...) takes one vector
   // per thread in blocks of 128: on the H200 (36 GB/s per SM) 101.2-101.4 % of copy, where the
   // Little's-law answer (4 vectors, block 64) gave 100.0 % and lost to torch by up to a point; on
