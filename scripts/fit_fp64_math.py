@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Coefficients of templates/common/fp64_math.h: the float32 activations evaluated in double on
-devices with fast FP64. Each polynomial is fitted by weighted least squares on Chebyshev nodes
+devices with fast FP64; and of kp_precise_gelu (precise_math.h, float alone), which needs this
+script's rational fit. Each polynomial is fitted by weighted least squares on Chebyshev nodes
 with Lawson reweighting (near-minimax) against mpmath at 40 digits, for relative error; the
 script prints each fit's measured max error (log2) on a fine grid, then the C constants.
 Usage: python3 scripts/fit_fp64_math.py   (needs numpy, mpmath)"""

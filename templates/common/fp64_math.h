@@ -212,9 +212,10 @@ KP_FN double kp_d_mul_div(double e, double num, double den) {
 
 /* gelu'(x) = Phi(x) + x phi(x): exp(-a^2/2) G(a) for x = -a < 0, 1 - exp(-a^2/2) G(a) for x >= 0,
  * G(a) = R(a) - a / sqrt(2 pi), R(a) = Phi(-a) exp(a^2/2) = erfcx(a / sqrt 2) / 2. G vanishes at
- * A0 = 0.7518 (gelu's minimum): G = t K(a) with t = a - A0 (a - A0hi exact by Sterbenz) and K = M(a) / D(a), degrees 5 / 5, smooth through A0,
- * rel 2^-33.5 on [0, 14.5]: relative precision at the root, no window. Outside (-15, 7) the
- * derivative rounds to 0 or 1; at +-inf NaN (0 * inf), as torch's formula. */
+ * A0 = 0.7518 (gelu's minimum): G = t K(a) with t = a - A0 (a - A0hi exact by Sterbenz) and
+ * K = M(a) / D(a), degrees 5 / 5, smooth through A0, rel 2^-33.5 on [0, 14.5]: relative precision
+ * at the root, no window. Outside (-15, 7) the derivative rounds to 0 or 1; at +-inf NaN
+ * (0 * inf), as torch's formula. */
 #define KP_D_GELU_A0_HI 0x1.80ead197f00b4p-1
 #define KP_D_GELU_A0_LO -0x1.13e74c58cada8p-56
 KP_D_TABLE kp_d_gelu_m_c[6] = {-0x1.54851a5d39ebep-1, -0x1.b7bc95c4707c9p-1, -0x1.03ae1fdc62418p-1, -0x1.53486a52eab4ep-3,
