@@ -47,14 +47,11 @@ def expm1_poly():
 
 
 def exp_polys():
-    # e^r on |r| <= ln2/2 (kp_d_exp) and 2^r on |r| <= 1/2 (gelu(tanh)'s base-2 reduction), as
-    # direct polynomials: e^x needs no relative precision near 0, so not the expm1 form.
+    # e^r on |r| <= ln2/2 (kp_d_exp) as a direct polynomial: e^x needs no relative precision near
+    # 0, so not the expm1 form. (gelu(tanh)'s 2^r is MUFU.EX2 since session 22.)
     h = float(mp.log(2) / 2) + 1e-3
     c, e = fit(mp.exp, mp.exp, -h, h, 6, iters=60)
     show("exp: E(r) = e^r, |r| <= ln2/2", c, e)
-    f2 = lambda r: mp.power(2, r)
-    c, e = fit(f2, f2, -0.5 - 1e-3, 0.5 + 1e-3, 6, iters=60)
-    show("exp2: 2^r, |r| <= 1/2", c, e)
 
 
 def silu_root():
@@ -119,7 +116,7 @@ def gelu_float():
     # kp_precise_gelu (precise_math.h), float alone: Phi(-a) = exp(-a^2/2) / S(a), S(a) = 1 / R(a) =
     # 2 + S2PF a + a F(a), S2PF = sqrt(2 pi) rounded to float (so the kernel's constant is exact),
     # F = N / D, degrees 3 / 4; F's relative error counts in S by a F / S (its share), the weight here.
-    # exp(-a^2/2) = 2^-n 2^g: 2^g - 1 = g P(g), |g| <= 1/2, degree 5 (absolute in 2^g, i.e. rel).
+    # exp(-a^2/2) = 2^-n 2^g with 2^g from the hardware (MUFU.EX2) since session 22: no fit.
     s2pf = mp.mpf(float(np.float32(float(mp.sqrt(2 * mp.pi)))))
     r = lambda a: mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
     f = lambda a: (1 / r(a) - s2pf * a - 2) / a if a > 1e-6 else -(s2pf - 4 / mp.sqrt(2 * mp.pi))
@@ -127,10 +124,6 @@ def gelu_float():
     num, den, e = rational_fit(f, w, 0.0, 14.5, 3, 4)
     show("gelu (float): F = N / D, N(a), a in [0, 14.5], degree 3, error weighted by a F / S", num, e)
     show("gelu (float): D(a), degree 4, D(0) = 1", den, e)
-    h = 0.5 + 2.0**-9
-    p2 = lambda g: (mp.power(2, g) - 1) / g if g != 0 else mp.log(2)
-    c, e = fit(p2, lambda g: mp.power(2, g) / abs(g) if g != 0 else mp.mpf(1e30), -h, h, 5, iters=60)
-    show("gelu (float): 2^g - 1 = g P(g), |g| <= 1/2, degree 5 (the kernel rounds each to float)", c, e)
 
 
 def gelu_root():

@@ -117,9 +117,9 @@ TEST_CASE("the bounds per activation, dtype and direction, as the tests and docs
   s.activation = "selu";
   CHECK(ulp_bound(s) == 1.0);  // SELU, ELU and CELU: one ulp in float32
   s.activation = "gelu";
-  CHECK(ulp_bound(s) == 4.0);  // float alone (precise_math.h): 3.25 measured
+  CHECK(ulp_bound(s) == 5.0);  // float alone, 2^g in hardware (precise_math.h): 4.33 measured
   s.activation = "gelu(approximate=tanh)";
-  CHECK(ulp_bound(s) == 2.0);
+  CHECK(ulp_bound(s) == 3.0);  // exponent in double, quotient in float: 2.65 measured
   s.direction = Direction::backward;
   s.activation = "gelu";
   CHECK(ulp_bound(s) == 2.0);

@@ -37,7 +37,7 @@ KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
 
 KP_FN KP_C kp_act_forward(KP_C x) {
 #if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
-  return kp_d_gelu_tanh(x);  /* in double, one rounding (templates/common/fp64_math.h) */
+  return kp_d_gelu_tanh(x);  /* exponent in double, quotient in float (templates/common/fp64_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh(x);  /* float-float 2u and sigmoid (precise_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH

@@ -1,7 +1,8 @@
 /* Precise float32 building blocks, shared by every backend and by the host harness
  * (tools/numerics). Written only with +, -, *, fma, comparisons, selects and bit casts, so every
  * backend (and the host, compiled with -ffp-contract=off) performs the same IEEE operations and
- * gets the same bits; no float64 and no library transcendental is used.
+ * gets the same bits; no float64 and no library transcendental is used, except gelu's one 2^g
+ * (KP_EX2_APPROXF, hardware on a GPU), whose last bits differ between backends.
  *
  * The prelude must define:
  *   KP_FN              function qualifiers
@@ -12,11 +13,13 @@
  *   KP_RCP_APPROXF(x)  1/x to within ~2 ulp, for normal x in [2^-126, 2^126] (CUDA:
  *                      asm rcp.approx.ftz.f32 or __frcp_rn; OpenCL: 1.0f / x). Every use is
  *                      followed by an fma residual correction, so its last bit does not matter.
+ *   KP_EX2_APPROXF(x)  2^x for |x| <= 1/2 to within ~1 ulp (CUDA: ex2.approx.ftz.f32, MUFU.EX2;
+ *                      OpenCL: exp2). Used by kp_precise_gelu alone, whose bound includes it.
  *
  * Float-float values: hi + lo with |lo| <= ~ulp(hi), an unevaluated sum carrying ~48 bits.
  * "rel 2^-N" below: max relative error of hi + lo, measured by tools/numerics (its README has
  * the sweeps; every kp_precise_* function is within 1.2 ulp there, most within 0.8, except
- * kp_precise_gelu, float alone: 3.21).
+ * kp_precise_gelu, float alone: 3.05 on the host, 4.33 on an H200).
  * Needs IEEE compilation: not --use_fast_math / -cl-fast-relaxed-math (reassociation destroys
  * the float-float error terms). fma contraction is harmless. Instruction counts (sm_90 SASS per
  * element): tools/numerics/count_instructions.sh. */
@@ -414,16 +417,17 @@ KP_FN float kp_pm_erf_small_ff(float sh, float sl, float* lo) {
   return eh;
 }
 
-/* gelu (exact): x Phi(x), in float alone: 36 SASS instructions per element, 2 of them MUFU.RCP,
- * where the float-float erfc took 143 and the double path (fp64_math.h) 40 with 24 FP64, which an
- * H200 could not issue at its memory rate under its power cap (session 21). Within 4 ulp, not 1:
- * 3.21 ulp at most over every float on the host and PoCL, 3.25 on an H200 (its MUFU.RCP).
+/* gelu (exact): x Phi(x), in float alone: 31 SASS instructions per element, 2 MUFU.RCP and one
+ * MUFU.EX2, where the float-float erfc took 143 and the double path (fp64_math.h) 40 with 24 FP64,
+ * which an H200 could not issue at its memory rate under its power cap (session 21; 36 with a
+ * polynomial 2^g until session 22). Within 5 ulp, not 1: 3.45 at most over every float on PoCL
+ * (its exp2), 4.33 on an H200 (MUFU.EX2 and MUFU.RCP).
  *   y = |x|, Phi(-y) = exp(-y^2/2) / S(y), S(y) = 2 + sqrt(2 pi) y + y F(y), F = N(y) / D(y)
  *   (degrees 3 / 4): near 0 S is 2 + O(y) and at large y sqrt(2 pi) y, so F's roundings weigh
  *   little in S either way (a rational for 1/S itself lost 4 ulp in its Horner sums at y = 10).
- *   exp(-y^2/2) = 2^-n (1 + q): y^2 exact as zh + zl, log2(e)/2 as two floats, and n rounded by
- *   the fma that forms the product, so g = n - y^2 log2(e)/2 keeps 2^-26 absolute up to y = 14.5
- *   (float alone would lose 7 bits there); q = 2^g - 1 of degree 6 (rel 2^-28.9).
+ *   exp(-y^2/2) = 2^-n 2^g: y^2 exact as zh + zl, log2(e)/2 as two floats, and n rounded by the
+ *   fma that forms the product, so g = n - y^2 log2(e)/2 keeps 2^-26 absolute up to y = 14.5
+ *   (float alone would lose 7 bits there); 2^g in hardware (KP_EX2_APPROXF), |g| <= 1/2.
  *   gelu = x - y Phi(-y) for x >= 0, x Phi(-y) for x < 0, carried at 2^26 scale to the last fma
  *   so that results down to 2^-149 round once. Coefficients: scripts/fit_fp64_math.py. */
 KP_FN float kp_precise_gelu(float x) {
@@ -436,13 +440,7 @@ KP_FN float kp_precise_gelu(float x) {
   g = KP_FMAF(zl, -0x1.715476p-1f, g);
   g = KP_FMAF(zh, -0x1.4ae0cp-27f, g); /* exp(-y^2/2) = 2^-n 2^g, |g| <= 1/2 */
   const int n = KP_AS_INT(m) - KP_AS_INT(KP_PM_SHIFT);
-  float p = 0x1.41f98cp-13f;
-  p = KP_FMAF(p, g, 0x1.5f41b6p-10f);
-  p = KP_FMAF(p, g, 0x1.3b2d58p-7f);
-  p = KP_FMAF(p, g, 0x1.c6aee2p-5f);
-  p = KP_FMAF(p, g, 0x1.ebfbdcp-3f);
-  p = KP_FMAF(p, g, 0x1.62e43p-1f);
-  const float q = p * g;
+  const float e = KP_EX2_APPROXF(g); /* 2^g */
   float fn = -0x1.3b9496p-6f;
   fn = KP_FMAF(fn, y, -0x1.41c15cp-3f);
   fn = KP_FMAF(fn, y, -0x1.1df23cp-1f);
@@ -458,7 +456,7 @@ KP_FN float kp_precise_gelu(float x) {
   const float v0 = y * r;
   const float v = KP_FMAF(KP_FMAF(-v0, s, y), r, v0); /* y / S */
   const float u = v * KP_AS_FLOAT(0xbf800000 + ((26 - n) << 23)); /* -y R 2^(26-n), n <= 152 */
-  const float w = KP_FMAF(u, q, u);                                 /* -y Phi(-y) 2^26 */
+  const float w = u * e;                                            /* -y Phi(-y) 2^26 */
   /* x < 0: x Phi(x), with -inf * 0 = NaN as torch's formula; x >= 0 or NaN: x - y Phi(-y) */
   return KP_FMAF(w, 0x1p-26f, x < 0.0f ? x * 0.0f : x);
 }

@@ -41,6 +41,7 @@ KP_FN float kp_hw_exp2f_ftz(float x) {
   return y;
 }
 #define KP_HW_EXP2F_FTZ(x) kp_hw_exp2f_ftz(x)
+#define KP_EX2_APPROXF(x) kp_hw_exp2f_ftz(x) /* precise_math.h: 2^x for |x| <= 1/2 */
 #define KP_HW_EXPF(x) kp_hw_expf(x)
 #define KP_HW_LOGF(x) kp_hw_logf(x)
 #define KP_HW_DIVF(a, b) kp_hw_divf(a, b)

@@ -14,6 +14,7 @@
 #define KP_RCP_APPROXF(x) (1.0f / (x))
 #define KP_HW_EXPF(x) native_exp(x)
 #define KP_HW_EXP2F_FTZ(x) native_exp2(x)
+#define KP_EX2_APPROXF(x) exp2(x) /* precise_math.h: not native_exp2, whose error is unspecified */
 #define KP_HW_LOGF(x) native_log(x)
 #define KP_HW_DIVF(a, b) native_divide(a, b)
 /* For templates/common/fp64_math.h (float32 kernels on a device with fast FP64): the words of a

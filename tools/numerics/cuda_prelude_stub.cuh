@@ -11,3 +11,9 @@ static __device__ __forceinline__ float kp_rcp_approx(float x) {
   return r;
 }
 #define KP_RCP_APPROXF(x) kp_rcp_approx(x)
+static __device__ __forceinline__ float kp_ex2_approx(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+#define KP_EX2_APPROXF(x) kp_ex2_approx(x)

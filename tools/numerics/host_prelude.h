@@ -32,4 +32,13 @@ static inline float kp_host_rcp(float x) {
   return n == 0 ? r : kp_host_as_float(kp_host_as_int(r) + n);
 }
 #define KP_RCP_APPROXF(x) kp_host_rcp(x)
+
+/* GPUs compute 2^x (|x| <= 1/2) in hardware to within about 2 ulp; --ex2-nudge moves the correctly
+ * rounded host value by that many ulps, so the sweep can show the bound with the GPU's error in. */
+extern int kp_host_ex2_nudge;
+static inline float kp_host_ex2(float x) {
+  float r = static_cast<float>(std::exp2(static_cast<double>(x)));
+  return kp_host_as_float(kp_host_as_int(r) + kp_host_ex2_nudge);
+}
+#define KP_EX2_APPROXF(x) kp_host_ex2(x)
 #endif
