@@ -21,9 +21,11 @@ fns=(copy exp_ff expm1_ff selu sigmoid silu tanh tanhshrink softplus softplus_b2
   echo '  float l; float h = kp_expm1_ff(x, &l); return fmaf(0x1.c212ccp+0f, h, fmaf(0x1.c212ccp+0f, l, 0x1.903c0cp-26f * h)); }'
   echo 'static __device__ __forceinline__ float f_softplus(float x) { return kp_precise_softplus(x, 1.0f, 20.0f); }'
   echo 'static __device__ __forceinline__ float f_softplus_b2(float x) { return kp_precise_softplus(x, 2.0f, 20.0f); }'
-  for f in sigmoid silu tanh tanhshrink logsigmoid mish gelu_tanh gelu sigmoid_grad tanh_grad silu_grad; do
+  for f in sigmoid silu tanh tanhshrink logsigmoid mish gelu_tanh gelu sigmoid_grad tanh_grad; do
     echo "static __device__ __forceinline__ float f_$f(float x) { return kp_precise_$f(x); }"
   done
+  # silu's one-argument derivative: kp_precise_silu_grad(g, x) is precise_grad.h's (no overloads in OpenCL C)
+  echo 'static __device__ __forceinline__ float f_silu_grad(float x) { return kp_precise_silu_derivative(x); }'
   # backward functions g * f'(x): g from a second input array, so the count includes its load
   for f in silu gelu gelu_tanh mish; do
     echo "static __device__ __forceinline__ float f_${f}_grad_g(float x, float g) { return kp_precise_${f}_grad(g, x); }"
