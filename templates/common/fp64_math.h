@@ -263,12 +263,13 @@ KP_FN float kp_d_gelu_tanh(float x) {
   const float e = es * 0x1p-64f;
   const float d = 1.0f + e;
   const float dl = (1.0f - d) + e; /* 1 + e = d + dl exactly */
-  const float ph = x >= 0.0f ? x : x * es;
-  const float pl = x >= 0.0f ? 0.0f : KP_FMAF(x, es, -ph); /* x or x e 2^64 = ph + pl */
+  const bool pos = x >= 0.0f;               /* x / (1 + e), else x e / (1 + e) */
+  const float ph = pos ? x : x * es;
+  const float pl = pos ? 0.0f : KP_FMAF(x, es, -ph); /* x or x e 2^64 = ph + pl */
   const float rd = KP_RCP_APPROXF(d);
   const float q0 = ph * rd;
   const float q = KP_FMAF(KP_FMAF(-d, q0, ph) + KP_FMAF(-dl, q0, pl), rd, q0);
-  const float y = x >= 0.0f ? q : q * 0x1p-64f;
+  const float y = pos ? q : q * 0x1p-64f;
   /* x itself at +-0 and beyond 20, where the residual would turn -0 into +0 and inf into NaN */
   return x < -20.0f ? x * 0.0f : (x == 0.0f || x > 20.0f ? x : y);
 }
