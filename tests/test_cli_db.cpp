@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_runner.hpp"
 #include "database/sqlite.hpp"
 #include "db_test_support.hpp"
@@ -207,5 +209,25 @@ TEST_SUITE("opencl") {
     r = test::run_cli("run" + db + act + " --repeat 1");
     CHECK(r.status == 0);
     CHECK(has(r, "tuned on this device"));
+  }
+
+  TEST_CASE("kplay autotune --device 0,0: one device opened twice splits a table and verifies the other's winners") {
+    // Two engines on one PoCL device have one fingerprint, as two identical GPUs do.
+    TempDir dir;
+    const std::string args = "autotune --backend opencl --device 0,0 --db " + dir.file("k.db") +
+                             " --act relu,selu --dtype f32 --n 2^12..2^13 --strategy random --budget 2 --repeat 3";
+    Result r = test::run_cli(args + " --no-resume");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(
+        has(r, "identical devices 0,1 shared the table: 4 of 4 winners tuned on one were verified on every other one"));
+    r = test::run_cli(args + " --json");  // resumed: the stored records, no second measurement
+    CHECK(r.status == 0);
+    const std::size_t json_start = r.output.find("\n[\n");  // after the progress lines (stderr)
+    REQUIRE(json_start != std::string::npos);
+    const auto rows = nlohmann::json::parse(r.output.substr(json_start));
+    REQUIRE(rows.size() == 4);
+    for (const auto& row : rows) CHECK(row.at("resumed").get<bool>());
+    CHECK(has(kplay_db("list --db " + dir.file("k.db")), "selu"));
   }
 }

@@ -1,8 +1,10 @@
-// Whole-table tuning without a device: injected per-device tune functions show which device ran
-// which job, that identical devices share the table and different ones each run it all, and that
-// a run killed partway resumes with only the missing jobs. Also the size-range syntax.
+// Whole-table tuning without a device: injected per-device tune and verify functions show which
+// device ran which job, that identical devices share the table and verify each other's winners,
+// that different ones each run it all, and that a run killed partway resumes with only the
+// missing jobs. Also the size-range syntax.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -19,13 +21,23 @@ struct Recorder {
   explicit Recorder(KernelDatabase* d) : db(d) {}
   KernelDatabase* db;
   std::mutex mutex;
-  std::map<std::string, int> runs;  // "fingerprint|spec|n" -> times tuned
-  std::atomic<int> left{1 << 30};   // jobs until a simulated kill
+  std::map<std::string, int> runs;                           // "fingerprint|spec|n" -> times tuned
+  std::map<std::string, std::vector<std::string>> verified;  // "spec|n" -> labels of devices that verified it
+  std::atomic<int> left{1 << 30};                            // jobs until a simulated kill
+  std::string fails_act;      // verification on a twin rejects this activation's winner ...
+  std::uint64_t fails_n = 0;  // ... at this n, whichever device tuned it
 
-  TableDevice device(const std::string& fp) {
+  TableDevice device(const std::string& fp, const std::string& label = "") {
     TableDevice d;
     d.fingerprint = fp;
-    d.label = fp;
+    d.label = label.empty() ? fp : label;
+    d.verify = [this, name = d.label](const TableJob& job, const KernelConfig& best, const TuneOptions&) {
+      std::lock_guard<std::mutex> lock(mutex);
+      verified[to_string(job.spec) + "|" + std::to_string(job.n)].push_back(name);
+      if (best.vec != 4) return std::string("not the stored winner");
+      const bool fails = job.spec.activation == fails_act && job.n == fails_n;
+      return fails ? std::string("wrong output: 3 mismatches") : std::string();
+    };
     d.tune = [this, fp](const TableJob& job, const TuneOptions& o, TuneTimes&) {
       struct Killed {};
       if (left-- <= 0) throw Killed{};
@@ -113,4 +125,41 @@ TEST_CASE("table: a run killed partway resumes with only the missing jobs") {
   rec.runs.clear();
   run_table({rec.device("A")}, db, table, opts);
   CHECK(rec.runs.size() == table.size());
+}
+
+TEST_CASE("table: identical devices verify each other's winners; one that fails there is not stored") {
+  KernelDatabase::Options o;
+  o.path = ":memory:";
+  KernelDatabase db(o);
+  Recorder rec(&db);
+  rec.fails_act = "relu";
+  rec.fails_n = 1u << 12;
+  const auto table = jobs();
+  const auto rows = run_table({rec.device("A", "A1"), rec.device("A", "A2"), rec.device("B")}, db, table, {});
+  REQUIRE(rows.size() == 2 * table.size());
+  std::size_t failed = 0;
+  for (const auto& r : rows) {
+    const auto& by = rec.verified[to_string(r.job.spec) + "|" + std::to_string(r.job.n)];
+    if (r.device == 2) {  // B has no twin: nothing to verify
+      CHECK(r.verified_on.empty());
+      continue;
+    }
+    // Exactly the other A verified it, once.
+    const std::size_t twin = r.device == 0 ? 1 : 0;
+    CHECK(std::count(by.begin(), by.end(), twin == 0 ? "A1" : "A2") == 1);
+    CHECK(std::count(by.begin(), by.end(), r.device == 0 ? "A1" : "A2") == 0);
+    const bool should_fail = r.job.spec.activation == rec.fails_act && r.job.n == rec.fails_n;
+    CHECK(r.error.empty() == !should_fail);
+    CHECK(r.verified_on == (should_fail ? std::vector<std::size_t>{} : std::vector<std::size_t>{twin}));
+    if (!should_fail) continue;
+    ++failed;
+    CHECK(r.error.find("fails on identical device " + std::to_string(twin) + ": wrong output") != std::string::npos);
+    // The fingerprint no longer serves it; the B device's record for the same job stays.
+    std::size_t stored_a = 0, stored_b = 0;
+    for (const auto& t : db.list_tuning())
+      if (t.n == r.job.n && to_string(t.spec) == to_string(r.job.spec)) (t.fingerprint == "A" ? stored_a : stored_b)++;
+    CHECK(stored_a == 0);
+    CHECK(stored_b == 1);
+  }
+  CHECK(failed == 1);  // relu at 2^12 on the A pair; B has no twin to reject it
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "../../runtime/backend_factory.hpp"
@@ -115,6 +116,9 @@ class AutotuneCommand : public Command {
       d.tune = [engine, &db](const TableJob& job, const TuneOptions& o, TuneTimes& times) {
         return tune(*engine, db, job.spec, o, &times);
       };
+      d.verify = [engine](const TableJob& job, const KernelConfig& best, const TuneOptions& o) {
+        return verify_config(*engine, job.spec, best, job.n, o.seed);
+      };
       devices.push_back(d);
       std::fprintf(stderr, "autotune on %s (%s); database %s%s\n", d.label.c_str(), dev.arch.c_str(), db.path().c_str(),
                    db.persistent() ? "" : " (in memory)");
@@ -176,6 +180,8 @@ class AutotuneCommand : public Command {
         j["seconds"] = r.seconds;
         j["resumed"] = r.resumed;
         j["device_label"] = devices[r.device].label;
+        j["verified_on"] = nlohmann::json::array();
+        for (std::size_t e : r.verified_on) j["verified_on"].push_back(devices[e].label);
         j["times"] = {{"setup_s", r.times.setup_s},
                       {"compile_s", r.times.compile_s},
                       {"measure_s", r.times.measure_s},
@@ -229,6 +235,7 @@ class AutotuneCommand : public Command {
               std::printf("     rejected %s: %s\n", to_string(c.config).c_str(), c.rejection.c_str());
       }
     }
+    if (!json_) print_shared_verification(rows, devices);
     for (const auto& r : rows)
       if (!r.error.empty()) {
         std::fprintf(stderr, "kplay: %s n=%llu failed: %s\n", to_string(r.job.spec).c_str(),
@@ -236,6 +243,27 @@ class AutotuneCommand : public Command {
         status = kExitFailed;
       }
     return status;
+  }
+
+  // Identical devices split a table; say how many winners were also checked on the others.
+  static void print_shared_verification(const std::vector<TableRow>& rows, const std::vector<TableDevice>& devices) {
+    std::map<std::string, std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < devices.size(); ++i) groups[devices[i].fingerprint].push_back(i);
+    for (const auto& [fingerprint, members] : groups) {
+      if (members.size() < 2) continue;
+      std::size_t measured = 0, verified = 0;
+      for (const auto& r : rows)
+        if (!r.resumed && devices[r.device].fingerprint == fingerprint) {
+          ++measured;
+          verified += r.error.empty() && r.verified_on.size() == members.size() - 1;
+        }
+      if (measured == 0) continue;  // everything resumed
+      std::string list;
+      for (std::size_t i : members) list += (list.empty() ? "" : ",") + std::to_string(i);
+      std::printf(
+          "identical devices %s shared the table: %zu of %zu winners tuned on one were verified on every other one\n",
+          list.c_str(), verified, measured);
+    }
   }
 
   CLI::App* app_;

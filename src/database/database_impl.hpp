@@ -58,7 +58,8 @@ std::string checksum(const std::string& bytes);  // FNV-1a 64 hex (hash.hpp)
 // returns the rows removed. Call inside a transaction.
 std::uint64_t evict_lru(Connection& c, std::uint64_t bound, const std::string& keep);
 // Inserts or replaces; call inside a transaction. Shared by save_tuning and import_json.
-void write_tuning(Connection& c, const TuningRecord& record);
+void write_tuning(Connection& c, const TuningRecord& record);   // replaces the record with its key
+void delete_tuning(Connection& c, const TuningRecord& record);  // key: fingerprint, spec, size bucket
 void write_device(Connection& c, const std::string& fingerprint, const rt::DeviceInfo& info);
 // The canonical spec as stored: forward kernels ignore `saved`, so it is always "input" there.
 KernelSpec canonical(const KernelSpec& spec);

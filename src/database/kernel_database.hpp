@@ -75,6 +75,7 @@ class KernelDatabase : public BinaryStore {
   void put_device(const std::string& fingerprint, const rt::DeviceInfo& info);
   // Replaces the record for (fingerprint, spec, size bucket), candidates included.
   void save_tuning(const TuningRecord& record);
+  void remove_tuning(const TuningRecord& record);  // the record with its key (fingerprint, spec, size bucket)
   // Nearest size bucket on this device (match "device"), else on any device of the same backend
   // and arch (match "architecture"), else nullopt.
   std::optional<TuningRecord> find_tuning(const std::string& fingerprint, const std::string& arch,

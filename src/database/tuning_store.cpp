@@ -30,30 +30,36 @@ void write_device(Connection& c, const std::string& fingerprint, const rt::Devic
   s.bind(15, now_unix()).bind(16, d.l2_bytes).run();
 }
 
-void write_tuning(Connection& c, const TuningRecord& r) {
+// Binds ?1..?6 to a record's key: fingerprint, canonical spec and size bucket.
+void bind_tuning_key(Statement& s, const TuningRecord& r) {
   const KernelSpec spec = canonical(r.spec);
   const int bucket = r.n > 0 ? size_bucket(r.n) : r.size_bucket;
+  s.bind(1, r.fingerprint).bind(2, spec.activation).bind(3, to_string(spec.direction));
+  s.bind(4, to_string(spec.dtype)).bind(5, to_string(spec.saved)).bind(6, bucket);
+}
+
+// Deletes the record with r's key and its candidates.
+void delete_tuning(Connection& c, const TuningRecord& r) {
   const char* where =
       "fingerprint = ?1 AND activation = ?2 AND direction = ?3 AND dtype = ?4 AND saved = ?5 AND "
       "size_bucket = ?6";
-  auto bind_key = [&](Statement& s) {
-    s.bind(1, r.fingerprint).bind(2, spec.activation).bind(3, to_string(spec.direction));
-    s.bind(4, to_string(spec.dtype)).bind(5, to_string(spec.saved)).bind(6, bucket);
-  };
-  {  // candidates explicitly, so the result does not depend on PRAGMA foreign_keys
-    Statement del(
-        c, std::string("DELETE FROM candidates WHERE tuning_id IN (SELECT id FROM tunings WHERE ") + where + ")");
-    bind_key(del);
-    del.run();
-    Statement del_t(c, std::string("DELETE FROM tunings WHERE ") + where);
-    bind_key(del_t);
-    del_t.run();
-  }
+  // candidates explicitly, so the result does not depend on PRAGMA foreign_keys
+  Statement del(c,
+                std::string("DELETE FROM candidates WHERE tuning_id IN (SELECT id FROM tunings WHERE ") + where + ")");
+  bind_tuning_key(del, r);
+  del.run();
+  Statement del_t(c, std::string("DELETE FROM tunings WHERE ") + where);
+  bind_tuning_key(del_t, r);
+  del_t.run();
+}
+
+void write_tuning(Connection& c, const TuningRecord& r) {
+  delete_tuning(c, r);
   Statement ins(c,
                 "INSERT INTO tunings (fingerprint, activation, direction, dtype, saved, size_bucket, backend, "
                 "device_name, arch, n, best_config, best_ms, best_gbps, copy_gbps, strategy, created_unix) VALUES "
                 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
-  bind_key(ins);
+  bind_tuning_key(ins, r);
   ins.bind(7, r.backend).bind(8, r.device_name).bind(9, r.arch).bind(10, r.n).bind(11, config_text(r.best));
   ins.bind(12, r.best_ms).bind(13, r.best_gbps).bind(14, r.copy_gbps).bind(15, r.strategy);
   ins.bind(16, r.created_unix ? r.created_unix : now_unix()).run();
@@ -135,6 +141,14 @@ void KernelDatabase::save_tuning(const TuningRecord& record) {
   impl_->with_db([&] {
     db::Transaction t(impl_->conn);
     db::write_tuning(impl_->conn, record);
+    t.commit();
+  });
+}
+
+void KernelDatabase::remove_tuning(const TuningRecord& record) {
+  impl_->with_db([&] {
+    db::Transaction t(impl_->conn);
+    db::delete_tuning(impl_->conn, record);
     t.commit();
   });
 }

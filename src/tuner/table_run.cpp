@@ -2,7 +2,9 @@
 #include "table_run.hpp"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -85,9 +87,9 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
     if (!o.progress) return;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::size_t left = progress.total - progress.done;
-    progress.eta_seconds = measured ? elapsed / static_cast<double>(measured) * static_cast<double>(left) /
-                                          static_cast<double>(devices.size())
-                                    : 0;
+    // `measured` counts the jobs every device finished, so elapsed / measured is already the time
+    // per job of all devices together.
+    progress.eta_seconds = measured ? elapsed / static_cast<double>(measured) * static_cast<double>(left) : 0;
     o.progress(progress);
   };
   {
@@ -95,28 +97,80 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
     publish();
   }
 
+  // Winners to verify on each device (indices into rows), and jobs being tuned per queue: a device
+  // whose queue is empty still waits while an identical one tunes, since that job's winner will
+  // come to it for verification.
+  std::vector<std::deque<std::size_t>> checks(devices.size());
+  std::vector<std::size_t> busy(queues.size(), 0);
+  std::condition_variable wake;
+  auto stop_all = [&](std::exception_ptr e) {  // with mutex held
+    if (!stopped) stopped = e;
+    for (auto& other : queues) other.next = other.pending.size();
+    for (auto& c : checks) c.clear();
+    wake.notify_all();
+  };
+
+  // Runs rows[index]'s winner on device d.
+  auto verify_here = [&](std::size_t d, std::size_t index, std::unique_lock<std::mutex>& lock) {
+    const TableJob job = rows[index].job;
+    const KernelConfig best = rows[index].record.best;
+    const std::size_t tuned_on = rows[index].device;
+    progress.current[d] = job_label(job) + " verify (tuned on dev" + std::to_string(tuned_on) + ")";
+    publish();
+    lock.unlock();
+    std::string why;
+    try {
+      why = devices[d].verify(job, best, o.tune);
+    } catch (const Error& e) {
+      why = e.what();
+    } catch (...) {
+      lock.lock();
+      stop_all(std::current_exception());
+      return;
+    }
+    lock.lock();
+    TableRow& row = rows[index];
+    if (why.empty()) {
+      row.verified_on.push_back(d);
+    } else if (row.error.empty()) {
+      row.error = "tuned on device " + std::to_string(tuned_on) + ", but its winner " + to_string(best) +
+                  " fails on identical device " + std::to_string(d) + ": " + why;
+      ++progress.failed;
+      db.remove_tuning(row.record);
+    }
+  };
+
   auto worker = [&](std::size_t d) {
-    Queue& q = queues[queue_of.at(devices[d].fingerprint)];
+    const std::size_t qi = queue_of.at(devices[d].fingerprint);
+    Queue& q = queues[qi];
+    std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      TableJob job;
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (q.next >= q.pending.size()) {
-          progress.current[d] = "done";
-          publish();
-          return;
-        }
-        job = q.pending[q.next++];
-        progress.current[d] = job_label(job);
-        publish();
+      wake.wait(lock, [&] { return stopped || !checks[d].empty() || q.next < q.pending.size() || busy[qi] == 0; });
+      if (stopped) return;
+      if (!checks[d].empty()) {
+        const std::size_t index = checks[d].front();
+        checks[d].pop_front();
+        verify_here(d, index, lock);
+        continue;
       }
+      if (q.next >= q.pending.size()) {
+        progress.current[d] = "done";
+        publish();
+        return;
+      }
+      const TableJob job = q.pending[q.next++];
+      ++busy[qi];
+      progress.current[d] = job_label(job);
+      publish();
+      lock.unlock();
+
       TableRow row;
       row.device = d;
       row.job = job;
       TuneOptions t = o.tune;
       t.n = job.n;
       t.progress = [&, d, label = job_label(job)](const TuneProgress& p) {
-        std::lock_guard<std::mutex> lock(mutex);
+        std::lock_guard<std::mutex> guard(mutex);
         progress.current[d] = label + " " + p.phase + " " + std::to_string(p.done) + "/" + std::to_string(p.total);
         publish();
       };
@@ -126,13 +180,14 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
       } catch (const Error& e) {
         row.error = e.what();
       } catch (...) {  // not a failed job but a failed run (out of memory, interrupt): stop all
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!stopped) stopped = std::current_exception();
-        for (auto& other : queues) other.next = other.pending.size();
+        lock.lock();
+        --busy[qi];
+        stop_all(std::current_exception());
         return;
       }
       row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::lock_guard<std::mutex> lock(mutex);
+      lock.lock();
+      --busy[qi];
       ++progress.done;
       ++measured;
       if (!row.error.empty()) ++progress.failed;
@@ -146,7 +201,12 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
         }
       }
       rows.push_back(row);
+      if (row.error.empty())
+        for (std::size_t e = 0; e < devices.size(); ++e)
+          if (e != d && devices[e].fingerprint == devices[d].fingerprint && devices[e].verify)
+            checks[e].push_back(rows.size() - 1);
       publish();
+      wake.notify_all();
     }
   };
   std::vector<std::thread> threads;

@@ -1,7 +1,8 @@
 // Whole tuning tables in one run: every (spec, size) job on every chosen device, devices in
 // parallel (one thread each). Devices with the same fingerprint (identical GPUs, driver and
-// compiler) share one queue, since their results are stored under that one fingerprint; devices
-// that differ each run the whole table. Jobs already tuned in the database (same fingerprint,
+// compiler) share one queue, since their results are stored under that one fingerprint, and each
+// job's winner is then verified on the others of that group; devices that differ each run the
+// whole table. Jobs already tuned in the database (same fingerprint,
 // spec, n and strategy) are skipped, so a killed run resumes where it stopped.
 #pragma once
 #include <functional>
@@ -23,6 +24,9 @@ struct TableDevice {
   std::string label;        // "cuda [0] NVIDIA H100 80GB HBM3"
   // Tunes one job and stores it (kplay::tune in the CLI; tests inject their own).
   std::function<TuningRecord(const TableJob&, const TuneOptions&, TuneTimes&)> tune;
+  // Runs a winner tuned on an identical device here and checks it: "" or why it is wrong
+  // (kplay::verify_config in the CLI). Unset: this device verifies nothing for the others.
+  std::function<std::string(const TableJob&, const KernelConfig&, const TuneOptions&)> verify;
 };
 
 struct TableRow {
@@ -32,7 +36,8 @@ struct TableRow {
   TuningRecord record;   // the stored record (resumed ones included)
   TuneTimes times;
   double seconds = 0;
-  std::string error;  // the job failed (others go on)
+  std::vector<std::size_t> verified_on;  // the identical devices where the winner was also run and checked
+  std::string error;                     // the job failed (others go on), or its winner failed on an identical device
 };
 
 struct TableProgress {
@@ -52,8 +57,9 @@ struct TableOptions {
 std::vector<TableJob> table_jobs(const std::vector<KernelSpec>& specs, const std::vector<std::uint64_t>& sizes);
 
 // Runs the table; rows in job order per device. A job that fails with kplay::Error gets a row
-// saying why and the others go on; any other exception stops every device and is rethrown
-// (what finished is in the database, so the next run resumes).
+// saying why and the others go on; so does a winner that fails on an identical device, and its
+// record is removed from the database (the fingerprint must not serve it); any other exception stops every device and
+// is rethrown (what finished is in the database, so the next run resumes).
 std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelDatabase& db,
                                 const std::vector<TableJob>& jobs, const TableOptions& options);
 

@@ -625,4 +625,18 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   return rec;
 }
 
+std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelConfig& config, std::uint64_t n,
+                          std::uint64_t seed) {
+  ProblemShape shape;
+  shape.n = n;
+  shape.seed = seed;
+  Problem problem(engine.backend(), spec, shape);
+  const std::shared_ptr<const PreparedKernel> kernel = engine.prepare(spec, config);
+  problem.reset_output(true);
+  engine.launch_flat(*kernel, problem.out(), problem.in0(), problem.in1(), n);
+  engine.backend().synchronize();
+  const ErrorStats err = problem.verify(true);
+  return err.mismatches ? "wrong output: " + err.summary() : "";
+}
+
 }  // namespace kplay

@@ -99,6 +99,13 @@ SearchOutcome search(CandidateMeasurer& measurer, const std::vector<KernelConfig
 TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, const TuneOptions& options,
                   TuneTimes* times = nullptr);
 
+// Runs one configuration once, on a fresh problem of n elements with the tuner's inputs (seed),
+// and checks its output against the double reference as the tuner checks every candidate: "" or
+// why it is wrong. A whole table uses it to verify each winner on the identical devices that
+// share its tuning record but did not measure it.
+std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelConfig& config, std::uint64_t n,
+                          std::uint64_t seed);
+
 // Deterministic final choice among re-measured contenders (exposed for tests): the simplest
 // configuration whose median is within `tie` (relative) of the fastest.
 constexpr double kTieWindow = 0.01;
