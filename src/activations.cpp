@@ -127,8 +127,20 @@ UlpBounds gelu_bounds(UlpBounds b, const double* p) {
   return b;
 }
 
+// 16-bit gelu(approximate='tanh') and mish run on MUFU.EX2 and MUFU.RCP alone (templates/
+// activations/gelu.h, mish.h; session 19), silu's weight; gelu's erfc stays the heaviest. On the
+// H100 at 4096x393216 they streamed at 100.3-100.7 % of copy with one vector per thread against
+// 99.8-100.1 with the two of cost 6; gelu fell to 92-97 with one (docs/benchmarks.md, session 23).
+int gelu_narrow_cost(const double* p) { return p[0] == 1 ? 4 : 0; }
+int mish_narrow_cost(const double*) { return 4; }
+
 Activation with_param_bounds(Activation a, UlpBounds (*param_bounds)(UlpBounds, const double*)) {
   a.param_bounds = param_bounds;
+  return a;
+}
+
+Activation with_narrow_cost(Activation a, int (*narrow_cost)(const double*)) {
+  a.narrow_cost = narrow_cost;
   return a;
 }
 
@@ -170,13 +182,17 @@ const std::vector<Activation>& activations() {
       builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, KPLAY_REF_OUT(celu), positive_first_param, celu_check,
               zero_edge, bounds(1), 4),
       builtin("selu", "activations/selu.h", {}, KPLAY_REF_OUT(selu), nullptr, nullptr, zero_edge, bounds(1), 4),
-      with_param_bounds(builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}}, KPLAY_REF(gelu),
-                                nullptr, nullptr, no_edges, narrow_backward(f64(bounds(2), 8, 1 << 18), 2), 6),
-                        gelu_bounds),
+      with_narrow_cost(
+          with_param_bounds(builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}},
+                                    KPLAY_REF(gelu), nullptr, nullptr, no_edges,
+                                    narrow_backward(f64(bounds(2), 8, 1 << 18), 2), 6),
+                            gelu_bounds),
+          gelu_narrow_cost),
       builtin("silu", "activations/silu.h", {}, KPLAY_REF(silu), nullptr, nullptr, no_edges, f64(bounds(2), 4, 1 << 17),
               4),
-      builtin("mish", "activations/mish.h", {}, KPLAY_REF(mish), nullptr, nullptr, no_edges, f64(bounds(2), 8, 1 << 18),
-              6),
+      with_narrow_cost(builtin("mish", "activations/mish.h", {}, KPLAY_REF(mish), nullptr, nullptr, no_edges,
+                               f64(bounds(2), 8, 1 << 18), 6),
+                       mish_narrow_cost),
       builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
               KPLAY_REF_OUT(softplus), nullptr, softplus_check, softplus_edges, f64(bounds(2), 6, 4), 5),
       builtin("softsign", "activations/softsign.h", {}, KPLAY_REF_OUT(softsign), nullptr, nullptr, no_edges, bounds(2),
@@ -329,6 +345,12 @@ ResolvedActivation resolve_activation(const std::string& text) {
 
 UlpBounds ResolvedActivation::bounds() const {
   return act->param_bounds ? act->param_bounds(act->bounds, params.data()) : act->bounds;
+}
+
+int ResolvedActivation::cost(Dtype dtype) const {
+  const bool narrow = dtype == Dtype::f16 || dtype == Dtype::bf16;
+  const int n = narrow && act->narrow_cost ? act->narrow_cost(params.data()) : 0;
+  return n > 0 ? n : act->cost;
 }
 
 bool ResolvedActivation::has_grad_from_output() const {

@@ -70,6 +70,9 @@ struct Activation {
   // float64 forward is held to 8 ulp, 4096 under approximate='tanh').
   UlpBounds (*param_bounds)(UlpBounds b, const double* p) = nullptr;
   int cost = 1;  // arithmetic per element relative to relu (a hint for the default config model)
+  // The 16-bit kernels' cost where their math differs from the float32 one: nullptr or 0 returned
+  // means `cost` (ResolvedActivation::cost).
+  int (*narrow_cost)(const double* p) = nullptr;
   // What `--act all` runs when a parameter has no default (threshold: torch's documented example).
   std::string example;
   // User activations only.
@@ -87,6 +90,7 @@ struct ResolvedActivation {
   bool has_backward() const { return act->user ? user_backward : act->grad_from_input != nullptr; }
   bool has_grad_from_output() const;
   UlpBounds bounds() const;                                       // act->bounds, adjusted to these parameter values
+  int cost(Dtype dtype) const;                                    // act->cost, or the 16-bit one for f16 and bf16
   bool user_backward = false, user_backward_from_output = false;  // what a user snippet defines
   // Compile-time definitions of the parameters for a kernel of `dtype` and `direction`.
   std::string param_defines(Dtype dtype = Dtype::f32, Direction direction = Direction::forward) const;

@@ -54,8 +54,9 @@ int model_block(const DefaultModelInputs& d) {
 }  // namespace
 
 double activation_cost(const KernelSpec& spec) {
-  // The registry states each activation's arithmetic relative to relu (activations.cpp).
-  return resolve_activation(spec.activation).act->cost;
+  // The registry states each activation's arithmetic relative to relu, per dtype where the 16-bit
+  // math differs (activations.cpp).
+  return resolve_activation(spec.activation).cost(spec.dtype);
 }
 
 DefaultModelInputs model_inputs(const rt::DeviceInfo& d) {
@@ -129,7 +130,8 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 2 && spec.direction == Direction::forward)
     c.per_thread = std::min(c.per_thread, 2);
   // 16-bit forward where memory is slower per SM (the H100, 25 GB/s): blocks of 256, one vector per
-  // thread (two for the costliest math: gelu, gelu(tanh), mish). Since the 16-bit math runs on the
+  // thread (two for the costliest math, gelu's erfc; gelu(tanh) and mish, on the hardware
+  // functions since session 19, gained 0.4-0.8 points at one vector: session 23). Since the 16-bit math runs on the
   // hardware functions (session 14) the H100's exhaustive tuner picks block 256 with one vector for
   // 31 of the 38 16-bit forwards it tuned at 4096x393216 and block 256 with two for gelu, 0.2-1.0
   // points above the answer above (block 64 with 2-4 vectors) in the same run. The H200 (36 GB/s
