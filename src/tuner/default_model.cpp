@@ -137,8 +137,12 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // points above the answer above (block 64 with 2-4 vectors) in the same run. The H200 (36 GB/s
   // per SM) picks block 128 with one or two vectors, within noise of the answer above, which stays
   // (docs/benchmarks.md, session 16).
+  // Cost 1 (relu, relu6, hardtanh, softshrink...) takes blocks of 512 there: 100.7-100.9 % of copy
+  // against 100.2-100.4 at 256, where torch reached 100.4-100.8 (session 23); sigmoid and silu
+  // lost 0.5 at 512.
   if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::forward && d.bandwidth_gbps / d.sms <= 30) {
-    c.block = std::max(c.block, std::min(256, std::max(32, d.max_block)));
+    const int block = activation_cost(spec) <= 1 ? 512 : 256;
+    c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));
     c.per_thread = activation_cost(spec) >= 6 ? 2 : 1;
   }
   // float64 library math (libdevice erfc, log1p) likewise, on the H100 at 4096x393216: gelu
