@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "kplay/error.hpp"
 
@@ -104,7 +105,7 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
   std::vector<std::size_t> busy(queues.size(), 0);
   std::condition_variable wake;
   auto stop_all = [&](std::exception_ptr e) {  // with mutex held
-    if (!stopped) stopped = e;
+    if (!stopped) stopped = std::move(e);
     for (auto& other : queues) other.next = other.pending.size();
     for (auto& c : checks) c.clear();
     wake.notify_all();
