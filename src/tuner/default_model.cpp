@@ -130,16 +130,16 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 2 && spec.direction == Direction::forward)
     c.per_thread = std::min(c.per_thread, 2);
   // 16-bit forward where memory is slower per SM (the H100, 25 GB/s): blocks of 256, one vector per
-  // thread (two for the costliest math, gelu's erfc; gelu(tanh) and mish, on the hardware
-  // functions since session 19, gained 0.4-0.8 points at one vector: session 23). Since the 16-bit math runs on the
-  // hardware functions (session 14) the H100's exhaustive tuner picks block 256 with one vector for
-  // 31 of the 38 16-bit forwards it tuned at 4096x393216 and block 256 with two for gelu, 0.2-1.0
-  // points above the answer above (block 64 with 2-4 vectors) in the same run. The H200 (36 GB/s
-  // per SM) picks block 128 with one or two vectors, within noise of the answer above, which stays
-  // (docs/benchmarks.md, session 16).
-  // Cost 1 (relu, relu6, hardtanh, softshrink...) takes blocks of 512 there: 100.7-100.9 % of copy
-  // against 100.2-100.4 at 256, where torch reached 100.4-100.8 (session 23); sigmoid and silu
-  // lost 0.5 at 512.
+  // thread. Since the 16-bit math runs on the hardware functions (session 14) the H100's exhaustive
+  // tuner picks block 256 with one vector for 31 of the 38 16-bit forwards it tuned at 4096x393216,
+  // 0.2-1.0 points above the answer above (block 64 with 2-4 vectors) in the same run. The H200
+  // (36 GB/s per SM) picks block 128 with one or two vectors, within noise of the answer above,
+  // which stays (docs/benchmarks.md, session 16). Refined in session 23, against torch:
+  // - cost 6 (gelu's erfc) takes two vectors; gelu fell to 92-97 % of copy at one. gelu(tanh) and
+  //   mish count as cost 4 in 16-bit (activations.cpp) and gained 0.4-0.7 points at one.
+  // - cost 1 (relu, relu6, hardtanh, softshrink...) takes blocks of 512: 100.7-100.9 % of copy
+  //   against 100.2-100.4 at 256, where torch reached 100.4-100.8. sigmoid and silu lost 0.5 at 512,
+  //   and on the H200 512 loses 6-8 points.
   if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::forward && d.bandwidth_gbps / d.sms <= 30) {
     const int block = activation_cost(spec) <= 1 ? 512 : 256;
     c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));

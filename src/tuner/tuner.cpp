@@ -36,6 +36,16 @@ std::size_t buffer_sets(const rt::DeviceInfo& dev, std::uint64_t bytes_per_set) 
   return static_cast<std::size_t>(std::max<std::uint64_t>(sets, 1));
 }
 
+// One launch on poisoned output, then the sampled check against the double reference: "" or why
+// the output is wrong. Every candidate the tuner measures, and verify_config, go through it.
+std::string launch_and_check(Engine& engine, const PreparedKernel& k, Problem& p) {
+  p.reset_output(true);
+  engine.launch_flat(k, p.out(), p.in0(), p.in1(), p.shape().n);
+  engine.backend().synchronize();
+  const ErrorStats err = p.verify(true);
+  return err.mismatches ? "wrong output: " + err.summary() : "";
+}
+
 class Bench {
  public:
   Bench(Engine& engine, const KernelSpec& spec, std::uint64_t n, std::uint64_t seed) : engine_(engine), n_(n) {
@@ -54,14 +64,8 @@ class Bench {
   std::size_t sets() const { return problems_.size(); }
   std::uint64_t bytes() const { return problems_[0]->bytes_moved(); }
 
-  // Verifies on the first buffer set: poisoned output, then the double reference.
-  ErrorStats verify(const PreparedKernel& k) {
-    Problem& p = *problems_[0];
-    p.reset_output(true);
-    engine_.launch_flat(k, p.out(), p.in0(), p.in1(), n_);
-    engine_.backend().synchronize();
-    return p.verify(true);
-  }
+  // Verifies on the first buffer set.
+  std::string verify(const PreparedKernel& k) { return launch_and_check(engine_, k, *problems_[0]); }
 
   // One sample: a launch on every buffer set in turn, timed together, per launch. Small kernels
   // are then timed over many microseconds instead of one launch's worth.
@@ -183,8 +187,7 @@ class DeviceMeasurer : public CandidateMeasurer {
   }
 
   std::string verify(const KernelConfig& c, int level) override {
-    const ErrorStats err = benches_.at(static_cast<std::size_t>(level))->verify(kernel(c));
-    return err.mismatches ? "wrong output: " + err.summary() : "";
+    return benches_.at(static_cast<std::size_t>(level))->verify(kernel(c));
   }
   double sample(const KernelConfig& c, int level) override {
     return benches_.at(static_cast<std::size_t>(level))->time_once(kernel(c));
@@ -631,12 +634,7 @@ std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelCo
   shape.n = n;
   shape.seed = seed;
   Problem problem(engine.backend(), spec, shape);
-  const std::shared_ptr<const PreparedKernel> kernel = engine.prepare(spec, config);
-  problem.reset_output(true);
-  engine.launch_flat(*kernel, problem.out(), problem.in0(), problem.in1(), n);
-  engine.backend().synchronize();
-  const ErrorStats err = problem.verify(true);
-  return err.mismatches ? "wrong output: " + err.summary() : "";
+  return launch_and_check(engine, *engine.prepare(spec, config), problem);
 }
 
 }  // namespace kplay
