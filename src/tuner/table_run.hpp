@@ -2,8 +2,8 @@
 // parallel (one thread each). Devices with the same fingerprint (identical GPUs, driver and
 // compiler) share one queue, since their results are stored under that one fingerprint, and each
 // job's winner is then verified on the others of that group; devices that differ each run the
-// whole table. Jobs already tuned in the database (same fingerprint,
-// spec, n and strategy) are skipped, so a killed run resumes where it stopped.
+// whole table. Jobs already tuned in the database (same fingerprint, spec, n and strategy) are
+// skipped, so a killed run resumes where it stopped.
 #pragma once
 #include <functional>
 #include <string>
@@ -36,8 +36,8 @@ struct TableRow {
   TuningRecord record;   // the stored record (resumed ones included)
   TuneTimes times;
   double seconds = 0;
-  std::vector<std::size_t> verified_on;  // the identical devices where the winner was also run and checked
-  std::string error;                     // the job failed (others go on), or its winner failed on an identical device
+  std::vector<std::size_t> verified_on;  // identical devices that also ran and checked the winner
+  std::string error;                     // the job failed (others go on), or its winner did on a twin
 };
 
 struct TableProgress {
@@ -58,8 +58,8 @@ std::vector<TableJob> table_jobs(const std::vector<KernelSpec>& specs, const std
 
 // Runs the table; rows in job order per device. A job that fails with kplay::Error gets a row
 // saying why and the others go on; so does a winner that fails on an identical device, and its
-// record is removed from the database (the fingerprint must not serve it); any other exception stops every device and
-// is rethrown (what finished is in the database, so the next run resumes).
+// record is removed from the database (the fingerprint must not serve it). Any other exception
+// stops every device and is rethrown (what finished is in the database, so the next run resumes).
 std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelDatabase& db,
                                 const std::vector<TableJob>& jobs, const TableOptions& options);
 
