@@ -6,12 +6,13 @@
 // Prints per function what kplay_numerics prints; exit status 1 if any function exceeds its bound
 // (2 ulp; gelu 5)
 // or mishandles a special value. Same conventions as numerics.cpp (see README.md).
+#include <cuda_runtime.h>
 #include <cstdio>
 #include <cstring>
-#include <cuda_runtime.h>
 
 #include "cuda_prelude_stub.cuh"
 #include "precise_math.h"
+// after precise_math.h, whose float-float helpers it uses
 #include "precise_grad.h"
 
 namespace {
@@ -39,14 +40,26 @@ __device__ double ref_logsigmoid(float x) {
   if (isinf(v) && v > 0) return 0.0;
   return x < 0 ? v - log1p(exp(v)) : -log1p(exp(-v));
 }
-__device__ double ref_mish(float x) { double v = x; return v * tanh(log1p(exp(v))); }
+__device__ double ref_mish(float x) {
+  double v = x;
+  return v * tanh(log1p(exp(v)));
+}
 __device__ double ref_gelu_tanh(float x) {
   double v = x, u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
   return v / (1.0 + exp(-2.0 * u));
 }
-__device__ double ref_gelu(float x) { double v = x; return 0.5 * v * erfc(-v * 0.7071067811865476); }
-__device__ double ref_sigmoid_grad(float x) { double t = exp(-fabs((double)x)); return t / ((1 + t) * (1 + t)); }
-__device__ double ref_tanh_grad(float x) { double t = exp(-2 * fabs((double)x)); return 4 * t / ((1 + t) * (1 + t)); }
+__device__ double ref_gelu(float x) {
+  double v = x;
+  return 0.5 * v * erfc(-v * 0.7071067811865476);
+}
+__device__ double ref_sigmoid_grad(float x) {
+  double t = exp(-fabs((double)x));
+  return t / ((1 + t) * (1 + t));
+}
+__device__ double ref_tanh_grad(float x) {
+  double t = exp(-2 * fabs((double)x));
+  return 4 * t / ((1 + t) * (1 + t));
+}
 __device__ double ref_silu_grad(float x) {
   double v = x, s = 1 / (1 + exp(-v)), sm = 1 / (1 + exp(v));
   return s * (1 + v * sm);
@@ -95,7 +108,10 @@ __device__ double ulp_error(float x, float y, double ref, Stats* st) {
   float rf = (float)ref;
   if (isinf(rf) || isinf(y)) {
     if (y == rf) return -1;
-    if (isinf(y) || isinf(ref)) { atomicAdd(&st->inf_bad, 1ull); return -1; }
+    if (isinf(y) || isinf(ref)) {
+      atomicAdd(&st->inf_bad, 1ull);
+      return -1;
+    }
     return fabs(y - ref) / 0x1p104;
   }
   if (y == 0.0f && rf == 0.0f) {
@@ -143,9 +159,8 @@ bool run(const char* name, int argc, char** argv, float bound = 2) {
   float err, x;
   std::memcpy(&err, &eb, 4);
   std::memcpy(&x, &xb, 4);
-  std::printf("%-18s max %8.4f ulp at x=%-15.9g (%a) | >0.5:%llu >1:%llu >2:%llu nan:%llu inf:%llu -0:%llu\n",
-              name, err, x, x, st->over_half, st->over_one, st->over_two, st->nan_bad, st->inf_bad,
-              st->zero_bad);
+  std::printf("%-18s max %8.4f ulp at x=%-15.9g (%a) | >0.5:%llu >1:%llu >2:%llu nan:%llu inf:%llu -0:%llu\n", name,
+              err, x, x, st->over_half, st->over_one, st->over_two, st->nan_bad, st->inf_bad, st->zero_bad);
   bool ok = err <= bound && st->nan_bad == 0 && st->inf_bad == 0 && st->zero_bad == 0;
   cudaFree(st);
   return ok;
