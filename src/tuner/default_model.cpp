@@ -124,9 +124,9 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     c.per_thread = 1;
     c.block = std::min(std::max(c.block, 128), std::max(32, d.max_block));
   }
-  // Cost 2 forward (hardswish, hardsigmoid, softsign) takes at most 2 vectors: on the H200
-  // (`kplay run`, block 64) 100.3-100.5 % of copy at 2 vectors against 100.1-100.3 at the model's
-  // 4, in two sessions; the H100's answer is 2 already (docs/benchmarks.md, session 8).
+  // Cost 2 forward (hardswish, softsign; hardsigmoid until session 24) takes at most 2 vectors: on
+  // the H200 (`kplay run`, block 64) 100.3-100.5 % of copy at 2 vectors against 100.1-100.3 at the
+  // model's 4, in two sessions; the H100's answer is 2 already (docs/benchmarks.md, session 8).
   if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 2 && spec.direction == Direction::forward)
     c.per_thread = std::min(c.per_thread, 2);
   // 16-bit forward where memory is slower per SM (the H100, 25 GB/s): blocks of 256, one vector per
