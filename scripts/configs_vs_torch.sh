@@ -3,6 +3,7 @@
 # tuning record for the given kernels (pinned_configs.py), and perf_table.py runs once per config
 # with KPLAY_DB pointing at it, the untuned default first, ROUNDS times alternated. Rows go to
 # OUT_DIR/TAG.txt. Needs a GPU, torch and the kplay package; KPLAY is the CLI (default build/kplay).
+# PERF_ARGS: more perf_table.py options, e.g. "--timing queued --order alternate".
 # Usage: scripts/configs_vs_torch.sh OUT_DIR TAG 'act1;act2' DTYPES DIRECTION 'b|p[|vec[|waves]] ...' REPEAT ROUNDS
 # e.g.   scripts/configs_vs_torch.sh out hard 'hardswish;hardsigmoid' f16,bf16 forward '128|1 128|2|4' 100 2
 set -euo pipefail
@@ -30,7 +31,7 @@ for round in $(seq "$ROUNDS"); do
     db="$work/${c//|/_}.db"
     [ "$c" = default ] && db="$work/none.db"
     echo "== round $round config $c" >> "$OUT/$TAG.txt"
-    KPLAY_DB=$db python3 "$here/perf_table.py" --acts "$ACTS" --dtypes "$DTYPES" --directions "$DIR" --repeat "$REPEAT" \
+    KPLAY_DB=$db python3 "$here/perf_table.py" --acts "$ACTS" --dtypes "$DTYPES" --directions "$DIR" --repeat "$REPEAT" ${PERF_ARGS:-} \
       | { grep -v '^device\|^ACT' || true; } >> "$OUT/$TAG.txt"
   done
 done

@@ -3,7 +3,7 @@ direction: the performance table of docs/benchmarks.md (issue 8) and the untuned
 comparison with torch (issue 9). Needs the kplay Python package and torch with CUDA.
 
 Each case times kplay (its untuned default unless KPLAY_DB holds a tuning), torch, and a copy of
-the same bytes, interleaved (kplay, torch, copy, kplay, ...), median of --repeat after --warmup, with
+the same bytes, interleaved (kplay, torch, copy, kplay, ...; --order), median of --repeat after --warmup, with
 CUDA events. Ratios are bandwidth over the copy's: forward moves 2 streams like the copy, backward
 3 (grad, saved, grad_in), so its ratio is 1.5 x copy_ms / kernel_ms. torch's backward is timed as
 its autograd backward alone (the forward is run before the timed region).
@@ -20,6 +20,7 @@ thermal clock limit active (scripts/gpu_clock_monitor.py; "-" without nvidia-smi
 FP64-heavy rows run under its 700 W cap at 1400-1750 MHz (docs/benchmarks.md, session 20).
 Usage: perf_table.py [--acts all|'a;b(k=v, ...)'] [--dtypes f32,f16,bf16,f64] [--directions forward,backward]
                      [--shape 4096x393216] [--repeat 15] [--warmup 3]
+                     [--order kplay-first|torch-first|alternate] [--timing idle|queued]
 """
 import argparse
 import math
@@ -63,12 +64,32 @@ def torch_fn(spec):
     return lambda x: fn(x, **kw)
 
 
-def interleaved_ms(fns, warmup, repeat):
-    """Interleaved timing of several callables; returns each one's list of ms, round by round."""
+ORDERS = {
+    # the callables' order in each round, by round number: kplay is 0, torch 1, the copy 2
+    "kplay-first": lambda it: (0, 1, 2),
+    "torch-first": lambda it: (1, 0, 2),
+    # each of kplay and torch follows the copy in one round and the other in the next
+    "alternate": lambda it: (0, 1, 2) if it % 2 == 0 else (1, 0, 2),
+}
+
+
+# --timing queued: a spin of this many SM cycles (0.5-0.7 ms) ahead of each timed call, longer
+# than any call's host time, so the call is queued before its start event fires.
+QUEUE_CYCLES = 1_000_000
+
+
+def interleaved_ms(fns, warmup, repeat, order="kplay-first", timing="idle"):
+    """Interleaved timing of several callables; returns each one's list of ms, round by round.
+    timing "idle": the start event is recorded on an idle GPU, so each time includes the call's
+    host time up to its launch (a few µs: a few tenths of a percent of a 16-bit row at the default
+    shape). "queued": the GPU spins while the call is issued, so the events bracket its kernels."""
     times = [[] for _ in fns]
     for it in range(warmup + repeat):
-        for k, fn in enumerate(fns):
+        for k in ORDERS[order](it):
+            fn = fns[k]
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if timing == "queued":
+                torch.cuda._sleep(QUEUE_CYCLES)
             a.record()
             fn()
             b.record()
@@ -90,11 +111,14 @@ def main():
     p.add_argument("--shape", default="4096x393216")
     p.add_argument("--repeat", type=int, default=15)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--order", choices=sorted(ORDERS), default="kplay-first")
+    p.add_argument("--timing", choices=("idle", "queued"), default="idle")
     a = p.parse_args()
     acts = ALL if a.acts == "all" else [v.strip() for v in a.acts.split(";") if v.strip()]
     fns = {act: torch_fn(act) for act in acts}  # unknown names fail here, before any timing
     shape = tuple(int(v) for v in a.shape.split("x"))
-    print("device: %s, torch %s, kplay %s" % (torch.cuda.get_device_name(), torch.__version__, kplay.__version__))
+    print("device: %s, torch %s, kplay %s, order %s, timing %s" % (
+        torch.cuda.get_device_name(), torch.__version__, kplay.__version__, a.order, a.timing))
     print("ACT\tDIR\tDTYPE\tKPLAY_%\tTORCH_%\tWINS\tKPLAY_MS\tTORCH_MS\tCOPY_MS\tDIFF_TORCH_ULP"
           "\tSM_MHZ\tSM_MHZ_MIN\tPOWER_W\tCAPPED_%", flush=True)
     uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
@@ -123,7 +147,7 @@ def main():
                     kfn()
                     torch.cuda.synchronize()
                     t0 = time.monotonic()
-                    kt, tt, ct = interleaved_ms([kfn, tfn, lambda: out.copy_(x)], a.warmup, a.repeat)
+                    kt, tt, ct = interleaved_ms([kfn, tfn, lambda: out.copy_(x)], a.warmup, a.repeat, a.order, a.timing)
                     clocks = monitor.summary(t0, time.monotonic())
                     k_ms, t_ms, c_ms = median(kt), median(tt), median(ct)
                     wins = sum(1 for k, t in zip(kt, tt) if k < t)
