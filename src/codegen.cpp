@@ -29,7 +29,9 @@ std::string RenderedKernel::options_string() const {
   return out;
 }
 
-std::string entry_name(const KernelSpec& spec, const KernelConfig& c) {
+const char* to_string(Layout layout) { return layout == Layout::flat ? "flat" : "general"; }
+
+std::string entry_name(const KernelSpec& spec, const KernelConfig& c, Layout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
   std::ostringstream os;
   // Parameters and user snippets add a hash of the activation's text: entry names stay identifiers.
@@ -42,6 +44,7 @@ std::string entry_name(const KernelSpec& spec, const KernelConfig& c) {
   // (and configs that differ only there share one binary).
   os << '_' << to_string(spec.dtype) << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread;
   os << (c.cache == CacheHint::streaming ? "_cs" : "_cd") << (c.fast_math ? "_fm" : "_pm");
+  if (layout == Layout::flat) os << "_flat";
   return os.str();
 }
 
@@ -70,10 +73,10 @@ void append_text(std::ostringstream& os, const std::string& where, const std::st
 void append_file(std::ostringstream& os, const std::string& name) { append_text(os, name, template_text(name)); }
 }  // namespace
 
-RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, const Dialect& dialect) {
+RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, const Dialect& dialect, Layout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
   RenderedKernel k;
-  k.entry = entry_name(spec, c);
+  k.entry = entry_name(spec, c, layout);
 
   std::ostringstream os;
   os << "/* kplay " << dialect.name << " kernel: " << to_string(spec) << " */\n";
@@ -88,6 +91,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   os << "#define KP_SAVED_OUTPUT " << (spec.direction == Direction::backward && spec.saved == Saved::output ? 1 : 0)
      << '\n';
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
+  os << "#define KP_FLAT " << (layout == Layout::flat ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
   // Only the float32 IEEE kernels have a double path: other kernels keep one hash on every device.
   os << "#define KP_FAST_FP64 " << (dialect.fast_fp64 && spec.dtype == Dtype::f32 && !c.fast_math ? 1 : 0) << '\n';

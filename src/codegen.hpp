@@ -30,6 +30,12 @@ struct Dialect {
 Dialect cuda_dialect();
 Dialect opencl_dialect();
 
+// Which kernel of the template: `general` takes any rows, pitches, offsets and sizes; `flat`
+// takes one row of fewer than 2^31 elements with every pointer vector-aligned (what contiguous
+// tensors give), and is shorter and faster. The engine picks one per launch (launch_layout.hpp).
+enum class Layout { general, flat };
+const char* to_string(Layout layout);
+
 struct RenderedKernel {
   std::string source;
   std::string entry;
@@ -39,10 +45,12 @@ struct RenderedKernel {
 };
 
 // `config` must come from resolve_config (vec filled in).
-RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& config, const Dialect& dialect);
+RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& config, const Dialect& dialect,
+                             Layout layout = Layout::general);
 
-// "kplay_selu_fwd_f32_v4_b256_p1_cd_pm" — readable in profilers; names every knob that
-// changes the code (the grid policy changes only the launch, so it is not part of it).
-std::string entry_name(const KernelSpec& spec, const KernelConfig& config);
+// "kplay_selu_fwd_f32_v4_b256_p1_cd_pm" (general), "..._cd_pm_flat" (flat) — readable in
+// profilers; names every knob that changes the code (the grid policy changes only the launch,
+// so it is not part of it).
+std::string entry_name(const KernelSpec& spec, const KernelConfig& config, Layout layout = Layout::general);
 
 }  // namespace kplay

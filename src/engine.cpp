@@ -6,17 +6,22 @@
 #include "hash.hpp"
 #include "kplay/error.hpp"
 #include "launch_geometry.hpp"
+#include "launch_layout.hpp"
 
 namespace kplay {
 
-Engine::Engine(rt::Backend& backend, BinaryStore* store) : backend_(backend), store_(store) {}
+Engine::Engine(rt::Backend& backend, BinaryStore* store)
+    : backend_(backend), store_(store), handles_are_addresses_(backend.info().backend != "opencl") {}
 
-std::string request_key(const KernelSpec& spec, const KernelConfig& c) { return to_string(spec) + "|" + to_string(c); }
+std::string request_key(const KernelSpec& spec, const KernelConfig& c, Layout layout) {
+  return to_string(spec) + "|" + to_string(c) + "|" + to_string(layout);
+}
 
 std::string Engine::fingerprint() const { return device_fingerprint(backend_.info()); }
 
-std::shared_ptr<const PreparedKernel> Engine::prepare(const KernelSpec& spec, const KernelConfig& config) {
-  const std::string key = request_key(spec, config);
+std::shared_ptr<const PreparedKernel> Engine::prepare(const KernelSpec& spec, const KernelConfig& config,
+                                                      Layout layout) {
+  const std::string key = request_key(spec, config, layout);
   std::promise<std::shared_ptr<PreparedKernel>> promise;
   std::shared_future<std::shared_ptr<PreparedKernel>> future;
   bool builder = false;
@@ -33,7 +38,7 @@ std::shared_ptr<const PreparedKernel> Engine::prepare(const KernelSpec& spec, co
   }
   if (builder) {
     try {
-      promise.set_value(build(spec, config));
+      promise.set_value(build(spec, config, layout));
     } catch (...) {
       {  // forget the failure so a later call (after a fix, e.g. of a template) tries again
         std::lock_guard<std::mutex> lock(mutex_);
@@ -45,12 +50,13 @@ std::shared_ptr<const PreparedKernel> Engine::prepare(const KernelSpec& spec, co
   return future.get();
 }
 
-std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const KernelConfig& config) {
+std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const KernelConfig& config, Layout layout) {
   const auto start = std::chrono::steady_clock::now();
   auto k = std::make_shared<PreparedKernel>();
   k->spec = spec;
   k->config = resolve_config(spec, config, backend_.limits());
-  k->rendered = render_kernel(spec, k->config, backend_.dialect());
+  k->layout = layout;
+  k->rendered = render_kernel(spec, k->config, backend_.dialect(), layout);
   k->binary_key = hash_hex({k->rendered.hash, fingerprint()});
 
   rt::Binary binary;
@@ -82,10 +88,26 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
   return k;
 }
 
+const PreparedKernel& Engine::kernel_for(const PreparedKernel& k, const rt::KernelArgs& args) {
+  if (k.layout == Layout::general) return k;
+  const std::size_t vec_bytes = static_cast<std::size_t>(k.config.vec) * dtype_size(k.spec.dtype);
+  if (flat_elements(args, k.spec.direction == Direction::backward, vec_bytes, handles_are_addresses_)) return k;
+  std::lock_guard<std::mutex> lock(k.general_mutex);
+  if (!k.general) k.general = build(k.spec, k.config, Layout::general);  // k.config is resolved
+  return *k.general;
+}
+
 void Engine::launch(const PreparedKernel& k, const rt::KernelArgs& args, void* stream) {
   if (args.rows == 0 || args.cols == 0) return;  // nothing to do; a zero-sized grid is an error
-  const rt::LaunchDims dims = launch_dims(k.config, args.rows, args.cols, backend_.info());
-  backend_.launch(*k.loaded, dims, args, stream);
+  const PreparedKernel& run = kernel_for(k, args);
+  if (run.layout == Layout::flat) {  // one run of n elements
+    rt::KernelArgs flat = args;
+    flat.cols = flat.ld_out = flat.ld_in0 = flat.ld_in1 = args.rows * args.cols;
+    flat.rows = 1;
+    backend_.launch(*run.loaded, launch_dims(run.config, 1, flat.cols, backend_.info()), flat, stream);
+  } else {
+    backend_.launch(*run.loaded, launch_dims(run.config, args.rows, args.cols, backend_.info()), args, stream);
+  }
 }
 
 void Engine::launch_flat(const PreparedKernel& k, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,

@@ -34,7 +34,8 @@ class BinaryStore {
 
 struct PreparedKernel {
   KernelSpec spec;
-  KernelConfig config;  // resolved
+  KernelConfig config;              // resolved
+  Layout layout = Layout::general;  // the safe default for a kernel assembled by hand
   RenderedKernel rendered;
   std::string binary_key;     // rendered.hash + device fingerprint
   std::string binary_format;  // "cubin", "ptx", ...
@@ -42,6 +43,9 @@ struct PreparedKernel {
   std::string origin;     // "compiled", "binary store"
   double compile_ms = 0;  // render + compile (or fetch) + load
   std::shared_ptr<rt::LoadedKernel> loaded;
+  // A flat kernel's general twin, built by the first launch that does not fit the flat one.
+  mutable std::mutex general_mutex;
+  mutable std::shared_ptr<const PreparedKernel> general;
 };
 
 class Engine {
@@ -52,11 +56,16 @@ class Engine {
   const rt::Backend& backend() const { return backend_; }
 
   // Throws Error(invalid_config / compile_failed / ...). The returned kernel stays valid while
-  // the engine lives.
-  std::shared_ptr<const PreparedKernel> prepare(const KernelSpec& spec, const KernelConfig& config);
+  // the engine lives. The flat layout (the default) still launches any arguments: those that do
+  // not fit it go to the general kernel, compiled on first need.
+  std::shared_ptr<const PreparedKernel> prepare(const KernelSpec& spec, const KernelConfig& config,
+                                                Layout layout = Layout::flat);
 
   // Launches on `stream` (nullptr: the backend's own) over rows x cols with pitches in args.
   void launch(const PreparedKernel& kernel, const rt::KernelArgs& args, void* stream = nullptr);
+
+  // The kernel that launch() runs for `args`: `kernel` itself, or its general twin.
+  const PreparedKernel& kernel_for(const PreparedKernel& kernel, const rt::KernelArgs& args);
 
   // Flat convenience: n contiguous elements; in1 is ignored for forward kernels.
   void launch_flat(const PreparedKernel& kernel, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
@@ -66,15 +75,16 @@ class Engine {
   std::string fingerprint() const;
 
  private:
-  std::shared_ptr<PreparedKernel> build(const KernelSpec& spec, const KernelConfig& config);
+  std::shared_ptr<PreparedKernel> build(const KernelSpec& spec, const KernelConfig& config, Layout layout);
 
   rt::Backend& backend_;
   BinaryStore* store_;
+  bool handles_are_addresses_;  // CUDA device pointers; OpenCL cl_mem handles are not
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_future<std::shared_ptr<PreparedKernel>>> cache_;
 };
 
-// Key of a request in the in-process cache (spec and resolved config, as text).
-std::string request_key(const KernelSpec& spec, const KernelConfig& config);
+// Key of a request in the in-process cache (spec, config and layout, as text).
+std::string request_key(const KernelSpec& spec, const KernelConfig& config, Layout layout = Layout::flat);
 
 }  // namespace kplay

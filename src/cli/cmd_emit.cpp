@@ -24,6 +24,11 @@ class EmitCommand : public Command {
                      "render for a device with fast FP64 (1: float32 math in double, as on an H100; 0: float-float)")
         ->check(CLI::Range(0, 1))
         ->capture_default_str();
+    app_->add_option("--layout", layout_,
+                     "flat: the kernel for one vector-aligned run below 2^31 elements (what contiguous "
+                     "buffers get); general: any rows, pitches, offsets and sizes")
+        ->check(CLI::IsMember({"flat", "general"}))
+        ->capture_default_str();
   }
   CLI::App* app() const override { return app_; }
 
@@ -33,7 +38,7 @@ class EmitCommand : public Command {
     Dialect dialect = dialect_for(flags_.backend);
     dialect.fast_fp64 = fast_fp64_ != 0;
     const KernelConfig config = resolve_config(spec, flags_.config(), limits);
-    const RenderedKernel k = render_kernel(spec, config, dialect);
+    const RenderedKernel k = render_kernel(spec, config, dialect, layout_ == "flat" ? Layout::flat : Layout::general);
     if (!ptx_) {
       std::fputs(k.source.c_str(), stdout);
       std::fprintf(stderr, "entry %s, options [%s], hash %s\n", k.entry.c_str(), k.options_string().c_str(),
@@ -68,6 +73,7 @@ class EmitCommand : public Command {
   bool ptx_ = false;
   std::string arch_ = "sm_90";
   int fast_fp64_ = 0;
+  std::string layout_ = "flat";
 };
 }  // namespace
 

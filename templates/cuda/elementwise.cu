@@ -1,11 +1,15 @@
 /* Generic element-wise kernel for CUDA. Codegen defines the knobs (KP_VEC, KP_VEC_BYTES,
- * KP_VPT, KP_BLOCK, KP_BACKWARD, KP_SAVED_OUTPUT, KP_STREAMING, KP_ENTRY) and puts the prelude
- * and one activation snippet in front of this file.
+ * KP_VPT, KP_BLOCK, KP_BACKWARD, KP_SAVED_OUTPUT, KP_STREAMING, KP_FLAT, KP_ENTRY) and puts the
+ * prelude and one activation snippet in front of this file.
  *
- * Layout: `rows` rows of `cols` elements with row pitches (in elements); a flat buffer is one
- * row. Each row is split into a scalar head (so that the output becomes KP_VEC_BYTES-aligned),
- * a body of whole vectors and a scalar tail. An input that does not share the output's
- * alignment is read with scalar loads in the same layout; stores stay wide. Indices are 64-bit.
+ * Layout (KP_FLAT 0, the general kernel): `rows` rows of `cols` elements with row pitches (in
+ * elements); a flat buffer is one row. Each row is split into a scalar head (so that the output
+ * becomes KP_VEC_BYTES-aligned), a body of whole vectors and a scalar tail. An input that does
+ * not share the output's alignment is read with scalar loads in the same layout; stores stay
+ * wide. Indices are 64-bit.
+ * KP_FLAT 1, the flat kernel: one row of fewer than 2^31 elements whose pointers are all
+ * KP_VEC_BYTES-aligned (the engine checks this on the host, src/launch_layout.cpp): no head, no
+ * row loop, no unaligned path, 32-bit indices.
  * Every thread reads all its vectors before it writes any, so out == in is safe. */
 typedef unsigned long long kp_u64;
 
@@ -57,7 +61,8 @@ KP_FN void kp_scalar(KP_T* o, const KP_T* a, const KP_T* b, kp_u64 i) {
 
 /* Loads vector v of an input that starts at p: one wide load when p is vector-aligned, else
  * KP_VEC scalar loads (neighbouring threads read neighbouring words, so L1 merges them). */
-KP_FN void kp_load(kp_pack* dst, const KP_T* p, bool aligned, kp_u64 v) {
+template <typename I>
+KP_FN void kp_load(kp_pack* dst, const KP_T* p, bool aligned, I v) {
   if (aligned) {
     dst->raw = KP_LD((const kp_raw*)p + v);
   } else {
@@ -66,6 +71,65 @@ KP_FN void kp_load(kp_pack* dst, const KP_T* p, bool aligned, kp_u64 v) {
   }
 }
 
+/* One chunk step of one thread: vectors base, base + KP_BLOCK, ... below nvec, all read before
+ * any is written. I is the index type: 32-bit in the flat kernel, 64-bit in the general one. */
+template <typename I>
+KP_FN void kp_step(kp_raw* ov, const KP_T* a, bool a_vec, const KP_T* b, bool b_vec, I base, I nvec) {
+  kp_pack x[KP_VPT];
+#if KP_BACKWARD
+  kp_pack s[KP_VPT];
+#else
+  (void)b;
+  (void)b_vec;
+#endif
+#pragma unroll
+  for (int j = 0; j < KP_VPT; ++j) {
+    const I v = base + (I)j * KP_BLOCK;
+    if (v < nvec) {
+      kp_load(&x[j], a, a_vec, v);
+#if KP_BACKWARD
+      kp_load(&s[j], b, b_vec, v);
+#endif
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < KP_VPT; ++j) {
+    const I v = base + (I)j * KP_BLOCK;
+    if (v < nvec) {
+      kp_pack y;
+#pragma unroll
+      for (int k = 0; k < KP_VEC; ++k) {
+#if KP_BACKWARD
+        y.e[k] = kp_apply(x[j].e[k], s[j].e[k]);
+#else
+        y.e[k] = kp_apply(x[j].e[k], 0);
+#endif
+      }
+      KP_ST(ov + v, y.raw);
+    }
+  }
+}
+
+#if KP_FLAT
+/* About 20 instructions before the first load where the general kernel has about 75, and one
+ * copy of the activation's body instead of an aligned and an unaligned one: long float64 and
+ * 16-bit bodies gained most (docs/benchmarks.md, session 25). The pitches are unused. */
+extern "C" __global__ void __launch_bounds__(KP_BLOCK)
+KP_ENTRY(KP_T* out, const KP_T* in0, const KP_T* in1, kp_u64 rows, kp_u64 cols,
+         kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1) {
+  (void)rows;
+  (void)ld_out;
+  (void)ld_in0;
+  (void)ld_in1;
+  const unsigned n = (unsigned)cols;
+  const unsigned nvec = n / KP_VEC;
+  const unsigned chunk = KP_BLOCK * KP_VPT; /* vectors per block step */
+  for (unsigned c = blockIdx.x; c * chunk < nvec; c += gridDim.x)
+    kp_step<unsigned>((kp_raw*)out, in0, true, in1, true, c * chunk + threadIdx.x, nvec);
+  /* The tail: fewer than KP_VEC elements, done by the first block. */
+  if (blockIdx.x == 0 && threadIdx.x < n - nvec * KP_VEC) kp_scalar(out, in0, in1, nvec * KP_VEC + threadIdx.x);
+}
+#else
 extern "C" __global__ void __launch_bounds__(KP_BLOCK)
 KP_ENTRY(KP_T* out, const KP_T* in0, const KP_T* in1, kp_u64 rows, kp_u64 cols,
          kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1) {
@@ -79,45 +143,12 @@ KP_ENTRY(KP_T* out, const KP_T* in0, const KP_T* in1, kp_u64 rows, kp_u64 cols,
     kp_u64 head = mis ? (KP_VEC_BYTES - mis) / sizeof(KP_T) : 0;
     if (head > cols) head = cols;
     const bool a_vec = ((kp_u64)(a + head) % KP_VEC_BYTES) == 0;
-#if KP_BACKWARD
     const bool b_vec = ((kp_u64)(b + head) % KP_VEC_BYTES) == 0;
-#endif
     const kp_u64 nvec = (cols - head) / KP_VEC;
     const kp_u64 body_end = head + nvec * KP_VEC;
     kp_raw* ov = (kp_raw*)(o + head);
-    for (kp_u64 c = blockIdx.x; c * chunk < nvec; c += gridDim.x) {
-      const kp_u64 base = c * chunk + threadIdx.x;
-      kp_pack x[KP_VPT];
-#if KP_BACKWARD
-      kp_pack s[KP_VPT];
-#endif
-#pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) {
-        const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
-        if (v < nvec) {
-          kp_load(&x[j], a + head, a_vec, v);
-#if KP_BACKWARD
-          kp_load(&s[j], b + head, b_vec, v);
-#endif
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) {
-        const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
-        if (v < nvec) {
-          kp_pack y;
-#pragma unroll
-          for (int k = 0; k < KP_VEC; ++k) {
-#if KP_BACKWARD
-            y.e[k] = kp_apply(x[j].e[k], s[j].e[k]);
-#else
-            y.e[k] = kp_apply(x[j].e[k], 0);
-#endif
-          }
-          KP_ST(ov + v, y.raw);
-        }
-      }
-    }
+    for (kp_u64 c = blockIdx.x; c * chunk < nvec; c += gridDim.x)
+      kp_step<kp_u64>(ov, a + head, a_vec, b + head, b_vec, c * chunk + threadIdx.x, nvec);
     /* Head and tail: fewer than KP_VEC elements each, done by the first block of the row. */
     if (blockIdx.x == 0) {
       if (threadIdx.x < head) kp_scalar(o, a, b, threadIdx.x);
@@ -125,3 +156,4 @@ KP_ENTRY(KP_T* out, const KP_T* in0, const KP_T* in1, kp_u64 rows, kp_u64 cols,
     }
   }
 }
+#endif

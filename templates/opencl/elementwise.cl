@@ -1,7 +1,7 @@
 /* Generic element-wise kernel for OpenCL C 1.2, the same algorithm as cuda/elementwise.cu.
  * Codegen defines the knobs (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK, KP_BACKWARD,
- * KP_SAVED_OUTPUT, KP_ENTRY) and puts the prelude and one activation snippet in front of this
- * file. KP_STREAMING has no OpenCL meaning (the backend refuses --cache streaming).
+ * KP_SAVED_OUTPUT, KP_FLAT, KP_ENTRY) and puts the prelude and one activation snippet in front
+ * of this file. KP_STREAMING has no OpenCL meaning (the backend refuses --cache streaming).
  *
  * Layout: `rows` rows of `cols` elements with row pitches (in elements); a flat buffer is one
  * row. A cl_mem cannot carry an offset, so every buffer comes with its start in elements.
@@ -10,8 +10,10 @@
  * becomes KP_VEC_BYTES-aligned), a body of whole vectors moved through raw 16/8/4/2-byte words
  * (uint4/uint2/uint/ushort, so NVIDIA emits 16-byte accesses) and a scalar tail. An input that
  * does not share the output's alignment is read with scalar loads (vloadn) in the same layout;
- * stores stay wide. Indices are 64-bit. Every work-item reads all its vectors before it writes
- * any, so out == in is safe.
+ * stores stay wide. Indices are 64-bit. KP_FLAT 1 (as in cuda/elementwise.cu): one row of fewer
+ * than 2^31 elements whose starts are all KP_VEC_BYTES-aligned, so no head, no row loop and no
+ * unaligned path. Every work-item reads all its vectors before it writes any, so out == in is
+ * safe.
  *
  * Unlike the CUDA kernel, a vector's elements are reached through OpenCL vector types (as_type
  * reinterpretation and .sN lanes), not a union with an array: NVIDIA's OpenCL compiler keeps a
@@ -88,6 +90,60 @@ KP_FN KP_TV kp_load(__global const KP_T* p, bool aligned, kp_u64 v) {
 #define KP_APPLY_LANE(c, k) KP_LANE(y, c) = kp_apply(KP_LANE(x[j], c), 0);
 #endif
 
+/* One chunk step of one work-item: vectors base, base + KP_BLOCK, ... below nvec, all read
+ * before any is written. */
+KP_FN void kp_step(__global KP_RAW* ov, __global const KP_T* a, bool a_vec, __global const KP_T* b, bool b_vec,
+                   kp_u64 base, kp_u64 nvec) {
+  KP_TV x[KP_VPT];
+#if KP_BACKWARD
+  KP_TV s[KP_VPT];
+#else
+  (void)b;
+  (void)b_vec;
+#endif
+#pragma unroll
+  for (int j = 0; j < KP_VPT; ++j) {
+    const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
+    if (v < nvec) {
+      x[j] = kp_load(a, a_vec, v);
+#if KP_BACKWARD
+      s[j] = kp_load(b, b_vec, v);
+#endif
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < KP_VPT; ++j) {
+    const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
+    if (v < nvec) {
+      KP_TV y;
+      KP_LANES(KP_APPLY_LANE)
+      ov[v] = KP_AS_RAW(y);
+    }
+  }
+}
+
+#if KP_FLAT
+__kernel __attribute__((reqd_work_group_size(KP_BLOCK, 1, 1)))
+void KP_ENTRY(__global KP_T* out, kp_u64 out_off, __global const KP_T* in0, kp_u64 in0_off,
+              __global const KP_T* in1, kp_u64 in1_off, kp_u64 rows, kp_u64 cols,
+              kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1) {
+  (void)rows;
+  (void)ld_out;
+  (void)ld_in0;
+  (void)ld_in1;
+  const uint n = (uint)cols;
+  const uint nvec = n / KP_VEC;
+  const uint chunk = KP_BLOCK * KP_VPT; /* vectors per group step */
+  const uint tid = get_local_id(0);
+  __global KP_T* o = out + out_off;
+  __global const KP_T* a = in0 + in0_off;
+  __global const KP_T* b = in1 + in1_off;
+  for (uint c = get_group_id(0); c * chunk < nvec; c += get_num_groups(0))
+    kp_step((__global KP_RAW*)o, a, true, b, true, c * chunk + tid, nvec);
+  /* The tail: fewer than KP_VEC elements, done by the first group. */
+  if (get_group_id(0) == 0 && tid < n - nvec * KP_VEC) kp_scalar(o, a, b, nvec * KP_VEC + tid);
+}
+#else
 __kernel __attribute__((reqd_work_group_size(KP_BLOCK, 1, 1)))
 void KP_ENTRY(__global KP_T* out, kp_u64 out_off, __global const KP_T* in0, kp_u64 in0_off,
               __global const KP_T* in1, kp_u64 in1_off, kp_u64 rows, kp_u64 cols,
@@ -104,38 +160,11 @@ void KP_ENTRY(__global KP_T* out, kp_u64 out_off, __global const KP_T* in0, kp_u
     kp_u64 head = mis ? (KP_VEC_BYTES - mis) / sizeof(KP_T) : 0;
     if (head > cols) head = cols;
     const bool a_vec = (((a_at + head) * sizeof(KP_T)) % KP_VEC_BYTES) == 0;
-#if KP_BACKWARD
     const bool b_vec = (((b_at + head) * sizeof(KP_T)) % KP_VEC_BYTES) == 0;
-#endif
     const kp_u64 nvec = (cols - head) / KP_VEC;
     const kp_u64 body_end = head + nvec * KP_VEC;
-    __global KP_RAW* ov = (__global KP_RAW*)(o + head);
-    for (kp_u64 c = get_group_id(0); c * chunk < nvec; c += get_num_groups(0)) {
-      const kp_u64 base = c * chunk + tid;
-      KP_TV x[KP_VPT];
-#if KP_BACKWARD
-      KP_TV s[KP_VPT];
-#endif
-#pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) {
-        const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
-        if (v < nvec) {
-          x[j] = kp_load(a + head, a_vec, v);
-#if KP_BACKWARD
-          s[j] = kp_load(b + head, b_vec, v);
-#endif
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) {
-        const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
-        if (v < nvec) {
-          KP_TV y;
-          KP_LANES(KP_APPLY_LANE)
-          ov[v] = KP_AS_RAW(y);
-        }
-      }
-    }
+    for (kp_u64 c = get_group_id(0); c * chunk < nvec; c += get_num_groups(0))
+      kp_step((__global KP_RAW*)(o + head), a + head, a_vec, b + head, b_vec, c * chunk + tid, nvec);
     /* Head and tail: fewer than KP_VEC elements each, done by the first group of the row. */
     if (get_group_id(0) == 0) {
       if (tid < head) kp_scalar(o, a, b, tid);
@@ -143,3 +172,4 @@ void KP_ENTRY(__global KP_T* out, kp_u64 out_off, __global const KP_T* in0, kp_u
     }
   }
 }
+#endif

@@ -1,0 +1,22 @@
+// Which of the template's two kernels a launch takes (codegen.hpp, Layout). The flat kernel needs
+// one contiguous run of fewer than 2^31 elements whose pointers are all vector-aligned; anything
+// else (row pitches, an offset off the vector, 2^31 elements and more) takes the general kernel.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../runtime/backend.hpp"
+
+namespace kplay {
+
+// The flat kernel indexes in 32 bits (templates/cuda/elementwise.cu).
+constexpr std::uint64_t kFlatMaxElements = (1ull << 31) - 1;
+
+// The element count of `args` as one run when the flat kernel can take it, else 0. Rows whose
+// pitches all equal the row length are one run. `handles_are_addresses`: a DevicePtr's handle is
+// a device address (CUDA), so it counts toward alignment; otherwise (an OpenCL cl_mem, whose
+// start is aligned to at least 128 bytes) only the offset does. `in1` counts only for backward.
+std::uint64_t flat_elements(const rt::KernelArgs& args, bool backward, std::size_t vec_bytes,
+                            bool handles_are_addresses);
+
+}  // namespace kplay
