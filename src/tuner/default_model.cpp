@@ -147,6 +147,25 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));
     c.per_thread = activation_cost(spec) >= 6 ? 2 : 1;
   }
+  // 16-bit where memory is faster per SM (the H200, 36 GB/s), measured with the flat kernel and
+  // kernels timed alone, in the same process as torch (docs/benchmarks.md, session 25):
+  // - backward of cost 2-5 takes blocks of 256 with one vector: 0.1-0.7 points above block 64
+  //   with four in each of those 30 rows (tanh, sigmoid, selu and silu backward among them, which
+  //   had trailed or tied torch); gelu's erfc (cost 6) lost 3-10 points there, cost 1 moved +-0.1.
+  // - forward of cost 2 (hardswish, softsign) takes two 8-byte vectors in blocks of 128: 100.5-100.7
+  //   % of copy against 99.5-99.7 at block 64 with two 16-byte vectors, where hardswish trailed
+  //   torch in every process; 16-byte vectors at block 256 reached 100.1-100.2.
+  if (dtype_size(spec.dtype) == 2 && d.bandwidth_gbps / d.sms > 30) {
+    const double cost = activation_cost(spec);
+    if (spec.direction == Direction::backward && cost >= 2 && cost <= 5) {
+      c.block = std::min(256, std::max(32, d.max_block));
+      c.per_thread = 1;
+    } else if (spec.direction == Direction::forward && cost == 2) {
+      c.block = std::min(128, std::max(32, d.max_block));
+      c.per_thread = 2;
+      c.vec = static_cast<int>(8 / dtype_size(spec.dtype));
+    }
+  }
   // float64 library math (libdevice erfc, log1p) likewise, on the H100 at 4096x393216: gelu
   // forward 76.8 / 81.5 / 83.9 % at 1 / 2 / 4 vectors, backward 84.2 / 91.7 / 87.0 %; logsigmoid
   // and softplus forward +6 points from 1 to 4; mish and relu backward within 0.7 at 1 to 4.
