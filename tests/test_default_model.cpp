@@ -123,14 +123,16 @@ TEST_CASE("default model: on the H200, 16-bit cost-2 forwards take 8-byte vector
     }
     CHECK(model(spec("relu", d), kH200).vec == 8);  // cost 1 keeps 16-byte vectors
     CHECK(model(spec("selu", d), kH200).vec == 8);
-    for (const char* act : {"hardswish", "selu", "tanh", "sigmoid", "silu", "softplus", "logsigmoid", "mish"}) {
+    for (const char* act : {"hardswish", "selu", "tanh", "sigmoid", "silu", "softplus", "logsigmoid"}) {
       const KernelConfig c = model(spec(act, d, Direction::backward), kH200);
       CHECK(c.block == 256);
       CHECK(c.per_thread == 1);
       CHECK(c.vec == 8);
     }
-    // gelu's erfc (cost 6) lost 3-10 points at one vector; cost 1 gained nothing.
-    CHECK(model(spec("gelu", d, Direction::backward), kH200).per_thread > 1);
+    // gelu's erfc (cost 6) lost 3-10 points at one vector, gelu(tanh) 2.4-10 (16-bit cost 4 in
+    // forward, 6 in float32): the float32 cost decides; cost 1 gained nothing.
+    for (const char* act : {"gelu", "gelu(approximate=tanh)", "mish"})
+      CHECK(model(spec(act, d, Direction::backward), kH200).per_thread > 1);
     CHECK(model(spec("relu", d, Direction::backward), kH200).block == 128);  // cost 1's own rule
     CHECK(model(spec("selu", d, Direction::backward), kH100).block != 256);  // the H100 is not affected
   }

@@ -149,15 +149,20 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   }
   // 16-bit where memory is faster per SM (the H200, 36 GB/s), measured with the flat kernel and
   // kernels timed alone, in the same process as torch (docs/benchmarks.md, session 25):
-  // - backward of cost 2-5 takes blocks of 256 with one vector: 0.1-0.7 points above block 64
-  //   with four in each of those 30 rows (tanh, sigmoid, selu and silu backward among them, which
-  //   had trailed or tied torch); gelu's erfc (cost 6) lost 3-10 points there, cost 1 moved +-0.1.
+  // - backward of float32 cost 2-5 takes blocks of 256 with one vector: 0.1-0.7 points above
+  //   block 64 with four in each of those rows (tanh, sigmoid, selu and silu backward among them,
+  //   which had trailed or tied torch); cost 1 moved +-0.1. The float32 cost, because a backward's
+  //   16-bit math is not the forward's hardware-function form: gelu(tanh) (16-bit cost 4, float32
+  //   6) lost 2.4-10 points at one vector, gelu's erfc 3-10.
   // - forward of cost 2 (hardswish, softsign) takes two 8-byte vectors in blocks of 128: 100.5-100.7
   //   % of copy against 99.5-99.7 at block 64 with two 16-byte vectors, where hardswish trailed
   //   torch in every process; 16-byte vectors at block 256 reached 100.1-100.2.
   if (dtype_size(spec.dtype) == 2 && d.bandwidth_gbps / d.sms > 30) {
     const double cost = activation_cost(spec);
-    if (spec.direction == Direction::backward && cost >= 2 && cost <= 5) {
+    KernelSpec as_f32 = spec;
+    as_f32.dtype = Dtype::f32;
+    const double backward_cost = activation_cost(as_f32);
+    if (spec.direction == Direction::backward && backward_cost >= 2 && backward_cost <= 5) {
       c.block = std::min(256, std::max(32, d.max_block));
       c.per_thread = 1;
     } else if (spec.direction == Direction::forward && cost == 2) {
