@@ -9,25 +9,22 @@
 
 #include "db_test_support.hpp"
 #include "kplay/error.hpp"
+#include "memoryless_backend.hpp"
 
 using namespace kplay;
 using kplay::test::open_db;
 using kplay::test::TempDir;
 
 namespace {
-class FakeBackend : public rt::Backend {
+class FakeBackend : public kplay::test::MemorylessBackend {
  public:
-  FakeBackend() {
-    info_.backend = "cuda";
+  FakeBackend() : MemorylessBackend("cuda") {
     info_.name = "Fake GPU";
     info_.arch = "sm_90";
   }
   std::atomic<int> compiles{0};
   int compile_ms = 0;
 
-  const rt::DeviceInfo& info() const override { return info_; }
-  const TargetLimits& limits() const override { return limits_; }
-  Dialect dialect() const override { return cuda_dialect(); }
   rt::Binary compile(const RenderedKernel& kernel) override {
     ++compiles;
     std::this_thread::sleep_for(std::chrono::milliseconds(compile_ms));
@@ -38,21 +35,6 @@ class FakeBackend : public rt::Backend {
     return std::make_unique<rt::LoadedKernel>();
   }
   void launch(rt::LoadedKernel&, const rt::LaunchDims&, const rt::KernelArgs&, void*) override {}
-  rt::DevicePtr allocate(std::uint64_t) override { return {}; }
-  void release(rt::DevicePtr) noexcept override {}
-  void upload(rt::DevicePtr, const void*, std::uint64_t) override {}
-  void download(void*, rt::DevicePtr, std::uint64_t) override {}
-  void fill_bytes(rt::DevicePtr, unsigned char, std::uint64_t) override {}
-  void copy(rt::DevicePtr, rt::DevicePtr, std::uint64_t) override {}
-  double time_ms(const std::function<void()>& work) override {
-    work();
-    return 0;
-  }
-  void synchronize() override {}
-
- private:
-  rt::DeviceInfo info_;
-  TargetLimits limits_;
 };
 }  // namespace
 

@@ -8,6 +8,7 @@
 
 #include "engine.hpp"
 #include "launch_layout.hpp"
+#include "memoryless_backend.hpp"
 
 using namespace kplay;
 
@@ -26,9 +27,9 @@ struct NamedKernel : rt::LoadedKernel {
   std::string entry;
 };
 
-class RecordingBackend : public rt::Backend {
+class RecordingBackend : public test::MemorylessBackend {
  public:
-  explicit RecordingBackend(const std::string& backend) { info_.backend = backend; }
+  explicit RecordingBackend(const std::string& backend) : MemorylessBackend(backend) {}
   std::vector<std::string> compiled;
   struct Launch {
     std::string entry;
@@ -37,9 +38,6 @@ class RecordingBackend : public rt::Backend {
   };
   std::vector<Launch> launches;
 
-  const rt::DeviceInfo& info() const override { return info_; }
-  const TargetLimits& limits() const override { return limits_; }
-  Dialect dialect() const override { return cuda_dialect(); }
   rt::Binary compile(const RenderedKernel& k) override {
     compiled.push_back(k.entry);
     return {"fake", k.source, ""};
@@ -50,21 +48,6 @@ class RecordingBackend : public rt::Backend {
   void launch(rt::LoadedKernel& k, const rt::LaunchDims& dims, const rt::KernelArgs& args, void*) override {
     launches.push_back({static_cast<NamedKernel&>(k).entry, args, dims});
   }
-  rt::DevicePtr allocate(std::uint64_t) override { return {}; }
-  void release(rt::DevicePtr) noexcept override {}
-  void upload(rt::DevicePtr, const void*, std::uint64_t) override {}
-  void download(void*, rt::DevicePtr, std::uint64_t) override {}
-  void fill_bytes(rt::DevicePtr, unsigned char, std::uint64_t) override {}
-  void copy(rt::DevicePtr, rt::DevicePtr, std::uint64_t) override {}
-  double time_ms(const std::function<void()>& work) override {
-    work();
-    return 0;
-  }
-  void synchronize() override {}
-
- private:
-  rt::DeviceInfo info_;
-  TargetLimits limits_;
 };
 
 bool ends_with(const std::string& s, const std::string& tail) {
