@@ -110,8 +110,8 @@ void Engine::launch(const PreparedKernel& k, const rt::KernelArgs& args, void* s
   }
 }
 
-void Engine::launch_flat(const PreparedKernel& k, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
-                         std::uint64_t n, void* stream) {
+rt::KernelArgs flat_args(const PreparedKernel& k, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
+                         std::uint64_t n) {
   rt::KernelArgs a;
   a.out = out;
   a.in0 = in0;
@@ -119,7 +119,12 @@ void Engine::launch_flat(const PreparedKernel& k, rt::DevicePtr out, rt::DeviceP
   a.rows = 1;
   a.cols = n;
   a.ld_out = a.ld_in0 = a.ld_in1 = n;
-  launch(k, a, stream);
+  return a;
+}
+
+void Engine::launch_flat(const PreparedKernel& k, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
+                         std::uint64_t n, void* stream) {
+  launch(k, flat_args(k, out, in0, in1, n), stream);
 }
 
 }  // namespace kplay

@@ -84,6 +84,10 @@ class Engine {
   std::unordered_map<std::string, std::shared_future<std::shared_ptr<PreparedKernel>>> cache_;
 };
 
+// The arguments of n contiguous elements (one row); in1 is in0 for forward kernels.
+rt::KernelArgs flat_args(const PreparedKernel& kernel, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
+                         std::uint64_t n);
+
 // Key of a request in the in-process cache (spec, config and layout, as text).
 std::string request_key(const KernelSpec& spec, const KernelConfig& config, Layout layout = Layout::flat);
 

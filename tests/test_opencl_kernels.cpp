@@ -241,6 +241,21 @@ TEST_SUITE("opencl") {
     CHECK(output.find("--cache streaming") != std::string::npos);
   }
 
+  TEST_CASE("OpenCL: kplay run names the kernel that runs: flat for an aligned buffer, general off the vector") {
+    std::string output;
+    CHECK(run_cli("run --backend opencl --no-db --act relu --block 128 --n 4099 --repeat 1", output) == 0);
+    INFO(output);
+    CHECK(output.find("kernel: kplay_relu_fwd_f32_v4_b128_p1_cd_pm_flat,") != std::string::npos);
+    CHECK(output.find("verdict: PASS") != std::string::npos);
+    std::string offset;
+    CHECK(run_cli("run --backend opencl --no-db --act relu --block 128 --n 4099 --repeat 1 --in-offset 1", offset) ==
+          0);
+    INFO(offset);
+    CHECK(offset.find("kernel: kplay_relu_fwd_f32_v4_b128_p1_cd_pm,") != std::string::npos);
+    CHECK(offset.find("compiled now") != std::string::npos);
+    CHECK(offset.find("verdict: PASS") != std::string::npos);
+  }
+
   TEST_CASE("OpenCL: kplay check samples a float64 range uniformly, and holds silu and mish in e^x's subnormal tail") {
     for (const char* act : {"silu", "mish"}) {
       std::string output;
