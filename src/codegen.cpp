@@ -44,6 +44,7 @@ std::string entry_name(const KernelSpec& spec, const KernelConfig& c, Layout lay
   // (and configs that differ only there share one binary).
   os << '_' << to_string(spec.dtype) << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread;
   os << (c.cache == CacheHint::streaming ? "_cs" : "_cd") << (c.fast_math ? "_fm" : "_pm");
+  if (c.late_gradient) os << "_lg";
   if (layout == Layout::flat) os << "_flat";
   return os.str();
 }
@@ -92,6 +93,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
      << '\n';
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FLAT " << (layout == Layout::flat ? 1 : 0) << '\n';
+  os << "#define KP_LATE_GRAD " << (c.late_gradient ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
   // Only the float32 IEEE kernels have a double path: other kernels keep one hash on every device.
   os << "#define KP_FAST_FP64 " << (dialect.fast_fp64 && spec.dtype == Dtype::f32 && !c.fast_math ? 1 : 0) << '\n';

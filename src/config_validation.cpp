@@ -57,6 +57,8 @@ KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, 
   if (c.grid == GridPolicy::one_shot) c.waves = 0;  // meaningless there; keep configs comparable
   if (c.cache == CacheHint::streaming && !limits.cache_hints)
     refuse("--cache streaming: the " + limits.backend + " backend has no cache hints; use --cache default");
+  if (c.late_gradient && spec.direction != Direction::backward)
+    refuse("--late-gradient: only a backward kernel reads a gradient; drop it for " + to_string(spec));
   return c;
 }
 

@@ -21,6 +21,7 @@ std::string Engine::fingerprint() const { return device_fingerprint(backend_.inf
 
 std::shared_ptr<const PreparedKernel> Engine::prepare(const KernelSpec& spec, const KernelConfig& config,
                                                       Layout layout) {
+  if (!config.flat) layout = Layout::general;
   const std::string key = request_key(spec, config, layout);
   std::promise<std::shared_ptr<PreparedKernel>> promise;
   std::shared_future<std::shared_ptr<PreparedKernel>> future;

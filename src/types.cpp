@@ -42,6 +42,9 @@ std::string to_string(const KernelConfig& c) {
   os << "vec=" << c.vec << " block=" << c.block << " per-thread=" << c.per_thread
      << " grid=" << to_string(c.grid, c.waves) << " cache=" << to_string(c.cache)
      << " fast-math=" << (c.fast_math ? "on" : "off");
+  // Named only when not the default, so most configs read as they always have.
+  if (!c.flat) os << " kernel=general";
+  if (c.late_gradient) os << " gradient=late";
   return os.str();
 }
 

@@ -101,6 +101,27 @@ void check_backend_knobs(Engine& engine) {
               KPLAY_CHECK_PROBLEM(engine, spec, c, shape);
             }
           }
+    // The general kernel where the flat one would fit, and the late gradient load: every direction
+    // in float16 (the H100 default uses them for 16-bit), misaligned, aligned and in place.
+    for (const KernelSpec& s : specs_of(text, Dtype::f16))
+      for (int general = 0; general < 2; ++general)
+        for (int late = 0; late < 2; ++late) {
+          if (late && s.direction != Direction::backward) continue;
+          for (int pt : {1, 3}) {
+            KernelConfig c;
+            c.block = 64;
+            c.per_thread = pt;
+            c.flat = !general;
+            c.late_gradient = late;
+            for (int shape_kind = 0; shape_kind < 3; ++shape_kind) {
+              ProblemShape shape;
+              shape.n = shape_kind == 0 ? 13 : 300007;
+              shape.in_offset = shape.out_offset = (shape_kind == 0 ? 1 : 0);
+              shape.in_place = shape_kind == 2;
+              KPLAY_CHECK_PROBLEM(engine, s, c, shape);
+            }
+          }
+        }
   }
 }
 

@@ -59,9 +59,19 @@ TEST_CASE("the hash is stable and changes with every knob that changes the code"
   KernelSpec r = s;
   r.activation = "relu";
   CHECK(render(r).hash != base);
+  c = {};
+  c.flat = false;  // a launch choice: the general kernel renders as it always does
+  CHECK(render(s, c).hash == base);
   KernelSpec b = s;
   b.direction = Direction::backward;
   CHECK(render(b).hash != base);
+  c = {};
+  c.late_gradient = true;
+  const RenderedKernel late = render(b, c);
+  CHECK(late.hash != render(b).hash);
+  CHECK(late.source.find("#define KP_LATE_GRAD 1") != std::string::npos);
+  CHECK(late.entry.find("_lg") != std::string::npos);
+  CHECK(render(b).source.find("#define KP_LATE_GRAD 0") != std::string::npos);
   b.saved = Saved::output;
   CHECK(render(b).hash != render([] {
                             KernelSpec t;

@@ -43,6 +43,12 @@ TEST_CASE("invalid knobs are refused with the flag's name") {
   c.grid = GridPolicy::grid_stride;
   c.waves = 0;
   CHECK_THROWS_WITH_AS(resolve_config(selu(), c, lim), doctest::Contains("waves"), Error);
+  c = {};
+  c.late_gradient = true;  // a forward kernel reads no gradient
+  CHECK_THROWS_WITH_AS(resolve_config(selu(), c, lim), doctest::Contains("--late-gradient"), Error);
+  KernelSpec backward = selu();
+  backward.direction = Direction::backward;
+  CHECK(resolve_config(backward, c, lim).late_gradient);
 }
 
 TEST_CASE("device and backend limits apply") {

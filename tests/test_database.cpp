@@ -382,7 +382,13 @@ TEST_CASE("configs and specs survive JSON, text and back") {
   c.grid = GridPolicy::grid_stride;
   c.waves = 16;
   c.cache = CacheHint::streaming;
+  c.flat = false;
+  c.late_gradient = true;
   CHECK(config_from_json(config_to_json(c)) == c);
+  nlohmann::json old_record = config_to_json(KernelConfig{});  // written before the two knobs existed
+  old_record.erase("flat");
+  old_record.erase("late_gradient");
+  CHECK(config_from_json(old_record) == KernelConfig{});
   CHECK(config_from_text(config_text(c)) == c);
   CHECK(config_text(c) == config_text(config_from_text(config_text(c))));
   KernelConfig d;

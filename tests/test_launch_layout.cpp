@@ -159,6 +159,25 @@ TEST_CASE("engine: flat launches take the flat kernel, others its general twin, 
   CHECK(backend.launches.back().entry == general);
 }
 
+TEST_CASE("engine: a config with flat off takes the general kernel for every launch, flat ones too") {
+  RecordingBackend backend("cuda");
+  Engine engine(backend);
+  KernelSpec spec;
+  KernelConfig general_only;
+  general_only.flat = false;
+  const auto k = engine.prepare(spec, general_only);
+  CHECK(k->layout == Layout::general);
+  REQUIRE(backend.compiled.size() == 1);
+  CHECK_FALSE(ends_with(backend.compiled[0], "_flat"));
+  engine.launch(*k, flat_args(1000));
+  CHECK(backend.launches.back().entry == backend.compiled[0]);
+  CHECK(backend.launches.back().args.rows == 1);
+  CHECK(backend.compiled.size() == 1);
+  // The same spec with flat on is another kernel, not the cached general one.
+  CHECK(engine.prepare(spec, KernelConfig{})->layout == Layout::flat);
+  CHECK(backend.compiled.size() == 2);
+}
+
 TEST_CASE("engine: on OpenCL a cl_mem handle does not count toward alignment") {
   RecordingBackend backend("opencl");
   Engine engine(backend);

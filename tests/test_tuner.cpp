@@ -367,6 +367,32 @@ TEST_CASE(
         }
 }
 
+TEST_CASE("an H100 default outside the search space (general kernel, late gradient) joins it, once") {
+  rt::DeviceInfo h100;
+  h100.backend = "cuda";
+  h100.memory_bandwidth_gbps = 3350;
+  h100.compute_units = 132;
+  h100.max_threads_per_unit = 2048;
+  h100.max_blocks_per_unit = 32;
+  h100.max_block = 1024;
+  int outside = 0;
+  for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+    for (Direction dir : {Direction::forward, Direction::backward})
+      for (const char* act : {"relu", "tanh", "selu", "gelu"}) {
+        KernelSpec s = spec_of(dt);
+        s.activation = act;
+        s.direction = dir;
+        const KernelConfig d = resolve_config(s, device_default_config(s, h100, 1610612736), TargetLimits{});
+        const auto space = SearchSpace{}.enumerate(s, TargetLimits{});
+        const auto with = with_baseline(space, d);
+        CAPTURE(to_string(s));
+        CHECK(std::count(with.begin(), with.end(), d) == 1);
+        CHECK(with.size() - space.size() == (std::find(space.begin(), space.end(), d) == space.end() ? 1u : 0u));
+        outside += std::find(space.begin(), space.end(), d) == space.end();
+      }
+  CHECK(outside >= 8);  // every 16-bit forward (general kernel) and 16-bit gelu backward (late)
+}
+
 TEST_CASE("the early-stopping schedules never let a wrong kernel win, even the fastest") {
   class WrongFastest : public SyntheticMeasurer {
    public:

@@ -39,10 +39,15 @@ struct KernelConfig {
   GridPolicy grid = GridPolicy::one_shot;
   int waves = 4;  // grid_stride only: resident blocks per SM times this
   CacheHint cache = CacheHint::normal;
+  // Contiguous, vector-aligned launches take the flat kernel (false: always the general one, whose
+  // longer start paces the loads; on the H100 that is faster for 16-bit forwards).
+  bool flat = true;
+  // Backward only: load the incoming gradient after the saved tensor's math rather than with it.
+  bool late_gradient = false;
 
   bool operator==(const KernelConfig& o) const {
     return vec == o.vec && block == o.block && per_thread == o.per_thread && fast_math == o.fast_math &&
-           grid == o.grid && waves == o.waves && cache == o.cache;
+           grid == o.grid && waves == o.waves && cache == o.cache && flat == o.flat && late_gradient == o.late_gradient;
   }
   bool operator!=(const KernelConfig& o) const { return !(*this == o); }
 };

@@ -28,6 +28,10 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
   app.add_flag("--fast-math", f.fast_math, "fast, less accurate math (its error is reported)");
   app.add_option("--grid", f.grid, "one-shot or grid-stride[:WAVES]")->capture_default_str();
   app.add_option("--cache", f.cache, "cache hint: default or streaming")->capture_default_str();
+  app.add_flag("--general-kernel", f.general_kernel,
+               "always launch the general kernel, also where the flat one fits (contiguous, aligned)");
+  app.add_flag("--late-gradient", f.late_gradient,
+               "backward: load the gradient after the saved tensor's math instead of with it");
 }
 
 std::vector<std::string> ConfigFlags::activation_list() const {
@@ -61,6 +65,8 @@ KernelConfig ConfigFlags::config() const {
   c.fast_math = fast_math;
   parse_grid_policy(grid, c.grid, c.waves);
   c.cache = parse_cache_hint(cache);
+  c.flat = !general_kernel;
+  c.late_gradient = late_gradient;
   return c;
 }
 
@@ -103,7 +109,8 @@ Dialect dialect_for(const std::string& backend) {
 }
 
 bool ConfigFlags::knobs_given(const CLI::App& app) const {
-  for (const char* name : {"--vec", "--block", "--per-thread", "--fast-math", "--grid", "--cache"})
+  for (const char* name :
+       {"--vec", "--block", "--per-thread", "--fast-math", "--grid", "--cache", "--general-kernel", "--late-gradient"})
     if (app.count(name) > 0) return true;
   return false;
 }

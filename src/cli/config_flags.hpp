@@ -25,6 +25,8 @@ struct ConfigFlags {
   bool fast_math = false;
   std::string grid = "one-shot";
   std::string cache = "default";
+  bool general_kernel = false;
+  bool late_gradient = false;
 
   std::vector<std::string> activation_list() const;
   KernelSpec spec(const std::string& activation) const;

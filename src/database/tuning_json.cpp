@@ -78,7 +78,9 @@ json config_to_json(const KernelConfig& c) {
           {"fast_math", c.fast_math},
           {"grid", c.grid == GridPolicy::one_shot ? "one-shot" : "grid-stride"},
           {"waves", c.waves},
-          {"cache", to_string(c.cache)}};
+          {"cache", to_string(c.cache)},
+          {"flat", c.flat},
+          {"late_gradient", c.late_gradient}};
 }
 
 KernelConfig config_from_json(const json& j, const std::string& where) {
@@ -94,6 +96,9 @@ KernelConfig config_from_json(const json& j, const std::string& where) {
     c.waves = static_cast<int>(get_int(j, "waves", where, c.grid == GridPolicy::one_shot ? 0 : 1, 1024));
   const std::string cache = get_string(j, "cache", where);
   c.cache = parsed(where + ".cache", [&] { return parse_cache_hint(cache); });
+  // Records written before these two knobs existed mean the defaults.
+  if (has(j, "flat")) c.flat = get_bool(j, "flat", where);
+  if (has(j, "late_gradient")) c.late_gradient = get_bool(j, "late_gradient", where);
   return c;
 }
 

@@ -146,26 +146,42 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     const int block = activation_cost(spec) <= 2 ? 512 : 256;
     c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));
     c.per_thread = activation_cost(spec) >= 6 ? 2 : 1;
+    // The general kernel: its longer start (row loop, head, alignment checks) paces the loads, and
+    // on the H100 that made relu, relu6, hardtanh, softshrink and tanh 0.3-0.9 points faster than
+    // the flat kernel at the same shape, in four processes; silu, sigmoid and gelu moved +-0.1
+    // (docs/benchmarks.md, session 26). A nanosleep before the first load recovered only half.
+    c.flat = false;
   }
-  // 16-bit where memory is faster per SM (the H200, 36 GB/s), measured with the flat kernel and
-  // kernels timed alone, in the same process as torch (docs/benchmarks.md, session 25):
-  // - backward of float32 cost 2-5 takes blocks of 256 with one vector: 0.1-0.7 points above
-  //   block 64 with four in each of those rows (tanh, sigmoid, selu and silu backward among them,
-  //   which had trailed or tied torch); cost 1 moved +-0.1. The float32 cost, because a backward's
-  //   16-bit math is not the forward's hardware-function form: gelu(tanh) (16-bit cost 4, float32
-  //   6) lost 2.4-10 points at one vector, gelu's erfc 3-10.
-  // - forward of cost 2 (hardswish, softsign) takes two 8-byte vectors in blocks of 128: 100.5-100.7
-  //   % of copy against 99.5-99.7 at block 64 with two 16-byte vectors, where hardswish trailed
-  //   torch in every process; 16-byte vectors at block 256 reached 100.1-100.2.
-  if (dtype_size(spec.dtype) == 2 && d.bandwidth_gbps / d.sms > 30) {
-    const double cost = activation_cost(spec);
+  // 16-bit backward, every device: float32 cost 2-5 takes one vector in blocks of 256. On the H200
+  // (session 25) 0.1-0.7 points above block 64 with four in each row (tanh, sigmoid, selu and silu
+  // among them); on the H100 (session 26) 0.2-0.5 above block 64 with two for elu, celu, selu,
+  // silu, sigmoid and tanh, level elsewhere. The float32 cost, because a backward's 16-bit math is
+  // not the forward's hardware-function form: gelu(tanh) (16-bit cost 4, float32 6) lost 2.4-10
+  // points at one vector on the H200, gelu's erfc 3-10.
+  // Cost 6 (gelu, gelu(tanh), mish) where memory is slower per SM (the H100): one vector in blocks
+  // of 512 with the gradient loaded after the derivative's math, as torch's own gelu backward is
+  // compiled. float16 gelu backward: 102.7 % of copy against torch's 102.6, where every shape with
+  // both loads up front stayed at 100.9-101.5 (session 26).
+  if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::backward) {
     KernelSpec as_f32 = spec;
     as_f32.dtype = Dtype::f32;
     const double backward_cost = activation_cost(as_f32);
-    if (spec.direction == Direction::backward && backward_cost >= 2 && backward_cost <= 5) {
+    if (backward_cost >= 2 && backward_cost <= 5) {
       c.block = std::min(256, std::max(32, d.max_block));
       c.per_thread = 1;
-    } else if (spec.direction == Direction::forward && cost == 2) {
+    } else if (backward_cost >= 6 && d.bandwidth_gbps / d.sms <= 30) {
+      c.block = std::min(512, std::max(32, d.max_block));
+      c.per_thread = 1;
+      c.late_gradient = true;
+    }
+  }
+  // 16-bit forward of cost 2 (hardswish, softsign) where memory is faster per SM (the H200, 36
+  // GB/s) takes two 8-byte vectors in blocks of 128: 100.5-100.7 % of copy against 99.5-99.7 at
+  // block 64 with two 16-byte vectors, where hardswish trailed torch in every process; 16-byte
+  // vectors at block 256 reached 100.1-100.2 (flat kernel, kernels timed alone, session 25).
+  if (dtype_size(spec.dtype) == 2 && d.bandwidth_gbps / d.sms > 30) {
+    const double cost = activation_cost(spec);
+    if (spec.direction == Direction::forward && cost == 2) {
       c.block = std::min(128, std::max(32, d.max_block));
       c.per_thread = 2;
       c.vec = static_cast<int>(8 / dtype_size(spec.dtype));

@@ -573,6 +573,11 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   return out;
 }
 
+std::vector<KernelConfig> with_baseline(std::vector<KernelConfig> space, const KernelConfig& baseline) {
+  if (std::find(space.begin(), space.end(), baseline) == space.end()) space.push_back(baseline);
+  return space;
+}
+
 TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, const TuneOptions& o,
                   TuneTimes* times_out) {
   if (o.n == 0) throw Error(ErrorCode::invalid_argument, "cannot tune for 0 elements");
@@ -585,6 +590,7 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   if (!options.baseline)
     options.baseline =
         resolve_config(spec, device_default_config(spec, engine.backend().info(), o.n), engine.backend().limits());
+  space = with_baseline(std::move(space), *options.baseline);
   const std::string key = run_key(engine, spec, o);
   const std::uint64_t esize = dtype_size(spec.dtype);
   TuneTimes local_times;

@@ -88,6 +88,10 @@ struct SearchOutcome {
   std::string strategy;
 };
 
+// The space with `baseline` added when it is not in it already: the device default may use knobs
+// the space does not search (the general kernel, a late gradient), and it always competes.
+std::vector<KernelConfig> with_baseline(std::vector<KernelConfig> space, const KernelConfig& baseline);
+
 // The search itself, on any measurer: strategy or early-stopping schedule, then re-measurement
 // of the contenders and the tie rule. `resumed` are candidates already measured (exhaustive,
 // random, local); `save` is called for each new one.

@@ -1,6 +1,6 @@
 /* Generic element-wise kernel for CUDA. Codegen defines the knobs (KP_VEC, KP_VEC_BYTES,
- * KP_VPT, KP_BLOCK, KP_BACKWARD, KP_SAVED_OUTPUT, KP_STREAMING, KP_FLAT, KP_ENTRY) and puts the
- * prelude and one activation snippet in front of this file.
+ * KP_VPT, KP_BLOCK, KP_BACKWARD, KP_SAVED_OUTPUT, KP_STREAMING, KP_FLAT, KP_LATE_GRAD, KP_ENTRY)
+ * and puts the prelude and one activation snippet in front of this file.
  *
  * Layout (KP_FLAT 0, the general kernel): `rows` rows of `cols` elements with row pitches (in
  * elements); a flat buffer is one row. Each row is split into a scalar head (so that the output
@@ -10,7 +10,11 @@
  * KP_FLAT 1, the flat kernel: one row of fewer than 2^31 elements whose pointers are all
  * KP_VEC_BYTES-aligned (the engine checks this on the host, src/launch_layout.cpp): no head, no
  * row loop, no unaligned path, 32-bit indices.
- * Every thread reads all its vectors before it writes any, so out == in is safe. */
+ * Every thread reads all its vectors before it writes any, so out == in is safe.
+ * KP_LATE_GRAD (backward): the saved tensor is loaded first and the gradient only where the math
+ * needs it, so the compiler issues it after the derivative: torch's float16 gelu backward does this
+ * (docs/benchmarks.md, session 26). Each gradient vector is still read before its output is
+ * written, and a thread writes only the elements it reads, so out == in stays safe. */
 typedef unsigned long long kp_u64;
 
 #if KP_VEC_BYTES == 16
@@ -86,9 +90,13 @@ KP_FN void kp_step(kp_raw* ov, const KP_T* a, bool a_vec, const KP_T* b, bool b_
   for (int j = 0; j < KP_VPT; ++j) {
     const I v = base + (I)j * KP_BLOCK;
     if (v < nvec) {
+#if KP_BACKWARD && KP_LATE_GRAD
+      kp_load(&s[j], b, b_vec, v); /* the gradient is loaded below, next to its one use */
+#else
       kp_load(&x[j], a, a_vec, v);
 #if KP_BACKWARD
       kp_load(&s[j], b, b_vec, v);
+#endif
 #endif
     }
   }
@@ -97,6 +105,9 @@ KP_FN void kp_step(kp_raw* ov, const KP_T* a, bool a_vec, const KP_T* b, bool b_
     const I v = base + (I)j * KP_BLOCK;
     if (v < nvec) {
       kp_pack y;
+#if KP_BACKWARD && KP_LATE_GRAD
+      kp_load(&x[j], a, a_vec, v);
+#endif
 #pragma unroll
       for (int k = 0; k < KP_VEC; ++k) {
 #if KP_BACKWARD
