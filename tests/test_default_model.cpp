@@ -186,7 +186,7 @@ TEST_CASE("default model: 16-bit forward on the H100 takes blocks of 256, one ve
 }
 
 TEST_CASE("default model: on the H100, 16-bit forwards take the general kernel, cost-6 backwards a late gradient") {
-  // Session 26, same process as torch: the general kernel 0.3-0.9 points above the flat one for
+  // Session 26, same process as torch: the general kernel 0.2-0.7 points above the flat one for
   // relu, relu6, hardtanh, softshrink and tanh; float16 gelu backward 102.7 % of copy with one
   // vector in blocks of 512 and the gradient loaded late, 100.9-101.5 with both loads up front.
   for (Dtype d : {Dtype::f16, Dtype::bf16}) {

@@ -146,10 +146,10 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     const int block = activation_cost(spec) <= 2 ? 512 : 256;
     c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));
     c.per_thread = activation_cost(spec) >= 6 ? 2 : 1;
-    // The general kernel: its longer start (row loop, head, alignment checks) paces the loads, and
-    // on the H100 that made relu, relu6, hardtanh, softshrink and tanh 0.3-0.9 points faster than
-    // the flat kernel at the same shape, in four processes; silu, sigmoid and gelu moved +-0.1
-    // (docs/benchmarks.md, session 26). A nanosleep before the first load recovered only half.
+    // The general kernel: on the H100 relu, relu6, hardtanh, softshrink and tanh ran 0.2-0.7 points
+    // faster with it than with the flat kernel at the same shape, in three calls; silu, sigmoid and
+    // gelu moved +-0.1 (docs/benchmarks.md, session 26). Why is not known: its start is longer (row
+    // loop, head, alignment checks), and a nanosleep before the flat kernel's load recovered half.
     c.flat = false;
   }
   // 16-bit backward, every device: float32 cost 2-5 takes one vector in blocks of 256. On the H200
