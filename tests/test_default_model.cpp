@@ -3,20 +3,13 @@
 // fewer for small problems, and the static table where the device reports no bandwidth.
 #include <doctest/doctest.h>
 
+#include "hopper_device.hpp"
 #include "tuner/default_model.hpp"
 
 using namespace kplay;
 
 namespace {
-DefaultModelInputs hopper(double gbps) {
-  DefaultModelInputs d;
-  d.bandwidth_gbps = gbps;
-  d.sms = 132;
-  d.max_threads_per_sm = 2048;
-  d.max_blocks_per_sm = 32;
-  d.max_block = 1024;
-  return d;
-}
+DefaultModelInputs hopper(double gbps) { return model_inputs(test::hopper_device(gbps)); }
 const DefaultModelInputs kH100 = hopper(3350), kH200 = hopper(4800);
 
 KernelSpec spec(const char* act, Dtype d = Dtype::f32, Direction dir = Direction::forward) {
@@ -257,12 +250,7 @@ TEST_CASE("default model: a device without bandwidth gets the static table") {
   CHECK(device_default_config(spec("selu", Dtype::f16), cpu, 0, &why) ==
         static_default_config(spec("selu", Dtype::f16)));
   CHECK(why.find("static table") != std::string::npos);
-  rt::DeviceInfo h200;
-  h200.memory_bandwidth_gbps = 4800;
-  h200.compute_units = 132;
-  h200.max_threads_per_unit = 2048;
-  h200.max_blocks_per_unit = 32;
-  h200.max_block = 1024;
+  const rt::DeviceInfo h200 = test::hopper_device(4800);
   CHECK(device_default_config(spec("selu"), h200, 0, &why) == model(spec("selu"), kH200));
   CHECK(why.find("device model") != std::string::npos);
 }

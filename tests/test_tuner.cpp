@@ -6,6 +6,7 @@
 #include <set>
 
 #include "device_fixture.hpp"
+#include "hopper_device.hpp"
 #include "kplay/error.hpp"
 #include "tuner/config_lookup.hpp"
 #include "tuner/default_model.hpp"
@@ -346,13 +347,7 @@ TEST_CASE("the untuned default is never dropped early and competes in the re-mea
 TEST_CASE(
     "the device model's default is a candidate of the search space, for every dtype and "
     "direction") {
-  rt::DeviceInfo h200;
-  h200.backend = "cuda";
-  h200.memory_bandwidth_gbps = 4800;
-  h200.compute_units = 132;
-  h200.max_threads_per_unit = 2048;
-  h200.max_blocks_per_unit = 32;
-  h200.max_block = 1024;
+  const rt::DeviceInfo h200 = test::hopper_device(4800);
   for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
     for (Direction dir : {Direction::forward, Direction::backward})
       for (const char* act : {"relu", "hardswish", "selu", "gelu"})
@@ -368,13 +363,7 @@ TEST_CASE(
 }
 
 TEST_CASE("an H100 default outside the search space (general kernel, late gradient) joins it, once") {
-  rt::DeviceInfo h100;
-  h100.backend = "cuda";
-  h100.memory_bandwidth_gbps = 3350;
-  h100.compute_units = 132;
-  h100.max_threads_per_unit = 2048;
-  h100.max_blocks_per_unit = 32;
-  h100.max_block = 1024;
+  const rt::DeviceInfo h100 = test::hopper_device(3350);
   int outside = 0;
   for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
     for (Direction dir : {Direction::forward, Direction::backward})
