@@ -37,6 +37,7 @@ TEST_CASE("kplay: bad input gets a message and exit status 2") {
       {"run --act selu --n 10 --backend metal", "unknown backend 'metal'"},
       {"emit --act selu --vec 3", "not a power of two"},
       {"emit --act selu --ptx --arch ampere", "--arch 'ampere'"},
+      {"emit --act selu --late-gradient", "--late-gradient: only a backward kernel"},
   };
   for (const auto& c : cases) {
     const Result r = run_kplay(c.args);
@@ -102,6 +103,14 @@ TEST_CASE("kplay emit prints the specialized source without a device") {
   CHECK(r.output.find("#define KP_BLOCK 128") != std::string::npos);
   CHECK(r.output.find("kp_act_forward") != std::string::npos);
   CHECK(r.output.find("kplay_relu_fwd_f32_v2_b128_p1_cd_pm") != std::string::npos);
+  CHECK(r.output.find("#define KP_FLAT 1") != std::string::npos);
+  // A config without the flat kernel launches only the general one, so emit prints that.
+  const Result g = run_kplay("emit --act relu --general-kernel");
+  CHECK(g.status == 0);
+  CHECK(g.output.find("#define KP_FLAT 0") != std::string::npos);
+  const Result late = run_kplay("emit --act gelu --direction backward --late-gradient");
+  CHECK(late.status == 0);
+  CHECK(late.output.find("#define KP_LATE_GRAD 1") != std::string::npos);
 }
 
 #ifdef KPLAY_WITH_CUDA

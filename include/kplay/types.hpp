@@ -39,8 +39,8 @@ struct KernelConfig {
   GridPolicy grid = GridPolicy::one_shot;
   int waves = 4;  // grid_stride only: resident blocks per SM times this
   CacheHint cache = CacheHint::normal;
-  // Contiguous, vector-aligned launches take the flat kernel (false: always the general one, whose
-  // longer start paces the loads; on the H100 that is faster for 16-bit forwards).
+  // Contiguous, vector-aligned launches take the flat kernel (false: always the general one, which
+  // the H100 ran faster for 16-bit forwards; docs/design.md).
   bool flat = true;
   // Backward only: load the incoming gradient after the saved tensor's math rather than with it.
   bool late_gradient = false;

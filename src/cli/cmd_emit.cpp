@@ -38,7 +38,9 @@ class EmitCommand : public Command {
     Dialect dialect = dialect_for(flags_.backend);
     dialect.fast_fp64 = fast_fp64_ != 0;
     const KernelConfig config = resolve_config(spec, flags_.config(), limits);
-    const RenderedKernel k = render_kernel(spec, config, dialect, layout_ == "flat" ? Layout::flat : Layout::general);
+    // A config with the flat kernel off launches only the general one, so that is what it prints.
+    const bool flat = layout_ == "flat" && config.flat;
+    const RenderedKernel k = render_kernel(spec, config, dialect, flat ? Layout::flat : Layout::general);
     if (!ptx_) {
       std::fputs(k.source.c_str(), stdout);
       std::fprintf(stderr, "entry %s, options [%s], hash %s\n", k.entry.c_str(), k.options_string().c_str(),

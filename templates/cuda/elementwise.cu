@@ -90,13 +90,11 @@ KP_FN void kp_step(kp_raw* ov, const KP_T* a, bool a_vec, const KP_T* b, bool b_
   for (int j = 0; j < KP_VPT; ++j) {
     const I v = base + (I)j * KP_BLOCK;
     if (v < nvec) {
-#if KP_BACKWARD && KP_LATE_GRAD
-      kp_load(&s[j], b, b_vec, v); /* the gradient is loaded below, next to its one use */
-#else
+#if !(KP_BACKWARD && KP_LATE_GRAD) /* else the gradient is loaded below, next to its one use */
       kp_load(&x[j], a, a_vec, v);
+#endif
 #if KP_BACKWARD
       kp_load(&s[j], b, b_vec, v);
-#endif
 #endif
     }
   }

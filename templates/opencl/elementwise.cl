@@ -1,7 +1,8 @@
 /* Generic element-wise kernel for OpenCL C 1.2, the same algorithm as cuda/elementwise.cu.
  * Codegen defines the knobs (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK, KP_BACKWARD,
- * KP_SAVED_OUTPUT, KP_FLAT, KP_LATE_GRAD, KP_ENTRY) and puts the prelude and one activation snippet in front
- * of this file. KP_STREAMING has no OpenCL meaning (the backend refuses --cache streaming).
+ * KP_SAVED_OUTPUT, KP_FLAT, KP_LATE_GRAD, KP_ENTRY) and puts the prelude and one activation
+ * snippet in front of this file. KP_STREAMING has no OpenCL meaning (the backend refuses
+ * --cache streaming).
  *
  * Layout: `rows` rows of `cols` elements with row pitches (in elements); a flat buffer is one
  * row. A cl_mem cannot carry an offset, so every buffer comes with its start in elements.
@@ -105,13 +106,11 @@ KP_FN void kp_step(__global KP_RAW* ov, __global const KP_T* a, bool a_vec, __gl
   for (int j = 0; j < KP_VPT; ++j) {
     const kp_u64 v = base + (kp_u64)j * KP_BLOCK;
     if (v < nvec) {
-#if KP_BACKWARD && KP_LATE_GRAD
-      s[j] = kp_load(b, b_vec, v); /* the gradient is loaded below, next to its one use */
-#else
+#if !(KP_BACKWARD && KP_LATE_GRAD) /* else the gradient is loaded below, next to its one use */
       x[j] = kp_load(a, a_vec, v);
+#endif
 #if KP_BACKWARD
       s[j] = kp_load(b, b_vec, v);
-#endif
 #endif
     }
   }
