@@ -4,7 +4,12 @@ comparison with torch (issue 9). Needs the kplay Python package and torch with C
 
 Each case times kplay (its untuned default unless KPLAY_DB holds a tuning), torch, and a copy of
 the same bytes, interleaved (kplay, torch, copy, kplay, ...; --order), median of --repeat after --warmup, with
-CUDA events. Ratios are bandwidth over the copy's: forward moves 2 streams like the copy, backward
+CUDA events. --output allocated (the default): each of the three allocates its output as a user's call
+does (kplay.forward(act, x), torch's own call, x.clone()), so torch's caching allocator hands all
+three the same block. --output preallocated: kplay and the copy write one buffer made up front
+while torch writes its own, as the tables before session 27 did. Where the output lies against the
+input moves a kernel's time by up to a point on the H100 (docs/benchmarks.md, session 27), so
+preallocated compares placements as much as kernels. Ratios are bandwidth over the copy's: forward moves 2 streams like the copy, backward
 3 (grad, saved, grad_in), so its ratio is 1.5 x copy_ms / kernel_ms. torch's backward is timed as
 its autograd backward alone (the forward is run before the timed region).
 Prints one tab-separated row per case: ACT DIR DTYPE KPLAY_% TORCH_% WINS KPLAY_MS TORCH_MS COPY_MS
@@ -21,6 +26,7 @@ FP64-heavy rows run under its 700 W cap at 1400-1750 MHz (docs/benchmarks.md, se
 Usage: perf_table.py [--acts all|'a;b(k=v, ...)'] [--dtypes f32,f16,bf16,f64] [--directions forward,backward]
                      [--shape 4096x393216] [--repeat 15] [--warmup 3]
                      [--order kplay-first|torch-first|alternate] [--timing idle|queued]
+                     [--output allocated|preallocated]
 """
 import argparse
 import math
@@ -113,12 +119,13 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--order", choices=sorted(ORDERS), default="kplay-first")
     p.add_argument("--timing", choices=("idle", "queued"), default="idle")
+    p.add_argument("--output", choices=("allocated", "preallocated"), default="allocated")
     a = p.parse_args()
     acts = ALL if a.acts == "all" else [v.strip() for v in a.acts.split(";") if v.strip()]
     fns = {act: torch_fn(act) for act in acts}  # unknown names fail here, before any timing
     shape = tuple(int(v) for v in a.shape.split("x"))
-    print("device: %s, torch %s, kplay %s, order %s, timing %s" % (
-        torch.cuda.get_device_name(), torch.__version__, kplay.__version__, a.order, a.timing))
+    print("device: %s, torch %s, kplay %s, order %s, timing %s, output %s" % (
+        torch.cuda.get_device_name(), torch.__version__, kplay.__version__, a.order, a.timing, a.output))
     print("ACT\tDIR\tDTYPE\tKPLAY_%\tTORCH_%\tWINS\tKPLAY_MS\tTORCH_MS\tCOPY_MS\tDIFF_TORCH_ULP"
           "\tSM_MHZ\tSM_MHZ_MIN\tPOWER_W\tCAPPED_%", flush=True)
     uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
@@ -127,12 +134,13 @@ def main():
         dt = DT[dname]
         g = torch.Generator(device="cuda").manual_seed(1)
         x = torch.randn(shape, device="cuda", dtype=dt, generator=g) * 3  # mixed signs, both tails
-        out = torch.empty_like(x)  # also the copy's destination: float64 backward needs the room
+        # preallocated: kplay's output and the copy's destination, made once
+        out = torch.empty_like(x) if a.output == "preallocated" else None
         for direction in a.directions.split(","):
             grad = torch.randn(shape, device="cuda", dtype=dt, generator=g) if direction == "backward" else None
             for act in acts:
                 fn = fns[act]
-                y = xr = ref = None  # freed after each case, also when it fails (out of memory)
+                y = xr = ref = mine = kk = rr = None  # freed after each case, also when it fails (out of memory)
                 try:
                     if direction == "forward":
                         kfn = lambda: kplay.forward(act, x, out=out)
@@ -144,16 +152,17 @@ def main():
                         y = fn(xr)
                         tfn = lambda: torch.autograd.grad(y, xr, grad, retain_graph=True)
                         scale = 1.5
+                    cfn = (lambda: out.copy_(x)) if out is not None else (lambda: x.clone())
                     kfn()
                     torch.cuda.synchronize()
                     t0 = time.monotonic()
-                    kt, tt, ct = interleaved_ms([kfn, tfn, lambda: out.copy_(x)], a.warmup, a.repeat, a.order, a.timing)
+                    kt, tt, ct = interleaved_ms([kfn, tfn, cfn], a.warmup, a.repeat, a.order, a.timing)
                     clocks = monitor.summary(t0, time.monotonic())
                     k_ms, t_ms, c_ms = median(kt), median(tt), median(ct)
                     wins = sum(1 for k, t in zip(kt, tt) if k < t)
-                    kfn()  # out held the copy
+                    mine = kfn()  # a preallocated out held the copy
                     ref = tfn() if direction == "forward" else tfn()[0]
-                    kk = out.view(-1)[: 1 << 20].double()
+                    kk = mine.reshape(-1)[: 1 << 20].double()
                     rr = ref.reshape(-1)[: 1 << 20].double()
                     both = torch.isfinite(kk) & torch.isfinite(rr)
                     ulp = ((kk - rr).abs()[both] / (rr.abs()[both].clamp_min(torch.finfo(dt).tiny) * EPS[dname])).max().item()
@@ -163,7 +172,7 @@ def main():
                         k_ms, t_ms, c_ms, ulp, clock_cols), flush=True)
                 except Exception as e:  # keep going: one failing case must not hide the table
                     print("%s\t%s\t%s\tERROR %s" % (act, direction, dname, str(e).splitlines()[0][:160]), flush=True)
-                y = xr = ref = None
+                y = xr = ref = mine = kk = rr = None
                 torch.cuda.empty_cache()
             del grad
         del x, out

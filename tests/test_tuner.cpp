@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "device_fixture.hpp"
 #include "hopper_device.hpp"
@@ -346,7 +347,7 @@ TEST_CASE("the untuned default is never dropped early and competes in the re-mea
 
 TEST_CASE(
     "the device model's default is a candidate of the search space, for every dtype and "
-    "direction") {
+    "direction, up to the knobs that the space does not search") {
   const rt::DeviceInfo h200 = test::hopper_device(4800);
   for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
     for (Direction dir : {Direction::forward, Direction::backward})
@@ -358,7 +359,13 @@ TEST_CASE(
           const KernelConfig d = resolve_config(s, device_default_config(s, h200, n), TargetLimits{});
           const auto space = SearchSpace{}.enumerate(s, TargetLimits{});
           CAPTURE(to_string(s));
-          CHECK(std::find(space.begin(), space.end(), d) != space.end());
+          // The H200's 16-bit cost-4 backward (selu) loads its gradient late: with_baseline adds
+          // that one (test below); its launch shape is in the space.
+          KernelConfig shape = d;
+          shape.late_gradient = false;
+          shape.flat = true;
+          CHECK(std::find(space.begin(), space.end(), shape) != space.end());
+          CHECK((d == shape) == !(dtype_size(dt) == 2 && dir == Direction::backward && std::string(act) == "selu"));
         }
 }
 
