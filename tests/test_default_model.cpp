@@ -102,7 +102,9 @@ TEST_CASE("default model: 16-bit cost-2 forwards take at most two vectors") {
   }
 }
 
-TEST_CASE("default model: on the H200, 16-bit cost-2 forwards take 8-byte vectors; cost 2-5 backwards one vector, cost 4-5 a late gradient") {
+TEST_CASE(
+    "default model: on the H200, 16-bit cost-2 forwards take 8-byte vectors; cost 2-5 backwards one vector, cost 4-5 a "
+    "late gradient") {
   // Session 25, flat kernel, same process as torch: hardswish and softsign forward 100.5-100.7 % of
   // copy at two 8-byte vectors in blocks of 128, 99.5-99.7 at the 16-byte shapes before; backward
   // of cost 2-5 0.1-0.7 points higher at block 256 with one vector than at block 64 with four, and

@@ -166,7 +166,8 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // gradient. float16 selu, elu, celu and silu backward, against torch writing the same buffer, in
   // each of three placements of (gradient, input): 0.4-0.9 % faster than torch at 128 with the
   // gradient late, 0.2-0.5 % slower at 256 with both loads up front; bfloat16 selu and silu
-  // 0.8-1.0 points higher, sigmoid, tanh, softplus and logsigmoid level (session 27). Cost 2
+  // 0.8-1.0 points higher, sigmoid, tanh, softplus and logsigmoid level (session 27's first try,
+  // which was cut off: its logs were lost, and no H200 was lent to re-measure it). Cost 2
   // (hardswish, softsign) gained nothing and keeps 256.
   if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::backward) {
     KernelSpec as_f32 = spec;
