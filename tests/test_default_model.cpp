@@ -3,6 +3,8 @@
 // fewer for small problems, and the static table where the device reports no bandwidth.
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "hopper_device.hpp"
 #include "tuner/default_model.hpp"
 
@@ -174,7 +176,10 @@ TEST_CASE("default model: 16-bit forward on the H100 takes blocks of 256, one ve
   for (Dtype d : {Dtype::f16, Dtype::bf16}) {
     for (const char* act : {"selu", "silu", "sigmoid", "softplus", "logsigmoid", "gelu(approximate=tanh)", "mish"}) {
       const KernelConfig c = model(spec(act, d), kH100);
-      CHECK(c.block == 256);
+      CHECK(c.block == (d == Dtype::f16 && std::string(act) != "selu" && std::string(act) != "softplus" &&
+                                std::string(act) != "logsigmoid" && std::string(act) != "mish"
+                            ? 512  // float16's exception, next test case
+                            : 256));
       CHECK(c.per_thread == 1);
     }
     // Cost 1 in blocks of 512: hardtanh, softshrink, relu6 100.7-100.9 % of copy against 100.2-100.4
@@ -192,6 +197,25 @@ TEST_CASE("default model: 16-bit forward on the H100 takes blocks of 256, one ve
   CHECK(model(spec("silu"), kH100).block == 64);
   CHECK(model(spec("silu"), kH100).flat);
   CHECK(model(spec("selu", Dtype::f16), kH100, 1u << 20).per_thread == 1);  // small problems too
+}
+
+TEST_CASE("default model: on the H100, float16 sigmoid, silu and gelu(tanh) forward take blocks of 512") {
+  // Session 27, two machines, same process as torch: sigmoid 100.6 % of copy at 512 against
+  // 100.2-100.3 at 256; in bfloat16, and for float16 tanh and the other cost-4 math, 512 loses.
+  for (const char* act : {"sigmoid", "silu", "gelu(approximate=tanh)"}) {
+    const KernelConfig c = model(spec(act, Dtype::f16), kH100);
+    CHECK(c.block == 512);
+    CHECK(c.per_thread == 1);
+    CHECK(c.vec == 8);
+    CHECK_FALSE(c.flat);
+    CHECK(model(spec(act, Dtype::bf16), kH100).block == 256);
+    CHECK(model(spec(act, Dtype::f16), kH200).block < 512);  // the H100 class only
+    CHECK(model(spec(act, Dtype::f32), kH100).block < 512);
+  }
+  for (const char* act : {"tanh", "elu", "selu", "logsigmoid", "softplus", "mish", "tanhshrink", "gelu"})
+    CHECK(model(spec(act, Dtype::f16), kH100).block == 256);
+  for (const char* act : {"sigmoid", "silu"})  // forward only: their backwards keep the cost 2-5 rule
+    CHECK(model(spec(act, Dtype::f16, Direction::backward), kH100).block == 256);
 }
 
 TEST_CASE("default model: on the H100, 16-bit forwards take the general kernel, cost-6 backwards a late gradient") {

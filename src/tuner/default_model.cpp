@@ -51,6 +51,20 @@ int model_block(const DefaultModelInputs& d) {
   return std::min(block, std::max(32, d.max_block));
 }
 
+// float16 (not bfloat16) sigmoid, silu and gelu(tanh) forward on the H100 class: blocks of 512
+// with the general kernel, as cost 1-2, where their cost-4 classmates lose there. Three machines
+// agree: on two (session 27, 5 processes against torch, outputs allocated) sigmoid 100.6 % of copy
+// at 512 against 100.2-100.3 at 256 (torch 100.2-100.4; 512 won 15 of 15 rounds each time), silu
+// 100.3-100.4 against 100.2-100.3, gelu(tanh) +0.2-0.5 points over 256; session 26's machine gave
+// sigmoid and silu +0.2-0.4 at 512. In bfloat16 they lose 0.6-1.4 there, float16 tanh 1.9, elu,
+// selu, logsigmoid, softplus, mish, tanhshrink and gelu 0.8-5: an exception by name, since their
+// math (MUFU.EX2 and MUFU.RCP, like tanh's) does not explain it.
+bool float16_wide_block_forward(const KernelSpec& spec) {
+  if (spec.dtype != Dtype::f16 || spec.direction != Direction::forward) return false;
+  const ResolvedActivation a = resolve_activation(spec.activation);
+  return !a.act->user && (a.canonical == "sigmoid" || a.canonical == "silu" || a.canonical == "gelu(approximate=tanh)");
+}
+
 }  // namespace
 
 double activation_cost(const KernelSpec& spec) {
@@ -138,12 +152,13 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // - cost 6 (gelu's erfc) takes two vectors; gelu fell to 92-97 % of copy at one. gelu(tanh) and
   //   mish count as cost 4 in 16-bit (activations.cpp) and gained 0.4-0.7 points at one.
   // - cost 1 (relu, relu6, hardtanh, softshrink...) takes blocks of 512: 100.7-100.9 % of copy
-  //   against 100.2-100.4 at 256, where torch reached 100.4-100.8. sigmoid and silu lost 0.5 at 512,
+  //   against 100.2-100.4 at 256, where torch reached 100.4-100.8. sigmoid and silu lost 0.5 at 512
+  //   with the flat kernel then (float16 gains with the general one: float16_wide_block_forward),
   //   and on the H200 512 loses 6-8 points. Session 24: cost 2 too, against 256 in alternating
   //   processes: hardswish 0.1-0.6 higher in 10 of 10 pairs, softsign 0.2-0.6 higher in 4 of 6
   //   and 0.1 lower in 2.
   if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::forward && d.bandwidth_gbps / d.sms <= 30) {
-    const int block = activation_cost(spec) <= 2 ? 512 : 256;
+    const int block = activation_cost(spec) <= 2 || float16_wide_block_forward(spec) ? 512 : 256;
     c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));
     c.per_thread = activation_cost(spec) >= 6 ? 2 : 1;
     // The general kernel: on the H100 relu, relu6, hardtanh, softshrink and tanh ran 0.2-0.7 points
