@@ -12,6 +12,7 @@
 
 #include "../runtime/backend.hpp"
 #include "codegen.hpp"
+#include "file_lock.hpp"
 
 namespace kplay {
 
@@ -19,10 +20,7 @@ namespace kplay {
 class BinaryStore {
  public:
   // Held while one process compiles a key, so that others wait and reuse its binary.
-  class KeyLock {
-   public:
-    virtual ~KeyLock() = default;
-  };
+  using KeyLock = HeldLock;
 
   virtual ~BinaryStore() = default;
   virtual bool get(const std::string& key, rt::Binary& out) = 0;

@@ -9,11 +9,13 @@
 
 #ifdef KPLAY_WITH_OPENCL
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -151,6 +153,36 @@ TEST_SUITE("opencl") {
     INFO("math path: float-float (precise_math.h), forced by KPLAY_FP64_MATH=0");
     Engine engine(*plain);
     test::check_backend_f32_transcendentals(engine);
+  }
+
+  TEST_CASE("OpenCL: processes with their own kernel databases build the same kernels at once") {
+    // PoCL shares one kernel cache folder per user. Two processes building the same program in it
+    // at once aborted inside PoCL (pocl_binary_get_kernels_metadata) in 2 of 3 tries, before
+    // builds took a lock shared across processes (runtime/opencl/opencl_program.cpp). Two copies
+    // of this binary, each with its own database, run the case above in one fresh PoCL cache.
+    opencl_backend();  // fails here, not in the children, where there is no OpenCL device
+    std::vector<char> exe(4096, '\0');
+    const ssize_t len = ::readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+    REQUIRE(len > 0);
+    char cache_template[] = "/tmp/kplay-pocl-cache-XXXXXX";
+    REQUIRE(::mkdtemp(cache_template) != nullptr);
+    const std::string cache = cache_template;
+    const std::string cmd = "env -u KPLAY_DB POCL_CACHE_DIR=" + cache + " '" + std::string(exe.data()) +
+                            "' -tc='OpenCL: float32 transcendental*' 2>&1";
+    std::vector<FILE*> children;
+    for (int i = 0; i < 2; ++i) children.push_back(popen(cmd.c_str(), "r"));
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      REQUIRE(children[i] != nullptr);
+      std::string output;
+      char buf[4096];
+      for (std::size_t n; (n = fread(buf, 1, sizeof buf, children[i])) > 0;) output.append(buf, n);
+      const int raw = pclose(children[i]);
+      INFO("child " << i << " printed:\n" << output);
+      CHECK((WIFEXITED(raw) && WEXITSTATUS(raw) == 0));
+      CHECK(output.find("Status: SUCCESS") != std::string::npos);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(cache, ec);
   }
 
   TEST_CASE("OpenCL: every knob value gives the same, correct result") {

@@ -1,10 +1,15 @@
 // Building and loading programs; see opencl_program.hpp.
 #include "opencl_program.hpp"
 
+#include <cstdio>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <vector>
 
+#include "../../src/file_lock.hpp"
+#include "../../src/hash.hpp"
+#include "../../src/private_dir.hpp"
 #include "kplay/error.hpp"
 #include "kplay/types.hpp"
 #include "opencl_errors.hpp"
@@ -100,15 +105,37 @@ std::size_t entry_element_size(const std::string& entry) {
               "cannot tell the element type of OpenCL kernel '" + entry + "' from its name");
 }
 
+namespace {
+// PoCL keeps one kernel cache folder per user, and two processes building the same program in
+// it at once can leave a binary that PoCL later aborts on (pocl_binary_get_kernels_metadata:
+// Assertion `len > 0'), seen with two test processes (docs/opencl.md). Processes that share a
+// kernel database already take turns per kernel; these locks cover processes with different
+// databases or none. Without a writable cache folder the build goes ahead unlocked, with one
+// warning.
+std::unique_ptr<HeldLock> lock_build(const std::string& device_name, const std::string& options,
+                                     const std::string& source) {
+  try {
+    return acquire_file_lock(user_cache_directory() + "/locks/opencl-builds", hash_hex({device_name, options, source}));
+  } catch (const std::exception& e) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      std::fprintf(stderr, "kplay: warning: OpenCL builds are not locked against other processes: %s\n", e.what());
+    });
+    return nullptr;
+  }
+}
+}  // namespace
+
 Binary build_program(cl_context context, cl_device_id device, const std::string& device_name,
                      const RenderedKernel& kernel) {
   const char* text = kernel.source.c_str();
   const std::size_t length = kernel.source.size();
+  const std::string options = kernel.options_string();
+  const std::unique_ptr<HeldLock> held = lock_build(device_name, options, kernel.source);  // until the binary is read
   cl_int status = CL_SUCCESS;
   ProgramGuard guard{clCreateProgramWithSource(context, 1, &text, &length, &status)};
   check(status, "clCreateProgramWithSource", ErrorCode::compile_failed);
 
-  const std::string options = kernel.options_string();
   status = clBuildProgram(guard.program, 1, &device, options.c_str(), nullptr, nullptr);
   const std::string log = map_log_locations(build_log(guard.program, device), kernel.source);
   if (status != CL_SUCCESS) {

@@ -3,9 +3,9 @@
 // calls never throw: the store is a cache, so any failure is one warning and a miss.
 #include <chrono>
 
+#include "../file_lock.hpp"
 #include "../hash.hpp"
 #include "database_impl.hpp"
-#include "key_lock.hpp"
 
 namespace kplay {
 

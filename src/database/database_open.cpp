@@ -2,7 +2,6 @@
 // directory, WAL and the busy timeout, the schema check, and the fallbacks that keep a caller
 // running: a damaged file is moved aside for a new one; an unusable directory, a read-only file
 // or a newer/foreign database means running in memory. Each with one warning.
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,9 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "../file_lock.hpp"
+#include "../private_dir.hpp"
 #include "database_impl.hpp"
-#include "key_lock.hpp"
-#include "private_dir.hpp"
 #include "schema.hpp"
 
 namespace kplay {
@@ -37,13 +36,7 @@ std::string aside_name(const std::string& path) {
 
 std::string KernelDatabase::default_path() {
   if (std::string p = env("KPLAY_DB"); !p.empty()) return p;
-  // XDG: a relative XDG_CACHE_HOME is invalid and ignored.
-  if (const std::string x = env("XDG_CACHE_HOME"); !x.empty() && x[0] == '/') return x + "/kplay/kernels.db";
-  std::string home = env("HOME");
-  if (home.empty())
-    if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) home = pw->pw_dir;
-  if (home.empty()) home = "/tmp/kplay-" + std::to_string(getuid());
-  return home + "/.cache/kplay/kernels.db";
+  return user_cache_directory() + "/kernels.db";
 }
 
 KernelDatabase::KernelDatabase(Options options) : impl_(std::make_unique<Impl>()) {

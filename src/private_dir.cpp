@@ -1,10 +1,12 @@
 // Safe creation of kplay's own directories; see private_dir.hpp.
 #include "private_dir.hpp"
 
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -50,6 +52,17 @@ void ensure_private_directory(const std::string& dir_text, const std::string& wh
   if (must_be_ours && (st.st_mode & (S_IWGRP | S_IWOTH)) && ::chmod(dir.c_str(), st.st_mode & 0755) != 0)
     refuse(what, dir_text,
            std::string("others may write into it and it cannot be restricted: ") + std::strerror(errno));
+}
+
+std::string user_cache_directory() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/') return std::string(xdg) + "/kplay";  // a relative one is invalid: ignored
+  const char* env_home = std::getenv("HOME");
+  std::string home = env_home ? env_home : "";
+  if (home.empty())
+    if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) home = pw->pw_dir;
+  if (home.empty()) home = "/tmp/kplay-" + std::to_string(getuid());
+  return home + "/.cache/kplay";
 }
 
 }  // namespace kplay

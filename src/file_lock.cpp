@@ -1,5 +1,5 @@
-// flock()-based key locks; see key_lock.hpp.
-#include "key_lock.hpp"
+// flock()-based locks; see file_lock.hpp.
+#include "file_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,14 +10,14 @@
 #include <cerrno>
 #include <cstring>
 
-#include "../hash.hpp"
+#include "hash.hpp"
 #include "kplay/error.hpp"
 #include "private_dir.hpp"
 
 namespace kplay {
 namespace {
 
-class FileLock : public BinaryStore::KeyLock {
+class FileLock : public HeldLock {
  public:
   FileLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   ~FileLock() override {
@@ -39,7 +39,7 @@ std::string file_name(const std::string& name) {
 
 }  // namespace
 
-std::unique_ptr<BinaryStore::KeyLock> acquire_file_lock(const std::string& dir, const std::string& name) {
+std::unique_ptr<HeldLock> acquire_file_lock(const std::string& dir, const std::string& name) {
   ensure_private_directory(dir, "lock directory", true);
   const std::string path = dir + "/" + file_name(name);
   for (;;) {

@@ -13,4 +13,9 @@ namespace kplay {
 // Throws Error(io_failed) naming `what` and the reason.
 void ensure_private_directory(const std::string& dir, const std::string& what, bool owned_only);
 
+// The user's kplay cache folder: $XDG_CACHE_HOME/kplay (an absolute XDG_CACHE_HOME only), else
+// $HOME/.cache/kplay (the password entry's home where HOME is unset), else
+// /tmp/kplay-<uid>/.cache/kplay. Not created here.
+std::string user_cache_directory();
+
 }  // namespace kplay
