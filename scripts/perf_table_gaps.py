@@ -19,7 +19,7 @@ def read_rows(path):
     with open(path) as f:
         for line in f:
             cols = line.rstrip("\n").split("\t")
-            if len(cols) < 4 or cols[0] in ("ACT",) or line.startswith("device:"):
+            if len(cols) < 4 or cols[0] == "ACT" or line.startswith("device:"):
                 continue
             key = tuple(cols[:3])
             if cols[3].startswith("ERROR"):

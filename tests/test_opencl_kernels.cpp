@@ -103,15 +103,20 @@ TEST_SUITE("opencl") {
     std::mutex m_;
   };
 
+  // Reads a popen()ed command's output to the end, closes it, returns its exit status.
+  int finish(FILE* p, std::string& output) {
+    char buf[4096];
+    for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) output.append(buf, n);
+    const int raw = pclose(p);
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  }
+
   int run_cli(const std::string& args, std::string& output) {
     const char* cli = std::getenv("KPLAY_CLI");
     const std::string cmd = std::string(cli && *cli ? cli : KPLAY_CLI_PATH) + " " + args + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     REQUIRE(p != nullptr);
-    char buf[4096];
-    for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) output.append(buf, n);
-    const int raw = pclose(p);
-    return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+    return finish(p, output);
   }
   }  // namespace
 
@@ -174,11 +179,9 @@ TEST_SUITE("opencl") {
     for (std::size_t i = 0; i < children.size(); ++i) {
       REQUIRE(children[i] != nullptr);
       std::string output;
-      char buf[4096];
-      for (std::size_t n; (n = fread(buf, 1, sizeof buf, children[i])) > 0;) output.append(buf, n);
-      const int raw = pclose(children[i]);
+      const int status = finish(children[i], output);
       INFO("child " << i << " printed:\n" << output);
-      CHECK((WIFEXITED(raw) && WEXITSTATUS(raw) == 0));
+      CHECK(status == 0);
       CHECK(output.find("Status: SUCCESS") != std::string::npos);
     }
     std::error_code ec;
