@@ -8,6 +8,7 @@ row moves between tables, e.g. --output allocated against preallocated).
 
 Usage: perf_table_gaps.py [--paired] TABLE.tsv [TABLE.tsv ...]
 """
+import signal
 import sys
 
 GOAL_BACKWARD = ("selu", "gelu", "gelu(approximate=tanh)")
@@ -67,9 +68,13 @@ def paired(paths):
 
 
 def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return
     args = [a for a in argv if a != "--paired"]
-    if not args:
-        sys.exit(__doc__)
+    unknown = [a for a in args if a.startswith("-")]
+    if unknown or not args:
+        sys.exit("%s%s" % ("unknown option: %s\n" % unknown[0] if unknown else "", __doc__))
     for p in args:
         report(p)
     if "--paired" in argv and len(args) > 1:
@@ -77,4 +82,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    # A reader that stops early (head, sed q) ends the script quietly, as for other filters.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main(sys.argv[1:])
