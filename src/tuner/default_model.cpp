@@ -167,38 +167,38 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     // loop, head, alignment checks), and a nanosleep before the flat kernel's load recovered half.
     c.flat = false;
   }
-  // 16-bit backward, every device: float32 cost 2-5 takes one vector in blocks of 256. On the H200
-  // (session 25) 0.1-0.7 points above block 64 with four in each row (tanh, sigmoid, selu and silu
-  // among them); on the H100 (session 26) 0.2-0.5 above block 64 with two for elu, celu, selu,
-  // silu, sigmoid and tanh, level elsewhere. The float32 cost, because a backward's 16-bit math is
-  // not the forward's hardware-function form: gelu(tanh) (16-bit cost 4, float32 6) lost 2.4-10
-  // points at one vector on the H200, gelu's erfc 3-10.
-  // Cost 6 (gelu, gelu(tanh), mish) where memory is slower per SM (the H100): one vector in blocks
-  // of 512 with the gradient loaded after the derivative's math, as torch's own gelu backward is
-  // compiled. float16 gelu backward: 102.7 % of copy against torch's 102.6, where every shape with
-  // both loads up front stayed at 100.9-101.5 (session 26).
-  // Cost 4-5 where memory is faster per SM (the H200, 36 GB/s): blocks of 128 with a late
-  // gradient. float16 selu, elu, celu and silu backward, against torch writing the same buffer, in
-  // each of three placements of (gradient, input): 0.4-0.9 % faster than torch at 128 with the
-  // gradient late, 0.2-0.5 % slower at 256 with both loads up front; bfloat16 selu and silu
-  // 0.8-1.0 points higher, sigmoid, tanh, softplus and logsigmoid level (session 27's first try,
-  // which was cut off: its logs were lost, and no H200 was lent to re-measure it). Cost 2
-  // (hardswish, softsign) gained nothing and keeps 256.
+  // 16-bit backward where memory is slower per SM (the H100 class): one vector per thread in blocks
+  // of 1024, the gradient loaded after the derivative's math where the float32 cost is 4 or more.
+  // Session 28, against torch in the same process (two rounds each): every 16-bit backward but
+  // gelu's was 0.1-1.5 points above torch there and above the shapes before (256 or 128 up front,
+  // 512 late), in 15 of 15 rounds almost everywhere: selu, silu and elu float16 +1.2-1.3 with the
+  // late gradient against +0.5 without; softplus and logsigmoid, below torch before, +0.1-0.3;
+  // cost 1-2 +0.2-0.5 either way. gelu's erfc (16-bit cost 6) lost 0.6-1.3 there and keeps
+  // blocks of 512 with the late gradient, as torch's own gelu backward is compiled (session 26:
+  // float16 102.7 % of copy against torch's 102.6).
+  // Where memory is faster per SM (the H200, 36 GB/s): float32 cost 2-5 takes one vector in
+  // blocks of 256, 0.1-0.7 points above block 64 with four (session 25); cost 4-5 in blocks of 128
+  // with a late gradient: float16 selu, elu, celu and silu backward 0.4-0.9 % faster than torch
+  // there, 0.2-0.5 % slower at 256 with both loads up front; bfloat16 selu and silu 0.8-1.0 points
+  // higher, sigmoid, tanh, softplus and logsigmoid level (session 27's first try, which was cut
+  // off: its logs were lost, and no H200 was lent to re-measure it). The float32 cost, because a
+  // backward's 16-bit math is not the forward's hardware-function form: gelu(tanh) (16-bit cost 4,
+  // float32 6) lost 2.4-10 points at one vector on the H200, gelu's erfc 3-10.
   if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::backward) {
     KernelSpec as_f32 = spec;
     as_f32.dtype = Dtype::f32;
     const double backward_cost = activation_cost(as_f32);
-    if (backward_cost >= 4 && backward_cost <= 5 && d.bandwidth_gbps / d.sms > 30) {
+    if (d.bandwidth_gbps / d.sms <= 30) {
+      c.block = std::min(activation_cost(spec) >= 6 ? 512 : 1024, std::max(32, d.max_block));
+      c.per_thread = 1;
+      c.late_gradient = backward_cost >= 4;
+    } else if (backward_cost >= 4 && backward_cost <= 5) {
       c.block = std::min(128, std::max(32, d.max_block));
       c.per_thread = 1;
       c.late_gradient = true;
     } else if (backward_cost >= 2 && backward_cost <= 5) {
       c.block = std::min(256, std::max(32, d.max_block));
       c.per_thread = 1;
-    } else if (backward_cost >= 6 && d.bandwidth_gbps / d.sms <= 30) {
-      c.block = std::min(512, std::max(32, d.max_block));
-      c.per_thread = 1;
-      c.late_gradient = true;
     }
   }
   // 16-bit forward of cost 2 (hardswish, softsign) where memory is faster per SM (the H200, 36
