@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 
 #include "../activations.hpp"
 #include "../config_validation.hpp"
@@ -51,18 +52,31 @@ int model_block(const DefaultModelInputs& d) {
   return std::min(block, std::max(32, d.max_block));
 }
 
-// float16 (not bfloat16) sigmoid, silu and gelu(tanh) forward on the H100 class: blocks of 512
-// with the general kernel, as cost 1-2, where their cost-4 classmates lose there. Three machines
-// agree: on two (session 27, 5 processes against torch, outputs allocated) sigmoid 100.6 % of copy
-// at 512 against 100.2-100.3 at 256 (torch 100.2-100.4; 512 won 15 of 15 rounds each time), silu
-// 100.3-100.4 against 100.2-100.3, gelu(tanh) +0.2-0.5 points over 256; session 26's machine gave
-// sigmoid and silu +0.2-0.4 at 512. In bfloat16 they lose 0.6-1.4 there, float16 tanh 1.9, elu,
-// selu, logsigmoid, softplus, mish, tanhshrink and gelu 0.8-5: an exception by name, since their
-// math (MUFU.EX2 and MUFU.RCP, like tanh's) does not explain it.
-bool float16_wide_block_forward(const KernelSpec& spec) {
-  if (spec.dtype != Dtype::f16 || spec.direction != Direction::forward) return false;
+bool builtin_named(const KernelSpec& spec, std::initializer_list<const char*> names) {
   const ResolvedActivation a = resolve_activation(spec.activation);
-  return !a.act->user && (a.canonical == "sigmoid" || a.canonical == "silu" || a.canonical == "gelu(approximate=tanh)");
+  if (a.act->user) return false;
+  for (const char* n : names)
+    if (a.canonical == n) return true;
+  return false;
+}
+
+// 16-bit forwards that take the H100's widest launch, one vector in blocks of 1024 with the flat
+// kernel: cost 1-2, and sigmoid and silu, whose MUFU math is as cheap there. Session 28, against
+// torch in the same process, two rounds: cost 1-2 0.0-0.2 points above the blocks of 512 (general
+// kernel) before, in 15 of 15 rounds (hardswish 101.0-101.1 % of copy); sigmoid and silu +0.1-0.4
+// (float16 sigmoid 100.6 against 100.3). tanh lost 0.3 there, gelu(tanh) 0.1-0.6, the cost 4-6
+// math (elu, selu, softplus, logsigmoid, tanhshrink, gelu) 0-3.8: an exception by name, since
+// their math (MUFU.EX2 and MUFU.RCP, like tanh's) does not explain it. At 1024 the general kernel
+// lost 2-6 points.
+bool widest_block_forward(const KernelSpec& spec) {
+  return activation_cost(spec) <= 2 || builtin_named(spec, {"sigmoid", "silu"});
+}
+
+// float16 (not bfloat16) gelu(tanh) forward on the H100 class: blocks of 512 with the general
+// kernel. Session 27, two machines, same process as torch: +0.2-0.5 points over 256, where
+// bfloat16 lost 0.7-1.0 (docs/benchmarks.md).
+bool float16_wide_block_forward(const KernelSpec& spec) {
+  return spec.dtype == Dtype::f16 && builtin_named(spec, {"gelu(approximate=tanh)"});
 }
 
 }  // namespace
@@ -153,19 +167,27 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   //   mish count as cost 4 in 16-bit (activations.cpp) and gained 0.4-0.7 points at one.
   // - cost 1 (relu, relu6, hardtanh, softshrink...) takes blocks of 512: 100.7-100.9 % of copy
   //   against 100.2-100.4 at 256, where torch reached 100.4-100.8. sigmoid and silu lost 0.5 at 512
-  //   with the flat kernel then (float16 gains with the general one: float16_wide_block_forward),
+  //   with the flat kernel then (float16 gained with the general one in session 27),
   //   and on the H200 512 loses 6-8 points. Session 24: cost 2 too, against 256 in alternating
   //   processes: hardswish 0.1-0.6 higher in 10 of 10 pairs, softsign 0.2-0.6 higher in 4 of 6
   //   and 0.1 lower in 2.
+  // - Session 28: cost 1-2, sigmoid and silu take blocks of 1024 with the flat kernel
+  //   (widest_block_forward); float16 gelu(tanh) keeps 512 (float16_wide_block_forward).
   if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::forward && d.bandwidth_gbps / d.sms <= 30) {
-    const int block = activation_cost(spec) <= 2 || float16_wide_block_forward(spec) ? 512 : 256;
-    c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));
-    c.per_thread = activation_cost(spec) >= 6 ? 2 : 1;
-    // The general kernel: on the H100 relu, relu6, hardtanh, softshrink and tanh ran 0.2-0.7 points
-    // faster with it than with the flat kernel at the same shape, in three calls; silu, sigmoid and
-    // gelu moved +-0.1 (docs/benchmarks.md, session 26). Why is not known: its start is longer (row
-    // loop, head, alignment checks), and a nanosleep before the flat kernel's load recovered half.
-    c.flat = false;
+    if (widest_block_forward(spec)) {
+      c.block = std::min(1024, std::max(32, d.max_block));
+      c.per_thread = 1;
+    } else {
+      const int block = float16_wide_block_forward(spec) ? 512 : 256;
+      c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));
+      c.per_thread = activation_cost(spec) >= 6 ? 2 : 1;
+      // The general kernel: at blocks of 256-512 on the H100, relu, relu6, hardtanh, softshrink and
+      // tanh ran 0.2-0.7 points faster with it than with the flat kernel, in three calls; silu,
+      // sigmoid and gelu moved +-0.1 (docs/benchmarks.md, session 26). Why is not known: its start
+      // is longer (row loop, head, alignment checks), and a nanosleep before the flat kernel's load
+      // recovered half.
+      c.flat = false;
+    }
   }
   // 16-bit backward where memory is slower per SM (the H100 class): one vector per thread in blocks
   // of 1024, the gradient loaded after the derivative's math where the float32 cost is 4 or more.
