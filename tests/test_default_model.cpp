@@ -24,6 +24,17 @@ KernelConfig model(const KernelSpec& s, const DefaultModelInputs& d, std::uint64
   REQUIRE(model_default_config(s, d, n, c));
   return c;
 }
+// A 16-bit backward in one 16-byte vector per thread, blocks of `block`, the gradient loaded late;
+// its forward reads no gradient.
+void check_one_vector_late(const char* act, Dtype d, const DefaultModelInputs& dev, int block) {
+  CAPTURE(act);
+  const KernelConfig c = model(spec(act, d, Direction::backward), dev);
+  CHECK(c.block == block);
+  CHECK(c.per_thread == 1);
+  CHECK(c.vec * dtype_size(d) == 16);
+  CHECK(c.late_gradient);
+  CHECK_FALSE(model(spec(act, d), dev).late_gradient);
+}
 KernelConfig with(int block, int pt) {
   KernelConfig c;
   c.vec = 4;
@@ -126,14 +137,8 @@ TEST_CASE(
       CHECK_FALSE(c.late_gradient);
     }
     // Cost 4-5 on the H200 (session 27): blocks of 128, one vector, the gradient loaded late.
-    for (const char* act : {"selu", "elu", "celu", "silu", "tanh", "sigmoid", "softplus", "logsigmoid"}) {
-      const KernelConfig c = model(spec(act, d, Direction::backward), kH200);
-      CHECK(c.block == 128);
-      CHECK(c.per_thread == 1);
-      CHECK(c.vec == 8);
-      CHECK(c.late_gradient);
-      CHECK_FALSE(model(spec(act, d), kH200).late_gradient);  // forward reads no gradient
-    }
+    for (const char* act : {"selu", "elu", "celu", "silu", "tanh", "sigmoid", "softplus", "logsigmoid"})
+      check_one_vector_late(act, d, kH200, 128);
     // gelu's erfc (cost 6) lost 3-10 points at one vector, gelu(tanh) 2.4-10 (16-bit cost 4 in
     // forward, 6 in float32): the float32 cost decides; cost 1 gained nothing.
     for (const char* act : {"gelu", "gelu(approximate=tanh)", "mish"}) {
@@ -240,15 +245,8 @@ TEST_CASE("default model: on the H100, 16-bit backwards take blocks of 1024, gel
   // (session 26: float16 102.7 % of copy against torch's 102.6).
   for (Dtype d : {Dtype::f16, Dtype::bf16}) {
     for (const char* act : {"selu", "elu", "celu", "silu", "sigmoid", "tanh", "softplus", "logsigmoid", "tanhshrink",
-                            "gelu(approximate=tanh)", "mish"}) {
-      CAPTURE(act);
-      const KernelConfig c = model(spec(act, d, Direction::backward), kH100);
-      CHECK(c.block == 1024);
-      CHECK(c.per_thread == 1);
-      CHECK(c.vec == 8);
-      CHECK(c.late_gradient);
-      CHECK_FALSE(model(spec(act, d), kH100).late_gradient);  // forward reads no gradient
-    }
+                            "gelu(approximate=tanh)", "mish"})
+      check_one_vector_late(act, d, kH100, 1024);
     for (const char* act : {"relu", "relu6", "leaky_relu", "hardtanh", "hardsigmoid", "hardswish", "softsign"}) {
       CAPTURE(act);
       const KernelConfig c = model(spec(act, d, Direction::backward), kH100);
@@ -256,10 +254,7 @@ TEST_CASE("default model: on the H100, 16-bit backwards take blocks of 1024, gel
       CHECK(c.per_thread == 1);
       CHECK_FALSE(c.late_gradient);  // float32 cost 1-2: both loads up front
     }
-    const KernelConfig gelu = model(spec("gelu", d, Direction::backward), kH100);
-    CHECK(gelu.block == 512);
-    CHECK(gelu.per_thread == 1);
-    CHECK(gelu.late_gradient);
+    check_one_vector_late("gelu", d, kH100, 512);                            // gelu's erfc keeps blocks of 512
     CHECK(model(spec("selu", d, Direction::backward), kH200).block == 128);  // the H200 keeps its rules
   }
   CHECK(model(spec("selu", Dtype::f32, Direction::backward), kH100).block != 1024);  // nor float32
