@@ -61,13 +61,13 @@ bool builtin_named(const KernelSpec& spec, std::initializer_list<const char*> na
 }
 
 // 16-bit forwards that take the H100's widest launch, one vector in blocks of 1024 with the flat
-// kernel: cost 1-2, and sigmoid and silu, whose MUFU math is as cheap there. Session 28, against
-// torch in the same process, two rounds: cost 1-2 0.0-0.2 points above the blocks of 512 (general
-// kernel) before, in 15 of 15 rounds (hardswish 101.0-101.1 % of copy); sigmoid and silu +0.1-0.4
-// (float16 sigmoid 100.6 against 100.3). tanh lost 0.3 there, gelu(tanh) 0.1-0.6, the cost 4-6
+// kernel: cost 1-2, and sigmoid and silu. Session 28, against torch in the same process, two
+// rounds: cost 1-2 0.0-0.3 points above the blocks of 512 (general kernel) before, winning 15 of
+// 15 rounds (hardswish +1.0-1.1 points over torch); sigmoid and silu +0.1-0.4 (float16 sigmoid
+// 100.7 % of copy against 100.4). tanh lost 0.0-0.3 there, gelu(tanh) 0.1-0.6, the cost 4-6
 // math (elu, selu, softplus, logsigmoid, tanhshrink, gelu) 0-3.8: an exception by name, since
 // their math (MUFU.EX2 and MUFU.RCP, like tanh's) does not explain it. At 1024 the general kernel
-// lost 2-6 points.
+// lost 2-7 points.
 bool widest_block_forward(const KernelSpec& spec) {
   return activation_cost(spec) <= 2 || builtin_named(spec, {"sigmoid", "silu"});
 }
@@ -195,7 +195,7 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // gelu's was 0.1-1.5 points above torch there and above the shapes before (256 or 128 up front,
   // 512 late), in 15 of 15 rounds almost everywhere: selu, silu and elu float16 +1.2-1.3 with the
   // late gradient against +0.5 without; softplus and logsigmoid, below torch before, +0.1-0.3;
-  // cost 1-2 +0.2-0.5 either way. gelu's erfc (16-bit cost 6) lost 0.6-1.3 there and keeps
+  // cost 1-2 +0.1-0.5 either way. gelu's erfc (16-bit cost 6) lost 0.6-1.3 there and keeps
   // blocks of 512 with the late gradient, as torch's own gelu backward is compiled (session 26:
   // float16 102.7 % of copy against torch's 102.6).
   // Where memory is faster per SM (the H200, 36 GB/s): float32 cost 2-5 takes one vector in
