@@ -32,6 +32,12 @@ constexpr int kAssumedBlocksPerSm = 32;  // sm_80..sm_90 when the device does no
 // tuner itself searches up to 128 bytes).
 constexpr int kMaxBytesPerThread = 64;
 
+// Memory bandwidth per SM that separates the H100 class (3.35 TB/s over 132 SMs: 25 GB/s) from
+// the H200 class (4.8 TB/s: 36 GB/s); the 16-bit rules below were measured on one side or the other.
+constexpr double kSlowMemoryGbpsPerSm = 30;
+
+bool slow_memory_per_sm(const DefaultModelInputs& d) { return d.bandwidth_gbps / d.sms <= kSlowMemoryGbpsPerSm; }
+
 int inputs_of(const KernelSpec& spec) { return spec.direction == Direction::backward ? 2 : 1; }
 
 int resident_threads(const DefaultModelInputs& d, int block) {
@@ -173,10 +179,11 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   //   and 0.1 lower in 2.
   // - Session 28: cost 1-2, sigmoid and silu take blocks of 1024 with the flat kernel
   //   (widest_block_forward); float16 gelu(tanh) keeps 512 (float16_wide_block_forward).
-  if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::forward && d.bandwidth_gbps / d.sms <= 30) {
+  if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::forward && slow_memory_per_sm(d)) {
     if (widest_block_forward(spec)) {
       c.block = std::min(1024, std::max(32, d.max_block));
       c.per_thread = 1;
+      c.flat = true;
     } else {
       const int block = float16_wide_block_forward(spec) ? 512 : 256;
       c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));
@@ -210,7 +217,7 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     KernelSpec as_f32 = spec;
     as_f32.dtype = Dtype::f32;
     const double backward_cost = activation_cost(as_f32);
-    if (d.bandwidth_gbps / d.sms <= 30) {
+    if (slow_memory_per_sm(d)) {
       c.block = std::min(activation_cost(spec) >= 6 ? 512 : 1024, std::max(32, d.max_block));
       c.per_thread = 1;
       c.late_gradient = backward_cost >= 4;
@@ -227,7 +234,7 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // GB/s) takes two 8-byte vectors in blocks of 128: 100.5-100.7 % of copy against 99.5-99.7 at
   // block 64 with two 16-byte vectors, where hardswish trailed torch in every process; 16-byte
   // vectors at block 256 reached 100.1-100.2 (flat kernel, kernels timed alone, session 25).
-  if (dtype_size(spec.dtype) == 2 && d.bandwidth_gbps / d.sms > 30) {
+  if (dtype_size(spec.dtype) == 2 && !slow_memory_per_sm(d)) {
     const double cost = activation_cost(spec);
     if (spec.direction == Direction::forward && cost == 2) {
       c.block = std::min(128, std::max(32, d.max_block));
