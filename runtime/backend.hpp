@@ -1,7 +1,8 @@
 // The backend seam. A backend (one folder under runtime/) describes its device, compiles a
 // rendered kernel to a binary, loads it, launches it, and offers the few memory and timing
 // operations that `kplay run`, the tuner and the tests need. Everything else (rendering,
-// validation, launch geometry, caching, verification) lives in src/ and is shared.
+// validation, launch geometry, caching, verification) lives in src/ and is shared; backends
+// include nothing of src/ but src/util/.
 //
 // Thread-safety: a Backend may be used from several threads; implementations serialize what
 // their API requires. Destructors never throw.
@@ -13,8 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/codegen.hpp"
-#include "../src/config_validation.hpp"
+#include "target.hpp"
 
 namespace kplay::rt {
 

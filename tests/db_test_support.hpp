@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "database/kernel_database.hpp"
+#include "engine/engine.hpp"
 
 namespace kplay::test {
 

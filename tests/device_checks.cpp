@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "activation_cases.hpp"
-#include "activations.hpp"
-#include "host_dtype.hpp"
+#include "spec/activations.hpp"
+#include "util/host_dtype.hpp"
 
 namespace kplay::test {
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "device_fixture.hpp"
-#include "engine.hpp"
-#include "problem.hpp"
+#include "engine/engine.hpp"
+#include "check/problem.hpp"
 
 namespace kplay::test {
 

@@ -6,10 +6,10 @@
 #include <map>
 #include <memory>
 
-#include "../runtime/backend_factory.hpp"
+#include "runtime/backend_factory.hpp"
 #include "kplay/error.hpp"
 #ifdef KPLAY_WITH_CUDA
-#include "../runtime/cuda/nvrtc_compiler.hpp"
+#include "runtime/cuda/nvrtc_compiler.hpp"
 #endif
 
 namespace kplay::test {

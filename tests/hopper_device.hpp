@@ -1,7 +1,7 @@
 // An sm_90 device (H100, H200) as the CUDA backend reports it, for tests of the default model and
 // the tuner's space: 132 SMs of 2048 threads and 32 blocks each; only the bandwidth differs.
 #pragma once
-#include "../runtime/backend.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay::test {
 

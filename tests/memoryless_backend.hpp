@@ -4,7 +4,10 @@
 #include <functional>
 #include <string>
 
-#include "../runtime/backend.hpp"
+#include "codegen/codegen.hpp"
+#include "codegen/config_validation.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/backend_factory.hpp"
 
 namespace kplay::test {
 
@@ -13,7 +16,7 @@ class MemorylessBackend : public rt::Backend {
   explicit MemorylessBackend(const std::string& backend) { info_.backend = backend; }
   const rt::DeviceInfo& info() const override { return info_; }
   const TargetLimits& limits() const override { return limits_; }
-  Dialect dialect() const override { return cuda_dialect(); }
+  Dialect dialect() const override { return rt::dialect_of("cuda"); }
   rt::DevicePtr allocate(std::uint64_t) override { return {}; }
   void release(rt::DevicePtr) noexcept override {}
   void upload(rt::DevicePtr, const void*, std::uint64_t) override {}

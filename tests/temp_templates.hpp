@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "template_store.hpp"
+#include "codegen/template_store.hpp"
 
 namespace kplay::test {
 

@@ -9,14 +9,14 @@
 #include <random>
 #include <thread>
 
-#include "activations.hpp"
+#include "spec/activations.hpp"
 #include "api_buffers.hpp"
 #include "device_fixture.hpp"
-#include "host_dtype.hpp"
+#include "util/host_dtype.hpp"
 #include "kplay/kplay.h"
 #include "kplay/kplay.hpp"
-#include "reference.hpp"
-#include "verification.hpp"
+#include "spec/reference.hpp"
+#include "check/verification.hpp"
 
 using namespace kplay;
 

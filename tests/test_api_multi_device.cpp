@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
-#include "../runtime/cuda/cuda_driver.hpp"
+#include "runtime/cuda/cuda_driver.hpp"
 #include "api_buffers.hpp"
-#include "host_dtype.hpp"
+#include "util/host_dtype.hpp"
 #include "kplay/kplay.hpp"
-#include "verification.hpp"
+#include "check/verification.hpp"
 
 using namespace kplay;
 

@@ -4,15 +4,16 @@
 
 #include <unistd.h>
 
-#include "codegen.hpp"
-#include "config_validation.hpp"
+#include "codegen/codegen.hpp"
+#include "codegen/config_validation.hpp"
 #include "kplay/error.hpp"
 #include "temp_templates.hpp"
+#include "runtime/backend_factory.hpp"
 
 using namespace kplay;
 
 namespace {
-RenderedKernel render(const KernelSpec& s, KernelConfig c = {}, const Dialect& d = cuda_dialect()) {
+RenderedKernel render(const KernelSpec& s, KernelConfig c = {}, const Dialect& d = rt::dialect_of("cuda")) {
   return render_kernel(s, resolve_config(s, c, TargetLimits{}), d);
 }
 }  // namespace
@@ -126,7 +127,7 @@ TEST_CASE("every dtype and direction renders for both dialects") {
 TEST_CASE("the fast-FP64 trait reaches the kernel as KP_FAST_FP64 and moves the hash") {
   KernelSpec s;
   s.activation = "gelu";
-  Dialect fast = cuda_dialect();
+  Dialect fast = rt::dialect_of("cuda");
   fast.fast_fp64 = true;
   const RenderedKernel slow_k = render(s);
   const RenderedKernel fast_k = render(s, {}, fast);

@@ -1,7 +1,7 @@
 // Config validation names the knob and the allowed values.
 #include <doctest/doctest.h>
 
-#include "config_validation.hpp"
+#include "codegen/config_validation.hpp"
 #include "kplay/error.hpp"
 
 using namespace kplay;

@@ -3,15 +3,16 @@
 // JSON export/import, and the schema's golden hash.
 #include <doctest/doctest.h>
 
-#include "codegen.hpp"
-#include "config_validation.hpp"
+#include "codegen/codegen.hpp"
+#include "codegen/config_validation.hpp"
 #include "database/schema.hpp"
 #include "database/tuning_json.hpp"
 #include "db_test_support.hpp"
-#include "device_fingerprint.hpp"
-#include "hash.hpp"
+#include "engine/device_fingerprint.hpp"
+#include "util/hash.hpp"
 #include "kplay/error.hpp"
 #include "temp_templates.hpp"
+#include "runtime/backend_factory.hpp"
 
 using namespace kplay;
 using kplay::test::open_db;
@@ -132,7 +133,7 @@ TEST_CASE("database: keys change with the template and the device fingerprint") 
   test::TempTemplates templates;
   KernelSpec spec;
   const KernelConfig config = resolve_config(spec, KernelConfig{}, TargetLimits{});
-  const RenderedKernel before = render_kernel(spec, config, cuda_dialect());
+  const RenderedKernel before = render_kernel(spec, config, rt::dialect_of("cuda"));
   const std::string fp_a = hash_hex({"cuda", "GPU A", "sm_90"}), fp_b = hash_hex({"cuda", "GPU B", "sm_90"});
   const std::string key = hash_hex({before.hash, fp_a});  // as Engine::build makes it
   db->put(key, test::make_binary("kernel"));
@@ -144,7 +145,7 @@ TEST_CASE("database: keys change with the template and the device fingerprint") 
   CHECK_FALSE(db->get(other_device, out));
 
   templates.write("activations/selu.h", template_text("activations/selu.h") + "\n/* changed */\n");
-  const RenderedKernel after = render_kernel(spec, config, cuda_dialect());
+  const RenderedKernel after = render_kernel(spec, config, rt::dialect_of("cuda"));
   const std::string new_template = hash_hex({after.hash, fp_a});
   CHECK(new_template != key);
   CHECK_FALSE(db->get(new_template, out));

@@ -282,7 +282,7 @@ TEST_CASE("reliability: a process SIGKILLed in the middle of writes leaves a cle
 // 16 processes open one path at the same instant: a missing file (and directory), then an
 // existing empty file. Every one must end on the same persistent database with the current
 // schema; none may take a file another is creating for a foreign one. KPLAY_CREATE_ROUNDS sets
-// the rounds (scripts/db_create_stress.sh runs it many times under load).
+// the rounds (tools/db_create_stress.sh runs it many times under load).
 TEST_CASE("reliability: 16 processes creating one new database at once all end on it") {
   const char* env_rounds = std::getenv("KPLAY_CREATE_ROUNDS");
   const int rounds = env_rounds && std::atoi(env_rounds) > 0 ? std::atoi(env_rounds) : 2;

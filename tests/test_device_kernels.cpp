@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "../runtime/backend_factory.hpp"
+#include "runtime/backend_factory.hpp"
 
 #include "device_checks.hpp"
 

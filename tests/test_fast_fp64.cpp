@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "../runtime/fast_fp64.hpp"
+#include "runtime/fast_fp64.hpp"
 
 using namespace kplay;
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "host_dtype.hpp"
+#include "util/host_dtype.hpp"
 
 using namespace kplay;
 

@@ -1,7 +1,7 @@
 // Grid sizes: one block per chunk for one-shot, a bounded resident grid for grid-stride.
 #include <doctest/doctest.h>
 
-#include "launch_geometry.hpp"
+#include "engine/launch_geometry.hpp"
 
 using namespace kplay;
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"
-#include "launch_layout.hpp"
+#include "engine/engine.hpp"
+#include "engine/launch_layout.hpp"
 #include "memoryless_backend.hpp"
 
 using namespace kplay;

@@ -11,12 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "../runtime/cuda/nvrtc_compiler.hpp"
-#include "activations.hpp"
-#include "codegen.hpp"
-#include "config_validation.hpp"
+#include "runtime/cuda/nvrtc_compiler.hpp"
+#include "spec/activations.hpp"
+#include "codegen/codegen.hpp"
+#include "codegen/config_validation.hpp"
 #include "kplay/error.hpp"
 #include "temp_templates.hpp"
+#include "runtime/backend_factory.hpp"
 
 using namespace kplay;
 using rt::cuda::choose_target;
@@ -45,7 +46,7 @@ TEST_CASE("target choice: own cubin, PTX fallback for newer devices, error namin
 TEST_SUITE("nvrtc") {
   namespace {
   std::string ptx_for(const KernelSpec& s, const KernelConfig& c, int arch, bool fast_fp64 = false) {
-    Dialect dialect = cuda_dialect();
+    Dialect dialect = rt::dialect_of("cuda");
     dialect.fast_fp64 = fast_fp64;
     const RenderedKernel k = render_kernel(s, resolve_config(s, c, TargetLimits{}), dialect);
     CompileTarget t;

@@ -25,13 +25,13 @@
 
 #include <CL/cl.h>
 
-#include "../runtime/backend_factory.hpp"
-#include "../runtime/opencl/opencl_backend.hpp"
-#include "../runtime/opencl/opencl_program.hpp"
-#include "config_validation.hpp"
+#include "runtime/backend_factory.hpp"
+#include "runtime/opencl/opencl_backend.hpp"
+#include "runtime/opencl/opencl_program.hpp"
+#include "codegen/config_validation.hpp"
 #include "device_checks.hpp"
-#include "exhaustive_check.hpp"
-#include "host_dtype.hpp"
+#include "check/exhaustive_check.hpp"
+#include "util/host_dtype.hpp"
 #include "kplay/error.hpp"
 #include "temp_templates.hpp"
 

@@ -8,10 +8,10 @@
 #include <set>
 
 #include "activation_cases.hpp"
-#include "activations.hpp"
+#include "spec/activations.hpp"
 #include "kplay/error.hpp"
-#include "reference.hpp"
-#include "verification.hpp"
+#include "spec/reference.hpp"
+#include "check/verification.hpp"
 
 using namespace kplay;
 

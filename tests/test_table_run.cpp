@@ -11,7 +11,7 @@
 #include <set>
 
 #include "kplay/error.hpp"
-#include "size_parse.hpp"
+#include "util/size_parse.hpp"
 #include "tuner/table_run.hpp"
 
 using namespace kplay;

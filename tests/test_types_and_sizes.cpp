@@ -3,7 +3,7 @@
 
 #include "kplay/error.hpp"
 #include "kplay/types.hpp"
-#include "size_parse.hpp"
+#include "util/size_parse.hpp"
 
 using namespace kplay;
 

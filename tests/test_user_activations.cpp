@@ -8,12 +8,12 @@
 #include <fstream>
 #include <string>
 
-#include "activations.hpp"
+#include "spec/activations.hpp"
 #include "cli_runner.hpp"
 #include "device_checks.hpp"
 #include "kplay/error.hpp"
 #include "kplay/kplay.hpp"
-#include "user_activations.hpp"
+#include "spec/user_activations.hpp"
 
 using namespace kplay;
 

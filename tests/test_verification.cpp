@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "verification.hpp"
+#include "check/verification.hpp"
 
 using namespace kplay;
 

@@ -14,11 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../../runtime/backend_factory.hpp"
-#include "../../src/activations.hpp"
-#include "../../src/database/kernel_database.hpp"
-#include "../../src/database/tuning_json.hpp"
-#include "../../src/tuner/tuner.hpp"
+#include "kplay/admin.hpp"
 #include "kplay/kplay.h"
 #include "kplay/kplay.hpp"
 #include "kplay/launcher.hpp"
@@ -75,13 +71,7 @@ kplay::View2D view(std::int64_t rows, std::int64_t cols, std::int64_t ld_in, std
   return v;
 }
 
-kplay::KernelDatabase::Options db_options(const std::string& path) {
-  kplay::KernelDatabase::Options o;
-  o.path = path;
-  return o;
-}
-
-nb::dict device_dict(const kplay::rt::DeviceInfo& d) {
+nb::dict device_dict(const kplay::DeviceDescription& d) {
   nb::dict r;
   r["backend"] = d.backend;
   r["index"] = d.index;
@@ -219,13 +209,38 @@ NB_MODULE(_core, m) {
   m.def("version", [] { return std::string(KPLAY_PYTHON_VERSION); });
   m.def("activations", [] {
     std::vector<std::string> names;
-    for (const auto& a : kplay::activations()) names.emplace_back(a.name);
+    for (const auto& a : kplay::builtin_activations()) names.emplace_back(a.name);
     return names;
+  });
+  // The registry's description of each built-in: what kplay.torch, kplay.nn and the torch-name
+  // table are built from. A parameter: (name, default or None when required, choice words).
+  m.def("builtin_activations", [] {
+    nb::list out;
+    for (const auto& a : kplay::builtin_activations()) {
+      nb::dict d;
+      d["name"] = a.name;
+      nb::list params;
+      for (const auto& p : a.parameters) {
+        nb::object def = nb::none();
+        if (!p.choices.empty())
+          def = nb::str(p.choices.at(static_cast<std::size_t>(p.default_value)).c_str());
+        else if (p.default_value == p.default_value)  // not NaN
+          def = nb::float_(p.default_value);
+        params.append(nb::make_tuple(p.name, def, p.choices));
+      }
+      d["parameters"] = params;
+      d["has_backward"] = a.has_backward;
+      d["saves_output"] = a.saves_output;
+      d["torch_class"] = a.torch_class;
+      d["torch_inplace"] = a.torch_inplace;
+      out.append(d);
+    }
+    return out;
   });
 
   m.def("backends", [] {
     nb::list out;
-    for (const auto& r : kplay::rt::probe_backends()) {
+    for (const auto& r : kplay::backends()) {
       nb::dict b;
       b["backend"] = r.backend;
       b["available"] = r.available;
@@ -255,57 +270,45 @@ NB_MODULE(_core, m) {
       [](const std::string& activation, std::uint64_t n, const std::string& dtype, const std::string& direction,
          const std::string& saved, const std::string& backend, int device, const std::string& strategy, int budget,
          int warmup, int repeats, bool resume, const std::string& db_path) {
-        kplay::KernelSpec spec;
-        spec.activation = activation;
-        spec.dtype = kplay::parse_dtype(dtype);
-        spec.direction = kplay::parse_direction(direction);
-        spec.saved = kplay::parse_saved(saved);
-        kplay::find_activation(activation);
-        if (n == 0) throw kplay::Error(kplay::ErrorCode::invalid_argument, "n = 0: there is nothing to tune");
-        kplay::TuneOptions o;
-        o.n = n;
-        o.strategy = strategy;
-        o.budget = budget;
-        o.warmup = warmup;
-        o.repeats = repeats;
-        o.resume = resume;
-        auto be = kplay::rt::make_backend(backend, device);
-        kplay::KernelDatabase db(db_options(db_path));
-        kplay::Engine engine(*be, &db);
-        return kplay::tuning_to_json(kplay::tune(engine, db, spec, o)).dump();
+        kplay::TuneRequest r;
+        r.activation = activation;
+        r.n = n;
+        r.dtype = kplay::parse_dtype(dtype);
+        r.direction = kplay::parse_direction(direction);
+        r.saved = kplay::parse_saved(saved);
+        r.backend = backend;
+        r.device = device;
+        r.strategy = strategy;
+        r.budget = budget;
+        r.warmup = warmup;
+        r.repeats = repeats;
+        r.resume = resume;
+        r.db_path = db_path;
+        return kplay::autotune(r);
       },
       "activation"_a, "n"_a, "dtype"_a, "direction"_a, "saved"_a, "backend"_a, "device"_a, "strategy"_a, "budget"_a,
       "warmup"_a, "repeats"_a, "resume"_a, "db_path"_a, nb::call_guard<nb::gil_scoped_release>());
 
   // Kernel database helpers; db_path "" means the default ($KPLAY_DB, else the cache dir).
   m.def(
-      "db_path", [](const std::string& p) { return p.empty() ? kplay::KernelDatabase::default_path() : p; },
+      "db_path", [](const std::string& p) { return kplay::db::path(p); },
       "db_path"_a);
   m.def(
-      "db_export", [](const std::string& p) { return kplay::KernelDatabase(db_options(p)).export_json().dump(); },
+      "db_export", [](const std::string& p) { return kplay::db::export_json(p); },
       "db_path"_a);
   m.def(
       "db_import",
-      [](const std::string& p, const std::string& text) {
-        nlohmann::json doc;
-        try {
-          doc = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::exception& e) {
-          throw kplay::Error(kplay::ErrorCode::invalid_argument, std::string("not JSON: ") + e.what());
-        }
-        return kplay::KernelDatabase(db_options(p)).import_json(doc);
-      },
+      [](const std::string& p, const std::string& text) { return kplay::db::import_json(p, text); },
       "db_path"_a, "text"_a);
   m.def(
-      "db_clear", [](const std::string& p) { kplay::KernelDatabase(db_options(p)).clear(); }, "db_path"_a);
+      "db_clear", [](const std::string& p) { kplay::db::clear(p); }, "db_path"_a);
   m.def(
       "db_stats",
       [](const std::string& p) {
-        kplay::KernelDatabase db(db_options(p));
-        const auto s = db.stats();
+        const auto s = kplay::db::stats(p);
         nb::dict r;
-        r["path"] = db.path();
-        r["persistent"] = db.persistent();
+        r["path"] = s.path;
+        r["persistent"] = s.persistent;
         r["binaries"] = s.binaries;
         r["binary_bytes"] = s.binary_bytes;
         r["tunings"] = s.tunings;

@@ -4,7 +4,8 @@
 #include <map>
 #include <mutex>
 
-#include "../fast_fp64.hpp"
+#include "runtime/fast_fp64.hpp"
+#include "cuda_dialect.hpp"
 #include "cuda_driver.hpp"
 #include "kplay/error.hpp"
 #include "nvrtc_compiler.hpp"
@@ -128,7 +129,7 @@ class CudaBackend : public Backend {
   const DeviceInfo& info() const override { return info_; }
   const TargetLimits& limits() const override { return limits_; }
   Dialect dialect() const override {
-    Dialect d = cuda_dialect();
+    Dialect d = cuda::dialect();
     d.fast_fp64 = info_.fast_fp64;
     return d;
   }

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "../backend.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay::rt::cuda {
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kplay/error.hpp"
+#include "opencl_dialect.hpp"
 #include "opencl_devices.hpp"
 #include "opencl_errors.hpp"
 #include "opencl_program.hpp"
@@ -85,7 +86,7 @@ class OpenClBackend : public Backend {
   const DeviceInfo& info() const override { return info_; }
   const TargetLimits& limits() const override { return limits_; }
   Dialect dialect() const override {
-    Dialect d = opencl_dialect();
+    Dialect d = opencl::dialect();
     d.fast_fp64 = info_.fast_fp64;
     return d;
   }

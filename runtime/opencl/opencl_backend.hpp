@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "../backend.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay::rt::opencl {
 

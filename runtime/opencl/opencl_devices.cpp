@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "../fast_fp64.hpp"
+#include "runtime/fast_fp64.hpp"
 #include "opencl_errors.hpp"
 
 namespace kplay::rt::opencl {

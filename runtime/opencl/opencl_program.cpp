@@ -7,9 +7,9 @@
 #include <sstream>
 #include <vector>
 
-#include "../../src/file_lock.hpp"
-#include "../../src/hash.hpp"
-#include "../../src/private_dir.hpp"
+#include "util/file_lock.hpp"
+#include "util/hash.hpp"
+#include "util/private_dir.hpp"
 #include "kplay/error.hpp"
 #include "kplay/types.hpp"
 #include "opencl_errors.hpp"

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-#include "../backend.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay::rt::opencl {
 

@@ -4,12 +4,10 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "../activations.hpp"
-#include "../user_activations.hpp"
+#include "spec/activations.hpp"
+#include "spec/user_activations.hpp"
 #include "device_registry.hpp"
-#ifdef KPLAY_WITH_CUDA
-#include "../../runtime/cuda/cuda_backend.hpp"
-#endif
+#include "runtime/backend_factory.hpp"
 
 namespace kplay {
 namespace {
@@ -78,17 +76,14 @@ void run(const KernelSpec& spec, const Operand& out, const Operand& in0, const O
   api::DeviceEngine* de = nullptr;
   void* queue = stream.handle;
   if (stream.backend == Backend::cuda) {
-#ifdef KPLAY_WITH_CUDA
-    const int device = rt::cuda::pointer_device(reinterpret_cast<std::uint64_t>(out.ptr), out.name);
+    namespace io = rt::interop;
+    const int device = io::cuda_pointer_device(reinterpret_cast<std::uint64_t>(out.ptr), out.name);
     for (const Operand* op : {&in0, in1})
-      if (op && rt::cuda::pointer_device(reinterpret_cast<std::uint64_t>(op->ptr), op->name) != device)
+      if (op && io::cuda_pointer_device(reinterpret_cast<std::uint64_t>(op->ptr), op->name) != device)
         invalid(std::string(op->name) + " and " + out.name + " are on different devices");
-    rt::cuda::require_primary_context(device);
+    io::cuda_require_primary_context(device);
     de = &api::cuda_engine(device);
-    if (!queue) queue = rt::cuda::legacy_default_stream();
-#else
-    throw Error(ErrorCode::no_device, "no CUDA device: kplay was built without the CUDA backend");
-#endif
+    if (!queue) queue = io::cuda_legacy_default_stream();
   } else {
     de = &api::opencl_engine(stream.handle);
   }

@@ -1,16 +1,10 @@
 // Per-device engines for the public API; see device_registry.hpp.
 #include "device_registry.hpp"
 
-#include "../../runtime/backend_factory.hpp"
-#include "../activations.hpp"
-#include "../tuner/config_lookup.hpp"
+#include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
+#include "tuner/config_lookup.hpp"
 #include "kplay/error.hpp"
-#ifdef KPLAY_WITH_OPENCL
-#include "../../runtime/opencl/opencl_backend.hpp"
-#endif
-#ifdef KPLAY_WITH_CUDA
-#include "../../runtime/cuda/cuda_backend.hpp"
-#endif
 
 namespace kplay::api {
 namespace {
@@ -67,16 +61,11 @@ std::shared_ptr<const PreparedKernel> DeviceEngine::kernel(const KernelSpec& spe
 std::shared_ptr<const PreparedKernel> DeviceEngine::kernel_for_launch(const KernelSpec& spec, std::uint64_t n,
                                                                       Backend backend, void* queue) {
   if (auto k = cached_kernel(spec, n)) return k;
-#ifdef KPLAY_WITH_CUDA
-  if (backend == Backend::cuda && rt::cuda::stream_is_capturing(queue))
+  if (backend == Backend::cuda && rt::interop::cuda_stream_is_capturing(queue))
     throw Error(ErrorCode::unsupported,
                 "kplay: '" + to_string(spec) + "' for " + std::to_string(n) +
                     " elements is not compiled yet and the stream is being captured into a CUDA graph; call it "
                     "once with the same activation, dtype and size before the capture (warm-up)");
-#else
-  (void)backend;
-  (void)queue;
-#endif
   return kernel(spec, n);
 }
 
@@ -100,14 +89,9 @@ DeviceEngine& cuda_engine(int ordinal) {
 }
 
 DeviceEngine& opencl_engine(void* queue) {
-#ifdef KPLAY_WITH_OPENCL
   if (!queue) throw Error(ErrorCode::invalid_argument, "OpenCL calls need the cl_command_queue as their stream");
-  return find_or_make(rt::opencl::queue_identity(queue),
-                      [&] { return rt::opencl::make_opencl_backend_for_queue(queue); });
-#else
-  (void)queue;
-  throw Error(ErrorCode::no_device, "no OpenCL device: kplay was built without the OpenCL backend");
-#endif
+  return find_or_make(rt::interop::opencl_queue_identity(queue),
+                      [&] { return rt::interop::make_opencl_backend_for_queue(queue); });
 }
 
 }  // namespace kplay::api

@@ -7,8 +7,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "../database/kernel_database.hpp"
-#include "../engine.hpp"
+#include "database/kernel_database.hpp"
+#include "engine/engine.hpp"
 #include "kplay/kplay.hpp"  // Backend
 
 namespace kplay::api {

@@ -7,9 +7,7 @@
 #include <vector>
 
 #include "device_registry.hpp"
-#ifdef KPLAY_WITH_CUDA
-#include "../../runtime/cuda/cuda_backend.hpp"
-#endif
+#include "runtime/backend_factory.hpp"
 
 namespace kplay {
 
@@ -28,7 +26,6 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
 
-#ifdef KPLAY_WITH_CUDA
 // The checks kplay::forward() makes on CUDA pointers, for flat buffers: device memory of the
 // launcher's device, the primary context, and no partial overlap of the output with an input.
 void check_cuda_pointers(const Launcher::State& s, const void* in, const void* in1, const void* out, std::int64_t n) {
@@ -36,9 +33,9 @@ void check_cuda_pointers(const Launcher::State& s, const void* in, const void* i
   const std::pair<const char*, const void*> ops[] = {
       {backward ? "grad_in" : "out", out}, {backward ? "grad_out" : "in", in}, {"saved", backward ? in1 : nullptr}};
   for (const auto& [name, p] : ops)
-    if (p && rt::cuda::pointer_device(reinterpret_cast<std::uint64_t>(p), name) != s.device)
+    if (p && rt::interop::cuda_pointer_device(reinterpret_cast<std::uint64_t>(p), name) != s.device)
       invalid(std::string(name) + " is not memory of cuda:" + std::to_string(s.device) + ", the launcher's device");
-  rt::cuda::require_primary_context(s.device);
+  rt::interop::cuda_require_primary_context(s.device);
   const auto bytes = static_cast<std::uintptr_t>(n) * dtype_size(s.spec.dtype);
   const auto o = reinterpret_cast<std::uintptr_t>(out);
   for (std::size_t i = 1; i < 3; ++i) {
@@ -48,22 +45,16 @@ void check_cuda_pointers(const Launcher::State& s, const void* in, const void* i
               "; only exact in place (the same pointer) is allowed");
   }
 }
-#endif
 
 }  // namespace
 
 Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction direction, Saved saved, int device) {
   auto s = std::make_shared<State>();
   s->spec = api::checked_spec(activation, dtype, direction, saved);
-#ifdef KPLAY_WITH_CUDA
   if (device < 0) invalid("CUDA device ordinal must be >= 0 (got " + std::to_string(device) + ")");
   s->backend = Backend::cuda;
   s->device = device;
   s->engine = &api::cuda_engine(device);
-#else
-  (void)device;
-  throw Error(ErrorCode::no_device, "no CUDA device: kplay was built without the CUDA backend");
-#endif
   return Launcher(std::move(s));
 }
 
@@ -86,14 +77,10 @@ void Launcher::launch(const void* in, const void* in1, void* out, std::int64_t n
   if (backward && !in1) invalid("saved is a null pointer");
   if (!backward) in1 = in;
   void* queue = s.backend == Backend::opencl ? s.queue : stream;
-#ifdef KPLAY_WITH_CUDA
   if (s.backend == Backend::cuda) {
     if (checks == PointerChecks::full) check_cuda_pointers(s, in, backward ? in1 : nullptr, out, n);
-    if (!queue) queue = rt::cuda::legacy_default_stream();
+    if (!queue) queue = rt::interop::cuda_legacy_default_stream();
   }
-#else
-  (void)checks;
-#endif
   if (n == 0) return;
 
   const auto un = static_cast<std::uint64_t>(n);

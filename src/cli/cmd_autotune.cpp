@@ -8,11 +8,11 @@
 #include <map>
 #include <sstream>
 
-#include "../../runtime/backend_factory.hpp"
-#include "../database/tuning_json.hpp"
-#include "../size_parse.hpp"
-#include "../tuner/table_run.hpp"
-#include "../tuner/tuner.hpp"
+#include "runtime/backend_factory.hpp"
+#include "database/tuning_json.hpp"
+#include "util/size_parse.hpp"
+#include "tuner/table_run.hpp"
+#include "tuner/tuner.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"

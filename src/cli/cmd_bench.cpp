@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../../runtime/backend_factory.hpp"
-#include "../benchmark.hpp"
-#include "../problem.hpp"
-#include "../size_parse.hpp"
-#include "../tuner/config_lookup.hpp"
+#include "runtime/backend_factory.hpp"
+#include "check/benchmark.hpp"
+#include "check/problem.hpp"
+#include "util/size_parse.hpp"
+#include "tuner/config_lookup.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"

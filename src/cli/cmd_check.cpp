@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "../../runtime/backend_factory.hpp"
-#include "../activations.hpp"
-#include "../exhaustive_check.hpp"
+#include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
+#include "check/exhaustive_check.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"

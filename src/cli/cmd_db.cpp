@@ -7,7 +7,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "../database/kernel_database.hpp"
+#include "database/kernel_database.hpp"
 #include "command.hpp"
 #include "db_report.hpp"
 #include "kplay/error.hpp"

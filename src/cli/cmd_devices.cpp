@@ -1,7 +1,7 @@
 // `kplay devices`: every backend, whether it is usable, and its devices.
 #include <cstdio>
 
-#include "../../runtime/backend_factory.hpp"
+#include "runtime/backend_factory.hpp"
 #include "command.hpp"
 
 namespace kplay::cli {

@@ -2,14 +2,12 @@
 // device: configs are checked against the backend's general limits.
 #include <cstdio>
 
-#include "../codegen.hpp"
-#include "../config_validation.hpp"
+#include "codegen/codegen.hpp"
+#include "codegen/config_validation.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"
-#ifdef KPLAY_WITH_CUDA
-#include "../../runtime/cuda/nvrtc_compiler.hpp"
-#endif
+#include "runtime/backend_factory.hpp"
 
 namespace kplay::cli {
 namespace {
@@ -47,26 +45,12 @@ class EmitCommand : public Command {
                    k.hash.c_str());
       return kExitOk;
     }
-    if (flags_.backend != "cuda") throw Error(ErrorCode::invalid_argument, "--ptx needs --backend cuda");
-#ifdef KPLAY_WITH_CUDA
-    if (arch_.rfind("sm_", 0) != 0 && arch_.rfind("compute_", 0) != 0)
-      throw Error(ErrorCode::invalid_argument, "--arch '" + arch_ + "': expected sm_XX, e.g. sm_90");
-    rt::cuda::CompileTarget target;
-    try {
-      target.arch = std::stoi(arch_.substr(arch_.find('_') + 1));
-    } catch (const std::exception&) {
-      throw Error(ErrorCode::invalid_argument, "--arch '" + arch_ + "': expected sm_XX, e.g. sm_90");
-    }
-    target.ptx = true;
-    const rt::Binary ptx = rt::cuda::Nvrtc::get().compile(k, target);
+    const rt::Binary ptx = rt::compile_offline(flags_.backend, k, arch_);
     // NVRTC's PTX ends in the NUL that cuModuleLoadData needs; text for ptxas and people does not.
     std::size_t size = ptx.bytes.size();
     while (size > 0 && ptx.bytes[size - 1] == '\0') --size;
     std::fwrite(ptx.bytes.data(), 1, size, stdout);
     return kExitOk;
-#else
-    throw Error(ErrorCode::no_device, "kplay was built without the CUDA backend (no NVRTC)");
-#endif
   }
 
  private:

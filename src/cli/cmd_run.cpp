@@ -4,14 +4,14 @@
 #include <cstdio>
 #include <random>
 
-#include "../../runtime/backend_factory.hpp"
-#include "../activations.hpp"
-#include "../benchmark.hpp"
-#include "../config_validation.hpp"
-#include "../engine.hpp"
-#include "../problem.hpp"
-#include "../size_parse.hpp"
-#include "../tuner/config_lookup.hpp"
+#include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
+#include "check/benchmark.hpp"
+#include "codegen/config_validation.hpp"
+#include "engine/engine.hpp"
+#include "check/problem.hpp"
+#include "util/size_parse.hpp"
+#include "tuner/config_lookup.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"

@@ -4,9 +4,10 @@
 #include <cstdio>
 #include <sstream>
 
-#include "../activation_text.hpp"
-#include "../activations.hpp"
+#include "spec/activation_text.hpp"
+#include "spec/activations.hpp"
 #include "kplay/error.hpp"
+#include "runtime/backend_factory.hpp"
 
 namespace kplay::cli {
 
@@ -105,7 +106,7 @@ std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const Ker
 
 Dialect dialect_for(const std::string& backend) {
   generic_limits(backend);  // refuses unknown names
-  return backend == "opencl" ? opencl_dialect() : cuda_dialect();
+  return rt::dialect_of(backend);
 }
 
 bool ConfigFlags::knobs_given(const CLI::App& app) const {

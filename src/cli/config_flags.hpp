@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "../codegen.hpp"
-#include "../config_validation.hpp"
+#include "codegen/codegen.hpp"
+#include "codegen/config_validation.hpp"
 #include "kplay/types.hpp"
 
 namespace kplay::cli {

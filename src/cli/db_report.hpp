@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "../database/kernel_database.hpp"
+#include "database/kernel_database.hpp"
 
 namespace kplay::cli {
 

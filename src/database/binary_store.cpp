@@ -3,8 +3,8 @@
 // calls never throw: the store is a cache, so any failure is one warning and a miss.
 #include <chrono>
 
-#include "../file_lock.hpp"
-#include "../hash.hpp"
+#include "util/file_lock.hpp"
+#include "util/hash.hpp"
 #include "database_impl.hpp"
 
 namespace kplay {

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "../file_lock.hpp"
-#include "../private_dir.hpp"
+#include "util/file_lock.hpp"
+#include "util/private_dir.hpp"
 #include "database_impl.hpp"
 #include "schema.hpp"
 

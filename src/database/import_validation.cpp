@@ -5,8 +5,8 @@
 #include <cmath>
 #include <map>
 
-#include "../config_validation.hpp"
-#include "../device_fingerprint.hpp"
+#include "codegen/config_validation.hpp"
+#include "engine/device_fingerprint.hpp"
 #include "kplay/error.hpp"
 
 namespace kplay {

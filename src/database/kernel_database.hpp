@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../engine.hpp"
+#include "engine/binary_store.hpp"
 #include "kplay/types.hpp"
 
 namespace kplay {

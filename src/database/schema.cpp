@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "../hash.hpp"
+#include "util/hash.hpp"
 
 namespace kplay::db {
 namespace {

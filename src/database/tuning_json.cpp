@@ -5,7 +5,7 @@
 #include <limits>
 #include <regex>
 
-#include "../activations.hpp"
+#include "spec/activations.hpp"
 #include "kplay/error.hpp"
 
 namespace kplay {

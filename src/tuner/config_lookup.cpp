@@ -2,7 +2,7 @@
 // static table; see config_lookup.hpp.
 #include "config_lookup.hpp"
 
-#include "../config_validation.hpp"
+#include "codegen/config_validation.hpp"
 #include "default_model.hpp"
 
 namespace kplay {

@@ -5,8 +5,8 @@
 #pragma once
 #include <string>
 
-#include "../database/kernel_database.hpp"
-#include "../engine.hpp"
+#include "database/kernel_database.hpp"
+#include "engine/engine.hpp"
 
 namespace kplay {
 

@@ -15,8 +15,8 @@
 #include <cstdio>
 #include <initializer_list>
 
-#include "../activations.hpp"
-#include "../config_validation.hpp"
+#include "spec/activations.hpp"
+#include "codegen/config_validation.hpp"
 
 namespace kplay {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../../runtime/backend.hpp"
+#include "runtime/backend.hpp"
 #include "kplay/types.hpp"
 
 namespace kplay {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "../config_validation.hpp"
+#include "codegen/config_validation.hpp"
 #include "kplay/types.hpp"
 
 namespace kplay {

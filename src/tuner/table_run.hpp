@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../database/kernel_database.hpp"
+#include "database/kernel_database.hpp"
 #include "tuner.hpp"
 
 namespace kplay {

@@ -12,10 +12,10 @@
 #include <set>
 #include <thread>
 
-#include "../benchmark.hpp"
-#include "../hash.hpp"
-#include "../launch_geometry.hpp"
-#include "../problem.hpp"
+#include "check/benchmark.hpp"
+#include "util/hash.hpp"
+#include "engine/launch_geometry.hpp"
+#include "check/problem.hpp"
 #include "default_model.hpp"
 #include "kplay/error.hpp"
 #include "strategies.hpp"

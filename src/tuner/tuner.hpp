@@ -13,8 +13,8 @@
 #include <optional>
 #include <string>
 
-#include "../database/kernel_database.hpp"
-#include "../engine.hpp"
+#include "database/kernel_database.hpp"
+#include "engine/engine.hpp"
 #include "search_space.hpp"
 
 namespace kplay {

@@ -8,13 +8,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "activations.hpp"
+#include "spec/activations.hpp"
 #include "cli/config_flags.hpp"
-#include "codegen.hpp"
-#include "config_validation.hpp"
+#include "codegen/codegen.hpp"
+#include "codegen/config_validation.hpp"
 #include "database/kernel_database.hpp"
 #include "kplay/error.hpp"
-#include "size_parse.hpp"
+#include "util/size_parse.hpp"
+#include "runtime/backend_factory.hpp"
 
 namespace kplay::fuzz {
 namespace {
@@ -47,7 +48,7 @@ void activation(const std::uint8_t* data, std::size_t size) {
     KernelSpec spec;
     spec.activation = act.canonical;
     resolve_config(spec, KernelConfig{}, TargetLimits{});
-    render_kernel(spec, resolve_config(spec, KernelConfig{}, TargetLimits{}), opencl_dialect());
+    render_kernel(spec, resolve_config(spec, KernelConfig{}, TargetLimits{}), rt::dialect_of("opencl"));
   } catch (const Error&) {
   }
 }

@@ -75,6 +75,13 @@ struct Activation {
   int (*narrow_cost)(const double* p) = nullptr;
   // What `--act all` runs when a parameter has no default (threshold: torch's documented example).
   std::string example;
+  // Autograd's default saved tensor (kplay.torch): the output where the derivative follows
+  // exactly from it, or where torch saves the output too (sigmoid, tanh); else the input.
+  bool saves_output = false;
+  // torch.nn's class for it ("LeakyReLU"; "" where torch has none) and whether torch's module
+  // and function take inplace=: what kplay.nn and replace_activations are built from.
+  std::string torch_class;
+  bool torch_inplace = false;
   // User activations only.
   bool user = false;
   std::string origin;       // the file it came from, for #line and messages ("" if registered)

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../runtime/backend.hpp"
+#include "runtime/backend.hpp"
 #include "verification.hpp"
 
 namespace kplay {

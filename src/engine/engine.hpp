@@ -10,25 +10,11 @@
 #include <string>
 #include <unordered_map>
 
-#include "../runtime/backend.hpp"
-#include "codegen.hpp"
-#include "file_lock.hpp"
+#include "binary_store.hpp"
+#include "codegen/codegen.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay {
-
-// Persistent binaries (the kernel database implements it). Keys include the device fingerprint.
-class BinaryStore {
- public:
-  // Held while one process compiles a key, so that others wait and reuse its binary.
-  using KeyLock = HeldLock;
-
-  virtual ~BinaryStore() = default;
-  virtual bool get(const std::string& key, rt::Binary& out) = 0;
-  virtual void put(const std::string& key, const rt::Binary& binary) = 0;
-  virtual void drop(const std::string& key) = 0;  // a binary that failed to load
-  // Blocks until this process may compile `key`; nullptr when the store cannot lock.
-  virtual std::unique_ptr<KeyLock> lock(const std::string& key) = 0;
-};
 
 struct PreparedKernel {
   KernelSpec spec;

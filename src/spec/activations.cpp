@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include "activation_text.hpp"
-#include "hash.hpp"
-#include "host_dtype.hpp"
+#include "util/hash.hpp"
+#include "util/host_dtype.hpp"
 #include "kplay/error.hpp"
 #include "reference.hpp"
 #include "user_activations.hpp"

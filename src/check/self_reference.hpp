@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 
 namespace kplay {
 

@@ -3,25 +3,11 @@
 
 #include <sstream>
 
-#include "activations.hpp"
-#include "hash.hpp"
+#include "spec/activations.hpp"
+#include "util/hash.hpp"
 #include "template_store.hpp"
 
 namespace kplay {
-
-Dialect cuda_dialect() {
-  return {"cuda",
-          "cuda/prelude.cuh",
-          "cuda/elementwise.cu",
-          {"-default-device"},
-          {"--use_fast_math"},
-          {"-prec-div=false"},
-          {"-fmad=false"}};
-}
-
-Dialect opencl_dialect() {
-  return {"opencl", "opencl/prelude.cl", "opencl/elementwise.cl", {"-cl-std=CL1.2"}, {"-cl-fast-relaxed-math"}, {}, {}};
-}
 
 std::string RenderedKernel::options_string() const {
   std::string out;

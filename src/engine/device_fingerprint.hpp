@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "../runtime/backend.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay {
 

@@ -1,14 +1,13 @@
-// Specialization: (spec, resolved config, dialect) -> complete kernel source, compile options,
-// entry name and a stable hash of all three. The source starts with the knob definitions,
-// then the backend prelude, the activation snippet and the generic kernel, each behind a #line
-// marker so compiler messages point at the template file and line.
+// What the backend seam (backend.hpp) and codegen (src/codegen/) exchange, kept below both so
+// that backends never include codegen: a backend describes its kernel language (Dialect) and its
+// device's limits (TargetLimits); codegen hands it a RenderedKernel to compile.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "kplay/types.hpp"
 
-namespace kplay {
+namespace kplay::rt {
 
 // What a backend tells codegen about its kernel language.
 struct Dialect {
@@ -27,15 +26,15 @@ struct Dialect {
   bool fast_fp64 = false;
 };
 
-Dialect cuda_dialect();
-Dialect opencl_dialect();
+// What a backend and device allow; backends fill it, validation reads it.
+struct TargetLimits {
+  std::string backend = "cuda";
+  int max_block = 1024;     // device limit on threads per block / work-group
+  bool cache_hints = true;  // false: only --cache default is accepted
+  std::vector<Dtype> dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64};
+};
 
-// Which kernel of the template: `general` takes any rows, pitches, offsets and sizes; `flat`
-// takes one row of fewer than 2^31 elements with every pointer vector-aligned (what contiguous
-// tensors give), and is shorter and faster. The engine picks one per launch (launch_layout.hpp).
-enum class Layout { general, flat };
-const char* to_string(Layout layout);
-
+// A kernel ready to compile: what codegen (render_kernel) produces for a backend.
 struct RenderedKernel {
   std::string source;
   std::string entry;
@@ -44,13 +43,4 @@ struct RenderedKernel {
   std::string options_string() const;
 };
 
-// `config` must come from resolve_config (vec filled in).
-RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& config, const Dialect& dialect,
-                             Layout layout = Layout::general);
-
-// "kplay_selu_fwd_f32_v4_b256_p1_cd_pm" (general), "..._cd_pm_flat" (flat) — readable in
-// profilers; names every knob that changes the code (the grid policy changes only the launch,
-// so it is not part of it).
-std::string entry_name(const KernelSpec& spec, const KernelConfig& config, Layout layout = Layout::general);
-
-}  // namespace kplay
+}  // namespace kplay::rt

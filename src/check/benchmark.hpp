@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 #include "problem.hpp"
 
 namespace kplay {

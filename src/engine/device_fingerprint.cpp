@@ -1,7 +1,7 @@
 // See device_fingerprint.hpp.
 #include "device_fingerprint.hpp"
 
-#include "hash.hpp"
+#include "util/hash.hpp"
 
 namespace kplay {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "host_dtype.hpp"
+#include "util/host_dtype.hpp"
 
 namespace kplay {
 namespace {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "host_dtype.hpp"
+#include "util/host_dtype.hpp"
 #include "kplay/error.hpp"
 #include "self_reference.hpp"
 #include "verification.hpp"

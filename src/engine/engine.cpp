@@ -1,9 +1,9 @@
 // Kernel preparation and launch; see engine.hpp.
 #include "engine.hpp"
 
-#include "config_validation.hpp"
+#include "codegen/config_validation.hpp"
 #include "device_fingerprint.hpp"
-#include "hash.hpp"
+#include "util/hash.hpp"
 #include "kplay/error.hpp"
 #include "launch_geometry.hpp"
 #include "launch_layout.hpp"

@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "activations.hpp"
+#include "spec/activations.hpp"
 #include "kplay/types.hpp"
 
 namespace kplay {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../runtime/backend.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay {
 

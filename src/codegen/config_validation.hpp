@@ -5,16 +5,12 @@
 #include <vector>
 
 #include "kplay/types.hpp"
+#include "runtime/target.hpp"
 
 namespace kplay {
 
-// What a backend and device allow; backends fill it, validation reads it.
-struct TargetLimits {
-  std::string backend = "cuda";
-  int max_block = 1024;     // device limit on threads per block / work-group
-  bool cache_hints = true;  // false: only --cache default is accepted
-  std::vector<Dtype> dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64};
-};
+using rt::TargetLimits;
+
 
 // Why the spec itself cannot be built on the target, whatever the config: no backward pass, no
 // derivative from the saved output, or a dtype the backend lacks. Empty when it can. Commands

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "../runtime/backend.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay {
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "host_dtype.hpp"
+#include "util/host_dtype.hpp"
 #include "self_reference.hpp"
 
 namespace kplay {

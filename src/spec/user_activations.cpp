@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "hash.hpp"
+#include "util/hash.hpp"
 #include "kplay/error.hpp"
 
 namespace kplay {

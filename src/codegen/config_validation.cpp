@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "activations.hpp"
+#include "spec/activations.hpp"
 #include "kplay/error.hpp"
 
 namespace kplay {

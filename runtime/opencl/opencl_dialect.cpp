@@ -1,0 +1,10 @@
+// See opencl_dialect.hpp.
+#include "opencl_dialect.hpp"
+
+namespace kplay::rt::opencl {
+
+Dialect dialect() {
+  return {"opencl", "opencl/prelude.cl", "opencl/elementwise.cl", {"-cl-std=CL1.2"}, {"-cl-fast-relaxed-math"}, {}, {}};
+}
+
+}  // namespace kplay::rt::opencl
