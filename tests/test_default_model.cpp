@@ -51,8 +51,9 @@ TEST_CASE("default model: reproduces the measured f32 points of the H100 and H20
   CHECK(estimate(spec("relu"), with(128, 1), kH200).predicted_fraction > 0.99);
   // H200 SELU with 2 or 4 vectors per thread: 97.9 % and 99.6 % measured.
   CHECK(estimate(spec("selu"), with(128, 2), kH200).predicted_fraction > 0.97);
-  // 16-bit SELU on the H100 with one vector (8 elements): 83-92 % measured, with the 16-bit math of
-  // before session 14 (block 256 with one vector now measures 100.3 %: the 16-bit rule overrides).
+  // 16-bit SELU on the H100 with one vector (8 elements) and float32 library math: 83-92 % measured
+  // (on narrow_math.h's hardware functions block 256 with one vector measures 100.3 %: the 16-bit
+  // rule overrides).
   KernelConfig h = with(256, 1);
   h.vec = 8;
   CHECK(estimate(spec("selu", Dtype::f16), h, kH100).predicted_fraction == doctest::Approx(0.88).epsilon(0.06));
@@ -116,10 +117,10 @@ TEST_CASE("default model: 16-bit cost-2 forwards take at most two vectors") {
 TEST_CASE(
     "default model: on the H200, 16-bit cost-2 forwards take 8-byte vectors; cost 2-5 backwards one vector, cost 4-5 a "
     "late gradient") {
-  // Session 25, flat kernel, same process as torch: hardswish and softsign forward 100.5-100.7 % of
-  // copy at two 8-byte vectors in blocks of 128, 99.5-99.7 at the 16-byte shapes before; backward
-  // of cost 2-5 0.1-0.7 points higher at block 256 with one vector than at block 64 with four, and
-  // on the H100 0.2-0.5 higher than at block 64 with two (session 26).
+  // H200, flat kernel: hardswish and softsign forward 100.5-100.7 % of copy at two 8-byte vectors
+  // in blocks of 128, 99.5-99.7 at block 64 with two 16-byte vectors; backward of cost 2-5 0.1-0.7
+  // points higher at block 256 with one vector than at block 64 with four, and on the H100 0.2-0.5
+  // higher than at block 64 with two.
   for (Dtype d : {Dtype::f16, Dtype::bf16}) {
     for (const char* act : {"hardswish", "softsign"}) {
       const KernelConfig c = model(spec(act, d), kH200);
@@ -136,7 +137,7 @@ TEST_CASE(
       CHECK(c.per_thread == 1);
       CHECK_FALSE(c.late_gradient);
     }
-    // Cost 4-5 on the H200 (session 27): blocks of 128, one vector, the gradient loaded late.
+    // Cost 4-5 on the H200: blocks of 128, one vector, the gradient loaded late.
     for (const char* act : {"selu", "elu", "celu", "silu", "tanh", "sigmoid", "softplus", "logsigmoid"})
       check_one_vector_late(act, d, kH200, 128);
     // gelu's erfc (cost 6) lost 3-10 points at one vector, gelu(tanh) 2.4-10 (16-bit cost 4 in
@@ -153,7 +154,7 @@ TEST_CASE(
 
 TEST_CASE("default model: 16-bit hardsigmoid counts as cost 1") {
   // An add, a clamp and a multiply: on the H200 block 128 with one vector was above torch in 12 of
-  // 14 processes, block 64 with two in 7 of 18 (session 24). float32 keeps its cost of 2.
+  // 14 processes, block 64 with two in 7 of 18. float32 keeps its cost of 2.
   for (Dtype d : {Dtype::f16, Dtype::bf16}) {
     CHECK(activation_cost(spec("hardsigmoid", d)) == 1);
     const KernelConfig h200 = model(spec("hardsigmoid", d), kH200);
@@ -166,9 +167,9 @@ TEST_CASE("default model: 16-bit hardsigmoid counts as cost 1") {
 }
 
 TEST_CASE("default model: 16-bit forward on the H100 takes blocks of 256, one vector (two for gelu's erfc)") {
-  // The H100's exhaustive tuner, 4096x393216, session 16: block 256 with one vector for 31 of 38
-  // 16-bit forwards, two for gelu; 0.2-1.0 points above block 64 with 2-4 vectors. Session 23:
-  // gelu(tanh) and mish, on the hardware functions since session 19, 0.4-0.8 higher at one vector.
+  // The H100's exhaustive tuner at 4096x393216: block 256 with one vector for 31 of 38 16-bit
+  // forwards, two for gelu; 0.2-1.0 points above block 64 with 2-4 vectors. gelu(tanh) and mish,
+  // whose 16-bit math runs on the hardware functions, 0.4-0.8 higher at one vector.
   for (Dtype d : {Dtype::f16, Dtype::bf16}) {
     for (const char* act : {"tanh", "elu", "selu", "softplus", "logsigmoid", "mish", "tanhshrink"}) {
       CAPTURE(act);
@@ -188,9 +189,10 @@ TEST_CASE("default model: 16-bit forward on the H100 takes blocks of 256, one ve
 }
 
 TEST_CASE("default model: on the H100, 16-bit cost 1-2, sigmoid and silu forward take blocks of 1024, flat") {
-  // Session 28, same process as torch, two rounds: cost 1-2 0.0-0.3 points above blocks of 512
-  // with the general kernel; sigmoid and silu 0.1-0.4 above their shapes before; tanh, gelu(tanh)
-  // and the cost 4-6 math lose there, and the general kernel loses 2-7 points at 1024.
+  // Against torch in one process (tools/perf_table.py --pin), two rounds: cost 1-2 0.0-0.3 points
+  // above blocks of 512 with the general kernel; sigmoid and silu 0.1-0.4 above blocks of 256 with
+  // it; tanh, gelu(tanh) and the cost 4-6 math lose there, and the general kernel loses 2-7 points
+  // at 1024.
   for (Dtype d : {Dtype::f16, Dtype::bf16}) {
     for (const char* act :
          {"relu", "relu6", "leaky_relu", "hardtanh", "softshrink", "hardshrink", "threshold(threshold=0.1, value=20)",
@@ -208,8 +210,8 @@ TEST_CASE("default model: on the H100, 16-bit cost 1-2, sigmoid and silu forward
 }
 
 TEST_CASE("default model: on the H100, float16 gelu(tanh) forward takes blocks of 512, bfloat16 256") {
-  // Session 27, two machines, same process as torch: float16 +0.2-0.5 points at 512 over 256;
-  // bfloat16 lost 0.7-1.0 there.
+  // Two H100s, against torch in one process: float16 +0.2-0.5 points at 512 over 256; bfloat16
+  // lost 0.7-1.0 there.
   const KernelConfig c = model(spec("gelu(approximate=tanh)", Dtype::f16), kH100);
   CHECK(c.block == 512);
   CHECK(c.per_thread == 1);
@@ -222,8 +224,8 @@ TEST_CASE("default model: on the H100, float16 gelu(tanh) forward takes blocks o
 TEST_CASE(
     "default model: on the H100, 16-bit forwards below blocks of 1024 take the general kernel, backwards the flat "
     "one") {
-  // Session 26, same process as torch: at blocks of 256-512 the general kernel was 0.2-0.7 points
-  // above the flat one for relu, relu6, hardtanh, softshrink and tanh.
+  // Against torch in one process: at blocks of 256-512 the general kernel was 0.2-0.7 points above
+  // the flat one for relu, relu6, hardtanh, softshrink and tanh.
   for (Dtype d : {Dtype::f16, Dtype::bf16}) {
     for (const char* act : {"tanh", "gelu", "selu", "mish"}) {
       CHECK_FALSE(model(spec(act, d), kH100).flat);
@@ -239,10 +241,10 @@ TEST_CASE(
 }
 
 TEST_CASE("default model: on the H100, 16-bit backwards take blocks of 1024, gelu's 512; a late gradient from cost 4") {
-  // Session 28, same process as torch: every 16-bit backward but gelu's 0.1-1.5 points above torch
-  // at one vector in blocks of 1024 (selu, silu, elu float16 +1.2-1.3 with the gradient loaded
-  // late, +0.5 without); gelu's erfc lost 0.6-1.3 there and keeps 512 with a late gradient
-  // (session 26: float16 102.7 % of copy against torch's 102.6).
+  // Against torch in one process: every 16-bit backward but gelu's 0.1-1.5 points above torch at
+  // one vector in blocks of 1024 (selu, silu, elu float16 +1.2-1.3 with the gradient loaded late,
+  // +0.5 without); gelu's erfc lost 0.6-1.3 there and keeps 512 with a late gradient (float16
+  // 102.7 % of copy against torch's 102.6).
   for (Dtype d : {Dtype::f16, Dtype::bf16}) {
     for (const char* act : {"selu", "elu", "celu", "silu", "sigmoid", "tanh", "softplus", "logsigmoid", "tanhshrink",
                             "gelu(approximate=tanh)", "mish"})
@@ -289,7 +291,7 @@ TEST_CASE("default model: a problem smaller than one wave gets fewer vectors per
 
 TEST_CASE("default model: float32 gelu forward takes 4 vectors per thread in blocks of 64") {
   for (const auto& dev : {kH100, kH200}) {
-    CHECK(model(spec("gelu"), dev).per_thread == 4);  // H200: 99.9 % of copy, 97.0 at 8 (session 21)
+    CHECK(model(spec("gelu"), dev).per_thread == 4);  // H200: 99.9 % of copy, 97.0 at 8
     CHECK(model(spec("gelu"), dev).block == 64);
     CHECK(model(spec("gelu(approximate=tanh)"), dev).per_thread == 4);
     CHECK(model(spec("logsigmoid"), dev).per_thread == 4);

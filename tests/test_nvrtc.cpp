@@ -134,8 +134,8 @@ TEST_SUITE("nvrtc") {
         std::string ptx;
         CHECK_NOTHROW(ptx = ptx_for(s, {}, 90, true));
         const std::string name = resolve_activation(text).act->name;
-        // float32 gelu (erf) forward is float alone on every device (session 21); its backward and
-        // gelu(tanh) stay in double, gelu(tanh) forward for its exponent only (session 22).
+        // float32 gelu (erf) forward is float alone on every device; its backward and gelu(tanh)
+        // stay in double, gelu(tanh) forward for its exponent only (precise_math.h, fp64_math.h).
         const bool gelu_forward = name == "gelu" && s.direction == Direction::forward;
         const bool float_alone = gelu_forward && resolve_activation(text).params[0] == 0;
         const bool in_double = (name == "gelu" && !float_alone) || name == "silu" || name == "sigmoid" ||

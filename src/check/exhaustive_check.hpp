@@ -34,7 +34,7 @@ struct SweepOptions {
   double bound = 0;  // ulps; from the registry when 0
   // Backward: gradients per input, each (input, gradient) pair one element. The error in ulps of a
   // 16-bit result depends on where g f'(x) falls between two 16-bit numbers, so one gradient per
-  // input can miss a bad input (session 14: gelu' at its root). 0: 64 for float16 and bfloat16
+  // input can miss a bad input (gelu' near its root). 0: 64 for float16 and bfloat16
   // (4.2 million pairs), 1 for float32 (2^32 inputs already) and float64 (each sample has its own).
   std::uint64_t gradients = 0;
   std::function<void(double fraction, const SweepStats& so_far)> progress;

@@ -47,9 +47,10 @@ int resident_threads(const DefaultModelInputs& d, int block) {
 
 // Smallest power-of-two block that still lets an SM hold its full thread count, at least 64.
 // Smaller blocks retire more evenly, and when registers limit residency they waste fewer
-// threads. At 4096x393216 (docs/benchmarks.md, session 4: 14 cases on an H100, 10 on an H200),
-// block 64 was the best of blocks 64/128/256 or within 0.3 % of it in 23 of 24 cases (not:
-// float32 selu on the H200, 3 % behind block 256); block 128 was 1.5-2 % behind on the H100.
+// threads. At 4096x393216 (`kplay run --no-db --act A --dtype D --shape 4096x393216 --block B`,
+// 14 cases on an H100, 10 on an H200; docs/design.md), block 64 was the best of blocks 64/128/256
+// or within 0.3 % of it in 23 of 24 cases (not: float32 selu on the H200, 3 % behind block 256);
+// block 128 was 1.5-2 % behind on the H100.
 int model_block(const DefaultModelInputs& d) {
   const int blocks = d.max_blocks_per_sm > 0 ? d.max_blocks_per_sm : kAssumedBlocksPerSm;
   const int threads = d.max_threads_per_sm > 0 ? d.max_threads_per_sm : 2048;
@@ -67,20 +68,22 @@ bool builtin_named(const KernelSpec& spec, std::initializer_list<const char*> na
 }
 
 // 16-bit forwards that take the H100's widest launch, one vector in blocks of 1024 with the flat
-// kernel: cost 1-2, and sigmoid and silu. Session 28, against torch in the same process, two
-// rounds: cost 1-2 0.0-0.3 points above the blocks of 512 (general kernel) before, winning 15 of
-// 15 rounds (hardswish +1.0-1.1 points over torch); sigmoid and silu +0.1-0.4 (float16 sigmoid
-// 100.7 % of copy against 100.4). tanh lost 0.0-0.3 there, gelu(tanh) 0.1-0.6, the cost 4-6
-// math (elu, selu, softplus, logsigmoid, tanhshrink, gelu) 0-3.8: an exception by name, since
-// their math (MUFU.EX2 and MUFU.RCP, like tanh's) does not explain it. At 1024 the general kernel
-// lost 2-7 points.
+// kernel: cost 1-2, and sigmoid and silu. Against torch in one process (`tools/perf_table.py
+// --dtypes f16,bf16 --directions forward --pin '1024|1' --pin '512|1||||general' --rounds 2`):
+// cost 1-2 0.0-0.3 points above blocks of 512 with the general kernel, winning 15 of 15 rounds
+// (hardswish +1.0-1.1 points over torch); sigmoid and silu +0.1-0.4 over blocks of 256 with the
+// general kernel (float16 sigmoid 100.7 % of copy against 100.4). tanh lost 0.0-0.3 there,
+// gelu(tanh) 0.1-0.6, the cost 4-6 math (elu, selu, softplus, logsigmoid, tanhshrink, gelu)
+// 0-3.8: an exception by name, since their math (MUFU.EX2 and MUFU.RCP, like tanh's) does not
+// explain it. At 1024 the general kernel lost 2-7 points.
 bool widest_block_forward(const KernelSpec& spec) {
   return activation_cost(spec) <= 2 || builtin_named(spec, {"sigmoid", "silu"});
 }
 
 // float16 (not bfloat16) gelu(tanh) forward on the H100 class: blocks of 512 with the general
-// kernel. Session 27, two machines, same process as torch: +0.2-0.5 points over 256, where
-// bfloat16 lost 0.7-1.0 (docs/benchmarks.md).
+// kernel. On two H100s, against torch in one process (`tools/perf_table.py --acts
+// 'gelu(approximate=tanh)' --dtypes f16,bf16 --directions forward --pin '512|1||||general'
+// --pin '256|1||||general'`): +0.2-0.5 points over 256, where bfloat16 lost 0.7-1.0.
 bool float16_wide_block_forward(const KernelSpec& spec) {
   return spec.dtype == Dtype::f16 && builtin_named(spec, {"gelu(approximate=tanh)"});
 }
@@ -144,41 +147,36 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   }
   // float-float float32 math is latency-heavy: more independent elements per thread hide it. SELU
   // on the H100 with 4 vectors per thread: 99.5 % of copy; with the model's 2: 90.6 %. float32 gelu
-  // forward too, now that its math is float alone: on the H200 99.9 % of copy at 4 against 97.0 at
-  // the 8 its double path had needed (docs/benchmarks.md, sessions 11 and 21).
+  // forward too, its math being float alone: on the H200 99.9 % of copy at 4 against 97.0 at 8
+  // (`kplay run --no-db --act gelu --shape 4096x393216 --block 64 --per-thread 4`, then 8).
   if (dtype_size(spec.dtype) == 4 && activation_cost(spec) >= 4 && c.per_thread < 4) c.per_thread = 4;
   // The cheapest 16-bit math (cost 1: relu, leaky_relu, hardtanh, threshold...) takes one vector
   // per thread in blocks of 128: on the H200 (36 GB/s per SM) 101.2-101.4 % of copy, where the
   // Little's-law answer (4 vectors, block 64) gave 100.0 % and lost to torch by up to a point; on
   // the H100 (25 GB/s per SM) 100.1-100.3 % against 99.9-100.1 at its answer (2 vectors); block 64
-  // at one vector gave 79.7 % on the H200. Cost 2 (hardswish, hardsigmoid) was mixed that way and
-  // keeps the model's answer (docs/benchmarks.md, session 7); 16-bit hardsigmoid counts as cost 1
-  // (activations.cpp). On the H100 the 16-bit forward rule below takes over (block 512).
+  // at one vector gave 79.7 % on the H200. Cost 2 (hardswish) was mixed that way and keeps the
+  // model's answer (docs/design.md); 16-bit hardsigmoid counts as cost 1
+  // (activations.cpp). On the H100 the 16-bit forward rule below takes over (block 1024).
   if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 1) {
     c.per_thread = 1;
     c.block = std::min(std::max(c.block, 128), std::max(32, d.max_block));
   }
-  // Cost 2 forward (hardswish, softsign; hardsigmoid until session 24) takes at most 2 vectors: on
-  // the H200 (`kplay run`, block 64) 100.3-100.5 % of copy at 2 vectors against 100.1-100.3 at the
-  // model's 4, in two sessions; the H100's answer is 2 already (docs/benchmarks.md, session 8).
+  // Cost 2 forward (hardswish, softsign) takes at most 2 vectors: on the H200 100.3-100.5 % of copy
+  // at 2 vectors against 100.1-100.3 at the model's 4 (`kplay run --no-db --act hardswish --dtype
+  // f16 --shape 4096x393216 --block 64 --per-thread 2`, then 4); the H100's answer is 2 already.
   if (dtype_size(spec.dtype) == 2 && activation_cost(spec) <= 2 && spec.direction == Direction::forward)
     c.per_thread = std::min(c.per_thread, 2);
-  // 16-bit forward where memory is slower per SM (the H100, 25 GB/s): blocks of 256, one vector per
-  // thread. Since the 16-bit math runs on the hardware functions (session 14) the H100's exhaustive
-  // tuner picks block 256 with one vector for 31 of the 38 16-bit forwards it tuned at 4096x393216,
-  // 0.2-1.0 points above the answer above (block 64 with 2-4 vectors) in the same run. The H200
-  // (36 GB/s per SM) picks block 128 with one or two vectors, within noise of the answer above,
-  // which stays (docs/benchmarks.md, session 16). Refined in session 23, against torch:
+  // 16-bit forward where memory is slower per SM (the H100, 25 GB/s): one vector per thread. With
+  // the 16-bit math on the hardware functions, the H100's exhaustive tuner (`kplay autotune --act
+  // all --dtype f16,bf16 --direction forward --shape 4096x393216 --strategy exhaustive`) picks
+  // block 256 with one vector for 31 of the 38 16-bit forwards, 0.2-1.0 points above the answer
+  // above (block 64 with 2-4 vectors) in the same run. The H200 (36 GB/s per SM) picks block 128
+  // with one or two vectors, within noise of the answer above, which stays; it loses 6-8 points at
+  // block 512. Against torch (`tools/perf_table.py --pin CONFIG`, H100):
   // - cost 6 (gelu's erfc) takes two vectors; gelu fell to 92-97 % of copy at one. gelu(tanh) and
   //   mish count as cost 4 in 16-bit (activations.cpp) and gained 0.4-0.7 points at one.
-  // - cost 1 (relu, relu6, hardtanh, softshrink...) takes blocks of 512: 100.7-100.9 % of copy
-  //   against 100.2-100.4 at 256, where torch reached 100.4-100.8. sigmoid and silu lost 0.5 at 512
-  //   with the flat kernel then (float16 gained with the general one in session 27),
-  //   and on the H200 512 loses 6-8 points. Session 24: cost 2 too, against 256 in alternating
-  //   processes: hardswish 0.1-0.6 higher in 10 of 10 pairs, softsign 0.2-0.6 higher in 4 of 6
-  //   and 0.1 lower in 2.
-  // - Session 28: cost 1-2, sigmoid and silu take blocks of 1024 with the flat kernel
-  //   (widest_block_forward); float16 gelu(tanh) keeps 512 (float16_wide_block_forward).
+  // - cost 1-2, sigmoid and silu take blocks of 1024 with the flat kernel (widest_block_forward);
+  //   float16 gelu(tanh) blocks of 512 (float16_wide_block_forward); the others blocks of 256.
   if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::forward && slow_memory_per_sm(d)) {
     if (widest_block_forward(spec)) {
       c.block = std::min(1024, std::max(32, d.max_block));
@@ -189,28 +187,29 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
       c.block = std::max(c.block, std::min(block, std::max(32, d.max_block)));
       c.per_thread = activation_cost(spec) >= 6 ? 2 : 1;
       // The general kernel: at blocks of 256-512 on the H100, relu, relu6, hardtanh, softshrink and
-      // tanh ran 0.2-0.7 points faster with it than with the flat kernel, in three calls; silu,
-      // sigmoid and gelu moved +-0.1 (docs/benchmarks.md, session 26). Why is not known: its start
-      // is longer (row loop, head, alignment checks), and a nanosleep before the flat kernel's load
-      // recovered half.
+      // tanh ran 0.2-0.7 points faster with it than with the flat kernel, in three runs; silu,
+      // sigmoid and gelu moved +-0.1 (`tools/perf_table.py --dtypes f16,bf16 --directions forward
+      // --pin '256|1' --pin '256|1||||general'`). Why is not known: its start is longer (row loop,
+      // head, alignment checks).
       c.flat = false;
     }
   }
   // 16-bit backward where memory is slower per SM (the H100 class): one vector per thread in blocks
   // of 1024, the gradient loaded after the derivative's math where the float32 cost is 4 or more.
-  // Session 28, against torch in the same process (two rounds each): every 16-bit backward but
-  // gelu's was 0.1-1.5 points above torch there and above the shapes before (256 or 128 up front,
-  // 512 late), in 15 of 15 rounds almost everywhere: selu, silu and elu float16 +1.2-1.3 with the
-  // late gradient against +0.5 without; softplus and logsigmoid, below torch before, +0.1-0.3;
+  // Against torch in one process (`tools/perf_table.py --dtypes f16,bf16 --directions backward
+  // --pin '1024|1||||late' --pin '1024|1' --rounds 2`): every 16-bit backward but gelu's was
+  // 0.1-1.5 points above torch there and above blocks of 256 or 128 up front and 512 late, in 15
+  // of 15 rounds almost everywhere: selu, silu and elu float16 +1.2-1.3 with the late gradient
+  // against +0.5 without; softplus and logsigmoid, below torch at the smaller blocks, +0.1-0.3;
   // cost 1-2 +0.1-0.5 either way. gelu's erfc (16-bit cost 6) lost 0.6-1.3 there and keeps
-  // blocks of 512 with the late gradient, as torch's own gelu backward is compiled (session 26:
-  // float16 102.7 % of copy against torch's 102.6).
+  // blocks of 512 with the late gradient, as torch's own gelu backward is compiled (float16
+  // 102.7 % of copy against torch's 102.6).
   // Where memory is faster per SM (the H200, 36 GB/s): float32 cost 2-5 takes one vector in
-  // blocks of 256, 0.1-0.7 points above block 64 with four (session 25); cost 4-5 in blocks of 128
-  // with a late gradient: float16 selu, elu, celu and silu backward 0.4-0.9 % faster than torch
-  // there, 0.2-0.5 % slower at 256 with both loads up front; bfloat16 selu and silu 0.8-1.0 points
-  // higher, sigmoid, tanh, softplus and logsigmoid level (session 27's first try, which was cut
-  // off: its logs were lost, and no H200 was lent to re-measure it). The float32 cost, because a
+  // blocks of 256, 0.1-0.7 points above block 64 with four; cost 4-5 in blocks of 128 with a late
+  // gradient (`tools/perf_table.py --dtypes f16,bf16 --directions backward --pin '128|1||||late'
+  // --pin '256|1'`, one H200): float16 selu, elu, celu and silu backward 0.4-0.9 % faster than
+  // torch there, 0.2-0.5 % slower at 256 with both loads up front; bfloat16 selu and silu 0.8-1.0
+  // points higher, sigmoid, tanh, softplus and logsigmoid level. The float32 cost, because a
   // backward's 16-bit math is not the forward's hardware-function form: gelu(tanh) (16-bit cost 4,
   // float32 6) lost 2.4-10 points at one vector on the H200, gelu's erfc 3-10.
   if (dtype_size(spec.dtype) == 2 && spec.direction == Direction::backward) {
@@ -231,9 +230,10 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
     }
   }
   // 16-bit forward of cost 2 (hardswish, softsign) where memory is faster per SM (the H200, 36
-  // GB/s) takes two 8-byte vectors in blocks of 128: 100.5-100.7 % of copy against 99.5-99.7 at
-  // block 64 with two 16-byte vectors, where hardswish trailed torch in every process; 16-byte
-  // vectors at block 256 reached 100.1-100.2 (flat kernel, kernels timed alone, session 25).
+  // GB/s) takes two 8-byte vectors in blocks of 128 (flat kernel, `kplay run --no-db --act
+  // hardswish --dtype f16 --shape 4096x393216 --vec 4 --block 128 --per-thread 2`): 100.5-100.7 %
+  // of copy against 99.5-99.7 at block 64 with two 16-byte vectors (`--vec 8 --block 64`), where
+  // hardswish trailed torch in every process; 16-byte vectors at block 256 reached 100.1-100.2.
   if (dtype_size(spec.dtype) == 2 && !slow_memory_per_sm(d)) {
     const double cost = activation_cost(spec);
     if (spec.direction == Direction::forward && cost == 2) {
@@ -245,7 +245,7 @@ bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& d, s
   // float64 library math (libdevice erfc, log1p) likewise, on the H100 at 4096x393216: gelu
   // forward 76.8 / 81.5 / 83.9 % at 1 / 2 / 4 vectors, backward 84.2 / 91.7 / 87.0 %; logsigmoid
   // and softplus forward +6 points from 1 to 4; mish and relu backward within 0.7 at 1 to 4.
-  // gelu's own double routine (float64_math.h), which replaced erfc: 100.7 / 102.1 % at 4 / 2.
+  // With gelu's own double routine (float64_math.h) in place of erfc: 100.7 / 102.1 % at 4 / 2.
   if (dtype_size(spec.dtype) == 8 && activation_cost(spec) >= 4) {
     const int want = spec.direction == Direction::forward ? 4 : 2;
     if (c.per_thread < want) c.per_thread = want;

@@ -13,9 +13,9 @@
 
 namespace kplay {
 
-// Arithmetic cost per element, relative to ReLU (1). A placeholder until the activation registry
-// carries the number: by name, for the activations kplay has or will have. Unknown names get a
-// middle value. Parameters in the name ("leaky_relu(negative_slope=0.2)") are ignored.
+// Arithmetic cost per element, relative to ReLU (1), as the activation registry states it
+// (activations.cpp): Activation::cost, or its narrow_cost for float16 and bfloat16 where their
+// math differs (gelu(approximate=tanh), mish, hardsigmoid).
 double activation_cost(const KernelSpec& spec);
 
 struct DefaultModelInputs {   // what the model reads from rt::DeviceInfo (kept separate for tests)

@@ -9,7 +9,7 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_silu(x); }
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_silu(x); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH
 /* float64: x sigmoid(x) with the 2^n of e^x applied last (float64_math.h): x e^x alone rounds
- * e^x to a subnormal for x < -708.4, where the result is not (358 ulp on PoCL before). */
+ * e^x to a subnormal for x < -708.4, where the result is not (358 ulp on PoCL that way). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_f64_mul_sigmoid(x, x); }
 #else
 KP_FN KP_C kp_act_forward(KP_C x) {

@@ -10,7 +10,7 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_softplus(x, KP_P_BETA, KP_P_THRE
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH
 /* float64: log1p(exp(-|bx|)) as one routine (templates/common/float64_math.h), with beta x = bx + bl
- * exact: e^bx alone multiplies bx's rounding by |bx| (beta = 0.7: 512 ulp at x = -770 before). The
+ * exact: e^bx alone multiplies bx's rounding by |bx| (beta = 0.7: 512 ulp at x = -770). The
  * threshold compares bx, as torch does. */
 KP_FN KP_C kp_act_forward(KP_C x) {
   const double bx = x * KP_P_BETA;

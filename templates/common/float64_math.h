@@ -3,7 +3,7 @@
  * ~170 SASS instructions, 70 of them moves of literal coefficients (two per double); here every
  * coefficient sits in constant memory (KP_D_TABLE), one uniform load per use, and gelu's two
  * exponentials (erfc's and the density's) are one. Coefficients, and the algorithm run against mpmath:
- * scripts/fit_float64_math.py. Uses the prelude's KP_D_LO, KP_D_HI, KP_D_FROM_HILO, KP_D_TABLE
+ * tools/numerics/fit_float64_math.py. Uses the prelude's KP_D_LO, KP_D_HI, KP_D_FROM_HILO, KP_D_TABLE
  * and KP_RCP_APPROXD, as fp64_math.h does. */
 #ifndef KP_FLOAT64_MATH_H
 #define KP_FLOAT64_MATH_H
@@ -107,10 +107,10 @@ KP_FN double kp_f64_phi_parts(double a, double* r, int* n) {
  * x - a Phi(-a) (or -0 - a Phi(-a)) in one fma, 2^n added to the exponent as an integer (normal
  * for a < 8.5); the tail adds 2^(n+128) and multiplies by 2^-128 last, so subnormal results come
  * out right.
- * 43 FP64 operations per element off the tail (48 in one path over [0, 38.7]). A/B on one H200:
- * 80-82 % of copy on randn x 3 (torch 82-84) against 70-71 before; on `kplay run`'s mix, where
- * every warp takes the tail too, 69-70 against 72-73. scripts/fit_float64_math.py: 3.9 ulp at
- * worst against mpmath (4.5 before the q above). */
+ * 43 FP64 operations per element off the tail (48 in one path over [0, 38.7]). On one H200, in
+ * one process: 80-82 % of copy on randn x 3 (torch 82-84) against 70-71 for the one path; on
+ * `kplay run`'s mix, where every warp takes the tail too, 69-70 against 72-73.
+ * tools/numerics/fit_float64_math.py: 3.9 ulp at worst against mpmath (4.5 with q = (a - K8) rk). */
 KP_D_TABLE kp_f64_exph_c[12] = {
     0x1.0000000000000p+0,  -0x1.0000000000000p-1, 0x1.0000000000011p-3,  -0x1.555555555555bp-6,
     0x1.555555554efa4p-9,  -0x1.111111110f1c9p-12, 0x1.6c16c18839f39p-16, -0x1.a01a01b169a92p-20,
@@ -158,8 +158,8 @@ KP_FN double kp_f64_gelu(double x) {
   double t, r;
   const double e = kp_f64_gelu_exp(a, &t);
   /* q = a (2 / (a + K8)) - 1 takes a exactly, so q is right to its last bits near a = 0, where
-   * x - a Phi(-a) cancels by half ((a - K8) rk had given 4.5 ulp at x = 3e-15), in one fma where
-   * that took two operations. */
+   * x - a Phi(-a) cancels by half ((a - K8) rk gives 4.5 ulp at x = 3e-15), in one fma where
+   * that takes two operations. */
   const double rk2 = kp_f64_rcp_pow2(a + KP_F64_GELU_K8, 1);
   KP_F64_HORNER(r, kp_f64_phi8_c, 18, fma(a, rk2, -1.0));
   const double m = e * (r * rk2);
@@ -250,7 +250,7 @@ KP_FN double kp_f64_mul_sigmoid(double g, double z) { return kp_f64_mul_sigmoid_
 /* mish(x) = x t, t = tanh(log1p(e^x)) = p / (p + 2), p = e (e + 2), e = e^x = E 2^n (E = 1 + m):
  * t = 2^n E (e + 2) / (p + 2), with p + 2 in one fma and the 2^n applied last (two exact products),
  * so x t keeps its precision where e^x alone would be subnormal (x < -708.4, where the result is
- * not for x > -714.3: 358 ulp on PoCL before); e itself only meets 2, so its rounding there does
+ * not for x > -714.3: 358 ulp on PoCL that way); e itself only meets 2, so its rounding there does
  * not count. Above x = 20 t is 1 (x); below -1400 x * 0 (-0, NaN at -inf, as torch's). */
 KP_FN double kp_f64_mish(double x) {
   int n;

@@ -2,7 +2,7 @@
  * (KP_FAST_FP64: H100/H200, A100, V100, CPUs). The routines are purpose-built for 2^-28 to 2^-30
  * relative error (not double's 2^-53; log1p 2^-25.7), so that the one rounding to float gives
  * ~0.5 ulp (0.82 for logsigmoid and softplus) at a fraction of precise_math.h's float-float cost. Coefficients and constants:
- * scripts/fit_fp64_math.py. SASS counts per element: docs/activations.md.
+ * tools/numerics/fit_fp64_math.py. SASS counts per element: docs/activations.md.
  *
  * The prelude must define KP_D_LO(d) and KP_D_HI(d) (low and high words of a double as int), KP_D_FROM_HILO(hi, lo),
  * KP_D_TABLE (a program-scope constant-memory double array) and KP_RCP_APPROXD(x) (a reciprocal estimate, normal x; refined here by a Newton step),
@@ -242,10 +242,11 @@ KP_FN float kp_d_gelu_grad(float g, float x) {
  * fmas that round |x| v to n and take r = -|x| v - n form the product themselves, so 2u is never
  * formed. Then 2^r is MUFU.EX2 (KP_EX2_APPROXF) and x / (1 + e) or x e / (1 + e) one corrected
  * quotient of float-float parts, with e carried at 2^64 scale (n clamped at -160, where x e is 0).
- * 5 FP64 operations per element where the double routine took 16: 40 SASS instructions against
- * 36, but at the H200's 700 W cap it runs at a higher clock (1710 -> 1845 MHz) and about 1 point
- * nearer the copy (session 22). 2.65 ulp at most over every float on an H200, 1.72 on PoCL
- * (bound 3; the double routine was held to 2). |x| is clamped at 20 on the high word (there
+ * 5 FP64 operations per element where an all-double routine takes 16: 40 SASS instructions
+ * against 36, but at the H200's 700 W cap it runs at a higher clock (median 1845 MHz against 1710)
+ * and about 1 point nearer the copy (`tools/perf_table.py --acts 'gelu(approximate=tanh)' --dtypes
+ * f32 --directions forward`, SM_MHZ column). 2.65 ulp at most over every float on an H200, 1.72
+ * on PoCL (bound 3; the all-double routine meets 2). |x| is clamped at 20 on the high word (there
  * |2u| log2(e) = 870 and x sigmoid(2u) already rounds to x or -0); -inf: -inf * 0 = NaN, as
  * torch. */
 #define KP_D_GELUT_C2L 0x1.26aec21bce75ap+1  /* C2 log2(e) */
@@ -373,7 +374,7 @@ KP_FN float kp_d_tanhshrink_grad(float g, float x) {
  * 2^-52 where it crosses zero, 2^-26.8 relative at the float nearest X1. Both sides take
  * m = r Q(r), r in [-1/2, 1/2]. The tests on x are float compares (a DSETP is an FP64-pipe op);
  * beyond |x| = 20 e is 0 (|2u| > 1000) and the derivative rounds to g or 0; +-inf: NaN, as torch.
- * Constants: scripts/fit_fp64_math.py. */
+ * Constants: tools/numerics/fit_fp64_math.py. */
 #define KP_D_GELUT_X1F -0x1.8142a00000000p-1f
 #define KP_D_GELUT_DELTA -0x1.0000000000000p-54 /* an immediate operand: its low word is 0 */
 /* -W1hi, -W1lo, E1, -C, C2 = 2 sqrt(2/pi), 3 C2 k: operands from constant memory, where literal
@@ -408,8 +409,9 @@ KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
  * (E1 = e^X1) and t = x - X1, h = D1 + eps (A + eps (B + eps)) + 4t (1 + e) for every x: D1 is
  * 2^-52 and the other two terms have t's sign, so nothing cancels once eps is exact. Within 0.3
  * of X1, eps = E1 expm1(t) (t exact); elsewhere 2^n (1 + m) - E1, one fma over 2^n - E1. One
- * formula where a separate one near the root took 8 FP64 operations more: 27 per element, on
- * the H200 93.7-95.9 % of copy against 85.2-87.0 (docs/benchmarks.md, session 18). The kernel
+ * formula where a separate one near the root takes 8 FP64 operations more: 27 per element, on
+ * the H200 93.7-95.9 % of copy against 85.2-87.0 (`kplay run --no-db --act mish --direction
+ * backward --shape 4096x393216`). The kernel
  * takes h / 4 and 2 / d (the estimate's exponent raised by one). Beyond x = 40 the derivative is
  * 1 in double (g; NaN at +inf as torch's x s (1 - t^2)); -inf: NaN. */
 #define KP_D_MISH_X1 -0x1.31432c0d12d84p+0

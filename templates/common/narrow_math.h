@@ -81,7 +81,7 @@ KP_FN float kp_erfc_narrow(float z) {
 }
 /* v / 6 rounded to float as the IEEE division rounds it (hardswish, hardsigmoid), without the
  * division's reciprocal, range check and slow-path call (no measurable speed change on the
- * H200, sessions 10-11): q = v RN(1/6), its residual exact in an fma, one correction
+ * H200): q = v RN(1/6), its residual exact in an fma, one correction
  * (Markstein). Bit-equal to v / 6.0f for every float whose quotient is normal (checked over all
  * 2^32; 16-bit inputs never give a subnormal one); the residual is formed as 6q - v and negated
  * so that v = -0 keeps its sign. */

@@ -22,7 +22,7 @@
  * kp_precise_gelu, float alone: 3.05 on the host, 4.33 on an H200).
  * Needs IEEE compilation: not --use_fast_math / -cl-fast-relaxed-math (reassociation destroys
  * the float-float error terms). fma contraction is harmless. Instruction counts (sm_90 SASS per
- * element): tools/numerics/count_instructions.sh. */
+ * element): tools/sass_count.sh --fast-fp64 0. */
 #ifndef KP_PRECISE_MATH_H
 #define KP_PRECISE_MATH_H
 
@@ -418,10 +418,9 @@ KP_FN float kp_pm_erf_small_ff(float sh, float sl, float* lo) {
 }
 
 /* gelu (exact): x Phi(x), in float alone: 31 SASS instructions per element, 2 MUFU.RCP and one
- * MUFU.EX2, where the float-float erfc took 143 and the double path (fp64_math.h) 40 with 24 FP64,
- * which an H200 could not issue at its memory rate under its power cap (session 21; 36 with a
- * polynomial 2^g until session 22). Within 5 ulp, not 1: 3.45 at most over every float on PoCL
- * (its exp2), 4.33 on an H200 (MUFU.EX2 and MUFU.RCP).
+ * MUFU.EX2, where a float-float erfc takes 143 and a double path 40 with 24 FP64, which an H200
+ * cannot issue at its memory rate under its power cap. Within 5 ulp, not 1: 3.45 at most over
+ * every float on PoCL (its exp2), 4.33 on an H200 (MUFU.EX2 and MUFU.RCP).
  *   y = |x|, Phi(-y) = exp(-y^2/2) / S(y), S(y) = 2 + sqrt(2 pi) y + y F(y), F = N(y) / D(y)
  *   (degrees 3 / 4): near 0 S is 2 + O(y) and at large y sqrt(2 pi) y, so F's roundings weigh
  *   little in S either way (a rational for 1/S itself lost 4 ulp in its Horner sums at y = 10).
@@ -429,7 +428,7 @@ KP_FN float kp_pm_erf_small_ff(float sh, float sl, float* lo) {
  *   fma that forms the product, so g = n - y^2 log2(e)/2 keeps 2^-26 absolute up to y = 14.5
  *   (float alone would lose 7 bits there); 2^g in hardware (KP_EX2_APPROXF), |g| <= 1/2.
  *   gelu = x - y Phi(-y) for x >= 0, x Phi(-y) for x < 0, carried at 2^26 scale to the last fma
- *   so that results down to 2^-149 round once. Coefficients: scripts/fit_fp64_math.py. */
+ *   so that results down to 2^-149 round once. Coefficients: tools/numerics/fit_fp64_math.py. */
 KP_FN float kp_precise_gelu(float x) {
   const float ax = KP_FABSF(x);
   const float y = ax > 14.5f ? 14.5f : ax; /* beyond, gelu rounds to -0 (x < 0) or x; inf: see the end */
