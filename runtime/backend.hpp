@@ -27,6 +27,7 @@ struct DeviceInfo {
   std::string driver_version;
   std::string compiler_version;  // "NVRTC 13.0"; OpenCL: OpenCL C version
   std::uint64_t memory_bytes = 0;
+  std::uint64_t max_alloc_bytes = 0;  // the largest single allocation; 0: memory_bytes
   int compute_units = 0;
   int max_threads_per_unit = 0;  // resident threads per SM / compute unit
   int max_block = 0;

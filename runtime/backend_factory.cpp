@@ -17,6 +17,18 @@ namespace kplay::rt {
 
 std::vector<std::string> backend_names() { return {"cuda", "opencl"}; }
 
+std::string choose_backend(std::string* why) {
+  std::string passed;
+  for (const BackendReport& r : probe_backends()) {
+    if (r.available && !r.devices.empty()) {
+      if (why) *why = passed;
+      return r.backend;
+    }
+    passed += (passed.empty() ? "" : "; ") + r.status;
+  }
+  throw Error(ErrorCode::no_device, "no device for any backend: " + passed);
+}
+
 Dialect dialect_of(const std::string& name) {
   if (name == "cuda") return cuda::dialect();
   if (name == "opencl") return opencl::dialect();

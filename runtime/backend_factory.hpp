@@ -20,6 +20,11 @@ std::vector<BackendReport> probe_backends();
 
 std::vector<std::string> backend_names();
 
+// What `--backend auto` takes: the first backend of backend_names() (CUDA, then OpenCL) that has
+// a device. `why` gets the statuses of those passed over ("no CUDA device: ..."). Throws
+// Error(no_device) with every backend's status when none has a device.
+std::string choose_backend(std::string* why = nullptr);
+
 // A backend's kernel language by name, without opening a device (kplay emit, tests); throws
 // Error(invalid_argument) for unknown names.
 Dialect dialect_of(const std::string& name);

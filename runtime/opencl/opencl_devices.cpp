@@ -104,6 +104,7 @@ DeviceInfo describe(const DeviceHandle& h, int index) {
   info.driver_version = device_string(h.device, CL_DRIVER_VERSION);
   info.compiler_version = device_string(h.device, CL_DEVICE_OPENCL_C_VERSION);
   info.memory_bytes = device_value<cl_ulong>(h.device, CL_DEVICE_GLOBAL_MEM_SIZE);
+  info.max_alloc_bytes = device_value<cl_ulong>(h.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   info.compute_units = static_cast<int>(device_value<cl_uint>(h.device, CL_DEVICE_MAX_COMPUTE_UNITS));
   // A work-group may also be capped by the first work-item dimension; kplay's blocks stop at 1024.
   std::size_t sizes[3] = {};

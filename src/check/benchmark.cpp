@@ -46,4 +46,31 @@ BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, con
   return r;
 }
 
+TimingPlan plan_timing(double launch_ms, TimingPlan wanted, double budget_ms) {
+  TimingPlan p = wanted;
+  if (launch_ms <= 0) return p;
+  const int fit = static_cast<int>(budget_ms / launch_ms);
+  p.repeats = std::max(std::min(wanted.repeats, fit), std::min(wanted.repeats, 3));
+  if (launch_ms > 100) p.warmup = 0;  // the launch that was timed to plan has warmed up
+  return p;
+}
+
+BenchResult add_slices(const std::vector<BenchResult>& slices) {
+  if (slices.size() == 1) return slices.front();
+  BenchResult r;
+  for (const BenchResult& s : slices) {
+    for (auto [sum, part] : {std::pair{&r.kernel, &s.kernel}, std::pair{&r.copy, &s.copy}}) {
+      sum->median_ms += part->median_ms;
+      sum->min_ms += part->min_ms;
+      sum->max_ms += part->max_ms;
+    }
+    r.kernel_bytes += s.kernel_bytes;
+    r.copy_bytes += s.copy_bytes;
+  }
+  r.kernel_gbps = r.kernel.median_ms > 0 ? r.kernel_bytes / (r.kernel.median_ms * 1e6) : 0;
+  r.copy_gbps = r.copy.median_ms > 0 ? r.copy_bytes / (r.copy.median_ms * 1e6) : 0;
+  r.ratio = r.copy_gbps > 0 ? r.kernel_gbps / r.copy_gbps : 0;
+  return r;
+}
+
 }  // namespace kplay

@@ -29,4 +29,16 @@ struct BenchResult {
 BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const Problem& problem, int warmup,
                                int repeats);
 
+// How many launches to time when the user did not say: `repeats`, fewer (at least 3) where one
+// launch takes so long that they would pass `budget_ms` (a big problem on a CPU's OpenCL), and
+// no warm-up where a launch takes over 100 ms: the launch timed to plan was the warm-up.
+struct TimingPlan {
+  int warmup = 3, repeats = 15;
+};
+TimingPlan plan_timing(double launch_ms, TimingPlan wanted, double budget_ms = 2000);
+
+// Sums of the slices' results: a problem too large for the device's memory runs as slices
+// (kplay run), each timed on its own; times and bytes add, rates and the ratio follow from them.
+BenchResult add_slices(const std::vector<BenchResult>& slices);
+
 }  // namespace kplay

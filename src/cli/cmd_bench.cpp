@@ -59,6 +59,7 @@ class BenchCommand : public Command {
 
   int run() override {
     const auto sizes = parse_size_list(n_text_);
+    flags_.resolve_backend();
     if (warmup_ < 0 || repeat_ < 1) throw Error(ErrorCode::invalid_argument, "--warmup must be >= 0 and --repeat >= 1");
     std::vector<KernelSpec> specs;
     for (const auto& a : flags_.activation_list()) {

@@ -37,6 +37,7 @@ class CheckCommand : public Command {
   CLI::App* app() const override { return app_; }
 
   int run() override {
+    flags_.resolve_backend();
     const auto acts = flags_.activation_list();
     std::vector<KernelSpec> specs;
     specs.reserve(acts.size());

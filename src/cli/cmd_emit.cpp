@@ -31,6 +31,7 @@ class EmitCommand : public Command {
   CLI::App* app() const override { return app_; }
 
   int run() override {
+    flags_.resolve_backend(false);
     const KernelSpec spec = flags_.spec(flags_.activations);
     const TargetLimits limits = generic_limits(flags_.backend);
     Dialect dialect = dialect_for(flags_.backend);

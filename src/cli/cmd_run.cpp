@@ -1,7 +1,9 @@
 // `kplay run`: specialize, compile, launch on fresh random data, verify against the double
 // reference, and time against a device-to-device copy of the same bytes in the same run.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include "runtime/backend_factory.hpp"
@@ -18,6 +20,25 @@
 
 namespace kplay::cli {
 namespace {
+
+// The largest single allocation the device makes.
+std::uint64_t alloc_limit(const rt::DeviceInfo& dev) {
+  return dev.max_alloc_bytes ? dev.max_alloc_bytes : dev.memory_bytes;
+}
+
+// How many slices `n` elements of `spec` need so that each buffer of a slice (output, input,
+// saved tensor, the copy's scratch) fits one allocation and all of them fit 90 % of the memory.
+std::uint64_t slice_count(const rt::DeviceInfo& dev, const KernelSpec& spec, std::uint64_t n) {
+  if (dev.memory_bytes == 0 || n == 0) return 1;
+  const std::uint64_t esize = dtype_size(spec.dtype);
+  const std::uint64_t spare = (kGuardElements + 64) * esize;  // guards and offsets
+  const std::uint64_t alloc = alloc_limit(dev) > spare ? alloc_limit(dev) - spare : 1;
+  const std::uint64_t buffers = spec.direction == Direction::backward ? 4 : 3;
+  const auto room = static_cast<std::uint64_t>(0.9 * static_cast<double>(dev.memory_bytes)) / buffers;
+  const std::uint64_t per_buffer = std::max<std::uint64_t>(std::min(alloc, room) / esize, 1);
+  return (n + per_buffer - 1) / per_buffer;
+}
+
 class RunCommand : public Command {
  public:
   explicit RunCommand(CLI::App& parent) {
@@ -41,6 +62,7 @@ class RunCommand : public Command {
   CLI::App* app() const override { return app_; }
 
   int run() override {
+    flags_.resolve_backend();
     // Everything the user typed is checked before any device work.
     std::uint64_t n = 0;
     std::string size_text;
@@ -98,45 +120,75 @@ class RunCommand : public Command {
       std::printf("config: %s\n        %s\n", to_string(kernel->config).c_str(), choice.source.c_str());
 
       ProblemShape shape;
-      shape.n = n;
       shape.in_offset = in_offset_;
       shape.out_offset = out_offset_;
       shape.in_place = in_place_;
       shape.seed = app_->count("--seed") ? seed_ : std::random_device{}() * 0x100000001ull ^ std::random_device{}();
-      Problem problem(*backend, spec, shape);
-      // The kernel this launch runs: the flat one, or (offsets off the vector, 2^31 elements and
-      // more) its general twin, built here so that its compile time is reported, not timed.
-      const PreparedKernel& runs =
-          n ? engine.kernel_for(*kernel, flat_args(*kernel, problem.out(), problem.in0(), problem.in1(), n)) : *kernel;
-      std::printf("kernel: %s, %s %.1f KB, %s; ready to launch in %.2f ms\n", runs.rendered.entry.c_str(),
-                  runs.binary_format.c_str(), runs.binary_bytes / 1024.0,
-                  runs.origin == "compiled" ? "compiled now" : "loaded from the database", runs.compile_ms);
-      engine.launch_flat(*kernel, problem.out(), problem.in0(), problem.in1(), n);
-      backend->synchronize();
-      ErrorStats err = problem.verify(check_ == "sample");
+      // A problem larger than the device holds (a CPU's OpenCL caps single allocations) runs as
+      // slices, one after the other, each with its own buffers: each is checked and timed, and
+      // the times and bytes add up to the whole problem's.
+      const std::uint64_t slices = slice_count(dev, spec, n);
+      const std::uint64_t per_slice = (n + slices - 1) / slices;
+      if (slices > 1)
+        std::printf("slices: %llu of %llu elements (the device allocates at most %.2f GiB at once and holds %.2f GiB)\n",
+                    static_cast<unsigned long long>(slices), static_cast<unsigned long long>(per_slice),
+                    alloc_limit(dev) / 1073741824.0, dev.memory_bytes / 1073741824.0);
+      std::optional<ErrorStats> err;
+      std::vector<BenchResult> timed;
+      TimingPlan plan{warmup_, repeat_};
+      for (std::uint64_t s = 0; s < slices; ++s) {
+        ProblemShape part = shape;
+        part.n = std::min(per_slice, n - s * per_slice);
+        part.seed = shape.seed + s;
+        Problem problem(*backend, spec, part);
+        if (s == 0) {
+          // The kernel this launch runs: the flat one, or (offsets off the vector, 2^31 elements
+          // and more) its general twin, built here so that its compile time is reported, not timed.
+          const PreparedKernel& runs =
+              part.n ? engine.kernel_for(*kernel, flat_args(*kernel, problem.out(), problem.in0(), problem.in1(), part.n))
+                     : *kernel;
+          std::printf("kernel: %s, %s %.1f KB, %s; ready to launch in %.2f ms\n", runs.rendered.entry.c_str(),
+                      runs.binary_format.c_str(), runs.binary_bytes / 1024.0,
+                      runs.origin == "compiled" ? "compiled now" : "loaded from the database", runs.compile_ms);
+        }
+        auto launch = [&] { engine.launch_flat(*kernel, problem.out(), problem.in0(), problem.in1(), part.n); };
+        launch();
+        backend->synchronize();
+        const ErrorStats e = problem.verify(check_ == "sample");
+        if (err)
+          err->merge(e);
+        else
+          err = e;
+        if (part.n == 0) continue;
+        // Unless the user set them, fewer timed launches where each is long (see plan_timing).
+        if (s == 0 && !app_->count("--repeat") && !app_->count("--warmup")) plan = plan_timing(backend->time_ms(launch), plan);
+        timed.push_back(bench_against_copy(engine, *kernel, problem, plan.warmup, plan.repeats));
+      }
       const bool fast = kernel->config.fast_math;
-      const bool pass = err.mismatches == 0;
-      std::printf("check: %s, seed %llu: %s\n",
+      const bool pass = err->mismatches == 0;
+      std::printf("check: %s, seed %llu%s: %s\n",
                   check_ == "all" ? "every element" : "sample (head, tail, 64 random blocks) and guards",
-                  static_cast<unsigned long long>(shape.seed), err.summary().c_str());
+                  static_cast<unsigned long long>(shape.seed), slices > 1 ? " (+1 per slice)" : "",
+                  err->summary().c_str());
       if (!resolve_activation(spec.activation).act->forward)
         std::printf(
             "reference: the same snippet compiled for float64 and run on the same inputs; this checks "
             "rounding, not the formula\n");
       if (fast)
         std::printf("fast-math: max error %.3g ulp, rel %.3g (the bound of %.3g ulp applies to precise math only)\n",
-                    err.max_ulps, err.max_rel_error, err.bound_ulps);
+                    err->max_ulps, err->max_rel_error, err->bound_ulps);
       else
-        std::printf("verdict: %s (bound %.3g ulp)\n", pass ? "PASS" : "FAIL", err.bound_ulps);
+        std::printf("verdict: %s (bound %.3g ulp)\n", pass ? "PASS" : "FAIL", err->bound_ulps);
       if (!pass && !fast) status = kExitFailed;
-      if (n == 0) continue;
+      if (timed.empty()) continue;
 
-      BenchResult b = bench_against_copy(engine, *kernel, problem, warmup_, repeat_);
-      std::printf("kernel: %.4f ms median of %d (min %.4f, max %.4f), %.1f GB/s over %.2f GB\n", b.kernel.median_ms,
-                  repeat_, b.kernel.min_ms, b.kernel.max_ms, b.kernel_gbps, b.kernel_bytes / 1e9);
+      const BenchResult b = add_slices(timed);
+      const char* of = slices > 1 ? "sum over the slices of medians" : "median";
+      std::printf("kernel: %.4f ms %s of %d (min %.4f, max %.4f), %.1f GB/s over %.2f GB\n", b.kernel.median_ms, of,
+                  plan.repeats, b.kernel.min_ms, b.kernel.max_ms, b.kernel_gbps, b.kernel_bytes / 1e9);
       std::printf(
-          "copy:   %.4f ms median of %d (min %.4f, max %.4f), %.1f GB/s over %.2f GB (device-to-device, same run)\n",
-          b.copy.median_ms, repeat_, b.copy.min_ms, b.copy.max_ms, b.copy_gbps, b.copy_bytes / 1e9);
+          "copy:   %.4f ms %s of %d (min %.4f, max %.4f), %.1f GB/s over %.2f GB (device-to-device, same run)\n",
+          b.copy.median_ms, of, plan.repeats, b.copy.min_ms, b.copy.max_ms, b.copy_gbps, b.copy_bytes / 1e9);
       std::printf("ratio:  %.1f %% of copy bandwidth\n", 100.0 * b.ratio);
     }
     return status;

@@ -21,7 +21,8 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
   app.add_option("--dtype", f.dtype, "element type: f32, f16, bf16, f64")->capture_default_str();
   app.add_option("--direction", f.direction, "forward or backward")->capture_default_str();
   app.add_option("--saved", f.saved, "backward: the saved tensor, input or output")->capture_default_str();
-  app.add_option("--backend", f.backend, "cuda or opencl")->capture_default_str();
+  app.add_option("--backend", f.backend, "cuda, opencl, or auto: CUDA where there is a CUDA device, else OpenCL")
+      ->capture_default_str();
   app.add_option("--device", f.device, "device index within the backend")->capture_default_str();
   app.add_option("--vec", f.vec, "elements per vector access (0: widest within 16 bytes)")->capture_default_str();
   app.add_option("--block", f.block, "threads per block: a power of two in 32..1024")->capture_default_str();
@@ -107,6 +108,17 @@ std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const Ker
 Dialect dialect_for(const std::string& backend) {
   generic_limits(backend);  // refuses unknown names
   return rt::dialect_of(backend);
+}
+
+void ConfigFlags::resolve_backend(bool with_device) {
+  if (backend != "auto") return;
+  if (!with_device) {
+    backend = "cuda";
+    return;
+  }
+  std::string why;
+  backend = rt::choose_backend(&why);
+  std::printf("backend: %s (--backend auto%s)\n", backend.c_str(), why.empty() ? "" : ("; " + why).c_str());
 }
 
 bool ConfigFlags::knobs_given(const CLI::App& app) const {

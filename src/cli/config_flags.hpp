@@ -17,7 +17,7 @@ struct ConfigFlags {
   std::string dtype = "f32";
   std::string direction = "forward";
   std::string saved = "input";
-  std::string backend = "cuda";
+  std::string backend = "auto";  // resolve_backend() turns "auto" into cuda or opencl
   int device = 0;
   int vec = 0;
   int block = 256;
@@ -33,6 +33,9 @@ struct ConfigFlags {
   KernelConfig config() const;
   // Whether the user set any knob on the command line (vs. defaults).
   bool knobs_given(const CLI::App& app) const;
+  // --backend auto: CUDA where there is a CUDA device, else OpenCL (rt::choose_backend), said on
+  // stdout; `kplay emit`, which needs no device, takes cuda (with_device = false).
+  void resolve_backend(bool with_device = true);
 };
 
 // Limits and dialect of a backend by name, without a device: for checking flags before any
