@@ -1,5 +1,5 @@
 /* The macros precise_math.h needs, as the CUDA prelude is meant to define them (see README.md);
- * used by count_instructions.sh only. */
+ * used by gpu_sweep.cu. */
 #define KP_FN static __device__ __forceinline__
 #define KP_FMAF(a, b, c) fmaf(a, b, c)
 #define KP_FABSF(x) fabsf(x)

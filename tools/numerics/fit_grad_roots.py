@@ -1,7 +1,8 @@
 """Near-root polynomials of templates/common/precise_grad.h (dev tool, needs mpmath).
 For each derivative f' with a root x0 (x0 = X0_HI + X0_LO + X0_LO2, three floats) it fits
 q(d) = f'(X0_HI + d) / (X0_HI + d - x0) on |d| <= w (d = x - X0_HI is exact in float), so that
-f'(x) = (d - X0_LO - X0_LO2) q(d); c0 is printed as a float pair (the last Horner step is float-float)."""
+f'(x) = (d - X0_LO - X0_LO2) q(d); c0 is printed as a float pair (the last Horner step is float-float).
+Usage: python3 tools/numerics/fit_grad_roots.py   (imports fit_poly.py from its own folder)"""
 import mpmath as mp
 from fit_poly import f32
 mp.mp.dps = 40

@@ -1,5 +1,6 @@
 """Fits the float32 polynomial coefficients of templates/common/precise_math.h (dev tool, needs
-mpmath). Least squares on Chebyshev nodes, relative weighting; prints float-rounded coefficients."""
+mpmath). Least squares on Chebyshev nodes, relative weighting; prints float-rounded coefficients.
+Usage: python3 tools/numerics/fit_poly.py"""
 import mpmath as mp
 import struct, sys
 mp.mp.dps = 50

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the 16-process database-creation test (tests/test_database_reliability.cpp) N times in a
 # row (default 200) and stops at the first failure. Each run starts 16 processes on a fresh path
-# and on an existing empty file. Usage: scripts/db_create_stress.sh [N] [build dir]
+# and on an existing empty file. Usage: tools/db_create_stress.sh [N] [build dir]
 set -euo pipefail
 runs=${1:-200}
 build=${2:-build}

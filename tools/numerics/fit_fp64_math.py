@@ -4,7 +4,7 @@ devices with fast FP64; and of kp_precise_gelu (precise_math.h, float alone), wh
 script's rational fit. Each polynomial is fitted by weighted least squares on Chebyshev nodes
 with Lawson reweighting (near-minimax) against mpmath at 40 digits, for relative error; the
 script prints each fit's measured max error (log2) on a fine grid, then the C constants.
-Usage: python3 scripts/fit_fp64_math.py   (needs numpy, mpmath)"""
+Usage: python3 tools/numerics/fit_fp64_math.py   (needs numpy, mpmath)"""
 import mpmath as mp
 import numpy as np
 
@@ -48,7 +48,8 @@ def expm1_poly():
 
 def exp_polys():
     # e^r on |r| <= ln2/2 (kp_d_exp) as a direct polynomial: e^x needs no relative precision near
-    # 0, so not the expm1 form. (gelu(tanh)'s 2^r is MUFU.EX2 since session 22.)
+    # 0, so not the expm1 form. (gelu(tanh)'s 2^r is the hardware's MUFU.EX2, KP_EX2_APPROXF in
+    # fp64_math.h: no fit.)
     h = float(mp.log(2) / 2) + 1e-3
     c, e = fit(mp.exp, mp.exp, -h, h, 6, iters=60)
     show("exp: E(r) = e^r, |r| <= ln2/2", c, e)
@@ -116,7 +117,7 @@ def gelu_float():
     # kp_precise_gelu (precise_math.h), float alone: Phi(-a) = exp(-a^2/2) / S(a), S(a) = 1 / R(a) =
     # 2 + S2PF a + a F(a), S2PF = sqrt(2 pi) rounded to float (so the kernel's constant is exact),
     # F = N / D, degrees 3 / 4; F's relative error counts in S by a F / S (its share), the weight here.
-    # exp(-a^2/2) = 2^-n 2^g with 2^g from the hardware (MUFU.EX2) since session 22: no fit.
+    # exp(-a^2/2) = 2^-n 2^g with 2^g from the hardware (MUFU.EX2, KP_EX2_APPROXF): no fit.
     s2pf = mp.mpf(float(np.float32(float(mp.sqrt(2 * mp.pi)))))
     r = lambda a: mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
     f = lambda a: (1 / r(a) - s2pf * a - 2) / a if a > 1e-6 else -(s2pf - 4 / mp.sqrt(2 * mp.pi))

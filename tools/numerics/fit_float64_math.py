@@ -15,7 +15,7 @@ digits (mp.chebyfit):
 Then it runs the kernel's algorithm step by step in double (each fma rounded once, the reciprocal
 estimate 2^-21 off) on random inputs and prints the worst error in ulps against mpmath:
 gelu everywhere, gelu' away from its root at -0.7518 (where the kernel, like torch's formula,
-cancels). Usage: python3 scripts/fit_float64_math.py [SAMPLES]   (needs mpmath; ~1 minute)"""
+cancels). Usage: python3 tools/numerics/fit_float64_math.py [SAMPLES]   (needs mpmath; ~1 minute)"""
 import math
 import random
 import sys
