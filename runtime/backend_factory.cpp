@@ -91,7 +91,8 @@ Binary compile_offline(const std::string& backend, const RenderedKernel& kernel,
 namespace interop {
 namespace {
 [[noreturn]] void not_built(const char* backend) {
-  throw Error(ErrorCode::no_device, std::string("no ") + backend + " device: kplay was built without the " + backend + " backend");
+  throw Error(ErrorCode::no_device,
+              std::string("no ") + backend + " device: kplay was built without the " + backend + " backend");
 }
 }  // namespace
 

@@ -9,14 +9,14 @@
 #include <random>
 #include <thread>
 
-#include "spec/activations.hpp"
 #include "api_buffers.hpp"
+#include "check/verification.hpp"
 #include "device_fixture.hpp"
-#include "util/host_dtype.hpp"
 #include "kplay/kplay.h"
 #include "kplay/kplay.hpp"
+#include "spec/activations.hpp"
 #include "spec/reference.hpp"
-#include "check/verification.hpp"
+#include "util/host_dtype.hpp"
 
 using namespace kplay;
 

@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/cuda/cuda_driver.hpp"
 #include "api_buffers.hpp"
-#include "util/host_dtype.hpp"
-#include "kplay/kplay.hpp"
 #include "check/verification.hpp"
+#include "kplay/kplay.hpp"
+#include "runtime/cuda/cuda_driver.hpp"
+#include "util/host_dtype.hpp"
 
 using namespace kplay;
 

@@ -1,10 +1,13 @@
 // The kplay command line on bad input: a clear message and a non-zero status, never a crash.
 #include <doctest/doctest.h>
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_runner.hpp"
 #include "device_fixture.hpp"
+#include "spec/activations.hpp"
 
 namespace {
 using Result = kplay::test::CliResult;
@@ -79,6 +82,41 @@ TEST_CASE("a list skips the specs that cannot exist, before any device work; one
   }
 }
 
+TEST_CASE("kplay list prints every built-in of the registry, and --names, --texts one per line") {
+  auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  const Result names = run_kplay("list --names");
+  INFO(names.output);
+  REQUIRE(names.status == 0);
+  std::vector<std::string> expected;
+  for (const auto& a : kplay::activations()) expected.push_back(a.name);
+  CHECK(lines(names.output) == expected);
+
+  const Result texts = run_kplay("list --texts");
+  REQUIRE(texts.status == 0);
+  CHECK(lines(texts.output) == kplay::all_activation_texts());
+
+  const Result table = run_kplay("list");
+  INFO(table.output);
+  REQUIRE(table.status == 0);
+  const std::vector<std::string> rows = lines(table.output);
+  REQUIRE(rows.size() == expected.size() + 1);  // a header, then one line per built-in
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const kplay::Activation& a = kplay::activations()[i];
+    CAPTURE(rows[i + 1]);
+    CHECK(rows[i + 1].rfind(a.name + " ", 0) == 0);
+    CHECK(rows[i + 1].find(a.torch_class.empty() ? " -" : " torch.nn." + a.torch_class) != std::string::npos);
+    for (const auto& p : a.params) CHECK(rows[i + 1].find(p.name) != std::string::npos);
+  }
+  CHECK(table.has("negative_slope=0.01"));
+  CHECK(table.has("approximate=none (none|tanh)"));
+  CHECK(table.has("threshold (required)"));
+}
+
 TEST_CASE("kplay devices exits 0 and reports every backend, device or not") {
   const Result r = run_kplay("devices");
   INFO(r.output);
@@ -90,10 +128,26 @@ TEST_CASE("kplay devices exits 0 and reports every backend, device or not") {
 TEST_CASE("kplay run on CUDA without a CUDA device says so and exits 3") {
   std::string why;
   if (kplay::test::backend_available("cuda", &why)) return;  // covered by the device run instead
-  const Result r = run_kplay("run --act selu --n 1000");
+  const Result r = run_kplay("run --backend cuda --act selu --n 1000");
   INFO(r.output);
   CHECK(r.status == 3);
   CHECK(r.output.find("no CUDA device") != std::string::npos);
+}
+
+TEST_CASE("kplay run without --backend takes CUDA where there is a device, else OpenCL, and says which") {
+  std::string why;
+  const bool cuda = kplay::test::backend_available("cuda", &why);
+  const bool opencl = kplay::test::backend_available("opencl", &why);
+  const Result r = run_kplay("run --act relu --n 1000 --repeat 1 --warmup 0");
+  INFO(r.output);
+  if (!cuda && !opencl) {
+    CHECK(r.status == 3);
+    return;
+  }
+  CHECK(r.status == 0);
+  const std::string chosen = cuda ? "cuda" : "opencl";
+  CHECK(r.output.find("backend: " + chosen + " (--backend auto") != std::string::npos);
+  CHECK(r.output.find("device: " + chosen + " [0]") != std::string::npos);
 }
 
 TEST_CASE("kplay emit prints the specialized source without a device") {

@@ -7,8 +7,8 @@
 #include "codegen/codegen.hpp"
 #include "codegen/config_validation.hpp"
 #include "kplay/error.hpp"
-#include "temp_templates.hpp"
 #include "runtime/backend_factory.hpp"
+#include "temp_templates.hpp"
 
 using namespace kplay;
 

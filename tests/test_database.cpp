@@ -9,10 +9,10 @@
 #include "database/tuning_json.hpp"
 #include "db_test_support.hpp"
 #include "engine/device_fingerprint.hpp"
-#include "util/hash.hpp"
 #include "kplay/error.hpp"
-#include "temp_templates.hpp"
 #include "runtime/backend_factory.hpp"
+#include "temp_templates.hpp"
+#include "util/hash.hpp"
 
 using namespace kplay;
 using kplay::test::open_db;

@@ -11,13 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/cuda/nvrtc_compiler.hpp"
-#include "spec/activations.hpp"
 #include "codegen/codegen.hpp"
 #include "codegen/config_validation.hpp"
 #include "kplay/error.hpp"
-#include "temp_templates.hpp"
 #include "runtime/backend_factory.hpp"
+#include "runtime/cuda/nvrtc_compiler.hpp"
+#include "spec/activations.hpp"
+#include "temp_templates.hpp"
 
 using namespace kplay;
 using rt::cuda::choose_target;

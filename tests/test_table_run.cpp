@@ -11,8 +11,8 @@
 #include <set>
 
 #include "kplay/error.hpp"
-#include "util/size_parse.hpp"
 #include "tuner/table_run.hpp"
+#include "util/size_parse.hpp"
 
 using namespace kplay;
 

@@ -284,6 +284,34 @@ TEST_CASE("early stopping picks exhaustive's winner on a synthetic timing model 
   }
 }
 
+TEST_CASE("every strategy of the table runs through search(), and the table names them all") {
+  std::set<std::string> names;
+  for (const auto& def : strategies()) {
+    CAPTURE(def.name);
+    CHECK(names.insert(def.name).second);
+    CHECK(std::string(def.summary).size() > 0);
+    CHECK(strategy_names().find(def.name) != std::string::npos);
+    SyntheticMeasurer m(def.smaller_n_first ? 2 : 1);
+    const SearchOutcome out = synthetic_search(def.name, m);
+    CHECK(out.strategy == def.name);
+    CHECK(out.winner.ok);
+    if (def.one_by_one()) {
+      CHECK(make_strategy(def.name, SearchSpace{}.enumerate(spec_of(Dtype::f32), TargetLimits{}), 10, 1)->name() ==
+            def.name);
+    } else {
+      CHECK(out.candidates.size() == SearchSpace{}.enumerate(spec_of(Dtype::f32), TargetLimits{}).size());
+    }
+  }
+  try {
+    find_strategy("annealing");
+    FAIL("an unknown strategy was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find(strategy_names()) != std::string::npos);
+  }
+  SyntheticMeasurer unused(1);
+  CHECK_THROWS_AS(synthetic_search("annealing", unused), Error);
+}
+
 TEST_CASE("the contenders get more rounds only while their timings are noisy against the tie window") {
   // The same landscape with +-3 % jitter per sample: medians of 7 could cross the 1 % window.
   class Noisy : public SyntheticMeasurer {

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <string>
 
-#include "spec/activations.hpp"
 #include "cli_runner.hpp"
 #include "device_checks.hpp"
 #include "kplay/error.hpp"
 #include "kplay/kplay.hpp"
+#include "spec/activations.hpp"
 #include "spec/user_activations.hpp"
 
 using namespace kplay;

@@ -46,7 +46,7 @@ struct ActivationDescription {
   // Autograd's default saved tensor: true where the derivative follows exactly from the output,
   // or where torch saves the output too (sigmoid, tanh).
   bool saves_output = false;
-  std::string torch_class;  // torch.nn's class ("LeakyReLU"), "" where torch has none
+  std::string torch_class;     // torch.nn's class ("LeakyReLU"), "" where torch has none
   bool torch_inplace = false;  // torch's module and function take inplace=
 };
 std::vector<ActivationDescription> builtin_activations();

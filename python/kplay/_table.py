@@ -1,4 +1,5 @@
-"""The 21 activations as torch names them: torch.nn class -> kplay activation and its parameters.
+"""kplay's built-in activations as torch names them, from the registry (kplay._core.builtin_activations(),
+src/spec/activations.cpp): torch.nn class <-> kplay activation and its parameters.
 
 Parameter names and defaults are torch's (torch.nn.functional). A parameter at its default is
 left out of the activation string, so SELU() is "selu" and LeakyReLU(0.2) is
@@ -8,42 +9,29 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from . import _core
+
 REQUIRED = object()  # a parameter without a default (Threshold's threshold and value)
 
 
 class Entry(NamedTuple):
-    torch_class: str  # torch.nn.<torch_class>
+    torch_class: str  # torch.nn.<torch_class>, "" where torch has no such module
     activation: str  # kplay's name
-    params: Tuple[Tuple[str, Any], ...]  # (torch's parameter name, default), in torch's order
+    params: Tuple[Tuple[str, Any], ...]  # (torch's parameter name, default or REQUIRED), in torch's order
     inplace: bool  # whether torch's module and function take inplace=
+    saves_output: bool  # autograd's default saved tensor is the output (kplay.torch.saves_output)
 
 
-TABLE: List[Entry] = [
-    Entry("ReLU", "relu", (), True),
-    Entry("ReLU6", "relu6", (), True),
-    Entry("LeakyReLU", "leaky_relu", (("negative_slope", 0.01),), True),
-    Entry("ELU", "elu", (("alpha", 1.0),), True),
-    Entry("CELU", "celu", (("alpha", 1.0),), True),
-    Entry("SELU", "selu", (), True),
-    Entry("GELU", "gelu", (("approximate", "none"),), False),
-    Entry("SiLU", "silu", (), True),
-    Entry("Mish", "mish", (), True),
-    Entry("Softplus", "softplus", (("beta", 1.0), ("threshold", 20.0)), False),
-    Entry("Softsign", "softsign", (), False),
-    Entry("Sigmoid", "sigmoid", (), False),
-    Entry("Tanh", "tanh", (), False),
-    Entry("Hardtanh", "hardtanh", (("min_val", -1.0), ("max_val", 1.0)), True),
-    Entry("Hardsigmoid", "hardsigmoid", (), True),
-    Entry("Hardswish", "hardswish", (), True),
-    Entry("LogSigmoid", "logsigmoid", (), False),
-    Entry("Tanhshrink", "tanhshrink", (), False),
-    Entry("Softshrink", "softshrink", (("lambd", 0.5),), False),
-    Entry("Hardshrink", "hardshrink", (("lambd", 0.5),), False),
-    Entry("Threshold", "threshold", (("threshold", REQUIRED), ("value", REQUIRED)), True),
-]
+def _entry(a: Dict[str, Any]) -> Entry:
+    params = tuple((name, REQUIRED if default is None else default) for name, default, _ in a["parameters"])
+    return Entry(a["torch_class"], a["name"], params, bool(a["torch_inplace"]), bool(a["saves_output"]))
+
+
+BUILTINS: List[Entry] = [_entry(a) for a in _core.builtin_activations()]  # every built-in, registry order
+TABLE: List[Entry] = [e for e in BUILTINS if e.torch_class]  # those torch.nn has a class for
 
 BY_CLASS: Dict[str, Entry] = {e.torch_class: e for e in TABLE}
-BY_ACTIVATION: Dict[str, Entry] = {e.activation: e for e in TABLE}
+BY_ACTIVATION: Dict[str, Entry] = {e.activation: e for e in BUILTINS}
 
 
 def _format(value: Any) -> str:
@@ -75,14 +63,15 @@ def activation_string(activation: str, values: Optional[Dict[str, Any]] = None) 
 def bind(entry: Entry, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Dict[str, Any], bool]:
     """torch-style (*args, **kwargs) of a module or function -> (parameter values, inplace)."""
     names = [n for n, _ in entry.params] + (["inplace"] if entry.inplace else [])
+    who = entry.torch_class or entry.activation
     if len(args) > len(names):
-        raise TypeError(f"{entry.torch_class} takes at most {len(names)} arguments ({len(args)} given)")
+        raise TypeError(f"{who} takes at most {len(names)} arguments ({len(args)} given)")
     values = dict(zip(names, args))
     for k, v in kwargs.items():
         if k not in names:
-            raise TypeError(f"{entry.torch_class} got an unexpected argument '{k}'")
+            raise TypeError(f"{who} got an unexpected argument '{k}'")
         if k in values:
-            raise TypeError(f"{entry.torch_class} got '{k}' twice")
+            raise TypeError(f"{who} got '{k}' twice")
         values[k] = v
     inplace = bool(values.pop("inplace", False))
     return values, inplace

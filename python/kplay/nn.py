@@ -1,6 +1,7 @@
 """Drop-in torch.nn activation modules backed by kplay: kplay.nn.SELU(), kplay.nn.GELU(approximate="tanh"),
-kplay.nn.LeakyReLU(0.2, inplace=True), ... with torch's class names, arguments and defaults (the
-21 of kplay/_table.py). Each module's `activation` attribute is the kplay string it runs.
+kplay.nn.LeakyReLU(0.2, inplace=True), ... with torch's class names, arguments and defaults: one
+for every built-in whose registry entry names a torch.nn class (kplay/_table.py's TABLE). Each
+module's `activation` attribute is the kplay string it runs; Activation runs any other.
 """
 from __future__ import annotations
 

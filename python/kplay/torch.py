@@ -2,7 +2,7 @@
 CUDA-graph-safe launches.
 
 Design: three generic ops take the activation string, and thin Python wrappers give every
-activation torch's name and parameters:
+built-in of the registry its name and parameters (torch's, where torch has the activation):
     torch.ops.kplay.forward(Tensor x, str activation) -> Tensor
     torch.ops.kplay.forward_(Tensor(a!) x, str activation) -> ()          (in place)
     torch.ops.kplay.backward(Tensor grad, Tensor saved, str activation, bool saved_output) -> Tensor
@@ -11,13 +11,14 @@ activation torch's name and parameters:
 One op per activation string would register a new op for every parameter value; the generic op
 keeps the string as a graph constant, so torch.compile specializes on it all the same.
 
-Saved tensor policy: autograd saves the forward output only where the derivative follows from
-it exactly (relu, relu6, leaky_relu with a positive slope, hardtanh, hardshrink: the derivative is
-a constant chosen by comparing y) or where torch itself saves the output (sigmoid, tanh). Every
-other built-in saves the input, as torch does: recovering the derivative from a rounded output
-loses accuracy (selu/elu/celu's negative branch g*(y + lambda*alpha) cancels as y nears
--lambda*alpha; in float16 that alone puts the gradient 40 % off torch's). User activations save
-the output where kplay.supports_saved_output(activation) says their snippet allows it.
+Saved tensor policy, set by each registry entry's saves_output (src/spec/activations.cpp):
+autograd saves the forward output only where the derivative follows from it exactly (relu,
+leaky_relu with a positive slope, hardtanh, ...: the derivative is a constant chosen by comparing
+y) or where torch itself saves the output (sigmoid, tanh). Every other built-in saves the input,
+as torch does: recovering the derivative from a rounded output loses accuracy (selu/elu/celu's
+negative branch g*(y + lambda*alpha) cancels as y nears -lambda*alpha; in float16 that alone puts
+the gradient 40 % off torch's). User activations save the output where
+kplay.supports_saved_output(activation) says their snippet allows it.
 
 Eager and compiled paths: in eager mode a plain CUDA tensor goes straight to a prepared kplay
 launcher (kplay._core.Launcher, one per activation, dtype, direction and device, cached here),
@@ -70,10 +71,9 @@ except AttributeError:  # pragma: no cover
     def _raw_stream(index: int) -> int:
         return torch.cuda.current_stream(index).cuda_stream
 
-# Built-ins whose derivative follows exactly from the output, or whose output torch saves too;
-# C++ still has the last word (leaky_relu only with a positive slope).
-_OUTPUT_SAVERS = frozenset(["relu", "relu6", "leaky_relu", "hardtanh", "hardshrink", "sigmoid", "tanh"])
-_BUILTINS = frozenset(_core.activations())
+# Built-ins that save their input (the registry's saves_output is false); for the others C++ has
+# the last word (leaky_relu saves its output only with a positive slope).
+_INPUT_SAVERS = frozenset(e.activation for e in _table.BUILTINS if not e.saves_output)
 _saves_output_cache: Dict[str, bool] = {}
 
 
@@ -83,7 +83,7 @@ def saves_output(activation: str) -> bool:
     r = _saves_output_cache.get(activation)
     if r is None:
         name = activation.split("(", 1)[0].strip()
-        if name in _BUILTINS and name not in _OUTPUT_SAVERS:
+        if name in _INPUT_SAVERS:
             _core.supports_saved_output(activation)  # raises for bad parameters, as the other branch does
             r = False
         else:
@@ -358,14 +358,15 @@ def _make_functions(entry: _table.Entry) -> None:
 
     params = ", ".join(f"{n}={d!r}" if d is not _table.REQUIRED else n for n, d in entry.params)
     fn.__name__, fn_.__name__ = entry.activation, entry.activation + "_"
-    fn.__doc__ = f"kplay's {entry.activation}(x{', ' + params if params else ''}) with torch's parameters."
+    fn.__doc__ = (f"kplay's {entry.activation}(x{', ' + params if params else ''})"
+                  + (" with torch's parameters." if entry.torch_class else "."))
     fn_.__doc__ = f"In-place {entry.activation}; returns x."
     globals()[fn.__name__] = fn
     globals()[fn_.__name__] = fn_
     __all__.extend([fn.__name__, fn_.__name__])
 
 
-for _entry in _table.TABLE:
+for _entry in _table.BUILTINS:  # every built-in, torch class or not
     _make_functions(_entry)
 
 

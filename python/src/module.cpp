@@ -291,14 +291,11 @@ NB_MODULE(_core, m) {
 
   // Kernel database helpers; db_path "" means the default ($KPLAY_DB, else the cache dir).
   m.def(
-      "db_path", [](const std::string& p) { return kplay::db::path(p); },
-      "db_path"_a);
+      "db_path", [](const std::string& p) { return kplay::db::path(p); }, "db_path"_a);
   m.def(
-      "db_export", [](const std::string& p) { return kplay::db::export_json(p); },
-      "db_path"_a);
+      "db_export", [](const std::string& p) { return kplay::db::export_json(p); }, "db_path"_a);
   m.def(
-      "db_import",
-      [](const std::string& p, const std::string& text) { return kplay::db::import_json(p, text); },
+      "db_import", [](const std::string& p, const std::string& text) { return kplay::db::import_json(p, text); },
       "db_path"_a, "text"_a);
   m.def(
       "db_clear", [](const std::string& p) { kplay::db::clear(p); }, "db_path"_a);

@@ -4,11 +4,11 @@
 #include <map>
 #include <mutex>
 
-#include "runtime/fast_fp64.hpp"
 #include "cuda_dialect.hpp"
 #include "cuda_driver.hpp"
 #include "kplay/error.hpp"
 #include "nvrtc_compiler.hpp"
+#include "runtime/fast_fp64.hpp"
 
 namespace kplay::rt::cuda {
 namespace {

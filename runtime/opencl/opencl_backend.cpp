@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kplay/error.hpp"
-#include "opencl_dialect.hpp"
 #include "opencl_devices.hpp"
+#include "opencl_dialect.hpp"
 #include "opencl_errors.hpp"
 #include "opencl_program.hpp"
 

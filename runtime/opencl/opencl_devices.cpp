@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "runtime/fast_fp64.hpp"
 #include "opencl_errors.hpp"
+#include "runtime/fast_fp64.hpp"
 
 namespace kplay::rt::opencl {
 namespace {

@@ -7,12 +7,12 @@
 #include <sstream>
 #include <vector>
 
-#include "util/file_lock.hpp"
-#include "util/hash.hpp"
-#include "util/private_dir.hpp"
 #include "kplay/error.hpp"
 #include "kplay/types.hpp"
 #include "opencl_errors.hpp"
+#include "util/file_lock.hpp"
+#include "util/hash.hpp"
+#include "util/private_dir.hpp"
 
 namespace kplay::rt::opencl {
 namespace {

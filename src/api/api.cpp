@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "spec/activations.hpp"
-#include "spec/user_activations.hpp"
 #include "device_registry.hpp"
 #include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
+#include "spec/user_activations.hpp"
 
 namespace kplay {
 namespace {

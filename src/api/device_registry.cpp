@@ -1,10 +1,10 @@
 // Per-device engines for the public API; see device_registry.hpp.
 #include "device_registry.hpp"
 
+#include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
-#include "kplay/error.hpp"
 
 namespace kplay::api {
 namespace {

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "util/host_dtype.hpp"
 #include "kplay/error.hpp"
 #include "self_reference.hpp"
+#include "util/host_dtype.hpp"
 #include "verification.hpp"
 
 namespace kplay {

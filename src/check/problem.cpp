@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "util/host_dtype.hpp"
 #include "self_reference.hpp"
+#include "util/host_dtype.hpp"
 
 namespace kplay {
 namespace {

@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "spec/activations.hpp"
 #include "kplay/types.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay {
 

@@ -8,14 +8,15 @@
 #include <map>
 #include <sstream>
 
-#include "runtime/backend_factory.hpp"
-#include "database/tuning_json.hpp"
-#include "util/size_parse.hpp"
-#include "tuner/table_run.hpp"
-#include "tuner/tuner.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
+#include "database/tuning_json.hpp"
 #include "kplay/error.hpp"
+#include "runtime/backend_factory.hpp"
+#include "tuner/strategies.hpp"
+#include "tuner/table_run.hpp"
+#include "tuner/tuner.hpp"
+#include "util/size_parse.hpp"
 
 namespace kplay::cli {
 namespace {
@@ -38,6 +39,20 @@ std::vector<T> list_of(const std::string& text, const std::vector<T>& all, Parse
   return out;
 }
 
+// --strategy's and --budget's help, from the strategy table (strategies.hpp).
+std::string strategy_help() {
+  std::string out = "search strategy:";
+  for (const auto& s : strategies()) out += std::string("\n  ") + s.name + ": " + s.summary;
+  return out;
+}
+
+std::string budget_help() {
+  std::string names;
+  for (const auto& s : strategies())
+    if (s.uses_budget) names += (names.empty() ? "" : ", ") + std::string(s.name);
+  return "at most this many candidates (" + names + ")";
+}
+
 class AutotuneCommand : public Command {
  public:
   explicit AutotuneCommand(CLI::App& parent) {
@@ -54,9 +69,8 @@ class AutotuneCommand : public Command {
     auto* n = app_->add_option("--n", n_text_, "sizes: 1048576,2^24 or a range of powers of two 2^16..2^31");
     auto* shape = app_->add_option("--shape", shape_text_, "one size as a shape, e.g. 4096x393216");
     n->excludes(shape);
-    app_->add_option("--strategy", options_.tune.strategy, "exhaustive, random, local, halving or fast")
-        ->capture_default_str();
-    app_->add_option("--budget", options_.tune.budget, "candidates for random and local")->capture_default_str();
+    app_->add_option("--strategy", options_.tune.strategy, strategy_help())->capture_default_str();
+    app_->add_option("--budget", options_.tune.budget, budget_help())->capture_default_str();
     app_->add_option("--seed", options_.tune.seed, "seed for inputs and the random strategy")->capture_default_str();
     app_->add_option("--warmup", options_.tune.warmup, "untimed launches per candidate")->capture_default_str();
     app_->add_option("--repeat", options_.tune.repeats, "timed launches per candidate (median)")->capture_default_str();
@@ -80,12 +94,10 @@ class AutotuneCommand : public Command {
       throw Error(ErrorCode::invalid_argument, "give the sizes with --n N[,N...], --n 2^A..2^B or --shape AxB");
     for (auto n : sizes)
       if (n == 0) throw Error(ErrorCode::invalid_argument, "--n 0: there is nothing to tune");
+    flags_.resolve_backend();
     const auto specs = table_specs();
     generic_limits(flags_.backend);
-    const std::string& s = options_.tune.strategy;
-    if (s != "exhaustive" && s != "random" && s != "local" && s != "halving" && s != "fast")
-      throw Error(ErrorCode::invalid_argument,
-                  "unknown strategy '" + s + "' (expected exhaustive, random, local, halving or fast)");
+    find_strategy(options_.tune.strategy);  // refuses an unknown one before any device work
     options_.resume = !no_resume_;
     options_.tune.resume = !no_resume_;
 

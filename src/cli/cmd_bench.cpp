@@ -10,14 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/backend_factory.hpp"
 #include "check/benchmark.hpp"
 #include "check/problem.hpp"
-#include "util/size_parse.hpp"
-#include "tuner/config_lookup.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"
+#include "runtime/backend_factory.hpp"
+#include "tuner/config_lookup.hpp"
+#include "util/size_parse.hpp"
 
 namespace kplay::cli {
 namespace {

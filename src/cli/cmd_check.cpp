@@ -6,12 +6,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/backend_factory.hpp"
-#include "spec/activations.hpp"
 #include "check/exhaustive_check.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"
+#include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay::cli {
 namespace {

@@ -7,8 +7,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "database/kernel_database.hpp"
 #include "command.hpp"
+#include "database/kernel_database.hpp"
 #include "db_report.hpp"
 #include "kplay/error.hpp"
 

@@ -1,8 +1,8 @@
 // `kplay devices`: every backend, whether it is usable, and its devices.
 #include <cstdio>
 
-#include "runtime/backend_factory.hpp"
 #include "command.hpp"
+#include "runtime/backend_factory.hpp"
 
 namespace kplay::cli {
 namespace {

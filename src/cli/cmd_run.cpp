@@ -6,17 +6,17 @@
 #include <optional>
 #include <random>
 
-#include "runtime/backend_factory.hpp"
-#include "spec/activations.hpp"
 #include "check/benchmark.hpp"
-#include "codegen/config_validation.hpp"
-#include "engine/engine.hpp"
 #include "check/problem.hpp"
-#include "util/size_parse.hpp"
-#include "tuner/config_lookup.hpp"
+#include "codegen/config_validation.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
+#include "engine/engine.hpp"
 #include "kplay/error.hpp"
+#include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
+#include "tuner/config_lookup.hpp"
+#include "util/size_parse.hpp"
 
 namespace kplay::cli {
 namespace {
@@ -130,9 +130,10 @@ class RunCommand : public Command {
       const std::uint64_t slices = slice_count(dev, spec, n);
       const std::uint64_t per_slice = (n + slices - 1) / slices;
       if (slices > 1)
-        std::printf("slices: %llu of %llu elements (the device allocates at most %.2f GiB at once and holds %.2f GiB)\n",
-                    static_cast<unsigned long long>(slices), static_cast<unsigned long long>(per_slice),
-                    alloc_limit(dev) / 1073741824.0, dev.memory_bytes / 1073741824.0);
+        std::printf(
+            "slices: %llu of %llu elements (the device allocates at most %.2f GiB at once and holds %.2f GiB)\n",
+            static_cast<unsigned long long>(slices), static_cast<unsigned long long>(per_slice),
+            alloc_limit(dev) / 1073741824.0, dev.memory_bytes / 1073741824.0);
       std::optional<ErrorStats> err;
       std::vector<BenchResult> timed;
       TimingPlan plan{warmup_, repeat_};
@@ -145,8 +146,9 @@ class RunCommand : public Command {
           // The kernel this launch runs: the flat one, or (offsets off the vector, 2^31 elements
           // and more) its general twin, built here so that its compile time is reported, not timed.
           const PreparedKernel& runs =
-              part.n ? engine.kernel_for(*kernel, flat_args(*kernel, problem.out(), problem.in0(), problem.in1(), part.n))
-                     : *kernel;
+              part.n
+                  ? engine.kernel_for(*kernel, flat_args(*kernel, problem.out(), problem.in0(), problem.in1(), part.n))
+                  : *kernel;
           std::printf("kernel: %s, %s %.1f KB, %s; ready to launch in %.2f ms\n", runs.rendered.entry.c_str(),
                       runs.binary_format.c_str(), runs.binary_bytes / 1024.0,
                       runs.origin == "compiled" ? "compiled now" : "loaded from the database", runs.compile_ms);
@@ -161,7 +163,8 @@ class RunCommand : public Command {
           err = e;
         if (part.n == 0) continue;
         // Unless the user set them, fewer timed launches where each is long (see plan_timing).
-        if (s == 0 && !app_->count("--repeat") && !app_->count("--warmup")) plan = plan_timing(backend->time_ms(launch), plan);
+        if (s == 0 && !app_->count("--repeat") && !app_->count("--warmup"))
+          plan = plan_timing(backend->time_ms(launch), plan);
         timed.push_back(bench_against_copy(engine, *kernel, problem, plan.warmup, plan.repeats));
       }
       const bool fast = kernel->config.fast_math;

@@ -14,6 +14,7 @@ class Command {
 };
 
 std::unique_ptr<Command> make_devices_command(CLI::App& parent);
+std::unique_ptr<Command> make_list_command(CLI::App& parent);
 std::unique_ptr<Command> make_emit_command(CLI::App& parent);
 std::unique_ptr<Command> make_run_command(CLI::App& parent);
 std::unique_ptr<Command> make_db_command(CLI::App& parent);

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <sstream>
 
-#include "spec/activation_text.hpp"
-#include "spec/activations.hpp"
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
+#include "spec/activation_text.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay::cli {
 

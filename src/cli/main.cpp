@@ -24,6 +24,7 @@ static int run(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<std::unique_ptr<kplay::cli::Command>> commands;
   commands.push_back(kplay::cli::make_devices_command(app));
+  commands.push_back(kplay::cli::make_list_command(app));
   commands.push_back(kplay::cli::make_emit_command(app));
   commands.push_back(kplay::cli::make_run_command(app));
   commands.push_back(kplay::cli::make_db_command(app));

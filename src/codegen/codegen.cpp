@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "spec/activations.hpp"
-#include "util/hash.hpp"
 #include "template_store.hpp"
+#include "util/hash.hpp"
 
 namespace kplay {
 

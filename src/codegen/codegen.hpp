@@ -14,13 +14,11 @@ namespace kplay {
 using rt::Dialect;
 using rt::RenderedKernel;
 
-
 // Which kernel of the template: `general` takes any rows, pitches, offsets and sizes; `flat`
 // takes one row of fewer than 2^31 elements with every pointer vector-aligned (what contiguous
 // tensors give), and is shorter and faster. The engine picks one per launch (launch_layout.hpp).
 enum class Layout { general, flat };
 const char* to_string(Layout layout);
-
 
 // `config` must come from resolve_config (vec filled in).
 RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& config, const Dialect& dialect,

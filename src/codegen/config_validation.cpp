@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "spec/activations.hpp"
 #include "kplay/error.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay {
 namespace {

@@ -11,7 +11,6 @@ namespace kplay {
 
 using rt::TargetLimits;
 
-
 // Why the spec itself cannot be built on the target, whatever the config: no backward pass, no
 // derivative from the saved output, or a dtype the backend lacks. Empty when it can. Commands
 // given a list skip such specs (cli/config_flags.hpp); resolve_config throws with this message.

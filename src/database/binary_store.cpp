@@ -3,9 +3,9 @@
 // calls never throw: the store is a cache, so any failure is one warning and a miss.
 #include <chrono>
 
+#include "database_impl.hpp"
 #include "util/file_lock.hpp"
 #include "util/hash.hpp"
-#include "database_impl.hpp"
 
 namespace kplay {
 

@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "util/file_lock.hpp"
-#include "util/private_dir.hpp"
 #include "database_impl.hpp"
 #include "schema.hpp"
+#include "util/file_lock.hpp"
+#include "util/private_dir.hpp"
 
 namespace kplay {
 namespace fs = std::filesystem;

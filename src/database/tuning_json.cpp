@@ -5,8 +5,8 @@
 #include <limits>
 #include <regex>
 
-#include "spec/activations.hpp"
 #include "kplay/error.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay {
 using nlohmann::json;

@@ -3,10 +3,10 @@
 
 #include "codegen/config_validation.hpp"
 #include "device_fingerprint.hpp"
-#include "util/hash.hpp"
 #include "kplay/error.hpp"
 #include "launch_geometry.hpp"
 #include "launch_layout.hpp"
+#include "util/hash.hpp"
 
 namespace kplay {
 

@@ -7,11 +7,11 @@
 #include <mutex>
 
 #include "activation_text.hpp"
-#include "util/hash.hpp"
-#include "util/host_dtype.hpp"
 #include "kplay/error.hpp"
 #include "reference.hpp"
 #include "user_activations.hpp"
+#include "util/hash.hpp"
+#include "util/host_dtype.hpp"
 
 namespace kplay {
 namespace {
@@ -37,33 +37,43 @@ std::string lambd_check(const double* p) { return p[0] >= 0 ? "" : "lambd must b
 bool positive_first_param(const double* p) { return p[0] > 0; }
 bool nonnegative_first_param(const double* p) { return p[0] >= 0; }
 
-// An activation's reference functions, in double and in long double (reference.hpp).
-struct Refs {
-  RefForward forward;
-  RefGrad from_input, from_output;
-  RefForwardOf<long double> forward_ld;
-  RefGradOf<long double> from_input_ld, from_output_ld;
+// What kplay.torch and kplay.nn take from an entry: torch.nn's class ("" where torch has none),
+// whether torch's module and function take inplace=, and what autograd saves by default
+// (Activation::saves_output).
+constexpr bool kInplace = true, kNoInplace = false;
+constexpr bool kSavesOutput = true, kSavesInput = false;
+struct Torch {
+  const char* torch_class;
+  bool inplace;
+  bool saves_output;
 };
 
-Activation builtin(std::string name, std::string snippet, std::vector<ParamDef> params, Refs ref,
+// The reference comes from reference.cpp's table, by name; an entry without one fails the tests
+// (test_reference.cpp).
+Activation builtin(std::string name, std::string snippet, std::vector<ParamDef> params, Torch torch,
                    bool (*output_determines)(const double*), std::string (*check)(const double*),
                    std::vector<double> (*edges)(const double*), UlpBounds b, int cost, std::string example = "") {
   Activation a;
+  if (const reference::Functions* ref = reference::find(name)) {
+    a.forward = ref->forward;
+    a.grad_from_input = ref->from_input;
+    a.grad_from_output = ref->from_output;
+    a.forward_ld = ref->forward_ld;
+    a.grad_from_input_ld = ref->from_input_ld;
+    a.grad_from_output_ld = ref->from_output_ld;
+  }
   a.name = std::move(name);
   a.snippet = std::move(snippet);
   a.params = std::move(params);
-  a.forward = ref.forward;
-  a.grad_from_input = ref.from_input;
-  a.grad_from_output = ref.from_output;
-  a.forward_ld = ref.forward_ld;
-  a.grad_from_input_ld = ref.from_input_ld;
-  a.grad_from_output_ld = ref.from_output_ld;
   a.output_determines_grad = output_determines;
   a.check_params = check;
   a.edges = edges;
   a.bounds = b;
   a.cost = cost;
   a.example = std::move(example);
+  a.torch_class = torch.torch_class;
+  a.torch_inplace = torch.inplace;
+  a.saves_output = torch.saves_output;
   return a;
 }
 
@@ -165,71 +175,64 @@ double UlpBounds::get(Dtype d, Direction dir) const {
   }
 }
 
-// One entry per activation: name, snippet, parameters, reference (forward and from the input;
-// KPLAY_REF_OUT: also from the output), the output condition, parameter check, edges, bounds,
-// cost.
+// One entry per activation: name, snippet, parameters, torch's class and what autograd saves, the
+// output condition, parameter check, edges, bounds, cost (and the example `--act all` runs where a
+// parameter is required).
 const std::vector<Activation>& activations() {
-  namespace r = reference;
-  // clang-format off
-#define KPLAY_REFS(n, out, out_ld) \
-  Refs{r::n<double>, r::n##_grad_from_input<double>, out, \
-       r::n<long double>, r::n##_grad_from_input<long double>, out_ld}
-#define KPLAY_REF(n) KPLAY_REFS(n, nullptr, nullptr)
-#define KPLAY_REF_OUT(n) KPLAY_REFS(n, r::n##_grad_from_output<double>, r::n##_grad_from_output<long double>)
-  // clang-format on
   static const std::vector<Activation> registry = {
-      builtin("relu", "activations/relu.h", {}, KPLAY_REF_OUT(relu), nullptr, nullptr, zero_edge, exact(), 1),
-      builtin("relu6", "activations/relu6.h", {}, KPLAY_REF_OUT(relu6), nullptr, nullptr, relu6_edges, exact(), 1),
-      builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}}, KPLAY_REF_OUT(leaky_relu),
-              positive_first_param, finite_slope, zero_edge, bounds(1), 1),
-      builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, KPLAY_REF_OUT(elu), nonnegative_first_param, nullptr,
-              zero_edge, bounds(1), 4),
-      builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, KPLAY_REF_OUT(celu), positive_first_param, celu_check,
-              zero_edge, bounds(1), 4),
-      builtin("selu", "activations/selu.h", {}, KPLAY_REF_OUT(selu), nullptr, nullptr, zero_edge, bounds(1), 4),
+      builtin("relu", "activations/relu.h", {}, Torch{"ReLU", kInplace, kSavesOutput}, nullptr, nullptr, zero_edge,
+              exact(), 1),
+      builtin("relu6", "activations/relu6.h", {}, Torch{"ReLU6", kInplace, kSavesOutput}, nullptr, nullptr, relu6_edges,
+              exact(), 1),
+      builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}},
+              Torch{"LeakyReLU", kInplace, kSavesOutput}, positive_first_param, finite_slope, zero_edge, bounds(1), 1),
+      builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
+              nonnegative_first_param, nullptr, zero_edge, bounds(1), 4),
+      builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, Torch{"CELU", kInplace, kSavesInput},
+              positive_first_param, celu_check, zero_edge, bounds(1), 4),
+      builtin("selu", "activations/selu.h", {}, Torch{"SELU", kInplace, kSavesInput}, nullptr, nullptr, zero_edge,
+              bounds(1), 4),
       with_narrow_cost(with_param_bounds(builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}},
-                                                 KPLAY_REF(gelu), nullptr, nullptr, no_edges,
+                                                 Torch{"GELU", kNoInplace, kSavesInput}, nullptr, nullptr, no_edges,
                                                  narrow_backward(f64(bounds(2), 8, 1 << 18), 2), 6),
                                          gelu_bounds),
                        gelu_narrow_cost),
-      builtin("silu", "activations/silu.h", {}, KPLAY_REF(silu), nullptr, nullptr, no_edges, f64(bounds(2), 4, 1 << 17),
-              4),
-      with_narrow_cost(builtin("mish", "activations/mish.h", {}, KPLAY_REF(mish), nullptr, nullptr, no_edges,
-                               f64(bounds(2), 8, 1 << 18), 6),
+      builtin("silu", "activations/silu.h", {}, Torch{"SiLU", kInplace, kSavesInput}, nullptr, nullptr, no_edges,
+              f64(bounds(2), 4, 1 << 17), 4),
+      with_narrow_cost(builtin("mish", "activations/mish.h", {}, Torch{"Mish", kInplace, kSavesInput}, nullptr, nullptr,
+                               no_edges, f64(bounds(2), 8, 1 << 18), 6),
                        mish_narrow_cost),
       builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
-              KPLAY_REF_OUT(softplus), nullptr, softplus_check, softplus_edges, f64(bounds(2), 6, 4), 5),
-      builtin("softsign", "activations/softsign.h", {}, KPLAY_REF_OUT(softsign), nullptr, nullptr, no_edges, bounds(2),
-              2),
-      builtin("sigmoid", "activations/sigmoid.h", {}, KPLAY_REF_OUT(sigmoid), nullptr, nullptr, no_edges,
-              f64(bounds(2), 4, 8), 4),
-      builtin("tanh", "activations/tanh.h", {}, KPLAY_REF_OUT(tanh), nullptr, nullptr, no_edges,
+              Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, softplus_check, softplus_edges, f64(bounds(2), 6, 4),
+              5),
+      builtin("softsign", "activations/softsign.h", {}, Torch{"Softsign", kNoInplace, kSavesInput}, nullptr, nullptr,
+              no_edges, bounds(2), 2),
+      builtin("sigmoid", "activations/sigmoid.h", {}, Torch{"Sigmoid", kNoInplace, kSavesOutput}, nullptr, nullptr,
+              no_edges, f64(bounds(2), 4, 8), 4),
+      builtin("tanh", "activations/tanh.h", {}, Torch{"Tanh", kNoInplace, kSavesOutput}, nullptr, nullptr, no_edges,
               f32_backward(f64(bounds(2), 4, 8), 4), 4),
       builtin(
           "hardtanh", "activations/hardtanh.h",
           {{"min_val", -1.0, {}, ParamType::tensor_in_backward}, {"max_val", 1.0, {}, ParamType::tensor_in_backward}},
-          KPLAY_REF_OUT(hardtanh), nullptr, hardtanh_check, both_param_edges, exact(), 1),
-      with_narrow_cost(builtin("hardsigmoid", "activations/hardsigmoid.h", {}, KPLAY_REF_OUT(hardsigmoid), nullptr,
-                               nullptr, hard_edges, bounds(1), 2),
+          Torch{"Hardtanh", kInplace, kSavesOutput}, nullptr, hardtanh_check, both_param_edges, exact(), 1),
+      with_narrow_cost(builtin("hardsigmoid", "activations/hardsigmoid.h", {},
+                               Torch{"Hardsigmoid", kInplace, kSavesInput}, nullptr, nullptr, hard_edges, bounds(1), 2),
                        hardsigmoid_narrow_cost),
-      builtin("hardswish", "activations/hardswish.h", {}, KPLAY_REF(hardswish), nullptr, nullptr, hard_edges, bounds(2),
-              2),
-      builtin("logsigmoid", "activations/logsigmoid.h", {}, KPLAY_REF_OUT(logsigmoid), nullptr, nullptr, zero_edge,
-              bounds(2), 5),
-      builtin("tanhshrink", "activations/tanhshrink.h", {}, KPLAY_REF(tanhshrink), nullptr, nullptr, no_edges,
-              f64(bounds(2), 16, 8), 4),
+      builtin("hardswish", "activations/hardswish.h", {}, Torch{"Hardswish", kInplace, kSavesInput}, nullptr, nullptr,
+              hard_edges, bounds(2), 2),
+      builtin("logsigmoid", "activations/logsigmoid.h", {}, Torch{"LogSigmoid", kNoInplace, kSavesInput}, nullptr,
+              nullptr, zero_edge, bounds(2), 5),
+      builtin("tanhshrink", "activations/tanhshrink.h", {}, Torch{"Tanhshrink", kNoInplace, kSavesInput}, nullptr,
+              nullptr, no_edges, f64(bounds(2), 16, 8), 4),
       builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
-              KPLAY_REF_OUT(softshrink), nullptr, lambd_check, band_edges, bounds(0.5), 1),
+              Torch{"Softshrink", kNoInplace, kSavesInput}, nullptr, lambd_check, band_edges, bounds(0.5), 1),
       builtin("hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
-              KPLAY_REF_OUT(hardshrink), nullptr, lambd_check, band_edges, exact(), 1),
+              Torch{"Hardshrink", kNoInplace, kSavesOutput}, nullptr, lambd_check, band_edges, exact(), 1),
       builtin("threshold", "activations/threshold.h",
               {{"threshold", kRequired, {}, ParamType::tensor}, {"value", kRequired, {}, ParamType::tensor}},
-              KPLAY_REF(threshold), nullptr, nullptr, first_param_edge, exact(), 1,
+              Torch{"Threshold", kInplace, kSavesInput}, nullptr, nullptr, first_param_edge, exact(), 1,
               "threshold(threshold=0.1, value=20)"),
   };
-#undef KPLAY_REFS
-#undef KPLAY_REF
-#undef KPLAY_REF_OUT
   return registry;
 }
 

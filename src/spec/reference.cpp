@@ -1,8 +1,8 @@
 // Reference math in double and in long double (reference.hpp says which serves which dtype);
 // see reference.hpp for why it is separate. Each function follows torch's definition, including
 // which branch a boundary value or NaN takes (written next to it), so the kernels can be held to
-// torch's edge behaviour. Where an activation's derivative does not follow from its output,
-// *_grad_from_output is never registered and returns NaN.
+// torch's edge behaviour. *_grad_from_output exists only where the derivative follows from the
+// output (KPLAY_REF_OUT in the table at the end).
 //
 // In long double, what is left is the functions' own error (glibc's expl, erfcl, ... a few 2^-64)
 // and roundings that a formula amplifies: gelu's erfc argument is carried in two parts (below);
@@ -14,11 +14,9 @@
 #include "reference.hpp"
 
 #include <cmath>
-#include <limits>
 
 namespace kplay::reference {
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Constants to 64 bits; the double instantiation uses their double roundings, which are the
 // double literals the reference had before it was a template (checked below).
 // torch.nn.functional.selu: scale and alpha from Klambauer et al. (2017).
@@ -194,10 +192,6 @@ T gelu_grad_from_input(T g, T x, const double* p) {
   const T sech2 = 4.0 * s * (1.0 - s);  // 1 - t^2
   return g * (s + 0.5 * x * sech2 * T(kSqrt2OverPi) * (1.0 + 3.0 * T(kGeluKappa) * x * x));
 }
-template <typename T>
-T gelu_grad_from_output(T, T, const double*) {
-  return kNaN;
-}
 
 // silu: x * sigmoid(x); backward g * s * (1 + x * (1 - s)).
 template <typename T>
@@ -208,10 +202,6 @@ template <typename T>
 T silu_grad_from_input(T g, T x, const double*) {
   const T s = sigmoid_of(x);
   return g * s * (1.0 + x * sigmoid_of(-x));
-}
-template <typename T>
-T silu_grad_from_output(T, T, const double*) {
-  return kNaN;
 }
 
 // mish: x * tanh(softplus(x)) (torch uses log1p(exp(x)), no threshold); backward
@@ -228,10 +218,6 @@ T mish_grad_from_input(T g, T x, const double*) {
   const T e = std::exp(-2.0 * sp);
   const T sech2 = 4.0 * e / ((1.0 + e) * (1.0 + e));
   return g * (t + x * sigmoid_of(x) * sech2);
-}
-template <typename T>
-T mish_grad_from_output(T, T, const double*) {
-  return kNaN;
 }
 
 // softplus(beta, threshold): x * beta > threshold ? x : log1p(exp(beta * x)) / beta. torch
@@ -343,10 +329,6 @@ T hardswish_grad_from_input(T g, T x, const double*) {
   // x / 3 + 1/2 written (2x + 3) / 6: exact near x = -1.5, where the sum would cancel.
   return x <= -3.0 ? 0.0 : (x < 3.0 ? g * ((2.0 * x + 3.0) / 6.0) : g);
 }
-template <typename T>
-T hardswish_grad_from_output(T, T, const double*) {
-  return kNaN;
-}
 
 // logsigmoid: -softplus(-x); its derivative sigmoid(-x) = 1 - e^y = -expm1(y).
 template <typename T>
@@ -387,9 +369,19 @@ T tanhshrink_grad_from_input(T g, T x, const double*) {
   const T t = std::tanh(x);
   return g * t * t;
 }
+
+// hardshrink(lambd): -l <= x <= l ? 0 : x (NaN stays NaN); backward likewise with g.
 template <typename T>
-T tanhshrink_grad_from_output(T, T, const double*) {
-  return kNaN;
+T hardshrink(T x, const double* p) {
+  return (x >= -p[0] && x <= p[0]) ? 0.0 : x;
+}
+template <typename T>
+T hardshrink_grad_from_input(T g, T x, const double* p) {
+  return (x >= -p[0] && x <= p[0]) ? 0.0 : g;
+}
+template <typename T>
+T hardshrink_grad_from_output(T g, T y, const double*) {
+  return y == 0.0 ? 0.0 : g;
 }
 
 // softshrink(lambd): x > l ? x - l : x < -l ? x + l : x * 0 (torch multiplies by zero so NaN
@@ -408,20 +400,6 @@ T softshrink_grad_from_output(T g, T y, const double* p) {
   return hardshrink_grad_from_output(g, y, p);
 }
 
-// hardshrink(lambd): -l <= x <= l ? 0 : x (NaN stays NaN); backward likewise with g.
-template <typename T>
-T hardshrink(T x, const double* p) {
-  return (x >= -p[0] && x <= p[0]) ? 0.0 : x;
-}
-template <typename T>
-T hardshrink_grad_from_input(T g, T x, const double* p) {
-  return (x >= -p[0] && x <= p[0]) ? 0.0 : g;
-}
-template <typename T>
-T hardshrink_grad_from_output(T g, T y, const double*) {
-  return y == 0.0 ? 0.0 : g;
-}
-
 // threshold(threshold, value): x <= threshold ? value : x (NaN stays NaN); backward
 // x <= threshold ? 0 : g.
 template <typename T>
@@ -432,18 +410,67 @@ template <typename T>
 T threshold_grad_from_input(T g, T x, const double* p) {
   return x <= p[0] ? 0.0 : g;
 }
-template <typename T>
-T threshold_grad_from_output(T, T, const double*) {
-  return kNaN;
+
+// Every built-in's reference under its registry name, which is how the registry finds it.
+// KPLAY_REF_OUT: the derivative also follows from the output (name_grad_from_output).
+namespace {
+struct Named {
+  const char* name;
+  Functions functions;
+};
+// clang-format off
+#define KPLAY_REF_WITH(n, out, out_ld) \
+  Named{#n, Functions{n<double>, n##_grad_from_input<double>, out, \
+                      n<long double>, n##_grad_from_input<long double>, out_ld}}
+#define KPLAY_REF(n) KPLAY_REF_WITH(n, nullptr, nullptr)
+#define KPLAY_REF_OUT(n) KPLAY_REF_WITH(n, n##_grad_from_output<double>, n##_grad_from_output<long double>)
+// clang-format on
+const std::vector<Named>& table() {
+  // clang-format off
+  static const std::vector<Named> t = {
+      KPLAY_REF_OUT(relu),
+      KPLAY_REF_OUT(relu6),
+      KPLAY_REF_OUT(leaky_relu),
+      KPLAY_REF_OUT(elu),
+      KPLAY_REF_OUT(celu),
+      KPLAY_REF_OUT(selu),
+      KPLAY_REF(gelu),
+      KPLAY_REF(silu),
+      KPLAY_REF(mish),
+      KPLAY_REF_OUT(softplus),
+      KPLAY_REF_OUT(softsign),
+      KPLAY_REF_OUT(sigmoid),
+      KPLAY_REF_OUT(tanh),
+      KPLAY_REF_OUT(hardtanh),
+      KPLAY_REF_OUT(hardsigmoid),
+      KPLAY_REF(hardswish),
+      KPLAY_REF_OUT(logsigmoid),
+      KPLAY_REF(tanhshrink),
+      KPLAY_REF_OUT(softshrink),
+      KPLAY_REF_OUT(hardshrink),
+      KPLAY_REF(threshold),
+  };
+  // clang-format on
+  return t;
+}
+#undef KPLAY_REF_WITH
+#undef KPLAY_REF
+#undef KPLAY_REF_OUT
+}  // namespace
+
+const Functions* find(const std::string& name) {
+  for (const Named& n : table())
+    if (name == n.name) return &n.functions;
+  return nullptr;
 }
 
-#define KPLAY_INSTANTIATE(name, T)                           \
-  template T name<T>(T, const double*);                      \
-  template T name##_grad_from_input<T>(T, T, const double*); \
-  template T name##_grad_from_output<T>(T, T, const double*);
-#define KPLAY_REFERENCE(name) KPLAY_INSTANTIATE(name, double) KPLAY_INSTANTIATE(name, long double)
-KPLAY_REFERENCE_ACTIVATIONS(KPLAY_REFERENCE)
-#undef KPLAY_REFERENCE
-#undef KPLAY_INSTANTIATE
+std::vector<std::string> names() {
+  std::vector<std::string> out;
+  for (const Named& n : table()) out.emplace_back(n.name);
+  return out;
+}
+
+template double selu<double>(double, const double*);
+template long double selu<long double>(long double, const double*);
 
 }  // namespace kplay::reference

@@ -7,43 +7,36 @@
 // float32 and the 16-bit dtypes (29 bits and more beyond theirs), and long double, the reference
 // of float64 kernels, which a double reference would measure together with its own rounding.
 // long double is x87 extended on x86-64 (64-bit significand: 11 bits beyond double).
+//
+// reference.cpp lists each activation's functions once, under its registry name, and the registry
+// takes them from there by name: a new reference is written in reference.cpp alone.
 #pragma once
+#include <string>
+#include <vector>
 
 namespace kplay::reference {
 
-// Every built-in activation with a reference, once: the declarations below and the
-// instantiations in reference.cpp both expand it.
-#define KPLAY_REFERENCE_ACTIVATIONS(X) \
-  X(relu)                              \
-  X(relu6)                             \
-  X(leaky_relu)                        \
-  X(elu)                               \
-  X(celu)                              \
-  X(selu)                              \
-  X(gelu)                              \
-  X(silu)                              \
-  X(mish)                              \
-  X(softplus)                          \
-  X(softsign)                          \
-  X(sigmoid)                           \
-  X(tanh)                              \
-  X(hardtanh)                          \
-  X(hardsigmoid)                       \
-  X(hardswish)                         \
-  X(logsigmoid)                        \
-  X(tanhshrink)                        \
-  X(softshrink)                        \
-  X(hardshrink)                        \
-  X(threshold)
+template <typename T>
+using Forward = T (*)(T x, const double* p);
+template <typename T>
+using Grad = T (*)(T grad, T saved, const double* p);
 
-#define KPLAY_REFERENCE_DECLARE(name)                  \
-  template <typename T>                                \
-  T name(T x, const double* p);                        \
-  template <typename T>                                \
-  T name##_grad_from_input(T g, T x, const double* p); \
-  template <typename T>                                \
-  T name##_grad_from_output(T g, T y, const double* p);
-KPLAY_REFERENCE_ACTIVATIONS(KPLAY_REFERENCE_DECLARE)
-#undef KPLAY_REFERENCE_DECLARE
+// One activation's reference, in double and in long double. The from_output pair is nullptr
+// where the derivative does not follow from the output.
+struct Functions {
+  Forward<double> forward = nullptr;
+  Grad<double> from_input = nullptr, from_output = nullptr;
+  Forward<long double> forward_ld = nullptr;
+  Grad<long double> from_input_ld = nullptr, from_output_ld = nullptr;
+};
+
+// The reference of the built-in named `name`, or nullptr when reference.cpp has none.
+const Functions* find(const std::string& name);
+// Every name reference.cpp has a reference for (tests match them against the registry).
+std::vector<std::string> names();
+
+// selu's forward, for tests that compare with it directly (tests/test_api.cpp).
+template <typename T>
+T selu(T x, const double* p);
 
 }  // namespace kplay::reference

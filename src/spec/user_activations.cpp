@@ -12,8 +12,8 @@
 #include <regex>
 #include <sstream>
 
-#include "util/hash.hpp"
 #include "kplay/error.hpp"
+#include "util/hash.hpp"
 
 namespace kplay {
 namespace {

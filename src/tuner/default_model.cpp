@@ -15,8 +15,8 @@
 #include <cstdio>
 #include <initializer_list>
 
-#include "spec/activations.hpp"
 #include "codegen/config_validation.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/backend.hpp"
 #include "kplay/types.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay {
 

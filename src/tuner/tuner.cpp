@@ -13,12 +13,12 @@
 #include <thread>
 
 #include "check/benchmark.hpp"
-#include "util/hash.hpp"
-#include "engine/launch_geometry.hpp"
 #include "check/problem.hpp"
 #include "default_model.hpp"
+#include "engine/launch_geometry.hpp"
 #include "kplay/error.hpp"
 #include "strategies.hpp"
+#include "util/hash.hpp"
 
 namespace kplay {
 namespace {
@@ -128,7 +128,7 @@ void parallel_for(std::size_t count, unsigned threads, const F& body) {
   for (auto& t : pool) t.join();
 }
 
-// The configurations with the widest vector of the space (see TuneOptions::strategy, "fast").
+// The configurations with the widest vector of the space (StrategyDef::widest_vector_only).
 std::vector<KernelConfig> widest_vectors(const std::vector<KernelConfig>& space) {
   int widest = 0;
   for (const auto& c : space) widest = std::max(widest, c.vec);
@@ -138,8 +138,9 @@ std::vector<KernelConfig> widest_vectors(const std::vector<KernelConfig>& space)
   return out;
 }
 
-// Smaller problem for the "fast" schedule's first ranking: 1/16 of n when n is large enough that
-// the smaller problem still streams from DRAM (the buffers rotate past the L2 either way).
+// Smaller problem for the first ranking of a schedule with StrategyDef::smaller_n_first ("fast",
+// whose --help line states these numbers): 1/16 of n when n is large enough that the smaller
+// problem still streams from DRAM (the buffers rotate past the L2 either way).
 std::uint64_t fidelity_n(std::uint64_t n) { return n >= (1ull << 26) ? n / 16 : 0; }
 
 // Compiles in the background while the search measures: prefetch() queues the configs, one
@@ -151,7 +152,7 @@ class DeviceMeasurer : public CandidateMeasurer {
   DeviceMeasurer(Engine& engine, const KernelSpec& spec, const TuneOptions& o, TuneTimes& times)
       : engine_(engine), spec_(spec), o_(o), times_(times) {
     benches_.push_back(std::make_unique<Bench>(engine, spec, o.n, o.seed));
-    if (o.strategy == "fast" && fidelity_n(o.n))
+    if (find_strategy(o.strategy).smaller_n_first && fidelity_n(o.n))
       benches_.push_back(std::make_unique<Bench>(engine, spec, fidelity_n(o.n), o.seed + 1000));
   }
   ~DeviceMeasurer() override {
@@ -428,9 +429,10 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   if (space.empty()) throw Error(ErrorCode::invalid_config, "the search space is empty");
   TuneTimes local_times;
   TuneTimes& times = times_out ? *times_out : local_times;
-  const bool early = o.strategy == "halving" || o.strategy == "fast";
+  const StrategyDef& def = find_strategy(o.strategy);
+  const bool early = !def.one_by_one();
   std::unique_ptr<SearchStrategy> strategy;
-  if (!early) strategy = make_strategy(o.strategy, space, o.budget, o.seed);
+  if (!early) strategy = make_strategy(def.name, space, o.budget, o.seed);
 
   const auto start = Clock::now();
   std::size_t measured_here = 0;
@@ -569,7 +571,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   for (auto& r : results) r.gbps = r.ok && r.median_ms > 0 ? m.bytes_moved() / (r.median_ms * 1e6) : 0;
   out.winner.gbps = m.bytes_moved() / (out.winner.median_ms * 1e6);
   out.candidates = std::move(results);
-  out.strategy = early ? o.strategy : strategy->name();
+  out.strategy = def.name;
   return out;
 }
 
@@ -582,10 +584,11 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
                   TuneTimes* times_out) {
   if (o.n == 0) throw Error(ErrorCode::invalid_argument, "cannot tune for 0 elements");
   if (o.repeats < 3 || o.warmup < 0) throw Error(ErrorCode::invalid_argument, "--repeat must be >= 3, --warmup >= 0");
+  const StrategyDef& def = find_strategy(o.strategy);
   std::vector<KernelConfig> space = o.space.enumerate(spec, engine.backend().limits());
-  if (o.strategy == "fast") space = widest_vectors(space);
+  if (def.widest_vector_only) space = widest_vectors(space);
   if (space.empty()) throw Error(ErrorCode::invalid_config, "the search space is empty for " + to_string(spec));
-  if (o.strategy != "halving" && o.strategy != "fast") make_strategy(o.strategy, space, o.budget, o.seed);  // checks
+  if (def.one_by_one()) make_strategy(def.name, space, o.budget, o.seed);  // checks the budget
   TuneOptions options = o;
   if (!options.baseline)
     options.baseline =
@@ -603,7 +606,7 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
 
   // Resume applies to the strategies that measure candidate by candidate; the early-stopping
   // schedules take seconds and start over.
-  const bool resumable = o.strategy != "halving" && o.strategy != "fast";
+  const bool resumable = def.one_by_one();
   std::vector<CandidateResult> resumed = o.resume && resumable ? db.load_progress(key) : std::vector<CandidateResult>{};
   SearchOutcome found = search(
       measurer, space, options, resumed, [&](const CandidateResult& r) { db.save_progress(key, r); }, &times);

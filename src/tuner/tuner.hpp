@@ -30,16 +30,14 @@ struct TuneProgress {
 
 struct TuneOptions {
   std::uint64_t n = 0;
-  // exhaustive, random, local (see strategies.hpp), or the early-stopping schedules over the
-  // whole space: "halving" (successive halving over repeats at n) and "fast" (halving that first
-  // ranks at a smaller n, fidelity_n, when n is large, over the widest vector only: narrower
-  // vectors never won a streaming kernel in our exhaustive runs, and they triple the compiles).
+  // A name in strategies.hpp's table, whose entry says what the tuner does with it: propose
+  // candidates one by one, or run an early-stopping schedule over the whole space.
   // The one-by-one strategies give each candidate 3 samples (2 when even its fastest is more
   // than 5 % slower than the best so far: it cannot be a contender); the contenders then get
   // `repeats` rounds together, up to 2 x `repeats` while an interquartile range exceeds half
   // the 1 % tie window. Candidates compile in the background while others are measured.
   std::string strategy = "exhaustive";
-  int budget = 40;  // random and local
+  int budget = 40;  // for strategies with StrategyDef::uses_budget
   std::uint64_t seed = 1;
   int warmup = 2;
   int repeats = 7;

@@ -8,14 +8,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "spec/activations.hpp"
 #include "cli/config_flags.hpp"
 #include "codegen/codegen.hpp"
 #include "codegen/config_validation.hpp"
 #include "database/kernel_database.hpp"
 #include "kplay/error.hpp"
-#include "util/size_parse.hpp"
 #include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
+#include "util/size_parse.hpp"
 
 namespace kplay::fuzz {
 namespace {

@@ -1,12 +1,73 @@
-"""The torch-name table: activation strings built from torch's parameters (no torch needed)."""
+"""The torch-name table, built from the registry: activation strings from torch's parameters, and
+the mapping both ways (torch only for the check that torch.nn has each class)."""
+import math
+
 import pytest
 
-from kplay import _table
+import kplay
+from kplay import _core, _table
 
 
-def test_all_21_torch_activations_are_mapped_once():
-    assert len(_table.TABLE) == 21
-    assert len(_table.BY_CLASS) == 21 and len(_table.BY_ACTIVATION) == 21
+def test_every_builtin_is_in_the_table_as_the_registry_describes_it():
+    registry = _core.builtin_activations()
+    assert [e.activation for e in _table.BUILTINS] == [a["name"] for a in registry] == kplay.activations()
+    for a in registry:
+        e = _table.BY_ACTIVATION[a["name"]]
+        assert e.torch_class == a["torch_class"] and e.inplace == a["torch_inplace"]
+        assert e.saves_output == a["saves_output"]
+        for (name, default), (rname, rdefault, choices) in zip(e.params, a["parameters"]):
+            assert name == rname
+            if rdefault is None:
+                assert default is _table.REQUIRED
+            else:
+                assert default == rdefault and default is not _table.REQUIRED
+                # A choice's default is one of its words; a number's is a finite float.
+                assert default in choices if choices else (isinstance(default, float) and math.isfinite(default))
+        assert len(e.params) == len(a["parameters"])
+        if not e.torch_class:
+            assert not e.inplace
+
+
+def test_every_torch_class_maps_both_ways():
+    assert _table.TABLE == [e for e in _table.BUILTINS if e.torch_class]
+    assert len(_table.BY_CLASS) == len(_table.TABLE)  # no class named twice
+    for e in _table.TABLE:
+        assert _table.BY_CLASS[e.torch_class] is e
+        assert _table.BY_ACTIVATION[e.activation] is e
+
+
+def test_torch_has_each_class_with_the_registry_parameters():
+    torch = pytest.importorskip("torch", reason="torch not installed: torch.nn's classes not checked")
+    import inspect
+
+    for e in _table.TABLE:
+        cls = getattr(torch.nn, e.torch_class, None)
+        assert cls is not None, f"torch.nn has no {e.torch_class}"
+        sig = inspect.signature(cls.__init__)
+        names = [n for n in sig.parameters if n != "self"]
+        ours = [n for n, _ in e.params] + (["inplace"] if e.inplace else [])
+        # torch's first parameters, in order; any after them are optional (Hardtanh's deprecated
+        # min_value and max_value).
+        assert names[:len(ours)] == ours, e.torch_class
+        assert all(sig.parameters[n].default is not inspect.Parameter.empty for n in names[len(ours):]), e.torch_class
+        for n, default in e.params:
+            torch_default = sig.parameters[n].default
+            if default is _table.REQUIRED:
+                assert torch_default is inspect.Parameter.empty, (e.torch_class, n)
+            else:
+                assert torch_default == default, (e.torch_class, n)
+
+
+def test_kplay_torch_has_every_builtin_and_kplay_nn_every_torch_class():
+    pytest.importorskip("torch", reason="torch not installed: kplay.torch and kplay.nn not imported")
+    import kplay.nn as knn
+    import kplay.torch as kt
+
+    for e in _table.BUILTINS:
+        assert callable(getattr(kt, e.activation)) and callable(getattr(kt, e.activation + "_")), e.activation
+    assert set(knn.__all__) - {"Activation", "from_torch"} == set(_table.BY_CLASS)
+    for e in _table.TABLE:
+        assert issubclass(getattr(knn, e.torch_class), knn.Activation)
 
 
 def test_defaults_are_left_out_and_others_are_spelled_out():
@@ -17,6 +78,12 @@ def test_defaults_are_left_out_and_others_are_spelled_out():
     assert _table.activation_string("softplus", {"beta": 2, "threshold": 20.0}) == "softplus(beta=2.0)"
     assert (_table.activation_string("threshold", {"threshold": 0.1, "value": 0})
             == "threshold(threshold=0.1, value=0.0)")
+
+
+def test_every_builtin_resolves_at_its_defaults_or_its_required_values():
+    for e in _table.BUILTINS:
+        values = {n: 0.5 for n, d in e.params if d is _table.REQUIRED}
+        kplay.supports_saved_output(_table.activation_string(e.activation, values))  # raises if kplay refuses it
 
 
 def test_bad_parameters_are_refused():

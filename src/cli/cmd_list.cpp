@@ -1,0 +1,81 @@
+// `kplay list`: the built-in activations as the registry (src/spec/activations.cpp) has them, one
+// line each: name, parameters with their defaults, whether it has a backward, torch.nn's class.
+// --names prints the names alone and --texts what `--act all` runs, one per line, for scripts
+// (tools/) that need every activation without a list of their own.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "spec/activation_text.hpp"
+#include "spec/activations.hpp"
+
+namespace kplay::cli {
+namespace {
+
+// "negative_slope=0.01", "approximate=none (none|tanh)", "threshold (required)"; "-" for none.
+std::string describe_params(const Activation& a) {
+  std::string out;
+  for (const ParamDef& p : a.params) {
+    out += (out.empty() ? "" : ", ") + std::string(p.name);
+    if (std::isnan(p.default_value)) {
+      out += " (required)";
+    } else if (p.choices.empty()) {
+      out += "=" + format_number(p.default_value);
+    } else {
+      out += "=" + std::string(p.choices.at(static_cast<std::size_t>(p.default_value))) + " (";
+      for (std::size_t i = 0; i < p.choices.size(); ++i) out += (i ? "|" : "") + std::string(p.choices[i]);
+      out += ")";
+    }
+  }
+  return out.empty() ? "-" : out;
+}
+
+class ListCommand : public Command {
+ public:
+  explicit ListCommand(CLI::App& parent) {
+    app_ = parent.add_subcommand("list", "list the built-in activations: parameters, backward, torch.nn class");
+    auto* names = app_->add_flag("--names", names_, "print the names alone, one per line");
+    auto* texts = app_->add_flag(
+        "--texts", texts_,
+        "print what --act all runs, one per line: the name, or an example where a parameter is required");
+    names->excludes(texts);
+  }
+  CLI::App* app() const override { return app_; }
+
+  int run() override {
+    if (names_) {
+      for (const auto& a : activations()) std::printf("%s\n", a.name.c_str());
+      return kExitOk;
+    }
+    if (texts_) {
+      for (const auto& t : all_activation_texts()) std::printf("%s\n", t.c_str());
+      return kExitOk;
+    }
+    std::vector<std::vector<std::string>> rows = {{"NAME", "PARAMETERS", "BACKWARD", "TORCH"}};
+    for (const auto& a : activations())
+      rows.push_back({a.name, describe_params(a), a.grad_from_input ? "yes" : "no",
+                      a.torch_class.empty() ? "-" : "torch.nn." + a.torch_class});
+    std::vector<std::size_t> width(rows[0].size(), 0);
+    for (const auto& r : rows)
+      for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (const auto& r : rows) {
+      std::string line;
+      for (std::size_t i = 0; i < r.size(); ++i)
+        line += i + 1 < r.size() ? r[i] + std::string(width[i] - r[i].size() + 2, ' ') : r[i];
+      std::printf("%s\n", line.c_str());
+    }
+    return kExitOk;
+  }
+
+ private:
+  CLI::App* app_;
+  bool names_ = false, texts_ = false;
+};
+}  // namespace
+
+std::unique_ptr<Command> make_list_command(CLI::App& parent) { return std::make_unique<ListCommand>(parent); }
+
+}  // namespace kplay::cli
