@@ -56,7 +56,7 @@ struct DevicePtr {
   DevicePtr at(std::uint64_t bytes) const { return {handle, offset + bytes}; }
 };
 
-// Arguments of the generic kernel (see templates/*/elementwise.*); pitches in elements.
+// Arguments of the generic kernel (templates/common/elementwise.h); pitches in elements.
 struct KernelArgs {
   DevicePtr out, in0, in1;
   std::uint64_t rows = 0, cols = 0;

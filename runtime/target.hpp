@@ -13,7 +13,7 @@ namespace kplay::rt {
 struct Dialect {
   std::string name;                            // "cuda" or "opencl"
   std::string prelude;                         // template path, e.g. "cuda/prelude.cuh"
-  std::string kernel;                          // template path, e.g. "cuda/elementwise.cu"
+  std::string kernel;                          // template path, e.g. "common/elementwise.h"
   std::vector<std::string> options;            // always passed
   std::vector<std::string> fast_math_options;  // passed when config.fast_math
   // Passed for float16/bfloat16 kernels, whose float32 math needs only ~2^-20 relative precision

@@ -26,7 +26,7 @@ TEST_CASE("rendered source carries the knobs and #line markers for every templat
   CHECK(k.source.find("#define KP_VEC_BYTES 16") != std::string::npos);
   CHECK(k.source.find("#line 1 \"cuda/prelude.cuh\"") != std::string::npos);
   CHECK(k.source.find("#line 1 \"activations/selu.h\"") != std::string::npos);
-  CHECK(k.source.find("#line 1 \"cuda/elementwise.cu\"") != std::string::npos);
+  CHECK(k.source.find("#line 1 \"common/elementwise.h\"") != std::string::npos);
   CHECK(k.source.find("#line 1 \"common/precise_math.h\"") != std::string::npos);  // float32
   CHECK(k.options_string() == "-default-device -fmad=false");                      // float-float math: no contraction
   CHECK(k.hash.size() == 16);

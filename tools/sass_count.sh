@@ -116,7 +116,7 @@ measure() {  # ACT DIRECTION FAST_FP64 -> "x1 xV" cells, or "emit-failed"/"nvcc-
   # stderr: "entry NAME, options [-default-device -fmad=false], hash H"; -default-device is NVRTC's alone
   opts=$(sed -n 's/.*options \[\(.*\)\].*/\1/p' "$work/emit.err" | tr ' ' '\n' | grep -v '^-default-device$' | tr '\n' ' ' || true)
   vec=$(sed -n 's/^#define KP_VEC \([0-9]*\)$/\1/p' "$work/emit.cu")
-  { sed '/^#line 1 "cuda\/elementwise.cu"/,$d' "$work/emit.cu"; kernels "$dir"; } >"$work/$tag.cu"
+  { sed '/^#line 1 "common\/elementwise.h"/,$d' "$work/emit.cu"; kernels "$dir"; } >"$work/$tag.cu"
   # shellcheck disable=SC2086  # the options are separate words
   if ! "$nvcc" -arch="$arch" -cubin $opts -o "$work/k.cubin" "$work/$tag.cu" 2>"$work/nvcc.err"; then
     cat "$work/nvcc.err" >&2; echo "nvcc-failed nvcc-failed"; return

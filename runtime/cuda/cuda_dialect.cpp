@@ -6,7 +6,7 @@ namespace kplay::rt::cuda {
 Dialect dialect() {
   return {"cuda",
           "cuda/prelude.cuh",
-          "cuda/elementwise.cu",
+          "common/elementwise.h",
           {"-default-device"},
           {"--use_fast_math"},
           {"-prec-div=false"},

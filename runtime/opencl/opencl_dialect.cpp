@@ -4,7 +4,7 @@
 namespace kplay::rt::opencl {
 
 Dialect dialect() {
-  return {"opencl", "opencl/prelude.cl", "opencl/elementwise.cl", {"-cl-std=CL1.2"}, {"-cl-fast-relaxed-math"}, {}, {}};
+  return {"opencl", "opencl/prelude.cl", "common/elementwise.h", {"-cl-std=CL1.2"}, {"-cl-fast-relaxed-math"}, {}, {}};
 }
 
 }  // namespace kplay::rt::opencl

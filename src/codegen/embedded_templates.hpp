@@ -4,7 +4,7 @@
 
 namespace kplay::detail {
 struct EmbeddedTemplate {
-  const char* name;  // path relative to templates/, e.g. "cuda/elementwise.cu"
+  const char* name;  // path relative to templates/, e.g. "common/elementwise.h"
   const char* text;
 };
 extern const EmbeddedTemplate kEmbeddedTemplates[];

@@ -9,7 +9,7 @@
 
 namespace kplay {
 
-// The flat kernel indexes in 32 bits (templates/cuda/elementwise.cu).
+// The flat kernel indexes in 32 bits (templates/common/elementwise.h).
 constexpr std::uint64_t kFlatMaxElements = (1ull << 31) - 1;
 
 // The element count of `args` as one run when the flat kernel can take it, else 0. Rows whose

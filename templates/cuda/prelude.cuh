@@ -1,7 +1,9 @@
 /* CUDA prelude: maps the dtype chosen by codegen (KP_DTYPE_*) onto a storage type KP_T, a
- * compute type KP_C and the conversions between them, and gives the activation snippets their
- * math macros. float16 and bfloat16 are stored as raw 16-bit words and converted explicitly, so
- * no CUDA header is needed and math runs in float32 with one rounding on store. */
+ * compute type KP_C and the conversions between them, gives the activation snippets their math
+ * macros, and ends with the kernel dialect that templates/common/elementwise.h is written in
+ * (templates/opencl/prelude.cl defines the same names). float16 and bfloat16 are stored as raw
+ * 16-bit words and converted explicitly, so no CUDA header is needed and math runs in float32 with
+ * one rounding on store. */
 #define KP_FN static __device__ __forceinline__
 /* For templates/common/narrow_math.h: the hardware exp2/log2 without flush-to-zero (bfloat16
  * has float's exponent range, so its subnormal results must survive), and div.full, which is
@@ -140,3 +142,46 @@ KP_FN KP_T kp_to_storage(KP_C v) {
 #endif
 }
 #endif
+
+/* The kernel dialect for templates/common/elementwise.h (which lists what each macro means). */
+typedef unsigned long long kp_u64;
+#define KP_KERNEL extern "C" __global__ void __launch_bounds__(KP_BLOCK)
+#define KP_GLOBAL /* one address space */
+/* A buffer argument is its first element's address, so alignment follows from the address. */
+#define KP_BUFFER(T, name) T* name
+#define KP_OFFSET(name) ((kp_u64)0)
+#define KP_MISALIGNMENT(p, at) ((kp_u64)(p) % KP_VEC_BYTES)
+#define KP_LOCAL_ID threadIdx.x
+#define KP_GROUP_X blockIdx.x
+#define KP_GROUP_Y blockIdx.y
+#define KP_NUM_GROUPS_X gridDim.x
+#define KP_NUM_GROUPS_Y gridDim.y
+#if KP_STREAMING
+#define KP_LD(p) __ldcs(p)
+#define KP_ST(p, v) __stcs((p), (v))
+#else
+#define KP_LD(p) (*(p))
+#define KP_ST(p, v) (*(p) = (v))
+#endif
+
+#if KP_VEC_BYTES == 16
+typedef uint4 kp_raw;
+#elif KP_VEC_BYTES == 8
+typedef uint2 kp_raw;
+#elif KP_VEC_BYTES == 4
+typedef unsigned int kp_raw;
+#else
+typedef unsigned short kp_raw;
+#endif
+/* A vector's elements through a union with its raw word (OpenCL uses vector types instead). */
+union kp_vec {
+  kp_raw raw;
+  KP_T e[KP_VEC];
+};
+#define KP_LANE(v, k) ((v).e[k])
+#define KP_FOR_LANES(M) _Pragma("unroll") for (int kp_k = 0; kp_k < KP_VEC; ++kp_k) { M(kp_k) }
+#define KP_VEC_TO_RAW(v) ((v).raw)
+#define KP_SET_RAW(v, r) ((v).raw = (r))
+/* KP_VEC scalar loads into the lanes of v (with the cache hint) */
+#define KP_VLOAD(v, p, i) \
+  _Pragma("unroll") for (int kp_k = 0; kp_k < KP_VEC; ++kp_k)(v).e[kp_k] = KP_LD((p) + (i) * KP_VEC + kp_k)

@@ -1,10 +1,11 @@
 /* OpenCL prelude (OpenCL C 1.2): maps the dtype chosen by codegen (KP_DTYPE_*) onto a storage
  * type KP_T (and its name KP_TN, for the kernel's vector types), a compute type KP_C and the
- * conversions between them, and gives the activation
- * snippets their math macros, exactly like the CUDA prelude. float16 and bfloat16 are stored as
- * raw 16-bit words (ushort) and converted explicitly, so neither cl_khr_fp16 nor any vendor
- * extension is needed; math runs in float32 with one rounding (to nearest even) on store.
- * float64 needs cl_khr_fp64; the backend offers it only where the device reports it. */
+ * conversions between them, gives the activation snippets their math macros, exactly like the
+ * CUDA prelude, and ends with the kernel dialect that templates/common/elementwise.h is written in.
+ * float16 and bfloat16 are stored as raw 16-bit words (ushort) and converted explicitly, so
+ * neither cl_khr_fp16 nor any vendor extension is needed; math runs in float32 with one rounding
+ * (to nearest even) on store. float64 needs cl_khr_fp64; the backend offers it only where the
+ * device reports it. */
 #define KP_FN static inline
 /* For templates/common/narrow_math.h. */
 #define KP_FMAF(a, b, c) fma(a, b, c)
@@ -94,3 +95,58 @@ KP_FN KP_T kp_to_storage(KP_C v) {
   return (ushort)(u >> 16);
 }
 #endif
+
+/* The kernel dialect for templates/common/elementwise.h (which lists what each macro means). */
+typedef ulong kp_u64;
+#define KP_KERNEL __kernel __attribute__((reqd_work_group_size(KP_BLOCK, 1, 1))) void
+#define KP_GLOBAL __global
+/* A cl_mem cannot carry an offset, so every buffer comes with its start in elements. Buffers
+ * start on CL_DEVICE_MEM_BASE_ADDR_ALIGN (at least 128 bytes), so alignment follows from
+ * element indices alone. */
+#define KP_BUFFER(T, name) __global T* name, kp_u64 name##_off
+#define KP_OFFSET(name) name##_off
+#define KP_MISALIGNMENT(p, at) (((at) * sizeof(KP_T)) % KP_VEC_BYTES)
+/* 32-bit, as CUDA's threadIdx, blockIdx and gridDim */
+#define KP_LOCAL_ID ((uint)get_local_id(0))
+#define KP_GROUP_X ((uint)get_group_id(0))
+#define KP_GROUP_Y ((uint)get_group_id(1))
+#define KP_NUM_GROUPS_X ((uint)get_num_groups(0))
+#define KP_NUM_GROUPS_Y ((uint)get_num_groups(1))
+/* No cache hints: the backend refuses --cache streaming. */
+#define KP_LD(p) (*(p))
+#define KP_ST(p, v) (*(p) = (v))
+
+#define KP_CAT(a, b) a##b
+#define KP_XCAT(a, b) KP_CAT(a, b)
+#if KP_VEC_BYTES == 16
+#define KP_RAW uint4
+#elif KP_VEC_BYTES == 8
+#define KP_RAW uint2
+#elif KP_VEC_BYTES == 4
+#define KP_RAW uint
+#else
+#define KP_RAW ushort
+#endif
+typedef KP_RAW kp_raw;
+/* A vector's elements through an OpenCL vector type (as_type reinterpretation of the raw word and
+ * .sN lanes), not a union with an array as on CUDA: NVIDIA's OpenCL compiler keeps a union of
+ * uint4 and 16-bit elements in local memory (st.local.v4 + ld.local.u16 in the PTX that
+ * clGetProgramInfo(CL_PROGRAM_BINARIES) returns on an H100), which cost float16/bfloat16 a third
+ * of their bandwidth (docs/opencl.md). */
+#if KP_VEC == 1
+#define KP_TV KP_TN
+#define KP_LANE(v, k) (v)
+#define KP_VLOAD(v, p, i) ((v) = (p)[i])
+#else
+#define KP_TV KP_XCAT(KP_TN, KP_VEC)
+#define KP_LANE(v, k) ((v).s##k)
+#define KP_VLOAD(v, p, i) ((v) = KP_XCAT(vload, KP_VEC)(i, p))
+#endif
+typedef KP_TV kp_vec;
+#define KP_SET_RAW(v, r) ((v) = KP_XCAT(as_, KP_TV)(r))
+#define KP_VEC_TO_RAW(v) KP_XCAT(as_, KP_RAW)(v)
+#define KP_LANES_1(M) M(0)
+#define KP_LANES_2(M) KP_LANES_1(M) M(1)
+#define KP_LANES_4(M) KP_LANES_2(M) M(2) M(3)
+#define KP_LANES_8(M) KP_LANES_4(M) M(4) M(5) M(6) M(7)
+#define KP_FOR_LANES(M) KP_XCAT(KP_LANES_, KP_VEC)(M)
