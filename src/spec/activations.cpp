@@ -83,23 +83,22 @@ UlpBounds bounds(double f32_forward) {
   return b;
 }
 // float64 bounds above the default 4 ulp, against the long double reference. Measured on PoCL
-// (session 15: `kplay check` 2^24 patterns, `kplay run --check all` 2 x 2^24 inputs, 2e7 more
-// across [-40, 40], [-750, -700] and around the derivatives' roots; docs/benchmarks.md), not on
-// CUDA; the defaults measured 3.4 at most (softsign'):
+// (`kplay check --dtype f64` over 2^24 patterns, `kplay run --dtype f64 --check all` over 2 x 2^24
+// inputs, 2e7 more across [-40, 40], [-750, -700] and around the derivatives' roots), not on CUDA;
+// the defaults measured 3.4 at most (softsign'):
 // - gelu forward 8: 4.8 measured for approximate='none' (3.72 on the H100 and the H200); 'tanh'
 //   is held to 4096 (gelu_bounds).
 // - backward next to a derivative's root, where the kernels' formulas cancel as torch's do and the
 //   error counts against |grad| 2^-16 below a derivative of 2^-16 (verification.hpp): gelu 9.6e4
-//   (tanh 6.6e4) and mish 9.6e4 -> 2^18, silu 2.3e4 -> 2^17 (they were 2^23, 2^20, 2^20).
+//   (tanh 6.6e4) and mish 9.6e4 -> 2^18, silu 2.3e4 -> 2^17.
 // - sigmoid and tanh backward 4.9 (8); mish forward 4.5 (8); tanhshrink 7.6 forward (16) and 4.2
-//   backward (8, was 16); selu backward 2.5 now holds the default 4 (was 8).
-// - silu forward 1.2 (the default 4) and mish 4.1 (8) since their tail fix: for x in
-//   [-714.3, -708.4] e^x is subnormal and the result is not; they had reached 358 there, and the
-//   6.42 an H100 measured for both was that tail (PoCL gave 6.42 at the same input, x = -712.12).
+//   backward (8); selu backward 2.5 holds the default 4.
+// - silu forward 1.2 (the default 4) and mish 4.1 (8): for x in [-714.3, -708.4] e^x is subnormal
+//   and the result is not, which the snippets' tail branch handles.
 // - softplus forward 6: 2.4 for beta = 1, 3.8 for beta = 0.7 (x = -1.246, 2^24 inputs nearby),
 //   whose division moves log1p's ~2.3 ulp into a binade where they can count twice, plus its own
-//   rounding (5.1 at worst). Backward 1.3 (the default 4). Since beta x is carried as bx + bl; the
-//   rounded bx alone had given 512 forward and 8.5 backward for beta = 0.7.
+//   rounding (5.1 at worst). Backward 1.3 (the default 4). beta x is carried as bx + bl: the
+//   rounded bx alone gives 512 ulp forward and 8.5 backward for beta = 0.7.
 UlpBounds f64(UlpBounds b, double forward, double backward) {
   b.f64_forward = forward;
   b.f64_backward = backward;
@@ -121,12 +120,11 @@ UlpBounds narrow_backward(UlpBounds b, double ulps) {
 
 // gelu(approximate='tanh') float64 forward: 1,591 ulp at x = -20.7, where its tail multiplies the
 // kernel's roundings of u by |2u| up to 711 (about 2,900 at worst); approximate='none' keeps 8.
-// gelu (approximate='none') float32 forward 5: computed in float alone since session 21 (the double
-// path could not keep up with an H200's memory under its power cap), its 2^g in hardware since
-// session 22: 3.45 ulp at most over every float on PoCL, 4.33 on an H200
-// (templates/common/precise_math.h). gelu(approximate='tanh') float32 forward 3: on fast-FP64
-// devices the exponent in double and the quotient in float (fp64_math.h), 1.72 on PoCL, 2.65 on an
-// H200; elsewhere float-float (precise_math.h), within 2.
+// gelu (approximate='none') float32 forward 5: computed in float alone (the double path cannot keep
+// up with an H200's memory under its power cap), its 2^g in hardware: 3.45 ulp at most over every
+// float on PoCL, 4.33 on an H200 (`kplay check --act gelu --dtype f32`; templates/common/precise_math.h).
+// gelu(approximate='tanh') float32 forward 3: on fast-FP64 devices the exponent in double and the quotient in float
+// (fp64_math.h), 1.72 on PoCL, 2.65 on an H200; elsewhere float-float (precise_math.h), within 2.
 UlpBounds gelu_bounds(UlpBounds b, const double* p) {
   if (p[0] == 1) {
     b.f64_forward = 4096;
@@ -138,14 +136,16 @@ UlpBounds gelu_bounds(UlpBounds b, const double* p) {
 }
 
 // 16-bit gelu(approximate='tanh') and mish run on MUFU.EX2 and MUFU.RCP alone (templates/
-// activations/gelu.h, mish.h; session 19), silu's weight; gelu's erfc stays the heaviest. On the
-// H100 at 4096x393216 they streamed at 100.3-100.7 % of copy with one vector per thread against
-// 99.8-100.1 with the two of cost 6; gelu fell to 92-97 with one (docs/benchmarks.md, session 23).
+// activations/gelu.h, mish.h), silu's weight; gelu's erfc stays the heaviest. On the H100 at
+// 4096x393216 they stream at 100.3-100.7 % of copy with one vector per thread against 99.8-100.1
+// with the two of cost 6; gelu falls to 92-97 with one (`kplay run --no-db --dtype f16 --act gelu
+// --per-thread 1`).
 int gelu_narrow_cost(const double* p) { return p[0] == 1 ? 4 : 0; }
 int mish_narrow_cost(const double*) { return 4; }
 // 16-bit hardsigmoid is an add, a clamp and a multiply, hardtanh's class: as cost 1 it takes cost
 // 1's launch shapes. On the H200, block 128 with one vector in place of block 64 with two: above
-// torch in 7 of 7 float16 processes and 5 of 7 bfloat16 ones, 0.0-0.7 points higher (session 24).
+// torch in 7 of 7 float16 processes and 5 of 7 bfloat16 ones, 0.0-0.7 points higher
+// (`tools/perf_table.py --acts hardsigmoid --dtypes f16,bf16 --directions forward`).
 // The H100 gives cost 1 and 2 the same block, 512.
 int hardsigmoid_narrow_cost(const double*) { return 1; }
 
