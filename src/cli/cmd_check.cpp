@@ -86,7 +86,8 @@ class CheckCommand : public Command {
                   per_input.c_str(), r.seconds);
       if (r.self_referenced)
         std::printf(
-            "reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula\n");
+            "reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula "
+            "(its conditioning and range are not counted: docs/user-activations.md)\n");
       std::printf("max error: %.4g ulp at x = %.9g (got %.9g, exact %.17g)\n", s.max_ulps, s.worst_input, s.worst_out,
                   s.worst_ref);
       std::printf("over 0.5 ulp: %llu, over 1 ulp: %llu, over 2 ulp: %llu\n",

@@ -176,7 +176,7 @@ class RunCommand : public Command {
       if (!resolve_activation(spec.activation).act->forward)
         std::printf(
             "reference: the same snippet compiled for float64 and run on the same inputs; this checks "
-            "rounding, not the formula\n");
+            "rounding, not the formula (its conditioning and range are not counted: docs/user-activations.md)\n");
       if (fast)
         std::printf("fast-math: max error %.3g ulp, rel %.3g (the bound of %.3g ulp applies to precise math only)\n",
                     err->max_ulps, err->max_rel_error, err->bound_ulps);
