@@ -137,7 +137,7 @@ TEST_CASE("kplay db import refuses a bad file with exit status 2 and the reason"
   } cases[] = {
       {dir.file("garbage.json"), "not valid JSON"},
       {dir.file("wrong.json"), "tunings[0]: missing field"},
-      {dir.file("missing.json"), "cannot read"},
+      {dir.file("missing.json"), "cannot be opened (no such file)"},
       // A crafted export carrying code for a key: refused as a whole, nothing imported.
       {dir.file("binaries.json"), "document.binaries: binaries are never imported"},
       {dir.file("path.json"), "tunings[0].spec.activation: '../../x'"},

@@ -126,20 +126,22 @@ ErrorStats Problem::verify(bool sampled) const {
 
   // A user activation is its own reference, in float64 on the device (see self_reference.hpp).
   std::unique_ptr<SelfReference> self;
-  // Expected values and error scales of [b, e), written from `at` on.
+  // Expected values, error scales and allowances of [b, e), written from `at` on.
   auto reference = [&](std::uint64_t b, std::uint64_t e, std::vector<long double>& expected, std::vector<double>& scale,
-                       std::size_t at) {
+                       std::vector<double>& allowance, std::size_t at) {
     expected.resize(at + (e - b));
     scale.resize(at + (e - b));
+    allowance.resize(at + (e - b), 0.0);
     if (!ref_.has_reference()) {
       if (!self) self = std::make_unique<SelfReference>(backend_, spec_);
-      std::vector<double> in0(e - b), in1(e - b), out;
+      std::vector<double> in0(e - b), in1(e - b), out, moved;
       for (std::uint64_t i = b; i < e; ++i) {
         in0[i - b] = ref_.in0(i);
         if (spec_.direction == Direction::backward) in1[i - b] = ref_.in1(i);
       }
-      self->compute(in0, in1, out);
+      self->compute(in0, in1, out, &moved);
       std::copy(out.begin(), out.end(), expected.begin() + static_cast<std::ptrdiff_t>(at));
+      std::copy(moved.begin(), moved.end(), allowance.begin() + static_cast<std::ptrdiff_t>(at));
     }
     parallel_for(e - b, [&](std::uint64_t lo, std::uint64_t hi) {
       for (std::uint64_t i = lo; i < hi; ++i) {
@@ -153,20 +155,21 @@ ErrorStats Problem::verify(bool sampled) const {
   if (keep && sampled_expected_.size() != checked) {
     sampled_expected_.clear();
     sampled_scale_.clear();
+    sampled_allowance_.clear();
     for (const auto& r : ranges)
-      reference(r.first, r.second, sampled_expected_, sampled_scale_, sampled_expected_.size());
+      reference(r.first, r.second, sampled_expected_, sampled_scale_, sampled_allowance_, sampled_expected_.size());
   }
 
   ErrorStats total(spec_.dtype, ulp_bound(spec_), spec_.direction == Direction::backward);
   // Element i of `got` is output index index[i] (sampled) or base + i (index null).
   auto compare = [&](const unsigned char* got, const std::uint64_t* index, std::uint64_t base,
-                     const long double* expected, const double* scale, std::uint64_t count) {
+                     const long double* expected, const double* scale, const double* allowance, std::uint64_t count) {
     std::vector<ErrorStats> parts;
     std::mutex m;
     parallel_for(count, [&](std::uint64_t lo, std::uint64_t hi) {
       ErrorStats s(total.dtype, total.bound_ulps, total.backward);
       for (std::uint64_t i = lo; i < hi; ++i)
-        s.add(index ? index[i] : base + i, load_element(spec_.dtype, got, i), expected[i], scale[i]);
+        s.add(index ? index[i] : base + i, load_element(spec_.dtype, got, i), expected[i], scale[i], allowance[i]);
       std::lock_guard<std::mutex> lock(m);
       parts.push_back(s);
     });
@@ -184,18 +187,20 @@ ErrorStats Problem::verify(bool sampled) const {
       for (std::uint64_t i = r.first; i < r.second; ++i) index.push_back(i);
       at += r.second - r.first;
     }
-    compare(host.data(), index.data(), 0, sampled_expected_.data(), sampled_scale_.data(), checked);
+    compare(host.data(), index.data(), 0, sampled_expected_.data(), sampled_scale_.data(), sampled_allowance_.data(),
+            checked);
   } else {
     std::vector<long double> piece_expected;
-    std::vector<double> piece_scale;
+    std::vector<double> piece_scale, piece_allowance;
     const std::uint64_t piece = 1u << 24;  // download in pieces to bound host memory
     for (const auto& r : ranges) {
       for (std::uint64_t b = r.first; b < r.second; b += piece) {
         const std::uint64_t e = std::min(r.second, b + piece);
         host.resize((e - b) * esize_);
         backend_.download(host.data(), out().at(b * esize_), host.size());
-        reference(b, e, piece_expected, piece_scale, 0);
-        compare(host.data(), nullptr, b, piece_expected.data(), piece_scale.data(), e - b);
+        piece_allowance.clear();
+        reference(b, e, piece_expected, piece_scale, piece_allowance, 0);
+        compare(host.data(), nullptr, b, piece_expected.data(), piece_scale.data(), piece_allowance.data(), e - b);
       }
     }
   }

@@ -55,6 +55,7 @@ class Problem {
   // The sampled ranges' expected values and error scales (or a user activation's float64 self).
   mutable std::vector<long double> sampled_expected_;
   mutable std::vector<double> sampled_scale_;
+  mutable std::vector<double> sampled_allowance_;  // a user activation's (SelfReference), else 0
 };
 
 // Problems larger than twice this many elements repeat their inputs with this period.

@@ -13,11 +13,18 @@ class SelfReference {
  public:
   // Throws Error(unsupported) when the device cannot run float64 kernels.
   SelfReference(rt::Backend& backend, const KernelSpec& spec);
-  // out[i] = the float64 kernel on (in0[i], in1[i]); in1 is ignored for forward.
-  void compute(const std::vector<double>& in0, const std::vector<double>& in1, std::vector<double>& out);
+  // out[i] = the float64 kernel on (in0[i], in1[i]); in1 is ignored for forward. With `allowance`,
+  // also the kernel on x (forward) or the saved tensor (backward) moved by
+  // +-self_reference_perturbation of the original dtype: allowance[i] is the larger change of
+  // out[i] (0 where that is not finite), what ErrorStats::add counts as exact (verification.hpp).
+  void compute(const std::vector<double>& in0, const std::vector<double>& in1, std::vector<double>& out,
+               std::vector<double>* allowance = nullptr);
 
  private:
+  void run(const std::vector<double>& in0, const std::vector<double>& in1, std::vector<double>& out);
+
   rt::Backend& backend_;
+  Dtype dtype_;  // of the kernel being checked
   KernelSpec spec64_;
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<const PreparedKernel> kernel_;

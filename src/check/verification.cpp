@@ -169,15 +169,18 @@ long double ReferenceProblem::expected(std::uint64_t i) const {
   return spec.direction == Direction::forward ? forward(in0(i)) : grad(in0(i), in1(i));
 }
 
+double self_reference_perturbation(Dtype dtype) { return dtype == Dtype::f64 ? 0x1p-52 : 0x1p-23; }
+double self_reference_floor(Dtype dtype) { return dtype == Dtype::f64 ? 0x1p-511 : 0x1p-63; }
+
 double ReferenceProblem::error_scale(std::uint64_t i) const {
-  if (spec.direction != Direction::backward) return 0.0;
+  if (spec.direction != Direction::backward) return has_reference() ? 0.0 : self_reference_floor(spec.dtype);
   return spec.saved == Saved::output ? std::fabs(in0(i)) : error_scale(in0(i), in1(i));
 }
 
 double ReferenceProblem::error_scale(double grad, double saved) const {
   const double g = std::fabs(grad);
   if (spec.saved == Saved::output) return g;
-  if (!has_reference()) return g * min_normal(spec.dtype);
+  if (!has_reference()) return g * self_reference_floor(spec.dtype);
   // From the input: a derivative that underflows in the dtype (SELU's lambda*alpha*exp(x) for
   // x = -104 in float) is exact only to about min_normal, so a huge gradient times it (3.4e38 *
   // 1.2e-45 = 4e-7) is exact only relative to |grad| * min_normal.
@@ -191,25 +194,29 @@ double ReferenceProblem::error_scale(double grad, double saved) const {
 
 ErrorStats::ErrorStats(Dtype d, double bound, bool bwd) : dtype(d), bound_ulps(bound), backward(bwd) {}
 
-void ErrorStats::add(std::uint64_t index, double out, long double ref, double scale) {
+void ErrorStats::add(std::uint64_t index, double out, long double ref, double scale, double allowance) {
   ++checked;
   double ulps, rel;
   const double r = static_cast<double>(ref);
   if (std::isnan(r) || std::isnan(out) || std::isinf(r) || std::isinf(out)) {
     ulps = rel = ulp_error(dtype, out, ref);
-  } else if ((backward || dtype == Dtype::f64) && std::fabs(r) < min_normal(dtype) &&
-             std::fabs(out) < min_normal(dtype)) {
-    // Both in the underflow range: a float intermediate that underflows (exp(-104) -> 0) can give
-    // 0 where the exact result is subnormal. The difference is below the smallest normal number.
+  } else if ((allowance > 0 && std::fabs(out - ref) <= allowance) ||
+             ((backward || dtype == Dtype::f64) && std::fabs(r) < min_normal(dtype) &&
+              std::fabs(out) < min_normal(dtype))) {
+    // Within the allowance (a self-referenced result's conditioning), or both in the underflow
+    // range: a float intermediate that underflows (exp(-104) -> 0) can give 0 where the exact
+    // result is subnormal. The difference is below the smallest normal number.
     ulps = rel = 0.0;
   } else if (dtype != Dtype::f64) {  // the reference is a double: double arithmetic, which costs less
     const double mag = std::max(std::fabs(r), scale);
-    ulps = std::fabs(out - r) / ulp_of(dtype, mag);
-    rel = std::fabs(out - r) / std::max(mag, min_normal(dtype));
+    const double diff = std::fabs(out - r) - allowance;
+    ulps = diff / ulp_of(dtype, mag);
+    rel = diff / std::max(mag, min_normal(dtype));
   } else {
     const long double mag = std::max<long double>(std::fabs(ref), scale);
-    ulps = static_cast<double>(std::fabs(out - ref) / ulp_of(dtype, mag));
-    rel = static_cast<double>(std::fabs(out - ref) / std::max<long double>(mag, min_normal(dtype)));
+    const long double diff = std::fabs(out - ref) - allowance;
+    ulps = static_cast<double>(diff / ulp_of(dtype, mag));
+    rel = static_cast<double>(diff / std::max<long double>(mag, min_normal(dtype)));
   }
   max_ulps = std::max(max_ulps, ulps);
   max_rel_error = std::max(max_rel_error, rel);

@@ -89,17 +89,33 @@ struct ReferenceProblem {
   // there the error is measured against |grad|. With the saved input, where the derivative
   // underflows in the dtype, against |grad| * min_normal; in float64, where the derivative is
   // below 2^-16 (near a root the kernels' formulas cancel, as torch's do), against |grad| * 2^-16.
-  // Elsewhere 0.
+  // Elsewhere 0. A user activation (no reference: checked against itself in float64) is measured
+  // against at least self_reference_floor(dtype), times |grad| for backward.
   double error_scale(std::uint64_t i) const;
   double error_scale(double g, double saved) const;
 };
+
+// A user activation is checked against the same snippet in float64 (SelfReference): that checks
+// how the narrower kernel rounds, not the formula, so two things that are the formula's own are
+// not counted as its errors.
+// - Conditioning. Rounding an intermediate is rounding the input (x / (1 + exp(-1.5 * x)) rounds
+//   1.5 * x, and exp magnifies that by |1.5 x|: 18 ulp at x = -11 in float32), so a result counts
+//   as exact within the float64 snippet's change over the input moved by one unit of the compute
+//   type, self_reference_perturbation(dtype) (ErrorStats::add's `allowance`).
+// - Range. Its float32 intermediates overflow or underflow (exp(90) in that formula) long before
+//   the result leaves the normal range, so errors count against a magnitude of at least the square
+//   root of the compute type's smallest normal number: 2^-63 for float32, float16 and bfloat16
+//   (their math runs in float32), 2^-511 for float64.
+double self_reference_perturbation(Dtype dtype);  // relative: 2^-23, 2^-52 for float64
+double self_reference_floor(Dtype dtype);
 
 // Running comparison in ulps against a bound. For backward, results whose exact value is below
 // the smallest normal number are exact only to about that number (a derivative that underflows
 // in a float intermediate), and are compared as equal when both are; so are float64 results below
 // 2.2e-308 (the device's double library flushes some); forward results of the other dtypes are held
 // to the bound everywhere, subnormal ones too. `scale` raises the magnitude an error is measured
-// against (see ReferenceProblem::error_scale).
+// against (see ReferenceProblem::error_scale); `allowance` is an absolute difference from `ref`
+// that counts as exact (a self-referenced result's conditioning, above).
 struct ErrorStats {
   ErrorStats(Dtype d, double bound_ulps, bool backward = false);
   Dtype dtype;
@@ -111,7 +127,7 @@ struct ErrorStats {
   std::uint64_t mismatches = 0;  // over the bound, or a NaN/inf disagreement
   std::uint64_t first_bad = UINT64_MAX;
   double first_bad_out = 0, first_bad_ref = 0;
-  void add(std::uint64_t index, double out, long double ref, double scale = 0);
+  void add(std::uint64_t index, double out, long double ref, double scale = 0, double allowance = 0);
   void merge(const ErrorStats& o);
   std::string summary() const;  // "max 0.5 ulp (rel 6e-08) over 1000 elements, 0 over 2 ulp"
 };

@@ -2,9 +2,16 @@
 // them and stores the winners, with every candidate, in the kernel database. One progress line
 // for the whole run goes to stderr; a summary table (or --json) to stdout. A killed run resumes:
 // jobs already in the database are skipped (--no-resume tunes them again).
+#include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <map>
 #include <sstream>
 
@@ -17,6 +24,8 @@
 #include "tuner/table_run.hpp"
 #include "tuner/tuner.hpp"
 #include "util/size_parse.hpp"
+#include "util/watchdog.hpp"
+#include "watched_backend.hpp"
 
 namespace kplay::cli {
 namespace {
@@ -53,6 +62,65 @@ std::string budget_help() {
   return "at most this many candidates (" + names + ")";
 }
 
+// A kernel that outlived --timeout leaves the device to a wait no call can end, so autotune goes
+// on in a fresh process: the watchdog's thread has recorded the candidate as timed out in the
+// database (tuner.hpp, kTimedOut), and the same command line, started again with resume on, skips
+// it and what this run finished. The environment carries the count (bounded) and, when this run
+// was told --no-resume, its start, so that older records still count as not done.
+constexpr const char* kRestartsEnv = "KPLAY_AUTOTUNE_RESTARTS";
+constexpr const char* kSinceEnv = "KPLAY_AUTOTUNE_SINCE";
+constexpr int kMaxRestarts = 256;
+
+// Runs on the watchdog's thread; returns only when it cannot start again (the watchdog then ends
+// the process with exit status 4).
+void restart_after_timeout(const std::string& message, bool recorded, bool no_resume, long long started) {
+  const char* previous = std::getenv(kRestartsEnv);
+  const int count = previous ? std::atoi(previous) : 0;
+  std::fflush(stdout);
+  if (!recorded) {
+    std::fprintf(stderr, "\nkplay: autotune cannot go on in a fresh process: %s\n",
+                 "the timed-out candidate could not be recorded (an in-memory or unwritable database)");
+    return;
+  }
+  if (count >= kMaxRestarts) {
+    std::fprintf(stderr, "\nkplay: autotune started again %d times already; not again\n", count);
+    return;
+  }
+  std::fprintf(stderr,
+               "\nkplay: %s\nkplay: autotune: that candidate is recorded as failed; going on in a fresh process "
+               "(this one cannot take the device back)\n",
+               message.c_str());
+  std::fflush(stderr);
+  // A new environment for the new image (setenv here would race with getenv in other threads).
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, kRestartsEnv, std::strlen(kRestartsEnv)) != 0 || (*e)[std::strlen(kRestartsEnv)] != '=')
+      env.emplace_back(*e);
+  env.push_back(std::string(kRestartsEnv) + "=" + std::to_string(count + 1));
+  if (no_resume && !std::getenv(kSinceEnv)) env.push_back(std::string(kSinceEnv) + "=" + std::to_string(started));
+  std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args;
+  for (const auto& a : program_arguments())
+    if (a != "--no-resume") args.push_back(a);
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // The new image must not inherit this one's descriptors: database, locks, the driver's files.
+  if (DIR* fds = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(fds)) {
+      const int fd = std::atoi(e->d_name);
+      if (fd > 2 && fd != ::dirfd(fds)) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    ::closedir(fds);
+  }
+  ::execve("/proc/self/exe", argv.data(), envp.data());
+  std::fprintf(stderr, "kplay: autotune cannot start again: %s\n", std::strerror(errno));
+}
+
 class AutotuneCommand : public Command {
  public:
   explicit AutotuneCommand(CLI::App& parent) {
@@ -70,14 +138,23 @@ class AutotuneCommand : public Command {
     auto* shape = app_->add_option("--shape", shape_text_, "one size as a shape, e.g. 4096x393216");
     n->excludes(shape);
     app_->add_option("--strategy", options_.tune.strategy, strategy_help())->capture_default_str();
-    app_->add_option("--budget", options_.tune.budget, budget_help())->capture_default_str();
-    app_->add_option("--seed", options_.tune.seed, "seed for inputs and the random strategy")->capture_default_str();
-    app_->add_option("--warmup", options_.tune.warmup, "untimed launches per candidate")->capture_default_str();
-    app_->add_option("--repeat", options_.tune.repeats, "timed launches per candidate (median)")->capture_default_str();
+    app_->add_option("--budget", options_.tune.budget, budget_help())
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1 << 20));
+    app_->add_option("--seed", options_.tune.seed, "seed for inputs and the random strategy")
+        ->capture_default_str()
+        ->check(whole_number());
+    app_->add_option("--warmup", options_.tune.warmup, "untimed launches per candidate")
+        ->capture_default_str()
+        ->check(CLI::Range(0, kMaxLaunches));
+    app_->add_option("--repeat", options_.tune.repeats, "timed launches per candidate (median)")
+        ->capture_default_str()
+        ->check(CLI::Range(3, kMaxLaunches));
     app_->add_flag("--no-resume", no_resume_, "tune again what the database already has, and ignore interrupted runs");
     app_->add_flag("--times", times_, "print where each job spent its time (setup, compile, measure, re-measure)");
     app_->add_flag("--json", json_, "print the results as JSON on stdout");
     app_->add_option("--db", db_path_, "database file (default: $KPLAY_DB, else the cache dir)");
+    add_timeout_flag(*app_, timeout_);
   }
   CLI::App* app() const override { return app_; }
 
@@ -92,14 +169,24 @@ class AutotuneCommand : public Command {
       sizes = parse_size_list(n_text_);
     else
       throw Error(ErrorCode::invalid_argument, "give the sizes with --n N[,N...], --n 2^A..2^B or --shape AxB");
-    for (auto n : sizes)
-      if (n == 0) throw Error(ErrorCode::invalid_argument, "--n 0: there is nothing to tune");
+    for (auto n : sizes) check_elements(n, shape_text_.empty() ? "--n" : "--shape");
     flags_.resolve_backend();
     const auto specs = table_specs();
     generic_limits(flags_.backend);
     find_strategy(options_.tune.strategy);  // refuses an unknown one before any device work
     options_.resume = !no_resume_;
     options_.tune.resume = !no_resume_;
+    std::uint64_t most_bytes = 0;
+    for (const auto& spec : specs)
+      for (auto n : sizes) most_bytes = std::max(most_bytes, launch_bytes(spec, n));
+    const double timeout = timeout_seconds(*app_, timeout_, most_bytes);
+    // Started again by itself after a timeout (restart_after_timeout): resume what this run did.
+    const char* restarts = std::getenv(kRestartsEnv);
+    if (restarts && *restarts) {
+      const char* since = std::getenv(kSinceEnv);
+      if (since && *since) options_.resume_since = std::atoll(since);
+      std::fprintf(stderr, "autotune: going on after %s kernel timeout(s), resuming this run\n", restarts);
+    }
 
     // Every chosen device, its own backend and engine, one shared database.
     std::vector<int> indices;
@@ -109,16 +196,32 @@ class AutotuneCommand : public Command {
           for (const auto& d : r.devices) indices.push_back(d.index);
       if (indices.empty()) rt::make_backend(flags_.backend, 0);  // throws with the reason
     } else {
-      for (const auto& item : split(device_text_)) indices.push_back(static_cast<int>(parse_count(item, "--device")));
+      for (const auto& item : split(device_text_)) {
+        const std::uint64_t index = parse_count(item, "--device");
+        if (index > 65535)
+          throw Error(ErrorCode::invalid_argument, "--device " + item + ": a device index is 0..65535");
+        indices.push_back(static_cast<int>(index));
+      }
+      if (indices.empty()) throw Error(ErrorCode::invalid_argument, "--device '" + device_text_ + "': no device index");
     }
     KernelDatabase::Options dbo;
     dbo.path = db_path_;
     KernelDatabase db(dbo);
+    const bool persistent = db.persistent();
+    const bool no_resume = no_resume_;
+    const auto started = static_cast<long long>(std::time(nullptr));
+    watchdog::configure(timeout, kExitTimeout,
+                        [persistent, no_resume, started](const std::string& message, bool recorded) {
+                          restart_after_timeout(message, recorded && persistent, no_resume, started);
+                        });
     std::vector<std::unique_ptr<rt::Backend>> backends;
     std::vector<std::unique_ptr<Engine>> engines;
     std::vector<TableDevice> devices;
     for (int index : indices) {
-      backends.push_back(rt::make_backend(flags_.backend, index));
+      backends.push_back(watched(rt::make_backend(flags_.backend, index)));
+      for (const auto& spec : specs)
+        for (auto n : sizes)
+          check_fits_device(backends.back()->info(), spec, n, 1, shape_text_.empty() ? "--n" : "--shape");
       engines.push_back(std::make_unique<Engine>(*backends.back(), &db));
       Engine* engine = engines.back().get();
       const rt::DeviceInfo& dev = backends.back()->info();
@@ -126,6 +229,7 @@ class AutotuneCommand : public Command {
       d.fingerprint = engine->fingerprint();
       d.label = dev.backend + " [" + std::to_string(dev.index) + "] " + dev.name;
       d.tune = [engine, &db](const TableJob& job, const TuneOptions& o, TuneTimes& times) {
+        const watchdog::Activity doing("autotune of " + to_string(job.spec) + " n=" + std::to_string(job.n));
         return tune(*engine, db, job.spec, o, &times);
       };
       d.verify = [engine](const TableJob& job, const KernelConfig& best, const TuneOptions& o) {
@@ -156,7 +260,11 @@ class AutotuneCommand : public Command {
     };
     const auto rows = run_table(devices, db, table_jobs(specs, sizes), options_);
     if (tty) std::fputc('\n', stderr);
-    return report(rows, devices);
+    // A database that could not be opened runs in memory (with a warning at the start): nothing
+    // measured here is kept, which the report says, as it does for writes that failed later.
+    const std::string unusable =
+        !db.persistent() && db.path() != ":memory:" ? "the database " + db.path() + " could not be used" : "";
+    return report(rows, devices, unusable);
   }
 
  private:
@@ -182,8 +290,14 @@ class AutotuneCommand : public Command {
     return buildable_specs(std::move(specs), KernelConfig{}, limits);
   }
 
-  int report(const std::vector<TableRow>& rows, const std::vector<TableDevice>& devices) const {
+  int report(const std::vector<TableRow>& rows, const std::vector<TableDevice>& devices,
+             const std::string& unusable) const {
     int status = kExitOk;
+    // Why a row's result is not in the database ("" when it is, or was there already).
+    auto not_stored = [&](const TableRow& r) {
+      if (!r.error.empty() || r.resumed) return std::string();
+      return unusable.empty() ? r.times.not_stored : unusable;
+    };
     if (json_) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& r : rows) {
@@ -191,6 +305,7 @@ class AutotuneCommand : public Command {
         nlohmann::json j = tuning_to_json(r.record);
         j["seconds"] = r.seconds;
         j["resumed"] = r.resumed;
+        j["stored"] = not_stored(r).empty();
         j["device_label"] = devices[r.device].label;
         j["verified_on"] = nlohmann::json::array();
         for (std::size_t e : r.verified_on) j["verified_on"].push_back(devices[e].label);
@@ -221,9 +336,10 @@ class AutotuneCommand : public Command {
         const TuningRecord& rec = r.record;
         char secs[32];
         std::snprintf(secs, sizeof secs, "%.1f", r.seconds);
-        std::printf("%9.1f %6.1f%% %-10s %8s  %s\n", rec.best_gbps,
+        std::printf("%9.1f %6.1f%% %-10s %8s  %s%s\n", rec.best_gbps,
                     rec.copy_gbps > 0 ? 100.0 * rec.best_gbps / rec.copy_gbps : 0.0, rec.strategy.c_str(),
-                    r.resumed ? "resumed" : secs, to_string(rec.best).c_str());
+                    r.resumed ? "resumed" : secs, to_string(rec.best).c_str(),
+                    not_stored(r).empty() ? "" : "  (NOT STORED)");
         if (times_ && !r.resumed)
           std::printf(
               "     times: setup %.2f s, compile %.2f s (%zu binaries), measure %.2f s, "
@@ -254,6 +370,21 @@ class AutotuneCommand : public Command {
                      static_cast<unsigned long long>(r.job.n), r.error.c_str());
         status = kExitFailed;
       }
+    // Measured, reported above, but not kept: not a failed measurement, still not a success.
+    std::size_t lost = 0;
+    std::string why;
+    for (const auto& r : rows)
+      if (!not_stored(r).empty()) {
+        ++lost;
+        if (why.empty()) why = not_stored(r);
+      }
+    if (lost) {
+      std::fprintf(stderr,
+                   "kplay: error: %zu tuning result(s) were measured and are reported above, but were NOT stored in "
+                   "the database (%s); kplay run will not use them\n",
+                   lost, why.c_str());
+      status = kExitFailed;
+    }
     return status;
   }
 
@@ -283,6 +414,7 @@ class AutotuneCommand : public Command {
   TableOptions options_;
   std::string n_text_, shape_text_, db_path_, device_text_ = "0";
   bool no_resume_ = false, json_ = false, times_ = false;
+  double timeout_ = 0;
 };
 }  // namespace
 

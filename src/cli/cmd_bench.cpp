@@ -5,7 +5,6 @@
 // columns docs/benchmarks.md describes (for plotting).
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -15,9 +14,12 @@
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"
+#include "output_file.hpp"
 #include "runtime/backend_factory.hpp"
 #include "tuner/config_lookup.hpp"
 #include "util/size_parse.hpp"
+#include "util/watchdog.hpp"
+#include "watched_backend.hpp"
 
 namespace kplay::cli {
 namespace {
@@ -48,19 +50,26 @@ class BenchCommand : public Command {
     add_config_flags(*app_, flags_, true);
     app_->get_option("--dtype")->description("element types, comma-separated (f32,f16,bf16,f64)");
     app_->add_option("--n", n_text_, "sizes: a list and/or ranges of powers of two")->capture_default_str();
-    app_->add_option("--warmup", warmup_, "untimed samples first")->capture_default_str();
-    app_->add_option("--repeat", repeat_, "timed samples; medians are reported")->capture_default_str();
+    app_->add_option("--warmup", warmup_, "untimed samples first")
+        ->capture_default_str()
+        ->check(CLI::Range(0, kMaxLaunches));
+    app_->add_option("--repeat", repeat_, "timed samples; medians are reported")
+        ->capture_default_str()
+        ->check(CLI::Range(1, kMaxLaunches));
     app_->add_option("--csv", csv_path_, "write the rows as CSV to this file");
     app_->add_option("--json", json_path_, "write the rows as JSON to this file");
     app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
     app_->add_flag("--no-db", no_db_, "ignore tunings: the device model's default everywhere");
+    add_timeout_flag(*app_, timeout_);
   }
   CLI::App* app() const override { return app_; }
 
   int run() override {
     const auto sizes = parse_size_list(n_text_);
+    for (auto n : sizes) check_elements(n, "--n");
+    check_output_file(csv_path_, "--csv");  // before the sweep, not after it
+    check_output_file(json_path_, "--json");
     flags_.resolve_backend();
-    if (warmup_ < 0 || repeat_ < 1) throw Error(ErrorCode::invalid_argument, "--warmup must be >= 0 and --repeat >= 1");
     std::vector<KernelSpec> specs;
     for (const auto& a : flags_.activation_list()) {
       std::stringstream ss(flags_.dtype);
@@ -77,7 +86,11 @@ class BenchCommand : public Command {
     const bool knobs = flags_.knobs_given(*app_);
     specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
 
-    auto backend = rt::make_backend(flags_.backend, flags_.device);
+    std::uint64_t most_bytes = 0;
+    for (const auto& spec : specs)
+      for (auto n : sizes) most_bytes = std::max(most_bytes, launch_bytes(spec, n));
+    arm_watchdog(timeout_seconds(*app_, timeout_, most_bytes));
+    auto backend = watched(rt::make_backend(flags_.backend, flags_.device));
     const rt::DeviceInfo& dev = backend->info();
     std::unique_ptr<KernelDatabase> db;
     if (!no_db_) {
@@ -85,6 +98,8 @@ class BenchCommand : public Command {
       o.path = db_path_;
       db = std::make_unique<KernelDatabase>(o);
     }
+    for (const auto& spec : specs)
+      for (auto n : sizes) check_fits_device(dev, spec, n, 1, "--n");
     Engine engine(*backend, db.get());
     std::printf("device: %s [%d] %s (%s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(), dev.arch.c_str());
     std::printf("%-10s %-8s %-5s %12s %5s %10s %10s %9s %9s %7s  %s\n", "activation", "dir", "dtype", "n", "sets",
@@ -93,6 +108,7 @@ class BenchCommand : public Command {
     int status = kExitOk;
     for (const auto& spec : specs)
       for (auto n : sizes) {
+        const watchdog::Activity doing(to_string(spec) + ", " + std::to_string(n) + " elements");
         Row r = measure(engine, db.get(), spec, n, knobs ? &requested : nullptr);
         if (!r.verified) status = kExitFailed;
         std::printf("%-10s %-8s %-5s %12llu %5zu %10.4f %10.4f %9.1f %9.1f %6.1f%%  %s%s\n", r.activation.c_str(),
@@ -172,8 +188,7 @@ class BenchCommand : public Command {
 
   void write_files(const std::vector<Row>& rows) const {
     if (!csv_path_.empty()) {
-      std::ofstream f(csv_path_);
-      if (!f) throw Error(ErrorCode::io_failed, "--csv " + csv_path_ + ": cannot write");
+      std::ostringstream f;
       f << "device,activation,direction,dtype,n,buffer_sets,kernel_ms,copy_ms,kernel_bytes,copy_bytes,kernel_gbps,"
            "copy_gbps,ratio,verified,config,config_source\n";
       for (const auto& r : rows)
@@ -181,6 +196,7 @@ class BenchCommand : public Command {
           << r.buffer_sets << ',' << r.kernel_ms << ',' << r.copy_ms << ',' << r.kernel_bytes << ',' << r.copy_bytes
           << ',' << r.kernel_gbps << ',' << r.copy_gbps << ',' << r.ratio << ',' << (r.verified ? 1 : 0) << ",\""
           << r.config << "\",\"" << r.source << "\"\n";
+      write_output_file(csv_path_, f.str(), "--csv");
     }
     if (!json_path_.empty()) {
       nlohmann::json out = nlohmann::json::array();
@@ -201,9 +217,7 @@ class BenchCommand : public Command {
                        {"verified", r.verified},
                        {"config", r.config},
                        {"config_source", r.source}});
-      std::ofstream f(json_path_);
-      if (!f) throw Error(ErrorCode::io_failed, "--json " + json_path_ + ": cannot write");
-      f << out.dump(2) << '\n';
+      write_output_file(json_path_, out.dump(2) + "\n", "--json");
     }
   }
 
@@ -212,6 +226,7 @@ class BenchCommand : public Command {
   std::string n_text_ = "2^12..2^31", csv_path_, json_path_, db_path_;
   int warmup_ = 3, repeat_ = 15;
   bool no_db_ = false;
+  double timeout_ = 0;
 };
 }  // namespace
 

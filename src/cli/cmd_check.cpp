@@ -2,6 +2,8 @@
 // src/exhaustive_check.hpp), with progress, against the activation's stated bound.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,8 @@
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
+#include "util/watchdog.hpp"
+#include "watched_backend.hpp"
 
 namespace kplay::cli {
 namespace {
@@ -29,14 +33,23 @@ class CheckCommand : public Command {
                      "backward: gradients per input (default 64 for float16 and bfloat16, 1 otherwise)")
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
     app_->add_option("--bound", bound_, "ulps to hold the kernel to (default: the activation's stated bound)");
-    app_->add_option("--seed", seed_, "float64 sample seed")->capture_default_str();
+    app_->add_option("--seed", seed_, "float64 sample seed")->capture_default_str()->check(whole_number());
     app_->add_option("--range", range_,
                      "float32: every input in LO..HI only, e.g. --range=-1.3:-1.2 (a hard spot); float64: --sample "
                      "values uniform in it");
+    add_timeout_flag(*app_, timeout_);
   }
   CLI::App* app() const override { return app_; }
 
   int run() override {
+    // NaN fails every comparison, so each test is written to fail for it too.
+    if (app_->count("--bound") > 0 && !(bound_ > 0 && bound_ <= 1e15))
+      throw Error(ErrorCode::invalid_argument, "--bound " + app_->get_option("--bound")->as<std::string>() +
+                                                   ": expected ulps above 0 (at most 1e15)");
+    if (!range_.empty()) {
+      SweepOptions checked;
+      parse_range(checked);  // refused before any device work
+    }
     flags_.resolve_backend();
     const auto acts = flags_.activation_list();
     std::vector<KernelSpec> specs;
@@ -46,7 +59,11 @@ class CheckCommand : public Command {
     specs = buildable_specs(std::move(specs), config, generic_limits(flags_.backend));
     if (app_->count("--gradients") > 0 && specs.front().direction != Direction::backward)
       throw Error(ErrorCode::invalid_argument, "--gradients is for --direction backward (gradients per input)");
-    auto backend = rt::make_backend(flags_.backend, flags_.device);
+    // A sweep waits on one chunk of 2^24 elements at a time (exhaustive_check.cpp).
+    std::uint64_t most_bytes = 0;
+    for (const auto& spec : specs) most_bytes = std::max(most_bytes, launch_bytes(spec, 1u << 24));
+    arm_watchdog(timeout_seconds(*app_, timeout_, most_bytes));
+    auto backend = watched(rt::make_backend(flags_.backend, flags_.device));
     const rt::DeviceInfo& dev = backend->info();
     std::printf("device: %s [%d] %s (%s, %s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(), dev.arch.c_str(),
                 dev.compiler_version.c_str());
@@ -70,6 +87,7 @@ class CheckCommand : public Command {
           std::fprintf(stderr, "  %3d %%  max so far %.3g ulp\n", tenth * 10, s.max_ulps);
         last_tenth = tenth;
       };
+      const watchdog::Activity doing("the sweep of " + to_string(spec));
       std::printf("\n== %s, config %s\n", to_string(spec).c_str(),
                   to_string(resolve_config(spec, config, backend->limits())).c_str());
       std::fflush(stdout);
@@ -86,7 +104,8 @@ class CheckCommand : public Command {
                   per_input.c_str(), r.seconds);
       if (r.self_referenced)
         std::printf(
-            "reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula\n");
+            "reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula "
+            "(its conditioning and range are not counted: docs/user-activations.md)\n");
       std::printf("max error: %.4g ulp at x = %.9g (got %.9g, exact %.17g)\n", s.max_ulps, s.worst_input, s.worst_out,
                   s.worst_ref);
       std::printf("over 0.5 ulp: %llu, over 1 ulp: %llu, over 2 ulp: %llu\n",
@@ -132,11 +151,13 @@ class CheckCommand : public Command {
     } catch (const std::exception&) {
       a = b = std::string::npos;
     }
-    if (a != colon || b != range_.size() - colon - 1 || !(o.range_lo <= o.range_hi))
+    if (a != colon || b != range_.size() - colon - 1 || !(o.range_lo <= o.range_hi) || !std::isfinite(o.range_lo) ||
+        !std::isfinite(o.range_hi))
       throw Error(ErrorCode::invalid_argument,
-                  "--range '" + range_ + "': expected LO:HI with LO <= HI, e.g. -1.3:-1.2");
+                  "--range '" + range_ + "': expected LO:HI, finite numbers with LO <= HI, e.g. -1.3:-1.2");
   }
   double bound_ = 0;
+  double timeout_ = 0;
 };
 }  // namespace
 

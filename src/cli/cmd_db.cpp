@@ -1,21 +1,25 @@
 // `kplay db`: look after the per-device kernel database: list/show tuning records, export and
 // import them as JSON, clear, verify (and fix), prune cached binaries, print where it lives.
 // Every subcommand takes --db PATH, which overrides $KPLAY_DB and the default path.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iostream>
 #include <sstream>
 
 #include "command.hpp"
+#include "config_flags.hpp"
 #include "database/kernel_database.hpp"
 #include "db_report.hpp"
 #include "kplay/error.hpp"
+#include "output_file.hpp"
+#include "util/bounded_file.hpp"
 
 namespace kplay::cli {
 namespace {
 
 double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+constexpr double kMaxPruneMiB = 1 << 30;
 
 class DbCommand : public Command {
  public:
@@ -25,7 +29,8 @@ class DbCommand : public Command {
     add_db_flag(app_);
     list_ = sub("list", "tuning records: device, kernel, size, best config, GB/s, % of copy, when");
     show_ = sub("show", "tuning records with every candidate tried and why rejected ones failed");
-    show_->add_option("index", show_index_, "the record's number in `kplay db list` (default: all)");
+    show_->add_option("index", show_index_, "the record's number in `kplay db list` (default: all)")
+        ->check(whole_number());
     show_->add_option("--act", show_act_, "only records of this activation");
     show_->add_option("--dtype", show_dtype_, "only records of this element type");
     export_ = sub("export", "write the tuning records and devices as JSON (no binaries)");
@@ -37,7 +42,7 @@ class DbCommand : public Command {
     verify_ = sub("verify", "check the file's integrity and every binary's checksum (exit 1 on problems)");
     verify_->add_flag("--fix", fix_, "remove the bad entries (exit 0 when that leaves the database clean)");
     prune_ = sub("prune", "evict least recently used binaries down to a size bound");
-    prune_->add_option("--max-mb", max_mb_, "bound on cached binaries, MiB")->capture_default_str();
+    prune_->add_option("--max-mb", max_mb_, "bound on cached binaries, MiB (0 .. 2^30)")->capture_default_str();
   }
   CLI::App* app() const override { return app_; }
 
@@ -104,34 +109,19 @@ class DbCommand : public Command {
     const nlohmann::json doc = db->export_json();
     const std::string text = doc.dump(2) + "\n";
     const std::size_t count = doc.at("tunings").size();
-    if (export_file_ == "-") {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      return kExitOk;
-    }
-    std::ofstream out(export_file_, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw Error(ErrorCode::io_failed, "cannot write " + export_file_);
+    write_output_file(export_file_, text, "db export");
+    if (export_file_ == "-") return kExitOk;
     std::printf("exported %zu tuning records to %s\n", count, export_file_.c_str());
     return kExitOk;
   }
 
   int import_json() {
-    std::string text;
-    if (import_file_ == "-") {
-      std::ostringstream ss;
-      ss << std::cin.rdbuf();
-      text = ss.str();
-    } else {
-      std::ifstream in(import_file_, std::ios::binary);
-      if (!in) throw Error(ErrorCode::invalid_argument, "cannot read " + import_file_);
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      text = ss.str();
-    }
-    constexpr std::size_t kMaxImportBytes = 64u << 20;  // exports are kilobytes; refuse before parsing
-    if (text.size() > kMaxImportBytes)
-      throw Error(ErrorCode::invalid_argument, import_file_ + ": larger than 64 MiB; not a kplay export");
+    // Exports are kilobytes: anything over the limit, and anything but a regular file or stdin
+    // (a device such as /dev/zero, a FIFO), is refused before it is read.
+    constexpr std::uint64_t kMaxImportBytes = 64u << 20;
+    const std::string text =
+        import_file_ == "-" ? read_bounded_stream(STDIN_FILENO, kMaxImportBytes, "the import on standard input")
+                            : read_bounded_file(import_file_, kMaxImportBytes, "import file '" + import_file_ + "'");
     nlohmann::json doc;
     try {
       doc = nlohmann::json::parse(text);
@@ -205,7 +195,11 @@ class DbCommand : public Command {
   }
 
   int prune() {
-    if (max_mb_ < 0) throw Error(ErrorCode::invalid_argument, "--max-mb must be >= 0");
+    // Written so that NaN fails too; the bound keeps MiB * 2^20 well inside 64 bits (1e300 once
+    // overflowed the conversion to bytes and pruned everything).
+    if (!(max_mb_ >= 0 && max_mb_ <= kMaxPruneMiB))
+      throw Error(ErrorCode::invalid_argument, "--max-mb " + prune_->get_option("--max-mb")->as<std::string>() +
+                                                   ": expected MiB from 0 to 2^30 (1 PiB)");
     auto db = open();
     const std::uint64_t removed = db->prune(static_cast<std::uint64_t>(max_mb_ * (1 << 20)));
     const auto s = db->stats();

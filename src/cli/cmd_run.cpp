@@ -17,6 +17,8 @@
 #include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
 #include "util/size_parse.hpp"
+#include "util/watchdog.hpp"
+#include "watched_backend.hpp"
 
 namespace kplay::cli {
 namespace {
@@ -28,15 +30,27 @@ std::uint64_t alloc_limit(const rt::DeviceInfo& dev) {
 
 // How many slices `n` elements of `spec` need so that each buffer of a slice (output, input,
 // saved tensor, the copy's scratch) fits one allocation and all of them fit 90 % of the memory.
-std::uint64_t slice_count(const rt::DeviceInfo& dev, const KernelSpec& spec, std::uint64_t n) {
+std::uint64_t slice_count(const rt::DeviceInfo& dev, const KernelSpec& spec, std::uint64_t n, std::uint64_t offset) {
   if (dev.memory_bytes == 0 || n == 0) return 1;
   const std::uint64_t esize = dtype_size(spec.dtype);
-  const std::uint64_t spare = (kGuardElements + 64) * esize;  // guards and offsets
+  const std::uint64_t spare = (kGuardElements + offset + 64) * esize;  // guards and offsets
   const std::uint64_t alloc = alloc_limit(dev) > spare ? alloc_limit(dev) - spare : 1;
   const std::uint64_t buffers = spec.direction == Direction::backward ? 4 : 3;
   const auto room = static_cast<std::uint64_t>(0.9 * static_cast<double>(dev.memory_bytes)) / buffers;
   const std::uint64_t per_buffer = std::max<std::uint64_t>(std::min(alloc, room) / esize, 1);
   return (n + per_buffer - 1) / per_buffer;
+}
+
+// The most elements a buffer may start past its aligned allocation: misalignment needs fewer than
+// a vector's 16 bytes; more only wastes memory the slicing must leave room for.
+constexpr std::uint64_t kMaxOffset = 1u << 20;
+
+std::uint64_t parse_offset(const std::string& text, const char* flag) {
+  const std::uint64_t v = parse_count(text, flag);
+  if (v > kMaxOffset)
+    throw Error(ErrorCode::invalid_argument,
+                std::string(flag) + " " + text + ": at most 2^20 (" + std::to_string(kMaxOffset) + ") elements");
+  return v;
 }
 
 class RunCommand : public Command {
@@ -47,17 +61,23 @@ class RunCommand : public Command {
     auto* n = app_->add_option("--n", n_text_, "number of elements: 1000000, 2^31, 2^31+5");
     auto* shape = app_->add_option("--shape", shape_text_, "shape, e.g. 4096x393216 (elements = product)");
     n->excludes(shape);
-    app_->add_option("--in-offset", in_offset_, "elements the input starts past an aligned allocation")
+    app_->add_option("--in-offset", in_offset_text_, "elements the input starts past an aligned allocation (0..2^20)")
         ->capture_default_str();
-    app_->add_option("--out-offset", out_offset_, "elements the output starts past an aligned allocation")
+    app_->add_option("--out-offset", out_offset_text_,
+                     "elements the output starts past an aligned allocation (0..2^20)")
         ->capture_default_str();
     app_->add_flag("--in-place", in_place_, "write the output over the input");
-    app_->add_option("--seed", seed_, "input seed (default: fresh each run)");
-    app_->add_option("--warmup", warmup_, "untimed launches first")->capture_default_str();
-    app_->add_option("--repeat", repeat_, "timed launches; the median is reported")->capture_default_str();
+    app_->add_option("--seed", seed_, "input seed (default: fresh each run)")->check(whole_number());
+    app_->add_option("--warmup", warmup_, "untimed launches first")
+        ->capture_default_str()
+        ->check(CLI::Range(0, kMaxLaunches));
+    app_->add_option("--repeat", repeat_, "timed launches; the median is reported")
+        ->capture_default_str()
+        ->check(CLI::Range(1, kMaxLaunches));
     app_->add_option("--check", check_, "sample (head, tail, random blocks) or all")->capture_default_str();
     app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
     app_->add_flag("--no-db", no_db_, "neither read tuned configs and binaries nor store binaries");
+    add_timeout_flag(*app_, timeout_);
   }
   CLI::App* app() const override { return app_; }
 
@@ -76,17 +96,22 @@ class RunCommand : public Command {
     } else {
       throw Error(ErrorCode::invalid_argument, "give the problem size with --n N or --shape AxB");
     }
+    check_elements(n, shape_text_.empty() ? "--n" : "--shape");
+    const std::uint64_t in_offset = parse_offset(in_offset_text_, "--in-offset");
+    const std::uint64_t out_offset = parse_offset(out_offset_text_, "--out-offset");
     if (check_ != "sample" && check_ != "all")
       throw Error(ErrorCode::invalid_argument, "--check '" + check_ + "': expected sample or all");
-    if (warmup_ < 0 || repeat_ < 1) throw Error(ErrorCode::invalid_argument, "--warmup must be >= 0 and --repeat >= 1");
     const auto acts = flags_.activation_list();
     std::vector<KernelSpec> specs;
     specs.reserve(acts.size());
     for (const auto& a : acts) specs.push_back(flags_.spec(a));
     const KernelConfig requested = flags_.config();
     specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
+    std::uint64_t most_bytes = 0;
+    for (const auto& spec : specs) most_bytes = std::max(most_bytes, launch_bytes(spec, n));
+    arm_watchdog(timeout_seconds(*app_, timeout_, most_bytes));
 
-    auto backend = rt::make_backend(flags_.backend, flags_.device);
+    auto backend = watched(rt::make_backend(flags_.backend, flags_.device));
     const rt::DeviceInfo& dev = backend->info();
     std::printf("device: %s [%d] %s (%s, %s, %s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(), dev.arch.c_str(),
                 dev.driver_version.c_str(), dev.compiler_version.c_str());
@@ -109,6 +134,7 @@ class RunCommand : public Command {
     int status = kExitOk;
     for (const auto& spec : specs) {
       std::printf("\n== %s, %s\n", to_string(spec).c_str(), size_text.c_str());
+      const watchdog::Activity doing(to_string(spec) + ", " + size_text);
       ConfigChoice choice;
       if (knobs) {
         choice.config = requested;
@@ -120,14 +146,14 @@ class RunCommand : public Command {
       std::printf("config: %s\n        %s\n", to_string(kernel->config).c_str(), choice.source.c_str());
 
       ProblemShape shape;
-      shape.in_offset = in_offset_;
-      shape.out_offset = out_offset_;
+      shape.in_offset = in_offset;
+      shape.out_offset = out_offset;
       shape.in_place = in_place_;
       shape.seed = app_->count("--seed") ? seed_ : std::random_device{}() * 0x100000001ull ^ std::random_device{}();
       // A problem larger than the device holds (a CPU's OpenCL caps single allocations) runs as
       // slices, one after the other, each with its own buffers: each is checked and timed, and
       // the times and bytes add up to the whole problem's.
-      const std::uint64_t slices = slice_count(dev, spec, n);
+      const std::uint64_t slices = slice_count(dev, spec, n, std::max(in_offset, out_offset));
       const std::uint64_t per_slice = (n + slices - 1) / slices;
       if (slices > 1)
         std::printf(
@@ -176,7 +202,7 @@ class RunCommand : public Command {
       if (!resolve_activation(spec.activation).act->forward)
         std::printf(
             "reference: the same snippet compiled for float64 and run on the same inputs; this checks "
-            "rounding, not the formula\n");
+            "rounding, not the formula (its conditioning and range are not counted: docs/user-activations.md)\n");
       if (fast)
         std::printf("fast-math: max error %.3g ulp, rel %.3g (the bound of %.3g ulp applies to precise math only)\n",
                     err->max_ulps, err->max_rel_error, err->bound_ulps);
@@ -201,12 +227,14 @@ class RunCommand : public Command {
   CLI::App* app_;
   ConfigFlags flags_;
   std::string n_text_, shape_text_;
-  std::uint64_t in_offset_ = 0, out_offset_ = 0, seed_ = 0;
+  std::string in_offset_text_ = "0", out_offset_text_ = "0";
+  std::uint64_t seed_ = 0;
   bool in_place_ = false;
   int warmup_ = 3, repeat_ = 15;
   std::string check_ = "sample";
   std::string db_path_;
   bool no_db_ = false;
+  double timeout_ = 0;
 };
 }  // namespace
 

@@ -3,6 +3,8 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace kplay::cli {
 
@@ -27,5 +29,11 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;    // verification failed, or a runtime error
 constexpr int kExitUsage = 2;     // bad input: flags, sizes, config
 constexpr int kExitNoDevice = 3;  // backend or device missing
+constexpr int kExitTimeout = 4;   // a kernel outlived --timeout (util/watchdog.hpp)
+
+// The arguments kplay was started with (argv), for `autotune` to start itself again.
+const std::vector<std::string>& program_arguments();
+// Arms the watchdog for `seconds` (0: off) with exit status kExitTimeout.
+void arm_watchdog(double seconds);
 
 }  // namespace kplay::cli

@@ -23,7 +23,9 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
   app.add_option("--saved", f.saved, "backward: the saved tensor, input or output")->capture_default_str();
   app.add_option("--backend", f.backend, "cuda, opencl, or auto: CUDA where there is a CUDA device, else OpenCL")
       ->capture_default_str();
-  app.add_option("--device", f.device, "device index within the backend")->capture_default_str();
+  app.add_option("--device", f.device, "device index within the backend")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   app.add_option("--vec", f.vec, "elements per vector access (0: widest within 16 bytes)")->capture_default_str();
   app.add_option("--block", f.block, "threads per block: a power of two in 32..1024")->capture_default_str();
   app.add_option("--per-thread", f.per_thread, "vectors per thread per chunk, 1..16")->capture_default_str();
@@ -34,6 +36,65 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
                "always launch the general kernel, also where the flat one fits (contiguous, aligned)");
   app.add_flag("--late-gradient", f.late_gradient,
                "backward: load the gradient after the saved tensor's math instead of with it");
+}
+
+CLI::Validator whole_number() {
+  return CLI::Validator(
+      [](const std::string& text) {
+        if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
+          return std::string("'" + text + "' is not a whole number (decimal digits, no sign)");
+        return std::string();
+      },
+      "UINT");
+}
+
+void check_elements(std::uint64_t n, const char* flag) {
+  if (n == 0)
+    throw Error(ErrorCode::invalid_argument,
+                std::string(flag) + " 0: there is nothing to do (a problem needs at least 1 element)");
+  if (n > kMaxElements)
+    throw Error(ErrorCode::invalid_argument,
+                std::string(flag) + " " + std::to_string(n) + ": at most 2^48 elements (281474976710656)");
+}
+
+void check_fits_device(const rt::DeviceInfo& dev, const KernelSpec& spec, std::uint64_t n, std::uint64_t sets,
+                       const char* flag) {
+  const std::uint64_t buffer = n * dtype_size(spec.dtype);
+  const std::uint64_t buffers = sets * (spec.direction == Direction::backward ? 3 : 2) + 1;
+  const std::uint64_t alloc = dev.max_alloc_bytes ? dev.max_alloc_bytes : dev.memory_bytes;
+  auto gib = [](std::uint64_t b) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(b) / (1ull << 30));
+    return std::string(text);
+  };
+  const std::string what = std::string(flag) + " " + std::to_string(n) + " (" + to_string(spec) + "): ";
+  if (alloc && buffer > alloc)
+    throw Error(ErrorCode::invalid_argument, what + "a buffer of " + gib(buffer) + " is more than the device " +
+                                                 dev.name + " allocates at once (" + gib(alloc) + ")");
+  if (dev.memory_bytes && buffer > dev.memory_bytes / buffers)
+    throw Error(ErrorCode::invalid_argument, what + std::to_string(buffers) + " buffers of " + gib(buffer) +
+                                                 " do not fit the device's " + gib(dev.memory_bytes));
+}
+
+void add_timeout_flag(CLI::App& app, double& seconds) {
+  app.add_option("--timeout", seconds,
+                 "seconds a kernel may keep kplay waiting before it ends with exit status 4 (default: 60 s plus "
+                 "1 s per 25 MB a launch moves; 0: wait forever)");
+}
+
+double timeout_seconds(const CLI::App& app, double flag_seconds, std::uint64_t bytes_per_launch) {
+  constexpr double kMaxSeconds = 7 * 24 * 3600;
+  if (app.count("--timeout") > 0) {
+    if (!(flag_seconds >= 0 && flag_seconds <= kMaxSeconds))  // NaN fails too
+      throw Error(ErrorCode::invalid_argument, "--timeout " + app.get_option("--timeout")->as<std::string>() +
+                                                   ": expected seconds from 0 (no timeout) to 604800 (a week)");
+    return flag_seconds;
+  }
+  return 60.0 + static_cast<double>(bytes_per_launch) / 25e6;
+}
+
+std::uint64_t launch_bytes(const KernelSpec& spec, std::uint64_t n) {
+  return n * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 3 : 2);
 }
 
 std::vector<std::string> ConfigFlags::activation_list() const {

@@ -3,12 +3,14 @@
 // --cache), plus where (--backend, --device).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "codegen/codegen.hpp"
 #include "codegen/config_validation.hpp"
 #include "kplay/types.hpp"
+#include "runtime/backend.hpp"
 
 namespace kplay::cli {
 
@@ -52,5 +54,31 @@ std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const Ker
                                         const TargetLimits& limits);
 
 void add_config_flags(CLI::App& app, ConfigFlags& flags, bool several_activations);
+
+// Numbers from the command line (docs: every one is range-checked, exit 2 naming the flag).
+// CLI11 reads "-1" into an unsigned option as 2^64 - 1 (strtoull) and "010" as octal: options of
+// unsigned type take this validator, which accepts decimal digits only.
+CLI::Validator whole_number();
+// The most elements a problem may have (--n, --shape): 2^48, beyond every device's memory and far
+// beyond what a run can finish; larger counts would also overflow byte sizes.
+constexpr std::uint64_t kMaxElements = 1ull << 48;
+// Problem sizes as typed: each must be 1 .. kMaxElements; `flag` names the option in the message.
+void check_elements(std::uint64_t n, const char* flag);
+// Refuses (Error(invalid_argument) naming `flag`) a problem of n elements of spec whose buffers
+// (`sets` sets of input, output, saved tensor and the copy's scratch) do not fit the device: each
+// buffer in one allocation, all of them in its memory. `kplay run` slices instead.
+void check_fits_device(const rt::DeviceInfo& dev, const KernelSpec& spec, std::uint64_t n, std::uint64_t sets,
+                       const char* flag);
+// --timeout SECONDS for the commands that run kernels (run, check, bench, autotune): a wait on
+// the device longer than that ends the process with exit status 4 (util/watchdog.hpp).
+void add_timeout_flag(CLI::App& app, double& seconds);
+// The timeout for launches that move at most `bytes_per_launch` each: the flag's value when
+// given (0 turns the watchdog off; anything but 0 .. 604800 is refused, naming the flag), else
+// 60 s plus 1 s per 25 MB, which no honest kernel comes near (a CPU's OpenCL moves GB/s).
+double timeout_seconds(const CLI::App& app, double flag_seconds, std::uint64_t bytes_per_launch);
+// Bytes one launch of spec on n elements moves: input(s) and output.
+std::uint64_t launch_bytes(const KernelSpec& spec, std::uint64_t n);
+// --warmup and --repeat: the most launches a measurement may ask for.
+constexpr int kMaxLaunches = 10000;
 
 }  // namespace kplay::cli

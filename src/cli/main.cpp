@@ -1,10 +1,23 @@
 // kplay's command line: parses, dispatches to one Command, and turns errors into a clear message
 // and a non-zero status.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "command.hpp"
 #include "kplay/error.hpp"
+#include "util/watchdog.hpp"
+
+namespace kplay::cli {
+namespace {
+std::vector<std::string>& arguments() {
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+const std::vector<std::string>& program_arguments() { return arguments(); }
+void arm_watchdog(double seconds) { watchdog::configure(seconds, kExitTimeout); }
+}  // namespace kplay::cli
 
 namespace {
 int exit_code(kplay::ErrorCode code) {
@@ -20,6 +33,7 @@ int exit_code(kplay::ErrorCode code) {
 }  // namespace
 
 static int run(int argc, char** argv) {
+  kplay::cli::arguments().assign(argv, argv + argc);
   CLI::App app{"kplay: element-wise activation kernels specialized at run time (NVRTC, OpenCL)"};
   app.require_subcommand(1);
   std::vector<std::unique_ptr<kplay::cli::Command>> commands;

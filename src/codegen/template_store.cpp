@@ -1,15 +1,19 @@
 // Template lookup: embedded table, or KPLAY_TEMPLATE_DIR when set.
 #include "template_store.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "embedded_templates.hpp"
 #include "kplay/error.hpp"
+#include "util/bounded_file.hpp"
 
 namespace kplay {
 namespace {
+// The largest template is about 25 KB; a file far beyond that in KPLAY_TEMPLATE_DIR is not one.
+constexpr std::uint64_t kMaxTemplateBytes = 1u << 20;
+
 const char* override_dir() {
   const char* dir = std::getenv("KPLAY_TEMPLATE_DIR");
   return (dir && *dir) ? dir : nullptr;
@@ -24,12 +28,10 @@ std::string template_origin() {
 std::string template_text(const std::string& name) {
   if (const char* dir = override_dir()) {
     const std::string path = std::string(dir) + "/" + name;
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
       throw Error(ErrorCode::io_failed, "template '" + name + "' not found in KPLAY_TEMPLATE_DIR (" + path + ")");
-    std::ostringstream os;
-    os << in.rdbuf();
-    return os.str();
+    return read_bounded_file(path, kMaxTemplateBytes, "template " + path + " (KPLAY_TEMPLATE_DIR)");
   }
   for (std::size_t i = 0; i < detail::kEmbeddedTemplateCount; ++i)
     if (name == detail::kEmbeddedTemplates[i].name) return detail::kEmbeddedTemplates[i].text;

@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +12,7 @@
 #include <sstream>
 
 #include "kplay/error.hpp"
+#include "util/bounded_file.hpp"
 #include "util/hash.hpp"
 
 namespace kplay {
@@ -79,11 +79,8 @@ const Activation& load_file(const std::string& path) {
     auto it = r.by_file.find(abs);
     if (it != r.by_file.end() && it->second.first == stamp) return *it->second.second;
   }
-  std::ifstream in(abs, std::ios::binary);
-  if (!in) throw Error(ErrorCode::io_failed, "activation snippet '" + path + "' cannot be read");
-  std::ostringstream os;
-  os << in.rdbuf();
-  const Activation& a = register_user_activation(stem_name(abs), os.str(), abs);
+  const std::string text = read_bounded_file(abs, kMaxSnippetBytes, "activation snippet '" + path + "'");
+  const Activation& a = register_user_activation(stem_name(abs), text, abs);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.by_file[abs] = {stamp, &a};
@@ -131,8 +128,10 @@ const Activation& register_user_activation(const std::string& name, const std::s
   h.add(source);
   a->source_hash = h.hex().substr(0, 8);
   a->cost = 4;
-  // A user's formula was not designed against a bound: allow a few roundings (docs/user-activations.md).
-  a->bounds.f32_forward = a->bounds.f32_backward = 4;
+  // A user's formula was not designed against a bound: allow a few roundings, more for a derivative,
+  // whose terms partly cancel (docs/user-activations.md).
+  a->bounds.f32_forward = 4;
+  a->bounds.f32_backward = 8;
   a->bounds.f64_forward = a->bounds.f64_backward = 8;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);

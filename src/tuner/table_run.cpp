@@ -54,7 +54,7 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
     for (const auto& j : jobs) {
       const TuningRecord* done = nullptr;
       for (const auto& r : stored)
-        if (same_job(r, fp, j, o.tune.strategy)) done = &r;
+        if (same_job(r, fp, j, o.tune.strategy) && r.created_unix >= o.resume_since) done = &r;
       if (done) {
         TableRow row;
         row.device = first_device;
@@ -137,7 +137,11 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
       row.error = "tuned on device " + std::to_string(tuned_on) + ", but its winner " + to_string(best) +
                   " fails on identical device " + std::to_string(d) + ": " + why;
       ++progress.failed;
-      db.remove_tuning(row.record);
+      try {
+        db.remove_tuning(row.record);
+      } catch (const Error& e) {  // a full disk or a read-only file: say so, go on
+        row.error += "; its record could not be removed from the database: " + std::string(e.what());
+      }
     }
   };
 

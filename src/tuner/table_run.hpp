@@ -50,6 +50,9 @@ struct TableProgress {
 struct TableOptions {
   TuneOptions tune;  // n and progress are set per job
   bool resume = true;
+  // Only records created at or after this Unix time count as done: a run started again after a
+  // timeout (kplay autotune) resumes what it did itself, not what older runs left.
+  std::int64_t resume_since = 0;
   std::function<void(const TableProgress&)> progress;  // called from the device threads, serialized
 };
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <ctime>
 #include <future>
 #include <map>
@@ -19,6 +20,7 @@
 #include "kplay/error.hpp"
 #include "strategies.hpp"
 #include "util/hash.hpp"
+#include "util/watchdog.hpp"
 
 namespace kplay {
 namespace {
@@ -149,8 +151,11 @@ std::uint64_t fidelity_n(std::uint64_t n) { return n >= (1ull << 26) ? n / 16 : 
 // prepare() waits only for the configs it is asked about.
 class DeviceMeasurer : public CandidateMeasurer {
  public:
-  DeviceMeasurer(Engine& engine, const KernelSpec& spec, const TuneOptions& o, TuneTimes& times)
-      : engine_(engine), spec_(spec), o_(o), times_(times) {
+  // `timed_out` records a candidate whose launch outlived the watchdog (true: recorded where a
+  // fresh process finds it); it runs on the watchdog's thread.
+  DeviceMeasurer(Engine& engine, const KernelSpec& spec, const TuneOptions& o, TuneTimes& times,
+                 std::function<bool(const KernelConfig&)> timed_out)
+      : engine_(engine), spec_(spec), o_(o), times_(times), timed_out_(std::move(timed_out)) {
     benches_.push_back(std::make_unique<Bench>(engine, spec, o.n, o.seed));
     if (find_strategy(o.strategy).smaller_n_first && fidelity_n(o.n))
       benches_.push_back(std::make_unique<Bench>(engine, spec, fidelity_n(o.n), o.seed + 1000));
@@ -188,10 +193,14 @@ class DeviceMeasurer : public CandidateMeasurer {
   }
 
   std::string verify(const KernelConfig& c, int level) override {
-    return benches_.at(static_cast<std::size_t>(level))->verify(kernel(c));
+    const PreparedKernel& k = kernel(c);
+    const watchdog::Activity doing = candidate(c);
+    return benches_.at(static_cast<std::size_t>(level))->verify(k);
   }
   double sample(const KernelConfig& c, int level) override {
-    return benches_.at(static_cast<std::size_t>(level))->time_once(kernel(c));
+    const PreparedKernel& k = kernel(c);
+    const watchdog::Activity doing = candidate(c);
+    return benches_.at(static_cast<std::size_t>(level))->time_once(k);
   }
   std::vector<double> copy_samples(int repeats) override { return benches_[0]->time_copy(repeats); }
   double bytes_moved() const override { return static_cast<double>(benches_[0]->bytes()); }
@@ -202,6 +211,11 @@ class DeviceMeasurer : public CandidateMeasurer {
     std::string error;  // "" or why it does not compile
     std::shared_ptr<const PreparedKernel> kernel;
   };
+
+  // What the watchdog says and records if this candidate's launch never ends.
+  watchdog::Activity candidate(const KernelConfig& c) const {
+    return watchdog::Activity("candidate " + to_string(c), [this, c] { return timed_out_ && timed_out_(c); });
+  }
 
   // The configs not yet queued, grouped by the binary they share (first appearance order), each
   // now marked pending.
@@ -268,6 +282,7 @@ class DeviceMeasurer : public CandidateMeasurer {
   KernelSpec spec_;
   const TuneOptions& o_;
   TuneTimes& times_;
+  std::function<bool(const KernelConfig&)> timed_out_;
   std::vector<std::unique_ptr<Bench>> benches_;
   std::mutex mutex_;
   std::condition_variable ready_;
@@ -599,17 +614,69 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   TuneTimes local_times;
   TuneTimes& times = times_out ? *times_out : local_times;
 
+  // Writes to the database: the first that fails (disk full, read-only) ends the writing for this
+  // job, and the measurements stay in the record returned.
+  auto store = [&](const std::function<void()>& write) {
+    if (!times.not_stored.empty()) return;
+    try {
+      write();
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::io_failed) throw;
+      times.not_stored = e.what();
+    }
+  };
+  if (!o.resume) store([&] { db.clear_progress(key); });  // an interrupted run's candidates are not resumed
+
+  // Candidates measured by an interrupted run of the same job. Resume applies to the strategies
+  // that measure candidate by candidate; the early-stopping schedules take seconds and start over,
+  // but skip the candidates that timed out, as every strategy does.
+  const bool resumable = def.one_by_one();
+  std::vector<CandidateResult> progress = o.resume ? db.load_progress(key) : std::vector<CandidateResult>{};
+  std::vector<CandidateResult> timed_out;
+  bool finished_any = false;
+  for (const auto& c : progress) {
+    if (!c.ok && c.rejection.rfind(kTimedOut, 0) == 0) timed_out.push_back(c);
+    finished_any = finished_any || c.ok;
+  }
+  for (const auto& t : timed_out)
+    if (t.config == *options.baseline)
+      throw Error(ErrorCode::runtime_failed,
+                  "the default config " + to_string(t.config) +
+                      (timed_out.size() > 1 ? " and " + std::to_string(timed_out.size() - 1) + " other candidate(s)"
+                                            : std::string()) +
+                      " of " + to_string(spec) + " ran longer than --timeout: the kernel most likely never ends");
+  std::vector<CandidateResult> resumed = resumable ? progress : std::vector<CandidateResult>{};
+  if (!resumable)
+    for (const auto& t : timed_out) space.erase(std::remove(space.begin(), space.end(), t.config), space.end());
+
+  const std::string timeout_text = [] {
+    char text[64];
+    std::snprintf(text, sizeof text, "%s: still running after --timeout (%g s)", kTimedOut,
+                  watchdog::timeout_seconds());
+    return std::string(text);
+  }();
+  // Runs on the watchdog's thread while this one waits on the device forever.
+  auto record_timeout = [&db, &times, key, timeout_text](const KernelConfig& c) {
+    if (!times.not_stored.empty() || !db.persistent()) return false;
+    CandidateResult r;
+    r.config = c;
+    r.rejection = timeout_text;
+    db.save_progress(key, r);
+    return true;
+  };
+
   const auto t_setup = Clock::now();
-  DeviceMeasurer measurer(engine, spec, options, times);
+  DeviceMeasurer measurer(engine, spec, options, times, record_timeout);
   std::vector<double> copy_samples = measurer.copy_samples(o.repeats);
   times.setup_s += seconds_since(t_setup);
+  // Candidates timed out and none finished: the default config goes first. Should it never end
+  // either, the watchdog records it and the next process fails the job (above).
+  if (!timed_out.empty() && !finished_any) measurer.verify(*options.baseline, 0);
 
-  // Resume applies to the strategies that measure candidate by candidate; the early-stopping
-  // schedules take seconds and start over.
-  const bool resumable = def.one_by_one();
-  std::vector<CandidateResult> resumed = o.resume && resumable ? db.load_progress(key) : std::vector<CandidateResult>{};
   SearchOutcome found = search(
-      measurer, space, options, resumed, [&](const CandidateResult& r) { db.save_progress(key, r); }, &times);
+      measurer, space, options, resumed, [&](const CandidateResult& r) { store([&] { db.save_progress(key, r); }); },
+      &times);
+  if (!resumable) found.candidates.insert(found.candidates.end(), timed_out.begin(), timed_out.end());
 
   const std::vector<double> more_copy = measurer.copy_samples(o.repeats);
   copy_samples.insert(copy_samples.end(), more_copy.begin(), more_copy.end());
@@ -631,9 +698,9 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   rec.strategy = found.strategy;
   rec.created_unix = static_cast<std::int64_t>(std::time(nullptr));
   rec.candidates = found.candidates;
-  db.put_device(rec.fingerprint, dev);
-  db.save_tuning(rec);
-  if (resumable) db.clear_progress(key);
+  store([&] { db.put_device(rec.fingerprint, dev); });
+  store([&] { db.save_tuning(rec); });
+  store([&] { db.clear_progress(key); });
   return rec;
 }
 

@@ -51,7 +51,8 @@ struct TuneOptions {
   std::optional<KernelConfig> baseline;
 };
 
-// Where a tuning run spent its time (printed by kplay autotune --times, read by the GPU script).
+// What a tuning run did: where it spent its time (printed by kplay autotune --times, read by the
+// GPU script), and whether its result reached the database.
 struct TuneTimes {
   double setup_s = 0, compile_s = 0, measure_s = 0, remeasure_s = 0;
   std::size_t binaries = 0;     // distinct binaries compiled (configs differing only in grid share one)
@@ -59,7 +60,17 @@ struct TuneTimes {
   std::size_t contenders = 0;   // re-measured together ...
   int remeasure_rounds = 0;     // ... for this many interleaved rounds
   double contender_spread = 0;  // their largest interquartile range / median
+  // "" when the record (and the progress before it) was written; else why not (a full disk, a
+  // read-only file): the returned record is then the only copy of the measurements.
+  std::string not_stored;
 };
+
+// A candidate whose kernel outlived the watchdog's timeout (util/watchdog.hpp) is saved as tuning
+// progress, rejected with a reason that starts with this, before the process ends; a tune() of the
+// same run in a fresh process skips it, whatever the strategy. While no candidate has finished,
+// that tune() first tries the device's default config: when it times out too, the job fails in
+// the next process (its kernel most likely never ends) instead of trying every candidate.
+constexpr const char* kTimedOut = "timed out";
 
 // How candidates are measured: on the device (the default) or, in tests, a synthetic model.
 // Level 0 is the tuned size; level 1, where levels() == 2, is a smaller problem for "fast".
@@ -97,7 +108,9 @@ SearchOutcome search(CandidateMeasurer& measurer, const std::vector<KernelConfig
                      std::vector<CandidateResult> resumed = {},
                      const std::function<void(const CandidateResult&)>& save = {}, TuneTimes* times = nullptr);
 
-// Throws Error for bad options or when no candidate survives. `db` may be in memory.
+// Throws Error for bad options or when no candidate survives. `db` may be in memory. A write the
+// database refuses (Error(io_failed): disk full, read-only) does not fail the tuning: the rest of
+// the job writes nothing, and times->not_stored says why.
 TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, const TuneOptions& options,
                   TuneTimes* times = nullptr);
 

@@ -39,6 +39,7 @@ std::uint64_t parse_count(const std::string& text, const char* flag) {
       const char op = text[pos++];
       std::uint64_t d = 0;
       if (!digits(text, pos, d) || (op == '-' && d > v)) bad(flag, text, forms);
+      if (op == '+' && d > UINT64_MAX - v) bad(flag, text, "the number does not fit in 64 bits");
       v = op == '+' ? v + d : v - d;
     }
   }

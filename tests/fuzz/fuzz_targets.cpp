@@ -1,12 +1,20 @@
 // The fuzz targets of fuzz_targets.hpp: sizes and shapes, activation names, the config flags of
-// the command line, and `kplay db import` documents.
+// the command line, `kplay db import` documents, and the files kplay reads (imports and snippets
+// through the bounded reader, whatever kind of file the path names).
 #include "fuzz_targets.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iterator>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "cli/config_flags.hpp"
 #include "codegen/codegen.hpp"
@@ -15,6 +23,8 @@
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
+#include "spec/user_activations.hpp"
+#include "util/bounded_file.hpp"
 #include "util/size_parse.hpp"
 
 namespace kplay::fuzz {
@@ -142,6 +152,83 @@ void import_document(const std::uint8_t* data, std::size_t size) {
   }
 }
 
+// A private folder for the files target, made once per process and removed at its end.
+struct ScratchDir {
+  std::string path;
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
+const std::string& scratch_dir() {
+  static const ScratchDir dir{[] {
+    char templ[] = "/tmp/kplay-fuzz-XXXXXX";
+    const char* made = ::mkdtemp(templ);
+    if (!made) throw std::logic_error("cannot make a scratch folder for the files target");
+    std::string d = made;
+    ::mkfifo((d + "/fifo.h").c_str(), 0600);
+    ::symlink("/dev/zero", (d + "/zero.h").c_str());
+    ::mkdir((d + "/dir.h").c_str(), 0700);
+    return d;
+  }()};
+  return dir.path;
+}
+
+// The first byte picks what the path names: mostly a regular file holding the rest, else a FIFO
+// without a writer, /dev/zero, a symlink to it, a directory or nothing. The rest goes through
+// both readers of files: a snippet by path (the bounded reader, then registration) and `kplay db
+// import` (the bounded reader, parse, check, write in memory). Refusals are kplay::Error; a hang
+// (a FIFO opened for reading, /dev/zero read to the end) is the watchdog's finding.
+void files(const std::uint8_t* data, std::size_t size) {
+  static unsigned long long count = 0;
+  const std::string& dir = scratch_dir();
+  const unsigned kind = size ? data[0] % 8 : 0;
+  const std::string body = size ? text_of(data + 1, size - 1) : std::string();
+  std::string path = dir + "/in-" + std::to_string(++count) + ".h";
+  switch (kind) {
+    case 5: path = dir + "/fifo.h"; break;
+    case 6: path = data[0] & 8 ? dir + "/zero.h" : std::string("/dev/zero"); break;
+    case 7: path = data[0] & 8 ? dir + "/dir.h" : dir + "/missing.h"; break;
+    default: {
+      FILE* f = std::fopen(path.c_str(), "wb");
+      if (!f) throw std::logic_error("cannot write " + path);
+      std::fwrite(body.data(), 1, body.size(), f);
+      std::fclose(f);
+    }
+  }
+  auto allowed = [](const Error& e) {
+    if (e.code() != ErrorCode::invalid_argument && e.code() != ErrorCode::io_failed)
+      throw std::logic_error(std::string("reading a file failed with an unexpected error: ") + e.what());
+  };
+  try {
+    const std::string text = read_bounded_file(path, 4096, "fuzz input");
+    if (text.size() > 4096) throw std::logic_error("read_bounded_file returned more than its limit");
+    if (kind >= 5) throw std::logic_error("read_bounded_file read " + path + ", which is not a regular file");
+  } catch (const Error& e) {
+    allowed(e);
+  }
+  try {
+    find_user_activation(path);
+  } catch (const Error& e) {
+    allowed(e);
+  }
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(read_bounded_file(path, 64u << 20, "import file"), nullptr, false);
+    if (!doc.is_discarded()) {
+      static const std::unique_ptr<KernelDatabase> db = [] {
+        KernelDatabase::Options o;
+        o.path = ":memory:";
+        return std::make_unique<KernelDatabase>(o);
+      }();
+      db->import_json(doc);
+    }
+  } catch (const Error& e) {
+    allowed(e);
+  }
+  if (kind < 5) std::remove(path.c_str());
+}
+
 const char* kExport = R"({"format": "kplay-tuning", "version": 1, "exported_unix": 1700000000,
  "devices": [{"fingerprint": "0123456789abcdef", "backend": "cuda", "index": 0, "name": "GPU A",
    "platform": "", "arch": "sm_90", "driver_version": "13.0", "compiler_version": "13.0",
@@ -182,6 +269,10 @@ const std::vector<Target>& targets() {
         argv_bytes({"--dtype", "bf16", "--direction", "backward", "--saved", "output", "--per-thread", "4"}),
         argv_bytes({"--fast-math", "--device", "0"})}},
       {"import", import_document, {kExport, R"({"format": "kplay-tuning", "version": 1, "tunings": []})"}},
+      {"files",
+       files,
+       {std::string("\0", 1) + "KP_FN KP_C kp_act_forward(KP_C x) { return x; }", std::string("\1") + kExport, "\5",
+        "\6", "\16", "\7", "\17"}},
   };
   return all;
 }

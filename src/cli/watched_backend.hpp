@@ -1,0 +1,13 @@
+// The command line's backend: the real one, with every call that can wait on the device (launch,
+// transfers, fills, copies, timing, synchronize) under a watchdog::Wait, so that `--timeout`
+// catches a kernel that never ends wherever kplay waits for it (see util/watchdog.hpp).
+#pragma once
+#include <memory>
+
+#include "runtime/backend.hpp"
+
+namespace kplay::cli {
+
+std::unique_ptr<rt::Backend> watched(std::unique_ptr<rt::Backend> backend);
+
+}  // namespace kplay::cli
