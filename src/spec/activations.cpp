@@ -138,12 +138,13 @@ UlpBounds gelu_bounds(UlpBounds b, const double* p) {
 // quick_gelu (beta = 1.702), measured on PoCL (`kplay check --act quick_gelu --dtype D [--direction
 // backward]`, float32 also with KPLAY_FP64_MATH=0): float32 forward 0.532 over every float by the
 // double path, 0.751 by the float-float one (a subnormal result at x = -53.9; 2^24 patterns and
-// every float in [-70, -30] and [-0.85, -0.65]), backward 0.52 and 0.55 (next to the derivative's
-// root at -0.7512): silu's default 2 for both. 16-bit forward 0.5002, float16 backward 0.937 at
-// x = -0.751 next to the root, where the float formula cancels: bound 2, since the GPUs' MUFU.EX2
-// and MUFU.RCP (2^-22, 2^-23 relative) move it by up to 1.1 ulp in a host emulation. float64
-// forward 1.32 (2^22 patterns, 2x10^6 in each of [-440, -400], [-40, 40]), backward 5.3 away from
-// the root and 5.8e3 next to it (counted against |grad| 2^-16, verification.hpp): silu's 4 and 2^17.
+// every float in [-70, -30] and [-0.85, -0.65]); backward 0.5015 over every float, one gradient
+// each (0.524 in 2^24 patterns), and 0.554 by the float-float path next to the derivative's root
+// at -0.7512: silu's 2 for both. 16-bit forward 0.5002; float16 backward 0.937 at x = -0.751 next
+// to the root, where the float formula cancels: bound 2, since the GPUs' MUFU.EX2 and MUFU.RCP
+// (2^-22, 2^-23 relative) move it by up to 1.1 ulp in a host emulation. float64 forward 1.32
+// (2^22 patterns, 2x10^6 in each of [-440, -400], [-40, 40]), backward 5.3 away from the root and
+// 5.8e3 next to it (counted against |grad| 2^-16, verification.hpp): silu's 4 and 2^17.
 UlpBounds quick_gelu_bounds() { return narrow_backward(f64(bounds(2), 4, 1 << 17), 2); }
 
 // 16-bit gelu(approximate='tanh') and mish run on MUFU.EX2 and MUFU.RCP alone (templates/

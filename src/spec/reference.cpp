@@ -229,9 +229,10 @@ T quick_gelu(T x, const double* p) {
 template <typename T>
 T quick_gelu_grad_from_input(T g, T x, const double* p) {
   const T z = x * T(p[0]);
-  // Beyond |z| = 1e4 the derivative is 1 or 0 in both types, and z may have overflowed in double
-  // (x near 1e308) where it has not in long double: the limit, and NaN at +-inf (x - x).
-  if (std::fabs(z) > 1e4) return (z > 0.0 ? g : g * 0.0) + g * (x - x);
+  // Beyond |z| = 1e4 the derivative is 1 or a negative zero in both types, and z may have
+  // overflowed in double (x near 1e308) where it has not in long double: the limit, and NaN at
+  // +-inf (x - x).
+  if (std::fabs(z) > 1e4) return std::isinf(x) ? g * (x - x) : (z > 0.0 ? g : g * -0.0);
   const T zl = rounding_error_of_product(x, T(p[0]), z);
   const T s = sigmoid_of(z), sm = sigmoid_of(-z);
   return g * s * (1.0 + z * sm) + g * zl * (s * sm * (2.0 + z * (sm - s)));  // silu's, then zl's term

@@ -53,13 +53,16 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
 }
 #else
 /* s (1 + z (1 - s)) as s + (s x) (beta (1 - s)): beta x overflows where x does not (bfloat16
- * beyond 2e38, whose derivative is 1 or 0), s x does not, and the infinities still give NaN. */
+ * beyond 2e38, whose derivative is 1 or 0), s x does not, and the infinities still give NaN. Where
+ * s underflows to 0 the sum is +0 and the derivative a negative zero: s x is that (x < 0). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C z = KP_P_BETA * x;
   const KP_C e = KP_EXP_FACTOR(-KP_FABS(z));
   const KP_C r = KP_RCP_1P(e);
   const KP_C s = z >= KP_LIT(0.0) ? r : e * r;  /* sigmoid(z) */
   const KP_C sm = z >= KP_LIT(0.0) ? e * r : r; /* sigmoid(-z) = 1 - s */
-  return g * KP_FMA(s * x, KP_P_BETA * sm, s);
+  const KP_C sx = s * x;
+  const KP_C d = KP_FMA(sx, KP_P_BETA * sm, s);
+  return g * (d != KP_LIT(0.0) ? d : sx);
 }
 #endif

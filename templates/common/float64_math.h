@@ -254,7 +254,7 @@ KP_FN double kp_f64_mul_sigmoid(double g, double z) { return kp_f64_mul_sigmoid_
  * z = -1.2785, which cancels there as silu's does: 2^17 ulp, verification.hpp). 2^n is applied in
  * two steps: up to 2^-11 before g, so that the factor g meets is below 1 (no overflow for a g near
  * the largest double), the rest after, so that g w keeps its precision where w alone is
- * subnormal (z < -708). Past |z| = 1400, g or g * 0; x carries +-inf to NaN, as torch's inf * 0. */
+ * subnormal (z < -708). Past |z| = 1400, g or g * -0; x carries +-inf to NaN, as torch's inf * 0. */
 KP_FN double kp_f64_silu_grad_lo(double g, double z, double al, double x) {
   const double a = fabs(z);
   int n;
@@ -266,7 +266,8 @@ KP_FN double kp_f64_silu_grad_lo(double g, double z, double al, double x) {
   const double q = kp_f64_scale(((1.0 + m) * ((1.0 + z) + (al + w))) * r * r, k);
   const double neg = kp_f64_scale(g * q, n - k);
   const int negz = KP_F64_NEG(z);
-  return a > 1400.0 ? (negz ? g * 0.0 : g) + g * (x - x) : (negz ? neg : pos);
+  const double limit = x - x != 0.0 ? g * (x - x) : (negz ? g * -0.0 : g); /* +-inf: NaN */
+  return a > 1400.0 ? limit : (negz ? neg : pos);
 }
 
 /* mish(x) = x t, t = tanh(log1p(e^x)) = p / (p + 2), p = e (e + 2), e = e^x = E 2^n (E = 1 + m):

@@ -101,7 +101,7 @@ KP_FN float kp_precise_quick_gelu_grad(float g, float x, float beta) {
   const float near_root = kp_pg_silu_near_root(g, dh, dl);
   y = KP_FABSF(d) < 0.0625f ? near_root : y;
   y = z > 109.0f ? g : y;
-  return y + (x - x);
+  return KP_FABSF(x) > 0x1.fffffep+127f ? x - x : y; /* a select: y + (x - x) would make -0 +0 */
 }
 
 /* g * gelu_tanh'(x), torch's formula 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 k x^2),
