@@ -11,6 +11,7 @@ inline const std::vector<std::string>& activation_cases() {
   static const std::vector<std::string> cases = {
       "relu",
       "relu6",
+      "relu2",
       "leaky_relu",
       "leaky_relu(negative_slope=0.2)",
       "leaky_relu(negative_slope=-0.5)",
@@ -22,6 +23,9 @@ inline const std::vector<std::string>& activation_cases() {
       "gelu",
       "gelu(approximate=tanh)",
       "silu",
+      "quick_gelu",
+      "quick_gelu(beta=1)",  // silu's function by another path
+      "quick_gelu(beta=0.3)",
       "mish",
       "softplus",
       "softplus(beta=2, threshold=10)",

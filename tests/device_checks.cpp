@@ -128,8 +128,8 @@ void check_backend_knobs(Engine& engine) {
 void check_backend_f32_transcendentals(Engine& engine) {
   for (const auto& text : activation_cases()) {
     const std::string name = resolve_activation(text).act->name;
-    static const std::set<std::string> two_paths = {"gelu",       "silu",       "sigmoid", "tanh", "mish", "softplus",
-                                                    "logsigmoid", "tanhshrink", "selu",    "elu",  "celu"};
+    static const std::set<std::string> two_paths = {"gelu",     "silu",       "quick_gelu", "sigmoid", "tanh", "mish",
+                                                    "softplus", "logsigmoid", "tanhshrink", "selu",    "elu",  "celu"};
     if (!two_paths.count(name)) continue;
     for (const KernelSpec& spec : specs_of(text, Dtype::f32))
       for (std::uint64_t n : {std::uint64_t{7}, std::uint64_t{65537}})

@@ -135,6 +135,34 @@ TEST_CASE("the long double reference is exact to well under a double ulp where d
   CHECK(ulps("selu", -1.0, -1.11133073781256276179864066243L) < 0.01);
   CHECK(ulps("mish", -1.0, -0.303401461374108918074389275378L) < 0.01);
   CHECK(ulps("tanhshrink", 0.11, 0.000441529785570470922709324819974L) < 0.25);  // 56 bits left past 0.1
+  // quick_gelu's beta x keeps its rounding error: rounded, it would cost |beta x| / 2 ulp here.
+  CHECK(ulps("quick_gelu", -400.0, -8.59758962109207786325931654381e-294L) < 0.01);
+  CHECK(grad_ulps("quick_gelu", -400.0, -1.46116035610459859620719174474e-293L) < 0.01);
+  CHECK(ulps("quick_gelu", -40.0, -1.08465510181543221800404072462e-28L) < 0.01);
+  CHECK(grad_ulps("quick_gelu", -3.0, -0.0245483239056523510740278278793L) < 0.01);
+}
+
+TEST_CASE("quick_gelu with beta = 1 is silu, and relu2 is relu squared with derivative 2 relu") {
+  const auto q = resolve_activation("quick_gelu(beta=1)"), s = resolve_activation("silu");
+  for (double x : {-745.0, -40.0, -3.0, -1.2785, -0.5, -1e-9, 0.0, 1e-9, 0.75, 3.0, 40.0}) {
+    CAPTURE(x);
+    CHECK(q.act->forward(x, q.params.data()) == s.act->forward(x, s.params.data()));
+    CHECK(q.act->grad_from_input(0.75, x, q.params.data()) == s.act->grad_from_input(0.75, x, s.params.data()));
+    CHECK(q.act->forward_ld(x, q.params.data()) == s.act->forward_ld(x, s.params.data()));
+  }
+  const auto r = resolve_activation("relu2");
+  CHECK(r.act->forward(3.0, nullptr) == 9.0);
+  CHECK(r.act->forward(-3.0, nullptr) == 0.0);
+  CHECK_FALSE(std::signbit(r.act->forward(-0.0, nullptr)));
+  CHECK(std::isnan(r.act->forward(std::nan(""), nullptr)));
+  CHECK(r.act->grad_from_input(0.75, 3.0, nullptr) == 4.5);
+  CHECK(r.act->grad_from_input(0.75, 0.0, nullptr) == 0.0);
+  CHECK(std::isnan(r.act->grad_from_input(0.75, std::nan(""), nullptr)));
+  // 2x past float's range: the definition, where torch's float 2 * x is inf
+  CHECK(r.act->grad_from_input(0.25, 3e38, nullptr) == doctest::Approx(1.5e38));
+  CHECK_FALSE(r.has_grad_from_output());  // y = x^2 does not keep x where it over- or underflows
+  CHECK(resolve_activation("quick_gelu").params[0] == 1.702);
+  CHECK_THROWS(resolve_activation("quick_gelu(beta=0)"));
 }
 
 TEST_CASE("backward from the saved output agrees with backward from the input") {

@@ -1,7 +1,9 @@
 """Drop-in torch.nn activation modules backed by kplay: kplay.nn.SELU(), kplay.nn.GELU(approximate="tanh"),
 kplay.nn.LeakyReLU(0.2, inplace=True), ... with torch's class names, arguments and defaults: one
 for every built-in whose registry entry names a torch.nn class (kplay/_table.py's TABLE). Each
-module's `activation` attribute is the kplay string it runs; Activation runs any other.
+module's `activation` attribute is the kplay string it runs; Activation runs any other (the
+built-ins torch has no class for, as Activation("quick_gelu")). from_foreign() gives the module for
+a transformers or timm activation class (kplay/_foreign.py).
 """
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ from typing import Any
 
 import torch
 
-from . import _table
+from . import _foreign, _table
 from . import torch as ktorch
 
-__all__ = ["Activation", "from_torch"]
+__all__ = ["Activation", "from_torch", "from_foreign"]
 
 
 class Activation(torch.nn.Module):
@@ -61,3 +63,22 @@ def from_torch(module: torch.nn.Module) -> Activation:
     if entry.inplace:
         kwargs["inplace"] = bool(getattr(module, "inplace", False))
     return globals()[entry.torch_class](**kwargs)
+
+
+def from_foreign(module: torch.nn.Module) -> Activation:
+    """The kplay module equivalent to a transformers or timm activation module (kplay/_foreign.py's
+    TABLE): kplay.nn's torch-named class where the activation has one (NewGELUActivation ->
+    GELU(approximate="tanh")), else Activation (QuickGELUActivation -> Activation("quick_gelu")).
+    The module's `inplace`, where it has one, is kept where kplay's module takes it."""
+    row = _foreign.find(module)
+    if row is None:
+        cls = type(module)
+        raise TypeError(f"kplay has no counterpart of {cls.__module__}.{cls.__name__}")
+    entry = _table.BY_ACTIVATION[row.activation]
+    inplace = bool(getattr(module, "inplace", False))
+    if entry.torch_class:
+        kwargs = dict(row.params)
+        if entry.inplace:
+            kwargs["inplace"] = inplace
+        return globals()[entry.torch_class](**kwargs)
+    return Activation(_foreign.activation_text(row), inplace)

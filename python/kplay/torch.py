@@ -57,6 +57,7 @@ import torch.autograd.graph
 from torch import Tensor
 
 from . import _core
+from . import _foreign
 from . import _table
 from ._layout import is_dense, plan
 
@@ -371,16 +372,25 @@ for _entry in _table.BUILTINS:  # every built-in, torch class or not
 
 
 def replace_activations(model: torch.nn.Module, only_available: bool = True) -> torch.nn.Module:
-    """Swaps every torch.nn activation module of `model` (recursively, in place) for its kplay.nn
-    counterpart with the same parameters, and returns the model. only_available=True keeps torch's
-    module where this kplay build lacks the activation (kplay.activations())."""
+    """Swaps every activation module of `model` (recursively, in place) that kplay computes for its
+    kplay.nn counterpart with the same parameters, and returns the model: torch.nn's classes
+    (kplay/_table.py) and transformers' and timm's activation classes (NewGELUActivation,
+    QuickGELUActivation, ...: kplay/_foreign.py, which also says which it leaves alone and why).
+    only_available=True keeps the original module where this kplay build lacks the activation
+    (kplay.activations())."""
     from . import nn as knn
 
     available = set(_core.activations())
     for name, child in list(model.named_children()):
-        entry = _table.BY_CLASS.get(type(child).__name__) if type(child).__module__.startswith("torch.nn") else None
-        if entry is not None and (entry.activation in available or not only_available):
-            setattr(model, name, knn.from_torch(child))
+        cls = type(child)
+        if cls.__module__.startswith("torch.nn"):
+            entry = _table.BY_CLASS.get(cls.__name__)
+            activation, make = (entry.activation, knn.from_torch) if entry is not None else (None, None)
+        else:
+            row = _foreign.find(child)
+            activation, make = (row.activation, knn.from_foreign) if row is not None else (None, None)
+        if activation is not None and (activation in available or not only_available):
+            setattr(model, name, make(child))
         else:
             replace_activations(child, only_available)
     return model

@@ -28,7 +28,7 @@ std::vector<double> softplus_edges(const double* p) { return {p[1] / p[0]}; }
 
 std::string finite_slope(const double*) { return ""; }
 std::string celu_check(const double* p) { return p[0] == 0 ? "alpha must not be 0" : ""; }
-std::string softplus_check(const double* p) { return p[0] > 0 ? "" : "beta must be > 0"; }
+std::string positive_beta(const double* p) { return p[0] > 0 ? "" : "beta must be > 0"; }
 std::string hardtanh_check(const double* p) {
   return p[0] <= p[1] ? "" : "min_val (" + format_number(p[0]) + ") must be <= max_val (" + format_number(p[1]) + ")";
 }
@@ -135,6 +135,18 @@ UlpBounds gelu_bounds(UlpBounds b, const double* p) {
   return b;
 }
 
+// quick_gelu (beta = 1.702), measured on PoCL (`kplay check --act quick_gelu --dtype D [--direction
+// backward]`, float32 also with KPLAY_FP64_MATH=0): float32 forward 0.532 over every float by the
+// double path, 0.751 by the float-float one (a subnormal result at x = -53.9; 2^24 patterns and
+// every float in [-70, -30] and [-0.85, -0.65]); backward 0.5015 over every float, one gradient
+// each (0.524 in 2^24 patterns), and 0.554 by the float-float path next to the derivative's root
+// at -0.7512: silu's 2 for both. 16-bit forward 0.5002; float16 backward 0.937 at x = -0.751 next
+// to the root, where the float formula cancels: bound 2, since the GPUs' MUFU.EX2 and MUFU.RCP
+// (2^-22, 2^-23 relative) move it by up to 1.1 ulp in a host emulation. float64 forward 1.32
+// (2^22 patterns, 2x10^6 in each of [-440, -400], [-40, 40]), backward 5.3 away from the root and
+// 5.8e3 next to it (counted against |grad| 2^-16, verification.hpp): silu's 4 and 2^17.
+UlpBounds quick_gelu_bounds() { return narrow_backward(f64(bounds(2), 4, 1 << 17), 2); }
+
 // 16-bit gelu(approximate='tanh') and mish run on MUFU.EX2 and MUFU.RCP alone (templates/
 // activations/gelu.h, mish.h), silu's weight; gelu's erfc stays the heaviest. On the H100 at
 // 4096x393216 they stream at 100.3-100.7 % of copy with one vector per thread against 99.8-100.1
@@ -164,6 +176,15 @@ UlpBounds exact() {
   b.f32_forward = b.narrow_forward = b.f64_forward = 0.5;
   return b;
 }
+
+// Forward and backward each one rounding of an exact product (relu2: x * x and g * 2x): 0.5 ulp
+// at most on PoCL over every 16-bit input (64 gradients each) and 2^24 float32 and 2^22 float64
+// patterns per direction (`kplay check --act relu2 --dtype D [--direction backward]`).
+UlpBounds exact_both_ways() {
+  UlpBounds b = exact();
+  b.f32_backward = b.narrow_backward = b.f64_backward = 0.5;
+  return b;
+}
 }  // namespace
 
 double UlpBounds::get(Dtype d, Direction dir) const {
@@ -184,6 +205,8 @@ const std::vector<Activation>& activations() {
               exact(), 1),
       builtin("relu6", "activations/relu6.h", {}, Torch{"ReLU6", kInplace, kSavesOutput}, nullptr, nullptr, relu6_edges,
               exact(), 1),
+      builtin("relu2", "activations/relu2.h", {}, Torch{"", kNoInplace, kSavesInput}, nullptr, nullptr, zero_edge,
+              exact_both_ways(), 1),
       builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}},
               Torch{"LeakyReLU", kInplace, kSavesOutput}, positive_first_param, finite_slope, zero_edge, bounds(1), 1),
       builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
@@ -199,11 +222,13 @@ const std::vector<Activation>& activations() {
                        gelu_narrow_cost),
       builtin("silu", "activations/silu.h", {}, Torch{"SiLU", kInplace, kSavesInput}, nullptr, nullptr, no_edges,
               f64(bounds(2), 4, 1 << 17), 4),
+      builtin("quick_gelu", "activations/quick_gelu.h", {{"beta", 1.702, {}}}, Torch{"", kNoInplace, kSavesInput},
+              nullptr, positive_beta, no_edges, quick_gelu_bounds(), 4),
       with_narrow_cost(builtin("mish", "activations/mish.h", {}, Torch{"Mish", kInplace, kSavesInput}, nullptr, nullptr,
                                no_edges, f64(bounds(2), 8, 1 << 18), 6),
                        mish_narrow_cost),
       builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
-              Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, softplus_check, softplus_edges, f64(bounds(2), 6, 4),
+              Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, positive_beta, softplus_edges, f64(bounds(2), 6, 4),
               5),
       builtin("softsign", "activations/softsign.h", {}, Torch{"Softsign", kNoInplace, kSavesInput}, nullptr, nullptr,
               no_edges, bounds(2), 2),

@@ -80,6 +80,13 @@ long double exp_neg_half_sq(long double x) {
   if (!std::isfinite(h)) return std::exp(-0.5L * h);
   return std::exp(-0.5L * h) * (1.0L - 0.5L * product_error(x, x, h));
 }
+// The rounding error of the product p = a * b: none in double, where the references of float32
+// and the 16-bit dtypes multiply two floats (48 bits at most); in long double (float64: two
+// doubles) product_error's.
+double rounding_error_of_product(double, double, double) { return 0.0; }
+long double rounding_error_of_product(long double a, long double b, long double p) {
+  return std::isfinite(p) ? product_error(a, b, p) : 0.0L;
+}
 }  // namespace
 
 // relu: torch.relu keeps NaN; the backward (threshold_backward) zeroes where saved <= 0, so a NaN
@@ -202,6 +209,47 @@ template <typename T>
 T silu_grad_from_input(T g, T x, const double*) {
   const T s = sigmoid_of(x);
   return g * s * (1.0 + x * sigmoid_of(-x));
+}
+
+// quick_gelu(beta): x * sigmoid(beta x), transformers' QuickGELUActivation and timm's QuickGELU at
+// beta = 1.702 (torch: input * torch.sigmoid(1.702 * input)); TensorFlow's silu(x, beta). beta
+// arrives as torch rounds its Python float for the tensor (ParamType::compute: float below
+// float64). z = beta x is taken exact: sigmoid's tail multiplies z's rounding error zl by |z|, so
+// the long double instantiation adds it to first order (0.7 double ulp at x = -745 without), and
+// in double it is 0 (a float beta times a float x). The derivative is silu'(z) =
+// s (1 + z sigmoid(-z)), s = sigmoid(z), and zl enters through silu''(z) = s sm (2 + z (sm - s)).
+// NaN at -inf (forward and backward) and +inf (backward), as torch's formula (inf * 0).
+template <typename T>
+T quick_gelu(T x, const double* p) {
+  const T z = x * T(p[0]);
+  // Beyond |z| = 1e4 sigmoid is 0 or 1 either way, and zl no longer small against 1.
+  const T zl = std::fabs(z) < 1e4 ? rounding_error_of_product(x, T(p[0]), z) : T(0);
+  return x * sigmoid_of(z) * (1.0 + zl * sigmoid_of(-z));
+}
+template <typename T>
+T quick_gelu_grad_from_input(T g, T x, const double* p) {
+  const T z = x * T(p[0]);
+  // Beyond |z| = 1e4 the derivative is 1 or a negative zero in both types, and z may have
+  // overflowed in double (x near 1e308) where it has not in long double: the limit, and NaN at
+  // +-inf (x - x).
+  if (std::fabs(z) > 1e4) return std::isinf(x) ? g * (x - x) : (z > 0.0 ? g : g * -0.0);
+  const T zl = rounding_error_of_product(x, T(p[0]), z);
+  const T s = sigmoid_of(z), sm = sigmoid_of(-z);
+  return g * s * (1.0 + z * sm) + g * zl * (s * sm * (2.0 + z * (sm - s)));  // silu's, then zl's term
+}
+
+// relu2: relu(x)^2, transformers' ReLUSquaredActivation (torch.square(relu(x))); NaN stays NaN
+// (relu keeps it), x <= 0 gives +0. Backward 2 relu(x) g: torch's pow backward g * (2 r), r =
+// relu(x), through threshold_backward (zero where r <= 0; a NaN r passes g * NaN). 2x is exact
+// here, where torch's float 2 * r is inf past 2^127 at a finite input: the definition, not that.
+// No derivative from the output: y = x^2 does not keep x where it overflows or underflows.
+template <typename T>
+T relu2(T x, const double*) {
+  return x > 0.0 ? x * x : (std::isnan(x) ? x : 0.0);
+}
+template <typename T>
+T relu2_grad_from_input(T g, T x, const double*) {
+  return x <= 0.0 ? 0.0 : 2.0 * (g * x);  // g x is exact in double for float inputs
 }
 
 // mish: x * tanh(softplus(x)) (torch uses log1p(exp(x)), no threshold); backward
@@ -430,6 +478,7 @@ const std::vector<Named>& table() {
   static const std::vector<Named> t = {
       KPLAY_REF_OUT(relu),
       KPLAY_REF_OUT(relu6),
+      KPLAY_REF(relu2),
       KPLAY_REF_OUT(leaky_relu),
       KPLAY_REF_OUT(elu),
       KPLAY_REF_OUT(celu),
@@ -437,6 +486,7 @@ const std::vector<Named>& table() {
       KPLAY_REF(gelu),
       KPLAY_REF(silu),
       KPLAY_REF(mish),
+      KPLAY_REF(quick_gelu),
       KPLAY_REF_OUT(softplus),
       KPLAY_REF_OUT(softsign),
       KPLAY_REF_OUT(sigmoid),

@@ -247,6 +247,29 @@ KP_FN double kp_f64_mul_sigmoid_lo(double g, double z, double al) {
 }
 KP_FN double kp_f64_mul_sigmoid(double g, double z) { return kp_f64_mul_sigmoid_lo(g, z, -0.0); }
 
+/* g silu'(z) = g s (1 + z (1 - s)), s = sigmoid(z), for z with the low part al of -|z| (as
+ * kp_f64_mul_sigmoid_lo takes it): quick_gelu's derivative at z = beta x. With w = e^-|z| =
+ * (1 + m) 2^n and r = 1 / (1 + w): for z >= 0, (1 + w + z w) r^2 (at most 1.1); for z < 0,
+ * (1 + m) (1 + z + w) r^2 2^n, z's low part inside 1 + z + w (1 + z is exact near the root at
+ * z = -1.2785, which cancels there as silu's does: 2^17 ulp, verification.hpp). 2^n is applied in
+ * two steps: up to 2^-11 before g, so that the factor g meets is below 1 (no overflow for a g near
+ * the largest double), the rest after, so that g w keeps its precision where w alone is
+ * subnormal (z < -708). Past |z| = 1400, g or g * -0; x carries +-inf to NaN, as torch's inf * 0. */
+KP_FN double kp_f64_silu_grad_lo(double g, double z, double al, double x) {
+  const double a = fabs(z);
+  int n;
+  const double m = kp_f64_exp_reduced(-a, al, &n); /* sets n before kp_f64_scale reads it */
+  const double w = kp_f64_scale(1.0 + m, n);
+  const double r = kp_f64_rcp(1.0 + w);
+  const double pos = g * (fma(z, w, 1.0 + w) * r * r);
+  const int k = n > -11 ? n : -11;
+  const double q = kp_f64_scale(((1.0 + m) * ((1.0 + z) + (al + w))) * r * r, k);
+  const double neg = kp_f64_scale(g * q, n - k);
+  const int negz = KP_F64_NEG(z);
+  const double limit = x - x != 0.0 ? g * (x - x) : (negz ? g * -0.0 : g); /* +-inf: NaN */
+  return a > 1400.0 ? limit : (negz ? neg : pos);
+}
+
 /* mish(x) = x t, t = tanh(log1p(e^x)) = p / (p + 2), p = e (e + 2), e = e^x = E 2^n (E = 1 + m):
  * t = 2^n E (e + 2) / (p + 2), with p + 2 in one fma and the 2^n applied last (two exact products),
  * so x t keeps its precision where e^x alone would be subnormal (x < -708.4, where the result is

@@ -162,13 +162,14 @@ KP_FN float kp_d_tanh_grad(float g, float x) {
 #define KP_D_SILU_X0 -0x1.474973c84120bp+0
 #define KP_D_SILU_E0 0x1.1d25cf210482fp-2
 #define KP_D_SILU_D 0x1.42b5edc36b7fap-53
-KP_FN float kp_d_silu_grad(float g, float x) {
-  const double xd = x;
+/* g silu'(xd) for a double argument xd and its float rounding x (the tests on x in float: a DSETP
+ * would take the FP64 pipe). xd - X0 is exact near the root (Sterbenz) for any double xd, so
+ * quick_gelu passes its exact product beta x here (float x, float beta: 48 bits). */
+KP_FN float kp_d_silu_grad_at(float g, double xd, float x) {
   const double a = -fabs(xd);
   double s;
   const double rg = kp_d_reduce(a, &s);
   const double t = xd - KP_D_SILU_X0;
-  /* the tests on x in float: a DSETP would take the FP64 pipe */
   const int near_root = x > (float)KP_D_SILU_X0 - 0.34f && x < (float)KP_D_SILU_X0 + 0.34f;
   const double sc = near_root ? KP_D_SILU_E0 : s;
   const double m = kp_d_expm1_poly(near_root ? t : rg);
@@ -178,6 +179,7 @@ KP_FN float kp_d_silu_grad(float g, float x) {
   const double r = kp_d_rcp(1.0 + e);
   return (float)((double)g * n * r * r);
 }
+KP_FN float kp_d_silu_grad(float g, float x) { return kp_d_silu_grad_at(g, (double)x, x); }
 
 /* exp(-w/2) for w = x^2 (exact in double) = 2^n E(z), z = w + 2 n ln2 in [-ln2, ln2] (one ln2 double:
  * |2n ln2| 2^-54 < 2^-45 for w <= 225): returns E(z), rel 2^-29.0, and stores n << 20, the 2^n

@@ -63,17 +63,45 @@ KP_FN float kp_pg_sigmoid_form(float g, float zh, float zl, int ff_arg, float wh
   return KP_FMAF(g, yh, g * yl) * up;
 }
 
-/* g * silu'(x) = g sigmoid(x) (1 + x sigmoid(-x)), torch's silu_backward; root x0 = -1.2785. */
-KP_FN float kp_precise_silu_grad(float g, float x) {
-  float d = x - -0x1.474974p+0f;
+/* g * silu'(x) about its root x0 = -1.2785 = KP_PG_SILU_X0 + 0x1.bdf6fap-27 + 0x1.03945ap-53, for
+ * x = X0 + d + dl (d exact, dl a low part, 0 for a float x). */
+#define KP_PG_SILU_X0 -0x1.474974p+0f
+KP_FN float kp_pg_silu_near_root(float g, float d, float dl) {
   float p = 0.000126846498f;
   p = KP_FMAF(p, d, -0.00660191197f);
   p = KP_FMAF(p, d, -0.0152226519f);
   p = KP_FMAF(p, d, 0.0188748073f);
   p = KP_FMAF(p, d, 0.146648794f);
-  float near_root = kp_pg_near_root(g, d, 0x1.bdf6fap-27f, 0x1.03945ap-53f, p, 0x1.be141p-3f, 0x1.2af1b2p-33f);
+  return kp_pg_near_root(g, d, 0x1.bdf6fap-27f, 0x1.03945ap-53f - dl, p, 0x1.be141p-3f, 0x1.2af1b2p-33f);
+}
+
+/* g * silu'(x) = g sigmoid(x) (1 + x sigmoid(-x)), torch's silu_backward; root x0 = -1.2785. */
+KP_FN float kp_precise_silu_grad(float g, float x) {
+  float d = x - KP_PG_SILU_X0;
+  float near_root = kp_pg_silu_near_root(g, d, 0.0f);
   float y = kp_pg_sigmoid_form(g, x, 0.0f, 0, x, 0.0f);
   return KP_FABSF(d) < 0.0625f ? near_root : y;
+}
+
+/* g * quick_gelu'(x) = g silu'(z), z = beta x = zh + zl exact (a product of two floats), beta > 0:
+ * silu's float-float form and its root, in z. Near the root d = zh - X0 is exact (Sterbenz) and zl
+ * joins its low part: the float x nearest the root (beta = 1.702f) has |z - z0| = 2^-28.3, where
+ * rounding z would cost 2^4 of the derivative's bits. z > 109: silu'(z) rounds to 1, so g (+inf:
+ * NaN, as torch's inf * 0); z < -204: |g silu'(z)| < 2^-150 for every float g, and z is clamped
+ * there (zl = 0), so that an overflowed beta x (zl infinite) does not reach the float-float. */
+KP_FN float kp_precise_quick_gelu_grad(float g, float x, float beta) {
+  const float z = beta * x;
+  const int low = z < -204.0f;
+  const float zh = low ? -204.0f : z;
+  const float zl = low ? 0.0f : KP_FMAF(beta, x, -z);
+  float y = kp_pg_sigmoid_form(g, zh, zl, 1, zh, zl);
+  const float d = zh - KP_PG_SILU_X0;
+  float dl;
+  const float dh = kp_two_sum(d, zl, &dl);
+  const float near_root = kp_pg_silu_near_root(g, dh, dl);
+  y = KP_FABSF(d) < 0.0625f ? near_root : y;
+  y = z > 109.0f ? g : y;
+  return KP_FABSF(x) > 0x1.fffffep+127f ? x - x : y; /* a select: y + (x - x) would make -0 +0 */
 }
 
 /* g * gelu_tanh'(x), torch's formula 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 k x^2),
