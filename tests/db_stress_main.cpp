@@ -6,6 +6,9 @@
 //   create DB GO              wait for GO to exist, then open DB (all start together), write and
 //                             read back one binary and one tuning; exit 0 only if the database was
 //                             persistent, both read back, and no warning came
+//   read-only DB KEY          with files limited to 1 KiB (every write fails, as on a full disk):
+//                             open DB, which must be read-only; exit 0 if KEY's binary and the
+//                             tunings are served, saving a tuning is refused and a put is not kept
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,9 +16,12 @@
 #include <string>
 #include <thread>
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "database/kernel_database.hpp"
+#include "kplay/error.hpp"
 
 using namespace kplay;
 
@@ -109,6 +115,25 @@ int write_forever(const std::string& path, const std::string& ready) {
   }
 }
 
+int read_only(const std::string& path, const std::string& key) {
+  ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead of killing us
+  const rlimit limit{1024, 1024};
+  if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 10;
+  auto db = open(path);
+  if (!db->persistent() || db->writable()) return 2;
+  rt::Binary b;
+  if (!db->get(key, b)) return 3;
+  if (db->list_tuning().empty()) return 4;
+  try {
+    db->save_tuning(tuning_for(0, 1));
+    return 5;
+  } catch (const Error&) {
+  }
+  db->put("not-kept", binary_for(1, 1, 100));
+  if (db->get("not-kept", b)) return 6;
+  return 0;
+}
+
 // Waits for `go` so that many processes open the database in the same instant.
 int create(const std::string& path, const std::string& go) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -135,8 +160,9 @@ int main(int argc, char** argv) {
   if (mode == "hold-lock" && argc == 6) return hold_lock(argv[2], argv[3], argv[4], std::atoi(argv[5]));
   if (mode == "write-forever" && argc == 4) return write_forever(argv[2], argv[3]);
   if (mode == "create" && argc == 4) return create(argv[2], argv[3]);
+  if (mode == "read-only" && argc == 4) return read_only(argv[2], argv[3]);
   std::fprintf(stderr,
                "usage: kplay_db_stress stress DB WORKER KEYS | hold-lock DB KEY READY MS | "
-               "write-forever DB READY | create DB GO\n");
+               "write-forever DB READY | create DB GO | read-only DB KEY\n");
   return 64;
 }

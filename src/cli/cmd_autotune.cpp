@@ -237,7 +237,7 @@ class AutotuneCommand : public Command {
       };
       devices.push_back(d);
       std::fprintf(stderr, "autotune on %s (%s); database %s%s\n", d.label.c_str(), dev.arch.c_str(), db.path().c_str(),
-                   db.persistent() ? "" : " (in memory)");
+                   db.persistent() ? (db.writable() ? "" : " (read-only: results are not stored)") : " (in memory)");
     }
 
     const bool tty = isatty(STDERR_FILENO);

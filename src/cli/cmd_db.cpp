@@ -40,7 +40,9 @@ class DbCommand : public Command {
     clear_ = sub("clear", "remove every tuning record, device and cached binary");
     path_ = sub("path", "print the database path and whether it is persistent");
     verify_ = sub("verify", "check the file's integrity and every binary's checksum (exit 1 on problems)");
-    verify_->add_flag("--fix", fix_, "remove the bad entries (exit 0 when that leaves the database clean)");
+    verify_->add_flag("--fix", fix_,
+                      "remove the bad entries, or salvage a damaged file record by record into a new one "
+                      "(exit 0 when that leaves the database clean)");
     prune_ = sub("prune", "evict least recently used binaries down to a size bound");
     prune_->add_option("--max-mb", max_mb_, "bound on cached binaries, MiB (0 .. 2^30)")->capture_default_str();
   }
@@ -67,9 +69,11 @@ class DbCommand : public Command {
     a->add_option("--db", db_path_, "database file (default: $KPLAY_DB, else the cache dir)");
   }
 
-  std::unique_ptr<KernelDatabase> open() {
+  // repair off: a damaged file is left for `verify` to report (and `verify --fix` to salvage).
+  std::unique_ptr<KernelDatabase> open(bool repair = true) {
     KernelDatabase::Options o;
     o.path = db_path_;
+    o.repair = repair;
     return std::make_unique<KernelDatabase>(o);
   }
 
@@ -129,8 +133,7 @@ class DbCommand : public Command {
       throw Error(ErrorCode::invalid_argument, import_file_ + ": not valid JSON: " + e.what());
     }
     auto db = open();
-    if (!db->persistent())
-      throw Error(ErrorCode::io_failed, "not importing: the database " + db->path() + " is not usable (see above)");
+    if (!db->writable()) throw Error(ErrorCode::io_failed, "not importing into " + db->path() + ": " + db->problem());
     std::size_t n = 0;
     try {
       n = db->import_json(doc);
@@ -144,6 +147,8 @@ class DbCommand : public Command {
 
   int clear() {
     auto db = open();
+    if (!db->writable())  // a fallback in memory or a read-only file: clearing would be a lie
+      throw Error(ErrorCode::io_failed, "not clearing " + db->path() + ": " + db->problem());
     const auto before = db->stats();
     db->clear();
     std::printf("cleared %s: removed %llu tuning records, %llu devices and %llu binaries (%.1f MiB)\n",
@@ -161,9 +166,10 @@ class DbCommand : public Command {
     std::printf("from: %s\n", source);
     if (db->persistent()) {
       const auto s = db->stats();
-      std::printf("persistent: yes (%llu tuning records, %llu binaries, %.1f MiB)\n",
-                  static_cast<unsigned long long>(s.tunings), static_cast<unsigned long long>(s.binaries),
-                  mib(s.binary_bytes));
+      std::printf("persistent: %s (%llu tuning records, %llu binaries, %.1f MiB)\n",
+                  db->writable() ? "yes" : "read-only", static_cast<unsigned long long>(s.tunings),
+                  static_cast<unsigned long long>(s.binaries), mib(s.binary_bytes));
+      if (!db->writable()) std::printf("read-only: %s\n", db->problem().c_str());
     } else {
       std::printf("persistent: no (running in memory: nothing is kept)\n");
     }
@@ -171,26 +177,44 @@ class DbCommand : public Command {
   }
 
   int verify() {
-    auto db = open();
-    if (!db->persistent() && db->path() != ":memory:") {
-      std::printf("%s: cannot be used (see the warning above); nothing was checked\n", db->path().c_str());
+    auto db = open(false);
+    const auto r = db->verify(fix_);
+    const auto count = [](std::uint64_t n) { return static_cast<unsigned long long>(n); };
+    if (!r.checked) {
+      std::printf("%s: cannot be used; nothing was checked\n", db->path().c_str());
+      for (const auto& p : r.problems) std::printf("  problem: %s\n", p.c_str());
       return kExitFailed;
     }
-    auto r = db->verify(fix_);
-    std::printf("%s: checked %llu binaries and %llu tuning records; integrity %s\n", db->path().c_str(),
-                static_cast<unsigned long long>(r.binaries), static_cast<unsigned long long>(r.tunings),
-                r.integrity_ok ? "ok" : "FAILED");
+    if (r.integrity_ok)
+      std::printf("%s: checked %llu binaries and %llu tuning records; integrity ok\n", db->path().c_str(),
+                  count(r.binaries), count(r.tunings));
+    else
+      std::printf(
+          "%s: integrity FAILED (the file is damaged; %llu binaries and %llu tuning records could be read "
+          "through SQLite)\n",
+          db->path().c_str(), count(r.binaries), count(r.tunings));
     for (const auto& p : r.problems) std::printf("  problem: %s\n", p.c_str());
+    if (r.unhashed > 0)
+      std::printf("  note: %llu binaries have no content hash (stored by an older kplay): they are never loaded%s\n",
+                  count(r.unhashed), fix_ ? "" : "; --fix removes them");
+    if (!r.salvage.empty()) std::printf("salvaged into a new file: %s\n", r.salvage.c_str());
     const bool problems = !r.integrity_ok || r.bad > 0 || !r.problems.empty();
-    if (!problems) return kExitOk;
+    if (!problems && !(fix_ && r.unhashed > 0)) return kExitOk;
     if (!fix_) {
-      std::printf("%zu problems; `kplay db verify --fix` removes bad entries\n", r.problems.size());
+      std::printf("%zu problems; `kplay db verify --fix` %s\n", r.problems.size(),
+                  r.integrity_ok ? "removes the bad entries"
+                                 : "salvages what can be read, record by record, into a new file and keeps this one");
       return kExitFailed;
     }
     const auto after = db->verify(false);
-    const bool clean = after.integrity_ok && after.bad == 0 && after.problems.empty();
-    std::printf("fixed: removed %llu bad entries; the database is %s\n", static_cast<unsigned long long>(r.bad),
-                clean ? "clean now" : "still damaged (`kplay db clear` starts over)");
+    const bool clean = after.checked && after.integrity_ok && after.bad == 0 && after.problems.empty();
+    if (r.salvage.empty())
+      std::printf("fixed: removed %llu bad entries and %llu binaries without a content hash; the database is %s\n",
+                  count(r.bad), count(r.unhashed),
+                  clean ? "clean now" : "still damaged (`kplay db clear` starts over)");
+    else
+      std::printf("the new database is %s; what could not be read is not in it (the damaged file is kept)\n",
+                  clean ? "clean" : "still damaged (`kplay db clear` starts over)");
     return clean ? kExitOk : kExitFailed;
   }
 

@@ -126,7 +126,9 @@ class RunCommand : public Command {
       db = std::make_unique<KernelDatabase>(o);
       db_open_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::printf("database: %s%s, opened in %.2f ms\n", db->path().c_str(),
-                  db->persistent() ? "" : " (in memory: nothing persists)", db_open_ms);
+                  db->persistent() ? (db->writable() ? "" : " (read-only: nothing new is stored)")
+                                   : " (in memory: nothing persists)",
+                  db_open_ms);
     }
     Engine engine(*backend, db.get());
     const bool knobs = flags_.knobs_given(*app_);

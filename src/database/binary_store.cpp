@@ -1,11 +1,13 @@
-// KernelDatabase as the Engine's BinaryStore: compiled programs with a checksum, read back only
-// when it matches, bounded by LRU eviction, and the per-key cross-process compile lock. These
-// calls never throw: the store is a cache, so any failure is one warning and a miss.
+// KernelDatabase as the Engine's BinaryStore: compiled programs with a checksum and a content
+// hash bound to their key, read back only when both match, bounded by LRU eviction, and the
+// per-key cross-process compile lock. These calls never throw: the store is a cache, so any
+// failure is one warning and a miss.
 #include <chrono>
 
 #include "database_impl.hpp"
 #include "util/file_lock.hpp"
 #include "util/hash.hpp"
+#include "util/sha256.hpp"
 
 namespace kplay {
 
@@ -20,6 +22,10 @@ std::int64_t now_ms() {
 }
 
 std::string checksum(const std::string& bytes) { return Hasher().add(bytes).hex(); }
+
+std::string content_hash(const std::string& key, const std::string& format, const std::string& bytes) {
+  return Sha256().add("kplay binary").add(key).add(format).add(bytes).hex();
+}
 
 std::uint64_t evict_lru(Connection& c, std::uint64_t bound, const std::string& keep) {
   Statement total_q(c, "SELECT COALESCE(SUM(size), 0) FROM binaries");
@@ -64,10 +70,12 @@ bool KernelDatabase::get(const std::string& key, rt::Binary& out) {
   try {
     return impl_->with_db([&] {
       rt::Binary b;
-      std::string sum;
+      std::string sum, hash;
       std::uint64_t size = 0;
+      bool hashed = false;
       {  // finished before writing: a read left open could not be upgraded once another writer commits
-        db::Statement s(impl_->conn, "SELECT format, bytes, checksum, size, log FROM binaries WHERE key = ?1");
+        db::Statement s(impl_->conn,
+                        "SELECT format, bytes, checksum, size, log, content_hash FROM binaries WHERE key = ?1");
         s.bind(1, key);
         if (!s.step()) return false;
         b.format = s.column_text(0);
@@ -75,12 +83,27 @@ bool KernelDatabase::get(const std::string& key, rt::Binary& out) {
         sum = s.column_text(2);
         size = static_cast<std::uint64_t>(s.column_int(3));
         b.log = s.column_text(4);
+        hashed = !s.column_is_null(5);
+        hash = s.column_text(5);
       }
-      if (sum != db::checksum(b.bytes) || size != b.bytes.size()) {
-        db::Statement(impl_->conn, "DELETE FROM binaries WHERE key = ?1").bind(1, key).run();
-        impl_->warn("checksum", "a cached kernel binary in " + impl_->path +
-                                    " failed its checksum and was dropped; it will be recompiled");
+      // Code is loaded only when its bytes are those stored under this key: a row without a
+      // content hash (an older kplay's) or with one that does not match is dropped and recompiled.
+      const char* failed = nullptr;
+      if (sum != db::checksum(b.bytes) || size != b.bytes.size())
+        failed = "failed its checksum";
+      else if (!hashed)
+        failed = "has no content hash (stored by an older kplay)";
+      else if (hash != db::content_hash(key, b.format, b.bytes))
+        failed = "does not match its content hash";
+      if (failed) {
+        if (impl_->writable) db::Statement(impl_->conn, "DELETE FROM binaries WHERE key = ?1").bind(1, key).run();
+        impl_->warn(std::string("checksum:") + failed, "a cached kernel binary in " + impl_->path + " " + failed +
+                                                           " and was not loaded; it will be recompiled");
         return false;
+      }
+      if (!impl_->writable) {  // read as it is: recency cannot be recorded
+        out = std::move(b);
+        return true;
       }
       try {  // recency is best effort: a busy database must not turn a good binary into a miss
         db::Statement u(impl_->conn, std::string("UPDATE binaries SET last_used_ms = ") + kNextUse + " WHERE key = ?1");
@@ -102,14 +125,15 @@ bool KernelDatabase::get(const std::string& key, rt::Binary& out) {
 void KernelDatabase::put(const std::string& key, const rt::Binary& binary) {
   try {
     impl_->with_db([&] {
+      if (impl_->persistent && !impl_->writable) return;  // read-only: said once on opening
       db::Transaction t(impl_->conn);
       db::Statement s(impl_->conn,
                       std::string("INSERT OR REPLACE INTO binaries (key, format, bytes, checksum, size, log, "
-                                  "created_ms, last_used_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ") +
+                                  "created_ms, content_hash, last_used_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ") +
                           kNextUse + ")");
       s.bind(1, key).bind(2, binary.format).bind_blob(3, binary.bytes).bind(4, db::checksum(binary.bytes));
       s.bind(5, static_cast<std::uint64_t>(binary.bytes.size())).bind(6, binary.log);
-      s.bind(7, db::now_ms()).bind(9, db::now_ms()).run();
+      s.bind(7, db::now_ms()).bind(8, db::content_hash(key, binary.format, binary.bytes)).bind(9, db::now_ms()).run();
       db::evict_lru(impl_->conn, impl_->options.max_binary_bytes, key);
       t.commit();
     });
@@ -120,7 +144,10 @@ void KernelDatabase::put(const std::string& key, const rt::Binary& binary) {
 
 void KernelDatabase::drop(const std::string& key) {
   try {
-    impl_->with_db([&] { db::Statement(impl_->conn, "DELETE FROM binaries WHERE key = ?1").bind(1, key).run(); });
+    impl_->with_db([&] {
+      if (!impl_->writable && impl_->persistent) return;  // read-only: it stays, and is not served again here
+      db::Statement(impl_->conn, "DELETE FROM binaries WHERE key = ?1").bind(1, key).run();
+    });
   } catch (const std::exception& e) {
     impl_->warn("write", std::string("cannot write to the kernel database: ") + e.what());
   }
@@ -130,7 +157,7 @@ std::unique_ptr<BinaryStore::KeyLock> KernelDatabase::lock(const std::string& ke
   std::string dir;
   {
     std::lock_guard<std::mutex> guard(impl_->mutex);  // not held while waiting for the lock
-    if (!impl_->persistent) return nullptr;
+    if (!impl_->writable) return nullptr;             // nothing compiled here is stored: nobody waits for it
     dir = impl_->lock_dir;
   }
   try {
@@ -143,6 +170,7 @@ std::unique_ptr<BinaryStore::KeyLock> KernelDatabase::lock(const std::string& ke
 
 std::uint64_t KernelDatabase::prune(std::uint64_t max_binary_bytes) {
   return impl_->with_db([&] {
+    impl_->require_writable("prune", false);
     db::Transaction t(impl_->conn);
     const std::uint64_t removed = db::evict_lru(impl_->conn, max_binary_bytes, "");
     t.commit();

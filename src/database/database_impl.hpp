@@ -16,6 +16,10 @@ struct KernelDatabase::Impl {
   Options options;
   std::string path;         // as resolved from the options
   bool persistent = false;  // guarded by mutex (recovery may fall back to memory)
+  bool writable = false;    // false: in memory, or the file opened read-only
+  std::string problem;      // why the file is not used, or used read-only; "" when neither
+  std::string damage;       // found damaged on open with options.repair off: why
+  std::string salvaged;     // what the last salvage kept and dropped, and where the damaged file went
   std::string lock_dir;     // <db dir>/locks
   ino_t inode = 0;          // of the file opened, to tell whether another process replaced it
   dev_t device = 0;
@@ -27,12 +31,19 @@ struct KernelDatabase::Impl {
   // Each problem (a short tag) is reported once per database object.
   void warn(const std::string& problem, const std::string& message);
 
-  void open();  // the file, or memory with a warning; never throws
+  void open();  // the file (read-write, else read-only), or memory with a warning; never throws
   void open_file();
+  void open_writable(const std::string& dir);
+  void open_read_only(const std::string& why_not_writable);
   void open_memory();
-  // The open file is damaged: move it (and its WAL) aside unless another process already did,
-  // then open a new one. Never throws.
+  // The open file is damaged: unless another process already did, salvage what can be read into
+  // a new file (salvage.hpp), keep the damaged one (and its WAL) beside it, and put the new one
+  // in its place; then open it. Never throws.
   void recover(const std::string& why);
+  // Throws Error(io_failed) saying why the file cannot be written: it is read-only, or (unless
+  // `memory_ok`) it is not in use and an in-memory database stands in; `what` is the operation
+  // ("clear"). An in-memory database asked for (":memory:") is always writable.
+  void require_writable(const std::string& what, bool memory_ok) const;
 
   // Runs f under the mutex; after a corruption, recovers and runs it once more.
   template <class F>
@@ -41,7 +52,8 @@ struct KernelDatabase::Impl {
     try {
       return f();
     } catch (const db::CorruptDatabase& e) {
-      if (persistent)
+      if (!options.repair) throw;
+      if (persistent && writable)
         recover(e.what());
       else
         open_memory();
@@ -54,6 +66,9 @@ namespace db {
 std::int64_t now_unix();
 std::int64_t now_ms();
 std::string checksum(const std::string& bytes);  // FNV-1a 64 hex (hash.hpp)
+// SHA-256 of a binary's key, format and bytes (sha256.hpp): recorded when it is stored, checked
+// whenever it is loaded, so a binary is only ever served for the key it was stored under.
+std::string content_hash(const std::string& key, const std::string& format, const std::string& bytes);
 // Deletes least recently used binaries (never `keep`) until at most `bound` bytes remain;
 // returns the rows removed. Call inside a transaction.
 std::uint64_t evict_lru(Connection& c, std::uint64_t bound, const std::string& keep);
@@ -61,6 +76,7 @@ std::uint64_t evict_lru(Connection& c, std::uint64_t bound, const std::string& k
 void write_tuning(Connection& c, const TuningRecord& record);   // replaces the record with its key
 void delete_tuning(Connection& c, const TuningRecord& record);  // key: fingerprint, spec, size bucket
 void write_device(Connection& c, const std::string& fingerprint, const rt::DeviceInfo& info);
+void add_device(Connection& c, const std::string& fingerprint, const rt::DeviceInfo& info);  // unless known
 // The canonical spec as stored: forward kernels ignore `saved`, so it is always "input" there.
 KernelSpec canonical(const KernelSpec& spec);
 // Frees the pages of deleted rows and truncates the WAL; best effort.

@@ -45,6 +45,14 @@ void check_backend(const std::string& backend, const std::string& where) {
 
 void check_time(double x, const std::string& where) {
   if (!std::isfinite(x)) bad(where, "expected a finite number");
+  if (x > kMaxImportMs)
+    bad(where, "expected at most " + std::to_string(kMaxImportMs / 1000) + " s of kernel time in ms");
+}
+
+// A bandwidth no device has: a measurement nobody made, and a number no report can print.
+void check_gbps(double x, const std::string& where) {
+  if (!std::isfinite(x)) bad(where, "expected a finite number");
+  if (x > kMaxImportGbps) bad(where, "expected at most 1e6 GB/s (1 PB/s; the fastest memory moves about 5e3)");
 }
 
 // The command line's checks (config_validation.hpp), with the knob's name placed in the document.
@@ -114,8 +122,8 @@ void validate_import(TuningDocument& doc) {
     if (r.n == 0) bad(where + ".n", "expected a size > 0");
     r.size_bucket = size_bucket(r.n);  // derived, never taken from the document (as save_tuning does)
     check_time(r.best_ms, where + ".best_ms");
-    check_time(r.best_gbps, where + ".best_gbps");
-    check_time(r.copy_gbps, where + ".copy_gbps");
+    check_gbps(r.best_gbps, where + ".best_gbps");
+    check_gbps(r.copy_gbps, where + ".copy_gbps");
     check_config(r.spec, r.best, r.backend, where + ".best");
     if (r.candidates.size() > kMaxImportCandidates)
       bad(where + ".candidates", "more than " + std::to_string(kMaxImportCandidates) + " candidates");
@@ -125,7 +133,7 @@ void validate_import(TuningDocument& doc) {
       check_config(r.spec, c.config, r.backend, cw + ".config");
       check_time(c.median_ms, cw + ".median_ms");
       check_time(c.spread_ms, cw + ".spread_ms");
-      check_time(c.gbps, cw + ".gbps");
+      check_gbps(c.gbps, cw + ".gbps");
       check_text(c.rejection, cw + ".rejection", kMaxImportNote);
     }
     check_best_measured(r, where);

@@ -1,7 +1,9 @@
 // The per-device kernel database: one SQLite file (WAL mode) that keeps compiled binaries for the
 // Engine (BinaryStore) and the autotuner's results per device, kernel and problem size, so a
-// later process neither recompiles nor retunes. It is a cache: an unusable file is moved aside
-// or replaced by an in-memory database with one warning, never a failure of the caller.
+// later process neither recompiles nor retunes. It is a cache, never a failure of the caller,
+// each with one warning: a file in a place another user could have written is not touched (an
+// in-memory database instead); a damaged file is salvaged record by record into a new one and
+// kept beside it; a file that cannot be written (a full disk, read-only) is read as it is.
 //
 // Thread-safe: one connection guarded by a mutex. Several processes may share the file; SQLite
 // serializes writers (busy timeout 10 s) and lock() serializes compiles of one key.
@@ -50,6 +52,9 @@ class KernelDatabase : public BinaryStore {
     std::string path;  // "" = default_path(); ":memory:" = in memory on purpose (no warning)
     std::uint64_t max_binary_bytes = 256ull << 20;  // LRU bound on cached binaries
     std::function<void(const std::string&)> warn;   // once per problem; default: stderr
+    // A damaged file is salvaged when found. Off (`kplay db verify`): it is reported by verify()
+    // and left as it is until verify(true).
+    bool repair = true;
   };
 
   // $KPLAY_DB, else $XDG_CACHE_HOME/kplay/kernels.db, else $HOME/.cache/kplay/kernels.db.
@@ -62,7 +67,9 @@ class KernelDatabase : public BinaryStore {
   KernelDatabase& operator=(const KernelDatabase&) = delete;
 
   const std::string& path() const;
-  bool persistent() const;  // false when running in memory
+  bool persistent() const;      // false when running in memory
+  bool writable() const;        // false in memory, and for a file opened read-only
+  std::string problem() const;  // why the file is not used or only read; "" when neither
 
   // BinaryStore. These never throw: a database problem is a warning and a cache miss.
   bool get(const std::string& key, rt::Binary& out) override;           // checksum mismatch: row dropped, false
@@ -71,7 +78,8 @@ class KernelDatabase : public BinaryStore {
   // flock() on <db dir>/locks/<key>.lock, released when the holder exits or dies; nullptr in memory.
   std::unique_ptr<KeyLock> lock(const std::string& key) override;
 
-  // Devices and tuning. These throw Error(io_failed) when the database cannot be written.
+  // Devices and tuning. These throw Error(io_failed) when the database cannot be written (a
+  // read-only file included; in memory by fallback they are kept in memory).
   void put_device(const std::string& fingerprint, const rt::DeviceInfo& info);
   // Replaces the record for (fingerprint, spec, size bucket), candidates included.
   void save_tuning(const TuningRecord& record);
@@ -82,24 +90,33 @@ class KernelDatabase : public BinaryStore {
                                           const std::string& backend, const KernelSpec& spec, std::uint64_t n);
   std::vector<TuningRecord> list_tuning();  // by device, spec and size, candidates included
 
-  // Resumable tuning: candidates saved as they finish under a run key chosen by the tuner.
+  // Resumable tuning: candidates saved as they finish under a run key chosen by the tuner. On a
+  // read-only file nothing is saved (a run cannot resume), and these do not throw for it.
   void save_progress(const std::string& run_key, const CandidateResult& c);  // same config: replaced
   std::vector<CandidateResult> load_progress(const std::string& run_key);    // in the order saved
   void clear_progress(const std::string& run_key);
 
-  // Maintenance.
+  // Maintenance. These throw Error(io_failed) when the database cannot be written (in memory
+  // by fallback, or read-only), rather than act on nothing.
   struct VerifyReport {
     std::uint64_t binaries = 0, bad = 0, tunings = 0;
+    std::uint64_t unhashed = 0;  // binaries without a content hash (an older kplay's): never loaded
     std::vector<std::string> problems;
     bool integrity_ok = true;
+    bool checked = true;  // false: the file is not in use (problems say why); the rest is of memory
+    std::string salvage;  // remove_bad rebuilt a damaged file: what it kept and dropped, where the old one is
   };
-  VerifyReport verify(bool remove_bad);                 // PRAGMA integrity_check + every binary's checksum
+  // PRAGMA integrity_check, every binary's checksum and content hash, every stored config.
+  // remove_bad: a damaged file is salvaged into a new one (salvage.hpp); otherwise bad entries
+  // (and binaries without a content hash) are deleted.
+  VerifyReport verify(bool remove_bad);
   std::uint64_t prune(std::uint64_t max_binary_bytes);  // LRU eviction to the bound; rows removed
   void clear();                                         // everything but the schema
   // Tuning records with candidates, and devices (no binaries), with a format version.
   nlohmann::json export_json();
   // Validates the whole document first; throws Error(invalid_argument) naming the bad field.
-  // Returns the number of tuning records imported (each replaces its counterpart).
+  // Returns the number of tuning records imported (each replaces its counterpart). A device
+  // already recorded keeps its row: only a new fingerprint adds one.
   std::size_t import_json(const nlohmann::json& doc);
 
   struct Stats {

@@ -1,84 +1,135 @@
-// Looking after the kernel database: verify (SQLite's integrity check, every binary's checksum,
-// every stored config), clear, statistics, and moving tuning records between machines as JSON.
+// Looking after the kernel database: verify (SQLite's integrity check, every binary's checksum
+// and content hash, every stored config) and fix (delete bad entries, or salvage a damaged file),
+// clear, statistics, and moving tuning records between machines as JSON.
 #include "database_impl.hpp"
 #include "import_validation.hpp"
 #include "tuning_json.hpp"
 
 namespace kplay {
 
+namespace {
+struct Findings {
+  std::vector<std::string> bad_binaries, unhashed_binaries;
+  std::vector<std::int64_t> bad_tunings;
+};
+
+// SQLite's integrity check, then every record as kplay would use it.
+Findings check_contents(db::Connection& c, KernelDatabase::VerifyReport& r) {
+  Findings f;
+  {
+    db::Statement s(c, "PRAGMA integrity_check(20)");
+    while (s.step()) {
+      const std::string line = s.column_text(0);
+      if (line == "ok") continue;
+      r.integrity_ok = false;
+      r.problems.push_back("integrity: " + line);
+    }
+  }
+  {
+    db::Statement s(c, "SELECT key, format, bytes, checksum, size, content_hash FROM binaries ORDER BY key");
+    while (s.step()) {
+      ++r.binaries;
+      const std::string key = s.column_text(0), bytes = s.column_blob(2);
+      if (s.column_text(3) != db::checksum(bytes) || static_cast<std::uint64_t>(s.column_int(4)) != bytes.size()) {
+        f.bad_binaries.push_back(key);
+        r.problems.push_back("binary " + key + ": checksum or size does not match its bytes");
+      } else if (s.column_is_null(5)) {
+        f.unhashed_binaries.push_back(key);
+      } else if (s.column_text(5) != db::content_hash(key, s.column_text(1), bytes)) {
+        f.bad_binaries.push_back(key);
+        r.problems.push_back("binary " + key + ": content hash does not match its key and bytes");
+      }
+    }
+  }
+  {
+    db::Statement s(c,
+                    "SELECT t.id, t.activation, t.direction, t.dtype, t.saved, t.best_config, "
+                    "(SELECT group_concat(config, char(10)) FROM candidates WHERE tuning_id = t.id) FROM tunings t");
+    while (s.step()) {
+      ++r.tunings;
+      try {
+        parse_direction(s.column_text(2));
+        parse_dtype(s.column_text(3));
+        parse_saved(s.column_text(4));
+        config_from_text(s.column_text(5));
+        const std::string candidates = s.column_text(6);
+        for (std::size_t at = 0; at < candidates.size();) {
+          std::size_t end = candidates.find('\n', at);
+          if (end == std::string::npos) end = candidates.size();
+          config_from_text(candidates.substr(at, end - at));
+          at = end + 1;
+        }
+      } catch (const Error& e) {
+        f.bad_tunings.push_back(s.column_int(0));
+        r.problems.push_back("tuning record " + std::to_string(s.column_int(0)) + " (" + s.column_text(1) +
+                             "): " + e.what());
+      }
+    }
+  }
+  r.bad = f.bad_binaries.size() + f.bad_tunings.size();
+  r.unhashed = f.unhashed_binaries.size();
+  return f;
+}
+}  // namespace
+
 KernelDatabase::VerifyReport KernelDatabase::verify(bool remove_bad) {
   std::lock_guard<std::mutex> lock(impl_->mutex);  // no automatic recovery: verify reports
-  db::Connection& c = impl_->conn;
   VerifyReport r;
-  try {
-    {
-      db::Statement s(c, "PRAGMA integrity_check(20)");
-      while (s.step()) {
-        const std::string line = s.column_text(0);
-        if (line == "ok") continue;
-        r.integrity_ok = false;
-        r.problems.push_back("integrity: " + line);
-      }
-    }
-    std::vector<std::string> bad_binaries;
-    {
-      db::Statement s(c, "SELECT key, bytes, checksum, size FROM binaries ORDER BY key");
-      while (s.step()) {
-        ++r.binaries;
-        const std::string key = s.column_text(0), bytes = s.column_blob(1);
-        if (s.column_text(2) == db::checksum(bytes) && static_cast<std::uint64_t>(s.column_int(3)) == bytes.size())
-          continue;
-        bad_binaries.push_back(key);
-        r.problems.push_back("binary " + key + ": checksum or size does not match its bytes");
-      }
-    }
-    std::vector<std::int64_t> bad_tunings;
-    {
-      db::Statement s(c,
-                      "SELECT t.id, t.activation, t.direction, t.dtype, t.saved, t.best_config, "
-                      "(SELECT group_concat(config, char(10)) FROM candidates WHERE tuning_id = t.id) FROM tunings t");
-      while (s.step()) {
-        ++r.tunings;
-        try {
-          parse_direction(s.column_text(2));
-          parse_dtype(s.column_text(3));
-          parse_saved(s.column_text(4));
-          config_from_text(s.column_text(5));
-          const std::string candidates = s.column_text(6);
-          for (std::size_t at = 0; at < candidates.size();) {
-            std::size_t end = candidates.find('\n', at);
-            if (end == std::string::npos) end = candidates.size();
-            config_from_text(candidates.substr(at, end - at));
-            at = end + 1;
-          }
-        } catch (const Error& e) {
-          bad_tunings.push_back(s.column_int(0));
-          r.problems.push_back("tuning record " + std::to_string(s.column_int(0)) + " (" + s.column_text(1) +
-                               "): " + e.what());
-        }
-      }
-    }
-    r.bad = bad_binaries.size() + bad_tunings.size();
-    if (remove_bad && r.bad > 0) {
-      db::Transaction t(c);
-      for (const auto& key : bad_binaries) db::Statement(c, "DELETE FROM binaries WHERE key = ?1").bind(1, key).run();
-      for (auto id : bad_tunings) {
-        db::Statement(c, "DELETE FROM candidates WHERE tuning_id = ?1").bind(1, id).run();
-        db::Statement(c, "DELETE FROM tunings WHERE id = ?1").bind(1, id).run();
-      }
-      t.commit();
-    }
-    if (remove_bad && !r.integrity_ok) c.exec("REINDEX");  // repairs damaged indexes, the common case
-  } catch (const db::CorruptDatabase& e) {
+  std::string damage = impl_->damage;  // found on opening (options.repair off)
+  if (!damage.empty()) {
     r.integrity_ok = false;
-    r.problems.push_back(std::string("the database file is damaged: ") + e.what());
-    if (remove_bad && impl_->persistent) impl_->recover(e.what());  // moved aside; a new, empty one replaces it
+    try {  // SQLite's own account of the damage, read-only
+      db::Connection c = db::Connection::read_only(impl_->path, false);
+      db::Statement s(c, "PRAGMA integrity_check(20)");
+      while (s.step())
+        if (s.column_text(0) != "ok") r.problems.push_back("integrity: " + s.column_text(0));
+    } catch (const std::exception&) {
+    }
+    r.problems.push_back("the database file is damaged: " + damage);
+  } else if (!impl_->persistent && impl_->path != ":memory:") {
+    check_contents(impl_->conn, r);  // what this object serves instead: the database in memory
+    r.checked = false;
+    r.problems.push_back("the database file is not in use: " + impl_->problem);
+    return r;
+  } else {
+    try {
+      const Findings f = check_contents(impl_->conn, r);
+      if (remove_bad && r.integrity_ok && (r.bad > 0 || r.unhashed > 0)) {
+        impl_->require_writable("fix", false);
+        db::Transaction t(impl_->conn);
+        for (const auto* keys : {&f.bad_binaries, &f.unhashed_binaries})
+          for (const auto& key : *keys)
+            db::Statement(impl_->conn, "DELETE FROM binaries WHERE key = ?1").bind(1, key).run();
+        for (auto id : f.bad_tunings) {
+          db::Statement(impl_->conn, "DELETE FROM candidates WHERE tuning_id = ?1").bind(1, id).run();
+          db::Statement(impl_->conn, "DELETE FROM tunings WHERE id = ?1").bind(1, id).run();
+        }
+        t.commit();
+      }
+      if (!r.integrity_ok) damage = r.problems.front();
+    } catch (const db::CorruptDatabase& e) {
+      r.integrity_ok = false;
+      r.problems.push_back(std::string("the database file is damaged: ") + e.what());
+      damage = e.what();
+    }
+  }
+  // A damaged file: everything readable is carried into a new one, record by record.
+  if (remove_bad && !damage.empty()) {
+    impl_->require_writable("fix", false);
+    impl_->salvaged.clear();
+    impl_->damage.clear();
+    impl_->recover(damage);
+    r.salvage = impl_->salvaged;
+    if (r.salvage.empty())  // another process salvaged it first, or it could not be
+      r.problems.push_back(impl_->persistent ? "another process rebuilt the file meanwhile"
+                                             : "it could not be salvaged: " + impl_->problem);
   }
   return r;
 }
 
 void KernelDatabase::clear() {
   impl_->with_db([&] {
+    impl_->require_writable("clear", false);
     db::Transaction t(impl_->conn);
     for (const char* table : {"candidates", "tunings", "progress", "devices", "binaries"})
       impl_->conn.exec(std::string("DELETE FROM ") + table);
@@ -136,8 +187,12 @@ std::size_t KernelDatabase::import_json(const nlohmann::json& doc) {
   TuningDocument parsed = document_from_json(doc);  // all or nothing: check before writing
   validate_import(parsed);
   impl_->with_db([&] {
+    impl_->require_writable("import into", false);
     db::Transaction t(impl_->conn);
-    for (const auto& [fingerprint, info] : parsed.devices) db::write_device(impl_->conn, fingerprint, info);
+    // A device this database already knows keeps its row: the fingerprint covers what decides
+    // whether binaries and timings carry over, and the rest (memory, units, notes) is what was
+    // measured here, which a document must not rewrite.
+    for (const auto& [fingerprint, info] : parsed.devices) db::add_device(impl_->conn, fingerprint, info);
     for (const auto& r : parsed.tunings) db::write_tuning(impl_->conn, r);
     t.commit();
   });

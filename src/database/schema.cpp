@@ -87,6 +87,13 @@ const std::vector<std::vector<const char*>>& migrations() {
   rejection TEXT NOT NULL,
   UNIQUE (run_key, config)))",
       },
+      {
+          // 1 -> 2
+          // content_hash: SHA-256 of the key, the format and the bytes (binary_store.cpp),
+          // recorded when the binary is stored and checked whenever it is loaded. Rows of older
+          // versions have none and are never loaded: their kernels are compiled again.
+          "ALTER TABLE binaries ADD COLUMN content_hash TEXT",
+      },
   };
   return steps;
 }
@@ -115,6 +122,11 @@ std::string schema_refusal(const SchemaProbe& p) {
   return {};
 }
 
+std::string lost_version_message() {
+  return "it has kplay's tables but no schema version (PRAGMA user_version is 0), so it cannot be upgraded in "
+         "place";
+}
+
 void migrate(Connection& c) {
   if (c.read_only()) throw Error(ErrorCode::io_failed, "the file is read-only");
   Transaction t(c);
@@ -122,13 +134,71 @@ void migrate(Connection& c) {
   const std::string refusal = schema_refusal(p);
   if (!refusal.empty()) throw Error(ErrorCode::io_failed, refusal);
   if (p.version == kSchemaVersion) return;  // rolled back: nothing was written
+  if (p.ours && p.version == 0 && !p.empty) throw CorruptDatabase(lost_version_message());
   if (migrations().size() != static_cast<std::size_t>(kSchemaVersion))
     throw Error(ErrorCode::io_failed, "internal: kSchemaVersion does not match the migration steps");
   for (auto v = static_cast<std::size_t>(p.version); v < migrations().size(); ++v)
-    for (const char* sql : migrations()[v]) c.exec(sql);
+    for (const char* sql : migrations()[v]) try {
+        c.exec(sql);
+      } catch (const CorruptDatabase&) {
+        throw;
+      } catch (const Error& e) {  // "no such table": not the schema its version promises
+        if (p.empty) throw;
+        throw CorruptDatabase("cannot upgrade it from schema version " + std::to_string(p.version) + ": " + e.what());
+      }
   c.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
   c.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
   t.commit();
+}
+
+const std::vector<TableShape>& expected_tables() {
+  static const std::vector<TableShape> tables = [] {
+    Connection c(":memory:");
+    migrate(c);
+    std::vector<TableShape> out;
+    Statement names(c, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid");
+    while (names.step()) {
+      TableShape t;
+      t.name = names.column_text(0);
+      Statement info(c, "SELECT name, type, \"notnull\", dflt_value IS NOT NULL, pk FROM pragma_table_info(?1)");
+      info.bind(1, t.name);
+      int primary_keys = 0;
+      while (info.step()) {
+        TableShape::Column col;
+        col.name = info.column_text(0);
+        col.type = info.column_text(1);
+        col.not_null = info.column_int(2) != 0;
+        col.has_default = info.column_int(3) != 0;
+        col.rowid = info.column_int(4) != 0 && col.type == "INTEGER";
+        primary_keys += info.column_int(4) != 0;
+        t.columns.push_back(col);
+      }
+      // INTEGER PRIMARY KEY alone is the rowid; as part of a composite key it is a column.
+      if (primary_keys != 1)
+        for (auto& col : t.columns) col.rowid = false;
+      out.push_back(std::move(t));
+    }
+    return out;
+  }();
+  return tables;
+}
+
+std::string schema_problem(Connection& c) {
+  for (const TableShape& t : expected_tables()) {
+    Statement info(c, "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?1)");
+    info.bind(1, t.name);
+    std::size_t i = 0;
+    bool same = true;
+    while (info.step()) {
+      if (i >= t.columns.size() || info.column_text(0) != t.columns[i].name ||
+          info.column_text(1) != t.columns[i].type || (info.column_int(2) != 0) != t.columns[i].not_null)
+        same = false;
+      ++i;
+    }
+    if (i == 0) return "its table " + t.name + " is missing";
+    if (!same || i != t.columns.size()) return "its table " + t.name + " does not have kplay's columns";
+  }
+  return {};
 }
 
 std::string schema_hash(Connection& c) {

@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <cctype>
 #include <utility>
 
 namespace kplay::db {
@@ -20,9 +21,11 @@ void fail(sqlite3* db, int rc, const std::string& what) {
   throw Error(ErrorCode::io_failed, text);
 }
 
-Connection::Connection(const std::string& path) {
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+Connection::Connection(const std::string& path)
+    : Connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX) {}
+
+Connection::Connection(const std::string& name, int flags) {
+  const int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     close();
@@ -31,6 +34,24 @@ Connection::Connection(const std::string& path) {
   }
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+}
+
+Connection Connection::read_only(const std::string& path, bool immutable) {
+  // A URI, so the path's own '?', '#' and '%' are escaped.
+  std::string uri = "file:";
+  for (const char ch : path) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (std::isalnum(u) || ch == '/' || ch == '.' || ch == '-' || ch == '_' || ch == '~') {
+      uri += ch;
+    } else {
+      static const char* hex = "0123456789ABCDEF";
+      uri += '%';
+      uri += hex[u >> 4];
+      uri += hex[u & 15];
+    }
+  }
+  uri += immutable ? "?mode=ro&immutable=1" : "?mode=ro";
+  return Connection(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX);
 }
 
 Connection::~Connection() { close(); }
@@ -71,6 +92,8 @@ bool Connection::read_only() const { return sqlite3_db_readonly(db_, "main") == 
 
 std::int64_t Connection::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
 
+std::int64_t Connection::changes() const { return sqlite3_changes64(db_); }
+
 Statement::Statement(Connection& connection, const std::string& sql) : connection_(connection), sql_(sql) {
   const int rc = sqlite3_prepare_v2(connection_.get(), sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr);
   if (rc != SQLITE_OK) fail(connection_.get(), rc, "prepare '" + sql.substr(0, 60) + "'");
@@ -98,6 +121,12 @@ Statement& Statement::bind(int i, double value) {
 
 Statement& Statement::bind_blob(int i, const std::string& bytes) {
   const int rc = sqlite3_bind_blob64(stmt_, i, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) fail(connection_.get(), rc, "bind");
+  return *this;
+}
+
+Statement& Statement::bind_null(int i) {
+  const int rc = sqlite3_bind_null(stmt_, i);
   if (rc != SQLITE_OK) fail(connection_.get(), rc, "bind");
   return *this;
 }
@@ -133,6 +162,8 @@ std::string Statement::column_blob(int i) const {
   const int n = sqlite3_column_bytes(stmt_, i);
   return p ? std::string(static_cast<const char*>(p), static_cast<std::size_t>(n)) : std::string();
 }
+
+bool Statement::column_is_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
 
 Transaction::Transaction(Connection& connection) : connection_(connection) { connection_.exec("BEGIN IMMEDIATE"); }
 

@@ -24,6 +24,9 @@ class Connection {
   Connection() = default;
   // Opens read-write, creating the file; ":memory:" for an in-memory database. Throws.
   explicit Connection(const std::string& path);
+  // Opens an existing file read-only. `immutable`: without locks, the -shm or the WAL (for a
+  // file where even those cannot be created: a full disk); a WAL's unsaved pages are not seen.
+  static Connection read_only(const std::string& path, bool immutable);
   ~Connection();
   Connection(Connection&& o) noexcept;
   Connection& operator=(Connection&& o) noexcept;
@@ -39,8 +42,10 @@ class Connection {
   std::string query_text(const std::string& sql);  // same, as text
   bool read_only() const;
   std::int64_t last_insert_rowid() const;
+  std::int64_t changes() const;  // rows changed by the last statement
 
  private:
+  Connection(const std::string& name, int flags);
   sqlite3* db_ = nullptr;
 };
 
@@ -60,6 +65,7 @@ class Statement {
   Statement& bind(int i, double value);
   Statement& bind(int i, bool value) { return bind(i, static_cast<std::int64_t>(value ? 1 : 0)); }
   Statement& bind_blob(int i, const std::string& bytes);
+  Statement& bind_null(int i);
 
   bool step();  // true: a row is ready; false: done
   void run();   // steps to the end
@@ -70,6 +76,7 @@ class Statement {
   double column_double(int i) const;
   std::string column_text(int i) const;
   std::string column_blob(int i) const;
+  bool column_is_null(int i) const;
 
  private:
   Connection& connection_;

@@ -18,16 +18,27 @@ KernelSpec canonical(const KernelSpec& spec) {
   return s;
 }
 
-void write_device(Connection& c, const std::string& fingerprint, const rt::DeviceInfo& d) {
-  Statement s(c,
-              "INSERT OR REPLACE INTO devices (fingerprint, backend, device_index, name, platform, arch, "
-              "driver_version, compiler_version, memory_bytes, compute_units, max_threads_per_unit, max_block, "
-              "compile_target, note, last_seen_unix, l2_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-              "?12, ?13, ?14, ?15, ?16)");
+namespace {
+void insert_device(Connection& c, const char* verb, const std::string& fingerprint, const rt::DeviceInfo& d) {
+  Statement s(
+      c, std::string(verb) +
+             " INTO devices (fingerprint, backend, device_index, name, platform, arch, "
+             "driver_version, compiler_version, memory_bytes, compute_units, max_threads_per_unit, max_block, "
+             "compile_target, note, last_seen_unix, l2_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+             "?12, ?13, ?14, ?15, ?16)");
   s.bind(1, fingerprint).bind(2, d.backend).bind(3, d.index).bind(4, d.name).bind(5, d.platform).bind(6, d.arch);
   s.bind(7, d.driver_version).bind(8, d.compiler_version).bind(9, d.memory_bytes).bind(10, d.compute_units);
   s.bind(11, d.max_threads_per_unit).bind(12, d.max_block).bind(13, d.compile_target).bind(14, d.note);
   s.bind(15, now_unix()).bind(16, d.l2_bytes).run();
+}
+}  // namespace
+
+void write_device(Connection& c, const std::string& fingerprint, const rt::DeviceInfo& d) {
+  insert_device(c, "INSERT OR REPLACE", fingerprint, d);
+}
+
+void add_device(Connection& c, const std::string& fingerprint, const rt::DeviceInfo& d) {
+  insert_device(c, "INSERT OR IGNORE", fingerprint, d);
 }
 
 // Binds ?1..?6 to a record's key: fingerprint, canonical spec and size bucket.
@@ -134,11 +145,15 @@ CandidateResult read_progress(db::Statement& s) {
 }  // namespace
 
 void KernelDatabase::put_device(const std::string& fingerprint, const rt::DeviceInfo& info) {
-  impl_->with_db([&] { db::write_device(impl_->conn, fingerprint, info); });
+  impl_->with_db([&] {
+    impl_->require_writable("record a device in", true);
+    db::write_device(impl_->conn, fingerprint, info);
+  });
 }
 
 void KernelDatabase::save_tuning(const TuningRecord& record) {
   impl_->with_db([&] {
+    impl_->require_writable("save a tuning in", true);
     db::Transaction t(impl_->conn);
     db::write_tuning(impl_->conn, record);
     t.commit();
@@ -147,6 +162,7 @@ void KernelDatabase::save_tuning(const TuningRecord& record) {
 
 void KernelDatabase::remove_tuning(const TuningRecord& record) {
   impl_->with_db([&] {
+    impl_->require_writable("remove a tuning from", true);
     db::Transaction t(impl_->conn);
     db::delete_tuning(impl_->conn, record);
     t.commit();
@@ -212,6 +228,7 @@ std::vector<TuningRecord> KernelDatabase::list_tuning() {
 
 void KernelDatabase::save_progress(const std::string& run_key, const CandidateResult& c) {
   impl_->with_db([&] {
+    if (impl_->persistent && !impl_->writable) return;  // read-only: a run cannot resume, but it runs
     db::Statement s(impl_->conn,
                     "INSERT OR REPLACE INTO progress (run_key, config, ok, median_ms, spread_ms, gbps, rejection) "
                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
@@ -240,7 +257,10 @@ std::vector<CandidateResult> KernelDatabase::load_progress(const std::string& ru
 }
 
 void KernelDatabase::clear_progress(const std::string& run_key) {
-  impl_->with_db([&] { db::Statement(impl_->conn, "DELETE FROM progress WHERE run_key = ?1").bind(1, run_key).run(); });
+  impl_->with_db([&] {
+    if (impl_->persistent && !impl_->writable) return;
+    db::Statement(impl_->conn, "DELETE FROM progress WHERE run_key = ?1").bind(1, run_key).run();
+  });
 }
 
 }  // namespace kplay
