@@ -466,12 +466,15 @@ struct Named {
   const char* name;
   Functions functions;
 };
+// `n` names a function template: parenthesized, it could not take its template arguments.
 // clang-format off
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define KPLAY_REF_WITH(n, out, out_ld) \
   Named{#n, Functions{n<double>, n##_grad_from_input<double>, out, \
                       n<long double>, n##_grad_from_input<long double>, out_ld}}
 #define KPLAY_REF(n) KPLAY_REF_WITH(n, nullptr, nullptr)
 #define KPLAY_REF_OUT(n) KPLAY_REF_WITH(n, n##_grad_from_output<double>, n##_grad_from_output<long double>)
+// NOLINTEND(bugprone-macro-parentheses)
 // clang-format on
 const std::vector<Named>& table() {
   // clang-format off
