@@ -3,6 +3,7 @@
 # build-sanitize/. Runs the unit and database tests, a small OpenCL subset on PoCL (every knob
 # value, a stored binary loading back, the 2-D API), and each fuzz target for a fixed time.
 # Usage: .ci/sanitize.sh [fuzz seconds per target, default 30]
+#        .ci/sanitize.sh --build-only   (the build alone; .ci/run starts it early, in the background)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzz_seconds=${1:-30}
@@ -13,17 +14,60 @@ export LSAN_OPTIONS=suppressions=$PWD/.ci/lsan.supp:print_suppressions=0
 
 # -O1: the sanitizers' usual level, and half the compile time of -O2 on CI's two cores; only the
 # targets run below (and the CLI and stress binaries the tests start) are built.
+mkdir -p build-sanitize
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
   -DKPLAY_SANITIZE=ON >/dev/null
 cmake --build build-sanitize -j"$(nproc)" --target kplay_tests kplay_fuzz kplay kplay_db_stress
+[ "$fuzz_seconds" = "--build-only" ] && exit 0
+
+# The tests and then the fuzz targets run side by side, one per core, each into its own log; the
+# logs are printed whole, in order, and any failure fails the stage.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+failed=0
+pids=() titles=()
+run_logged() {  # TITLE COMMAND...: starts COMMAND in the background, its output into a log
+  local title=$1; shift
+  "$@" >"$logs/${#pids[@]}" 2>&1 &
+  pids+=("$!") titles+=("$title")
+}
+collect() {  # waits for every job started, prints each log under its title
+  local i rc
+  for i in "${!pids[@]}"; do
+    rc=0
+    wait "${pids[i]}" || rc=$?
+    echo "-- ${titles[i]}"
+    cat "$logs/$i"
+    if [ $rc -ne 0 ]; then echo "-- FAILED (exit $rc): ${titles[i]}"; failed=1; fi
+    rm -f "$logs/$i"
+  done
+  pids=() titles=()
+  [ $failed -eq 0 ]
+}
 tests=build-sanitize/tests/kplay_tests
-echo "-- unit and database tests (ASan+UBSan)"
-"$tests" --test-suite-exclude=nvrtc,cuda,opencl
-echo "-- OpenCL subset (ASan+UBSan): -tc='*knob*,*stored binary loads back*,*2-D views with row pitches*'"
-set +e
-"$tests" --require-backend=opencl --test-suite=opencl -tc='*knob*,*stored binary loads back*,*2-D views with row pitches*'
-rc=$?
-set -e
-if [ $rc -eq 77 ]; then echo "no OpenCL device: skipped"; elif [ $rc -ne 0 ]; then exit $rc; fi
-echo "-- fuzz targets, ${fuzz_seconds}s each (ASan+UBSan)"
-build-sanitize/tests/kplay_fuzz all --seconds "$fuzz_seconds"
+opencl_subset='*knob*,*stored binary loads back*,*2-D views with row pitches*'
+opencl_subset_or_skip() {  # exit 77: no OpenCL device here, which is a skip, not a failure
+  local rc=0
+  "$tests" --require-backend=opencl --test-suite=opencl -tc="$opencl_subset" || rc=$?
+  if [ $rc -eq 77 ]; then echo "no OpenCL device: skipped"; return 0; fi
+  return $rc
+}
+run_logged "unit and database tests (ASan+UBSan)" "$tests" --test-suite-exclude=nvrtc,cuda,opencl
+run_logged "OpenCL subset (ASan+UBSan): -tc='$opencl_subset'" opencl_subset_or_skip
+collect
+
+# The fuzz targets, as kplay_fuzz's usage line names them, dealt round-robin to one queue per
+# core: each target runs for the full time with a core of its own.
+fuzz=build-sanitize/tests/kplay_fuzz
+read -r -a targets <<<"$("$fuzz" 2>&1 | sed -n 's/.*targets://p' || true)"
+[ ${#targets[@]} -gt 0 ] || { echo "kplay_fuzz named no targets"; exit 1; }
+echo "-- fuzz targets, ${fuzz_seconds}s each (ASan+UBSan): ${targets[*]}"
+fuzz_queue() {  # FIRST STEP: targets FIRST, FIRST+STEP, ... one after another
+  local i
+  for ((i = $1; i < ${#targets[@]}; i += $2)); do "$fuzz" "${targets[i]}" --seconds "$fuzz_seconds" || return; done
+}
+queues=$(nproc)
+for ((q = 0; q < queues && q < ${#targets[@]}; ++q)); do
+  run_logged "fuzz queue $((q + 1)) of $queues" fuzz_queue "$q" "$queues"
+done
+collect

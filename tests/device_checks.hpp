@@ -6,9 +6,9 @@
 #include <random>
 #include <string>
 
+#include "check/problem.hpp"
 #include "device_fixture.hpp"
 #include "engine/engine.hpp"
-#include "check/problem.hpp"
 
 namespace kplay::test {
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <memory>
 
-#include "runtime/backend_factory.hpp"
 #include "kplay/error.hpp"
+#include "runtime/backend_factory.hpp"
 #ifdef KPLAY_WITH_CUDA
 #include "runtime/cuda/nvrtc_compiler.hpp"
 #endif

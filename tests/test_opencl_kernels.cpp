@@ -25,15 +25,15 @@
 
 #include <CL/cl.h>
 
+#include "check/exhaustive_check.hpp"
+#include "codegen/config_validation.hpp"
+#include "device_checks.hpp"
+#include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
 #include "runtime/opencl/opencl_backend.hpp"
 #include "runtime/opencl/opencl_program.hpp"
-#include "codegen/config_validation.hpp"
-#include "device_checks.hpp"
-#include "check/exhaustive_check.hpp"
-#include "util/host_dtype.hpp"
-#include "kplay/error.hpp"
 #include "temp_templates.hpp"
+#include "util/host_dtype.hpp"
 
 using namespace kplay;
 
@@ -537,10 +537,18 @@ TEST_SUITE("opencl") {
     shape.n = 1 << 20;
     shape.seed = test::fresh_seed();
     Problem p(be, s, shape);
-    const double one = be.time_ms([&] { engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n); });
-    const double three = be.time_ms([&] {
-      for (int i = 0; i < 3; ++i) engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n);
-    });
+    // The least of a few measurements of each: other processes on the machine (ctest -j, PoCL's
+    // threads sharing the cores) can only lengthen one, and three launches never take less than
+    // one launch does on a quiet machine.
+    double one = 0, three = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      const double t1 = be.time_ms([&] { engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n); });
+      const double t3 = be.time_ms([&] {
+        for (int i = 0; i < 3; ++i) engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n);
+      });
+      one = rep == 0 ? t1 : std::min(one, t1);
+      three = rep == 0 ? t3 : std::min(three, t3);
+    }
     MESSAGE("SELU over 2^20 float32 on " << be.info().name << ": " << one << " ms once, " << three
                                          << " ms three times");
     CHECK(one > 0);
