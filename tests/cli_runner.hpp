@@ -17,13 +17,10 @@ struct CliResult {
   bool has(const std::string& text) const { return output.find(text) != std::string::npos; }
 };
 
-// `env` is put before the command, e.g. "KPLAY_DB=/tmp/x.db" or "env -u KPLAY_DB".
-inline CliResult run_cli(const std::string& args, const std::string& env = "") {
-  const char* cli = std::getenv("KPLAY_CLI");
-  const std::string cmd =
-      env + (env.empty() ? "" : " ") + std::string(cli && *cli ? cli : KPLAY_CLI_PATH) + " " + args + " 2>&1";
+// A shell command's output (stdout and stderr together) and exit status.
+inline CliResult run_shell(const std::string& command) {
   CliResult r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   REQUIRE(p != nullptr);
   char buf[4096];
   std::size_t n;
@@ -31,6 +28,12 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   const int raw = pclose(p);
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
   return r;
+}
+
+// `env` is put before the command, e.g. "KPLAY_DB=/tmp/x.db" or "env -u KPLAY_DB".
+inline CliResult run_cli(const std::string& args, const std::string& env = "") {
+  const char* cli = std::getenv("KPLAY_CLI");
+  return run_shell(env + (env.empty() ? "" : " ") + std::string(cli && *cli ? cli : KPLAY_CLI_PATH) + " " + args);
 }
 
 }  // namespace kplay::test

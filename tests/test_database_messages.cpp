@@ -64,18 +64,7 @@ std::string seed(const TempDir& dir) {
 
 test::CliResult db_cli(const std::string& args) { return test::run_cli("db " + args, "env -u KPLAY_DB"); }
 
-// A shell command's output (stdout and stderr) and exit status.
-test::CliResult run_shell(const std::string& command) {
-  test::CliResult r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  return r;
-}
+using test::run_shell;
 
 // Runs `kplay db list` and `kplay db clear` on `path` with every write failing; checks both.
 void check_full_disk(const test::CliResult& r) {
