@@ -81,7 +81,10 @@ void watch() {
       return a.second.deadline < b.second.deadline;
     });
     if (Clock::now() >= first->second.deadline) fire(s, first->second);
-    s.wake.wait_until(lock, first->second.deadline);
+    // A copy: wait_until reads the deadline again after waking, and by then the Wait that owned the
+    // entry may have ended and erased it.
+    const Clock::time_point deadline = first->second.deadline;
+    s.wake.wait_until(lock, deadline);
   }
 }
 
