@@ -43,6 +43,7 @@ inline const std::vector<std::string>& activation_cases() {
       "softshrink(lambd=1.25)",
       "hardshrink",
       "hardshrink(lambd=0.25)",
+      "hardshrink(lambd=-0.5)",  // torch's OpInfo sample: an empty band, everything passes
       "threshold(threshold=0.1, value=20)",
       "threshold(-1, -2)",
   };

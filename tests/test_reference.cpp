@@ -165,11 +165,34 @@ TEST_CASE("quick_gelu with beta = 1 is silu, and relu2 is relu squared with deri
   CHECK_THROWS(resolve_activation("quick_gelu(beta=0)"));
 }
 
+TEST_CASE("hardshrink takes a negative lambd as torch does: an empty band, every input passes") {
+  // torch: (x >= -l && x <= l) ? 0 : x, with no check on l; F.hardshrink(x, -0.5) is x, its
+  // gradient g everywhere, zeros and the band's would-be edges included.
+  const auto a = resolve_activation("hardshrink(lambd=-0.5)");
+  for (Dtype d : {Dtype::f32, Dtype::bf16, Dtype::f64}) {
+    const auto p = params_for(a, d);
+    for (double x : {-1.0, -0.5, -0.25, -0.0, 0.0, 0.25, 0.5, 1.0, kInf}) {
+      CAPTURE(x);
+      const double y = a.act->forward(x, p.data());
+      CHECK(y == x);
+      CHECK(std::signbit(y) == std::signbit(x));
+      CHECK(a.act->grad_from_input(0.75, x, p.data()) == 0.75);
+      CHECK(a.act->grad_from_input_ld(0.75, x, p.data()) == 0.75);
+    }
+    CHECK(std::isnan(a.act->forward(std::nan(""), p.data())));
+  }
+  // y == 0 at x = 0 lies outside the empty band: the output no longer says where the band is.
+  CHECK_FALSE(a.has_grad_from_output());
+  CHECK(resolve_activation("hardshrink(lambd=0)").has_grad_from_output());
+  CHECK(resolve_activation("hardshrink").has_grad_from_output());
+  CHECK(resolve_activation("hardshrink(lambd=-0.5)").canonical == "hardshrink(lambd=-0.5)");
+}
+
 TEST_CASE("backward from the saved output agrees with backward from the input") {
   for (const auto& text : test::activation_cases()) {
     const auto a = resolve_activation(text);
     if (!a.has_grad_from_output()) continue;
-    for (double x : {-20.0, -3.0, -0.5, -1e-6, 1e-6, 0.25, 4.0}) {
+    for (double x : {-20.0, -3.0, -0.5, -1e-6, -0.0, 0.0, 1e-6, 0.25, 4.0}) {
       const double y = a.act->forward(x, a.params.data());
       CAPTURE(text);
       CAPTURE(x);
@@ -277,7 +300,7 @@ TEST_CASE("bad activation text is refused with a message naming what is wrong") 
   refused("threshold(threshold=1)", "missing required parameter value");
   refused("hardtanh(min_val=2, max_val=1)", "min_val (2) must be <= max_val (1)");
   refused("softplus(beta=0)", "beta must be > 0");
-  refused("softshrink(lambd=-1)", "lambd must be >= 0");
+  refused("softshrink(lambd=-1)", "lambd must be >= 0, as torch's softshrink requires (got -1)");
   refused("celu(alpha=0)", "alpha must not be 0");
   refused("gelu(approximate=fast)", "one of none, tanh");
   refused("elu(alpha=abc)", "must be a finite number");

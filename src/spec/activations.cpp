@@ -32,7 +32,11 @@ std::string positive_beta(const double* p) { return p[0] > 0 ? "" : "beta must b
 std::string hardtanh_check(const double* p) {
   return p[0] <= p[1] ? "" : "min_val (" + format_number(p[0]) + ") must be <= max_val (" + format_number(p[1]) + ")";
 }
-std::string lambd_check(const double* p) { return p[0] >= 0 ? "" : "lambd must be >= 0"; }
+// softshrink: torch refuses lambd < 0 ("lambda must be in range [0, ...]"). hardshrink takes any
+// lambd, as torch does: below 0 its band -l <= x <= l is empty and every x passes through.
+std::string softshrink_lambd_check(const double* p) {
+  return p[0] >= 0 ? "" : "lambd must be >= 0, as torch's softshrink requires (got " + format_number(p[0]) + ")";
+}
 
 bool positive_first_param(const double* p) { return p[0] > 0; }
 bool nonnegative_first_param(const double* p) { return p[0] >= 0; }
@@ -250,9 +254,10 @@ const std::vector<Activation>& activations() {
       builtin("tanhshrink", "activations/tanhshrink.h", {}, Torch{"Tanhshrink", kNoInplace, kSavesInput}, nullptr,
               nullptr, no_edges, f64(bounds(2), 16, 8), 4),
       builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
-              Torch{"Softshrink", kNoInplace, kSavesInput}, nullptr, lambd_check, band_edges, bounds(0.5), 1),
+              Torch{"Softshrink", kNoInplace, kSavesInput}, nullptr, softshrink_lambd_check, band_edges, bounds(0.5),
+              1),
       builtin("hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
-              Torch{"Hardshrink", kNoInplace, kSavesOutput}, nullptr, lambd_check, band_edges, exact(), 1),
+              Torch{"Hardshrink", kNoInplace, kSavesOutput}, nonnegative_first_param, nullptr, band_edges, exact(), 1),
       builtin("threshold", "activations/threshold.h",
               {{"threshold", kRequired, {}, ParamType::tensor}, {"value", kRequired, {}, ParamType::tensor}},
               Torch{"Threshold", kInplace, kSavesInput}, nullptr, nullptr, first_param_edge, exact(), 1,

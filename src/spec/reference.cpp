@@ -418,7 +418,9 @@ T tanhshrink_grad_from_input(T g, T x, const double*) {
   return g * t * t;
 }
 
-// hardshrink(lambd): -l <= x <= l ? 0 : x (NaN stays NaN); backward likewise with g.
+// hardshrink(lambd): -l <= x <= l ? 0 : x (NaN stays NaN); backward likewise with g. A negative l
+// (torch takes any) makes the band empty: the identity, and g everywhere. From the output only
+// for l >= 0 (the registry's output_determines_grad): below, y == 0 at x = 0 passes g in torch.
 template <typename T>
 T hardshrink(T x, const double* p) {
   return (x >= -p[0] && x <= p[0]) ? 0.0 : x;
