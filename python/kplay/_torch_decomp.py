@@ -16,7 +16,10 @@ Which graphs decompose (kplay.torch.set_compile_mode):
                every dtype (selects and one rounding, the kernel's result), and every built-in
                in float16 and bfloat16 (float32 math rounded once to 16 bits, as the kernel); the
                kernel for float32 and float64 elsewhere, where kplay's bounds beat the formula's.
-The mode is read when a graph is compiled: call torch._dynamo.reset() after changing it.
+The mode is read when a graph is compiled, so graphs compiled before a change keep theirs (call
+torch._dynamo.reset() to recompile them); a mode other than "auto" is appended to
+torch.compiler.config.cache_key_tag, so that the on-disk caches (AOTAutograd's and Inductor's,
+keyed on the graph before these decompositions) never hand one mode's compiled code to another.
 """
 from __future__ import annotations
 
@@ -174,6 +177,9 @@ def parse(activation: str) -> Optional[Tuple[str, Dict[str, Any]]]:
     return result
 
 
+_TAG = "|kplay.compile_mode="
+
+
 def set_mode(mode: str) -> None:
     global _mode
     if mode not in MODES:
@@ -181,6 +187,9 @@ def set_mode(mode: str) -> None:
 
         raise _core.InvalidArgumentError(f"compile mode must be one of {', '.join(MODES)}; got {mode!r}")
     _mode = mode
+    config = torch.compiler.config
+    base = config.cache_key_tag.split(_TAG)[0]
+    config.cache_key_tag = base if mode == "auto" else f"{base}{_TAG}{mode}"
 
 
 def mode() -> str:

@@ -194,6 +194,8 @@ def _make_functions(entry: _table.Entry) -> None:
 
     def fn(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         if plain is not None and not args and not kwargs:
+            if EXTENSION and not _is_compiling():  # kt.selu(x), eager: straight to the C++ op
+                return _forward_raw(x, plain)
             return activation(x, plain)
         values, inplace = _table.bind(entry, args, kwargs)
         act = _table.activation_string(entry.activation, values)
