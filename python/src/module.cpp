@@ -270,8 +270,8 @@ NB_MODULE(_core, m) {
 
   m.def("supports_saved_output", &kplay::supports_saved_output, "activation"_a);
   // For kplay._torch_ops (torch_bridge.h); the table is static, the capsule only points at it.
-  m.attr("torch_bridge") = nb::steal(
-      PyCapsule_New(const_cast<KplayTorchBridge*>(&torch_bridge), KPLAY_TORCH_BRIDGE_NAME, nullptr));
+  m.attr("torch_bridge") =
+      nb::steal(PyCapsule_New(const_cast<KplayTorchBridge*>(&torch_bridge), KPLAY_TORCH_BRIDGE_NAME, nullptr));
   m.def("version", [] { return std::string(KPLAY_PYTHON_VERSION); });
   m.def("activations", [] {
     std::vector<std::string> names;

@@ -97,19 +97,20 @@ int checked_slot(const at::Tensor& t, const char* what) {
 }
 
 void check_cuda(const at::Tensor& t, const char* what) {
-  if (!t.is_cuda()) invalid(std::string("kplay.torch needs CUDA tensors; ") + what + " is on '" + t.device().str() + "'");
+  if (!t.is_cuda())
+    invalid(std::string("kplay.torch needs CUDA tensors; ") + what + " is on '" + t.device().str() + "'");
 }
 
 // ---- launchers, cached per activation string, dtype, direction and device -----------------
 
 enum Kind { forward_kind = 0, backward_from_input = 1, backward_from_output = 2 };
-constexpr int max_devices = 64;
+constexpr std::size_t max_devices = 64;
 
 struct Activation {
   explicit Activation(std::string n) : name(std::move(n)) {}
   std::string name;
   std::atomic<int> saves_output{-1};  // -1 until asked
-  std::array<std::atomic<void*>, 4 * 3 * max_devices> launchers{};
+  std::array<std::atomic<void*>, std::size_t{4} * 3 * max_devices> launchers{};
 };
 
 std::mutex cache_mutex;
@@ -142,7 +143,8 @@ bool saves_output(Activation& a) {
 }
 
 const void* launcher(Activation& a, int slot, Kind kind, c10::DeviceIndex device) {
-  if (device < 0 || device >= max_devices) invalid("kplay.torch supports CUDA devices 0 to 63");
+  if (device < 0 || static_cast<std::size_t>(device) >= max_devices)
+    invalid("kplay.torch supports CUDA devices 0 to 63");
   auto& cell = a.launchers[(static_cast<std::size_t>(device) * 3 + kind) * 4 + static_cast<std::size_t>(slot)];
   void* l = cell.load(std::memory_order_acquire);
   if (l == nullptr) {
@@ -343,7 +345,7 @@ struct ActivationFunction : public torch::autograd::Function<ActivationFunction>
     ctx->save_for_backward({keep_output ? y : x});
     return y;
   }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
     return backward_of(ctx, grads, ctx->saved_data["output"].toBool());
   }
 };
@@ -362,7 +364,9 @@ struct InplaceFunction : public torch::autograd::Function<InplaceFunction> {
     ctx->save_for_backward({x});
     return x;
   }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) { return backward_of(ctx, grads, true); }
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
+    return backward_of(ctx, grads, true);
+  }
 };
 
 bool needs_grad(const at::Tensor& x) { return at::GradMode::is_enabled() && x.requires_grad(); }
@@ -430,10 +434,16 @@ TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
 
 // The Python module: importing it (after torch) loads the registrations above; it takes the
 // launch table and the exception classes from kplay._core.
-PyMODINIT_FUNC PyInit__torch_ops() {  // NOLINT(readability-identifier-naming)
-  static PyModuleDef def = {PyModuleDef_HEAD_INIT, "kplay._torch_ops",
-                            "kplay's PyTorch operators in C++ (loaded by kplay.torch)", -1, nullptr, nullptr,
-                            nullptr, nullptr, nullptr};
+PyMODINIT_FUNC PyInit__torch_ops() {  // NOLINT(bugprone-reserved-identifier): Python's name
+  static PyModuleDef def = {PyModuleDef_HEAD_INIT,
+                            "kplay._torch_ops",
+                            "kplay's PyTorch operators in C++ (loaded by kplay.torch)",
+                            -1,
+                            nullptr,
+                            nullptr,
+                            nullptr,
+                            nullptr,
+                            nullptr};
   PyObject* core = PyImport_ImportModule("kplay._core");
   if (core == nullptr) return nullptr;
   PyObject* capsule = PyObject_GetAttrString(core, "torch_bridge");
