@@ -124,9 +124,8 @@ if not EXTENSION:
 
 _forward = torch.ops.kplay.forward.default
 _forward_ = torch.ops.kplay.forward_.default
-# The C++ entry points behind the OpOverloads: an eager call skips OpOverload.__call__'s frame.
-_forward_raw = _forward._op
-_forward_raw_ = _forward_._op
+if EXTENSION:  # eager calls: the extension's entry points, straight to the dispatcher's typed call
+    from ._torch_ops import forward as _forward_raw, forward_ as _forward_raw_
 _is_compiling = torch.compiler.is_compiling
 
 if "torch._inductor.decomposition" in __import__("sys").modules:

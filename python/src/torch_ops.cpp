@@ -17,16 +17,19 @@
 //
 // The layout and saved-tensor policies are kplay.torch's (python/kplay/torch.py, module notes).
 #include <ATen/ATen.h>
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/library.h>
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -432,6 +435,79 @@ TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
   m.impl("backward", torch::autograd::autogradNotImplementedFallback());
 }
 
+// ---- Python entry points for eager calls ----------------------------------------------------
+
+namespace {
+
+// torch.ops.kplay.forward.default and forward_.default: where a call that is not plain goes.
+PyObject* forward_overload = nullptr;
+PyObject* forward_inplace_overload = nullptr;
+
+// forward(x, activation) and forward_(x, activation) as torch.ops.kplay.* compute them, for
+// kplay.torch's eager calls: a plain tensor (or Parameter) and a str go straight to the
+// dispatcher's typed call, with no schema parsing or boxing; anything else (a tensor subclass,
+// an active torch function mode, other arguments) goes to the OpOverload, which handles them.
+bool plain_call(PyObject* const* args, Py_ssize_t nargs) {
+  return nargs == 2 && THPVariable_CheckExact(args[0]) && PyUnicode_Check(args[1]) &&
+         !at::impl::torch_function_mode_enabled();
+}
+
+PyObject* py_forward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
+  if (!plain_call(args, nargs)) return PyObject_Vectorcall(forward_overload, args, static_cast<size_t>(nargs), nullptr);
+  HANDLE_TH_ERRORS
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(args[1], &size);
+  if (text == nullptr) return nullptr;
+  const at::Tensor& x = THPVariable_Unpack(args[0]);
+  at::Tensor y;
+  {
+    pybind11::gil_scoped_release no_gil;
+    y = forward_op().call(x, c10::string_view(text, static_cast<std::size_t>(size)));
+  }
+  return THPVariable_Wrap(std::move(y));
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* py_forward_inplace(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
+  if (!plain_call(args, nargs)) {
+    PyObject* r = PyObject_Vectorcall(forward_inplace_overload, args, static_cast<size_t>(nargs), nullptr);
+    if (r == nullptr) return nullptr;
+    Py_DECREF(r);
+  } else {
+    HANDLE_TH_ERRORS
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(args[1], &size);
+    if (text == nullptr) return nullptr;
+    const at::Tensor& x = THPVariable_Unpack(args[0]);
+    pybind11::gil_scoped_release no_gil;
+    forward_inplace_op().call(x, c10::string_view(text, static_cast<std::size_t>(size)));
+    END_HANDLE_TH_ERRORS
+  }
+  Py_INCREF(args[0]);
+  return args[0];
+}
+
+PyMethodDef methods[] = {
+    {"forward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_forward)), METH_FASTCALL,
+     "forward(x, activation) -> Tensor: torch.ops.kplay.forward, called without its Python layers"},
+    {"forward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_forward_inplace)), METH_FASTCALL,
+     "forward_(x, activation) -> x: torch.ops.kplay.forward_, called without its Python layers"},
+    {nullptr, nullptr, 0, nullptr}};
+
+// The object at a dotted path below a module, a new reference.
+PyObject* attribute_path(const char* module, std::initializer_list<const char*> names) {
+  PyObject* o = PyImport_ImportModule(module);
+  for (const char* name : names) {
+    if (o == nullptr) return nullptr;
+    PyObject* next = PyObject_GetAttrString(o, name);
+    Py_DECREF(o);
+    o = next;
+  }
+  return o;
+}
+
+}  // namespace
+
 // The Python module: importing it (after torch) loads the registrations above; it takes the
 // launch table and the exception classes from kplay._core.
 PyMODINIT_FUNC PyInit__torch_ops() {  // NOLINT(bugprone-reserved-identifier): Python's name
@@ -439,7 +515,7 @@ PyMODINIT_FUNC PyInit__torch_ops() {  // NOLINT(bugprone-reserved-identifier): P
                             "kplay._torch_ops",
                             "kplay's PyTorch operators in C++ (loaded by kplay.torch)",
                             -1,
-                            nullptr,
+                            methods,
                             nullptr,
                             nullptr,
                             nullptr,
@@ -463,6 +539,9 @@ PyMODINIT_FUNC PyInit__torch_ops() {  // NOLINT(bugprone-reserved-identifier): P
   error_compile = PyObject_GetAttrString(core, "CompileError");
   Py_DECREF(core);
   if (!error_base || !error_argument || !error_no_device || !error_unsupported || !error_compile) return nullptr;
+  forward_overload = attribute_path("torch", {"ops", "kplay", "forward", "default"});
+  forward_inplace_overload = attribute_path("torch", {"ops", "kplay", "forward_", "default"});
+  if (forward_overload == nullptr || forward_inplace_overload == nullptr) return nullptr;
   PyObject* m = PyModule_Create(&def);
   if (m == nullptr) return nullptr;
   if (PyModule_AddStringConstant(m, "TORCH_VERSION", KPLAY_TORCH_VERSION) < 0) return nullptr;
