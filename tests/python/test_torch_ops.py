@@ -1,5 +1,5 @@
 """kplay.torch without a CUDA device: the C++ extension kplay._torch_ops loads and registers the
-ops (schemas, kernels per dispatch key), Meta kernels and autograd on meta tensors,
+ops (schemas, kernels per dispatch key), opcheck, Meta kernels and autograd on meta tensors,
 torch.compile(fullgraph=True) tracing with each compile mode, the decompositions' formulas against
 torch's functions, the Python fallback, replace_activations on torchvision models, argument
 errors. CI installs torch and builds the extension, so nothing here skips for lack of them."""
@@ -63,6 +63,20 @@ def test_python_fallback_says_so_once_and_registers_the_same_ops():
     assert lines[0] == "False 1", out
     assert lines[1] == str(torch.ops.kplay.forward.default._schema)
     assert lines[2] == "(2, 3)"
+
+
+@pytest.mark.parametrize("act", ["selu", "relu", "leaky_relu(negative_slope=0.2)", "gelu(approximate=tanh)",
+                                 "threshold(threshold=0.1, value=-2.0)"])
+def test_opcheck_on_meta_tensors(act):
+    # torch.library.opcheck's schema, autograd registration, fake tensor and AOT dispatch (dynamic
+    # shapes) checks, which need no device data: meta tensors. The activations cover both saved
+    # kinds and parameters; the op's C++ is the same for every activation.
+    x = torch.empty(8, 16, device="meta")
+    torch.library.opcheck(torch.ops.kplay.forward.default, (x.clone().requires_grad_(), act))
+    torch.library.opcheck(torch.ops.kplay.forward.default, (x[:, 2:9], act))  # pitched view
+    torch.library.opcheck(torch.ops.kplay.forward_.default, (x.clone(), act))
+    saved_output = kt.saves_output(act)
+    torch.library.opcheck(torch.ops.kplay.backward.default, (torch.empty_like(x), x, act, saved_output))
 
 
 def test_meta_kernels_keep_layouts():
