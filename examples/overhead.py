@@ -186,7 +186,8 @@ def main():
     def ratio(row):
         return med[(row, "kplay")] / med[(row, "torch")]
 
-    print(f"eager no grad kplay/torch {ratio('eager, no grad'):.2f}, with grad {ratio('eager, input requires grad'):.2f}, "
+    print(f"eager no grad kplay/torch {ratio('eager, no grad'):.2f}, "
+          f"with grad {ratio('eager, input requires grad'):.2f}, "
           f"forward + backward {ratio('eager, forward + backward'):.2f} (goal <= 1, 0.8 aimed)")
     if args.json:
         with open(args.json, "w") as f:
