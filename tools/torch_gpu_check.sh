@@ -5,14 +5,16 @@
 # (tests/python/test_torch.py: opcheck on CUDA for every op and activation, gradcheck in float64,
 # CUDA graphs, layouts, values and gradients against torch; test_torch_ops.py: compiled graphs in
 # each compile mode against eager, the current stream, the extension against the Python
-# operators; test_foreign_activations.py) and prints the per-call host cost table
-# (examples/overhead.py). Exits 1 when a step failed.
+# operators; test_foreign_activations.py), prints the per-call host cost table
+# (examples/overhead.py) and the training step of compiled models in each compile mode against
+# torch's compiled activations (examples/compile_modes.py). Exits 1 when a step failed.
 #
 # Build the wheel where torch is installed (here: Python 3.12, torch 2.11):
 #   /work/scratch/torchenv/bin/pip wheel . --no-build-isolation --no-deps -w DIR
 # On the GPU machine, from the repository root:
 #   tools/torch_gpu_check.sh DIR/kplay-*.whl [OUT_DIR]      (OUT_DIR: default /tmp/kplay-torch)
-# Environment: PYTHON (default python3, the interpreter with torch).
+# Environment: PYTHON (default python3, the interpreter with torch); KPLAY_MODELS (models for
+# compile_modes.py, default "mlp efficientnet_b0"; torchvision names).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 WHEEL=${1:?usage: torch_gpu_check.sh WHEEL [OUT_DIR]}
@@ -44,9 +46,11 @@ cd "$root" || exit 1
 step pytest timeout 1200 "$PY" -m pytest -q -rfs -p no:cacheprovider tests/python/test_torch.py \
   tests/python/test_torch_ops.py tests/python/test_foreign_activations.py
 step overhead timeout 600 "$PY" examples/overhead.py --json "$OUT/overhead.json"
+step compile_modes timeout 1800 "$PY" examples/compile_modes.py ${KPLAY_MODELS:+--models $KPLAY_MODELS}
 echo
 echo "== summary ($OUT)"
 grep -E "passed|failed" "$OUT/pytest.log" | tail -n 3
 grep -E "^\||^kplay op|^eager" "$OUT/overhead.log"
+grep -E "^\|" "$OUT/compile_modes.log"
 echo "failed steps: $failed"
 [ "$failed" = 0 ]
