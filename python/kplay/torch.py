@@ -72,7 +72,7 @@ from . import _table
 from . import _torch_decomp
 
 __all__ = ["activation", "activation_", "replace_activations", "saves_output", "set_compile_mode", "compile_mode",
-           "EXTENSION"]
+           "register_decompositions", "EXTENSION"]
 
 # Built-ins that save their input (the registry's saves_output is false); for the others C++ has
 # the last word (leaky_relu saves its output only with a positive slope).
@@ -144,6 +144,13 @@ def set_compile_mode(mode: str) -> None:
 def compile_mode() -> str:
     """The mode set_compile_mode() set ("auto" by default)."""
     return _torch_decomp.mode()
+
+
+def register_decompositions() -> None:
+    """Hands Inductor kplay's formulas now (it imports Inductor). kplay.torch's functions do it when
+    torch.compile first traces one of them; a graph that calls torch.ops.kplay.* directly, with no
+    kplay.torch call traced before it in the process, needs this call first to decompose."""
+    _torch_decomp.register()
 
 
 @torch.compiler.assume_constant_result

@@ -210,6 +210,14 @@ def test_compile_in_place_and_modules_without_graph_break(compile_mode):
     assert torch._dynamo.explain(model)(x).graph_break_count == 0
 
 
+def test_direct_op_calls_decompose_once_registered(compile_mode):
+    compile_mode("decompose")
+    kt.register_decompositions()
+    x = torch.empty(16, device="meta", requires_grad=True)
+    graphs = _compiled_graphs(lambda t: torch.ops.kplay.forward(t, "selu") + 1, x)
+    assert len(graphs) == 2 and not any(t.startswith("kplay.") for g in graphs for t in g)
+
+
 def test_a_mode_other_than_auto_tags_the_compile_caches(compile_mode):
     before = torch.compiler.config.cache_key_tag
     compile_mode("decompose")
