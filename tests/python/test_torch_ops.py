@@ -229,30 +229,6 @@ def test_a_mode_other_than_auto_tags_the_compile_caches(compile_mode):
     assert torch.compiler.config.cache_key_tag == before
 
 
-def test_inductor_compiles_every_decomposition_on_cpu(compile_mode):
-    # With every activation decomposed, no kplay kernel is left in the graph, so Inductor compiles
-    # and runs it on the CPU: its code for each formula, forward and backward, against the same
-    # formulas in float64 under torch's autograd.
-    compile_mode("decompose")
-    acts = [_table.activation_string(n, PARAMS.get(n, {})) for n in sorted(_torch_decomp.FORMULAS)]
-
-    def f(t):
-        return sum(kt.activation(t, act) * (i + 1) for i, act in enumerate(acts))
-
-    gen = torch.Generator().manual_seed(1)
-    x = (torch.randn(512, dtype=torch.float64, generator=gen) * 4).float().requires_grad_()
-    g = torch.randn(512, generator=gen)
-    torch._dynamo.reset()
-    y = torch.compile(f, fullgraph=True)(x)
-    (gx,) = torch.autograd.grad(y, x, g)
-    x64 = x.detach().double().requires_grad_()
-    want = sum(_torch_decomp.FORMULAS[_torch_decomp.parse(act)[0]][0](x64, _torch_decomp.parse(act)[1]) * (i + 1)
-               for i, act in enumerate(acts))
-    (want_grad,) = torch.autograd.grad(want, x64, g.double())
-    torch.testing.assert_close(y.double(), want, rtol=1e-5, atol=1e-4)
-    torch.testing.assert_close(gx.double(), want_grad, rtol=1e-5, atol=1e-4)
-
-
 def test_user_activations_keep_the_kernel():
     assert _torch_decomp.parse("leaky_relu(negative_slope=0.2)") == ("leaky_relu", {"negative_slope": 0.2})
     assert _torch_decomp.parse("gelu") == ("gelu", {"approximate": "none"})
@@ -407,3 +383,29 @@ def _fallback_run():
     kt.relu_(z)
     v = kt.gelu(_mixed((33, 70), torch.float32, 3)[:, 5:40], approximate="tanh")
     return [t.detach().cpu() for t in (y, gx, z, v)]
+
+
+@cuda
+def test_inductor_compiles_every_decomposition(compile_mode):
+    # Every activation decomposed in one graph: Inductor's code for each formula, forward and
+    # backward, against the same formulas in float64 under torch's autograd. (With nothing of
+    # kplay's left in the graph it runs on the CPU as well, but the CPU's C++ compile of it would
+    # cost CI half a minute: it runs where the GPU tests do.)
+    compile_mode("decompose")
+    acts = [_table.activation_string(n, PARAMS.get(n, {})) for n in sorted(_torch_decomp.FORMULAS)]
+
+    def f(t):
+        return sum(kt.activation(t, act) * (i + 1) for i, act in enumerate(acts))
+
+    gen = torch.Generator().manual_seed(1)
+    x = (torch.randn(512, dtype=torch.float64, generator=gen) * 4).float().cuda().requires_grad_()
+    g = torch.randn(512, generator=gen).cuda()
+    torch._dynamo.reset()
+    y = torch.compile(f, fullgraph=True)(x)
+    (gx,) = torch.autograd.grad(y, x, g)
+    x64 = x.detach().double().requires_grad_()
+    want = sum(_torch_decomp.FORMULAS[_torch_decomp.parse(act)[0]][0](x64, _torch_decomp.parse(act)[1]) * (i + 1)
+               for i, act in enumerate(acts))
+    (want_grad,) = torch.autograd.grad(want, x64, g.double())
+    torch.testing.assert_close(y.double(), want, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(gx.double(), want_grad, rtol=1e-5, atol=1e-4)
