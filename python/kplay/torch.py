@@ -59,6 +59,7 @@ counter as torch's in-place ops do.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 from typing import Any, Dict
@@ -128,7 +129,7 @@ if EXTENSION:  # eager calls: the extension's entry points, straight to the disp
     from ._torch_ops import forward as _forward_raw, forward_ as _forward_raw_
 _is_compiling = torch.compiler.is_compiling
 
-if "torch._inductor.decomposition" in __import__("sys").modules:
+if "torch._inductor.decomposition" in sys.modules:  # Inductor is there already: no import to save
     _torch_decomp.register()
 
 
