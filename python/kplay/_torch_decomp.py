@@ -145,6 +145,20 @@ FORMULAS: Dict[str, Tuple[Fwd, Bwd, Optional[Bwd]]] = {
 }
 
 _parsed: Dict[str, Optional[Tuple[str, Dict[str, Any]]]] = {}
+_from_output: Dict[str, bool] = {}
+
+
+def _kplay_takes(activation: str) -> bool:
+    """Whether kplay accepts the text (parameters in range, e.g. softshrink's lambd >= 0): a text
+    it refuses keeps the kernel, which raises kplay's message; no formula runs in its place.
+    Remembers whether backward can start from the output."""
+    from . import _core
+
+    try:
+        _from_output[activation] = bool(_core.supports_saved_output(activation))
+    except _core.Error:
+        return False
+    return True
 
 
 def parse(activation: str) -> Optional[Tuple[str, Dict[str, Any]]]:
@@ -171,7 +185,7 @@ def parse(activation: str) -> Optional[Tuple[str, Dict[str, Any]]]:
             except ValueError:
                 ok = False
                 break
-        if ok and all(v is not _table.REQUIRED for v in values.values()):
+        if ok and all(v is not _table.REQUIRED for v in values.values()) and _kplay_takes(activation):
             result = (name, values)
     _parsed[activation] = result
     return result
@@ -222,6 +236,8 @@ def backward(grad: Tensor, saved: Tensor, activation: str, saved_output: bool) -
     if not decomposes(activation, saved.dtype) or grad.dtype != saved.dtype:
         return NotImplemented
     name, p = parse(activation)  # type: ignore[misc]
+    if saved_output and not _from_output[activation]:
+        return NotImplemented  # kplay refuses this backward: the kernel op says so
     fn = FORMULAS[name][2] if saved_output else FORMULAS[name][1]
     if fn is None:
         return NotImplemented

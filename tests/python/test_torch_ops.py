@@ -234,6 +234,8 @@ def test_user_activations_keep_the_kernel():
     assert _torch_decomp.parse("gelu") == ("gelu", {"approximate": "none"})
     assert _torch_decomp.parse("my_act") is None
     assert _torch_decomp.parse("threshold") is None  # required parameters missing: the kernel says why
+    assert _torch_decomp.parse("softshrink(lambd=-1.0)") is None  # refused by kplay: so is the formula
+    assert _torch_decomp.parse("elu(alpha=0.5, beta=2.0)") is None
 
 
 # Torch's function for each built-in (torch.nn.functional's, with torch's parameter names), and the
