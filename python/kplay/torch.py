@@ -106,7 +106,9 @@ def _load_extension() -> str:
     except ImportError:
         return ("this kplay was built without torch (pip install . builds in an isolated environment); "
                 "pip install --no-build-isolation . in an environment with torch builds them")
-    if _torch_ops_build.TORCH_VERSION != torch.__version__:
+    # The release must match; the local tag (+cu130, +cpu: which CUDA torch was built for) does not
+    # change the C++ interface the extension uses (libc10, libtorch_cpu, libtorch_python).
+    if _torch_ops_build.TORCH_VERSION.split("+")[0] != torch.__version__.split("+")[0]:
         return (f"they were built for torch {_torch_ops_build.TORCH_VERSION} and this is torch {torch.__version__}, "
                 "whose C++ ABI may differ; reinstall kplay with pip install --no-build-isolation . to rebuild them")
     try:
