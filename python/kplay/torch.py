@@ -1,4 +1,4 @@
-"""kplay activations as PyTorch custom ops, with autograd, fake kernels (torch.compile) and
+"""kplay activations as PyTorch operators, with autograd, fake kernels (torch.compile) and
 CUDA-graph-safe launches.
 
 Design: three generic ops take the activation string, and thin Python wrappers give every
@@ -11,6 +11,16 @@ built-in of the registry its name and parameters (torch's, where torch has the a
 One op per activation string would register a new op for every parameter value; the generic op
 keeps the string as a graph constant, so torch.compile specializes on it all the same.
 
+Where they run: the C++ extension kplay._torch_ops (python/src/torch_ops.cpp) registers the ops
+with PyTorch's dispatcher, with kernels for CUDA, Meta (fake tensors) and CPU (a refusal) and the
+autograd formula in C++; they launch kplay's prepared launchers (kplay::Launcher, cached per
+activation string, dtype, direction and device) on torch's current stream. Eager calls with and
+without grad, torch.ops.kplay.* and compiled graphs all take it; a kplay.torch function adds one
+Python call in front. The extension is built against the torch it runs with (pip install
+--no-build-isolation . in an environment with torch); where it is absent or was built for another
+torch version, kplay/_torch_fallback.py registers the same ops in Python (torch.library.custom_op,
+slower per call) and a RuntimeWarning says so once. EXTENSION says which is loaded.
+
 Saved tensor policy, set by each registry entry's saves_output (src/spec/activations.cpp):
 autograd saves the forward output only where the derivative follows from it exactly (relu,
 leaky_relu with a positive slope, hardtanh, ...: the derivative is a constant chosen by comparing
@@ -18,22 +28,22 @@ y) or where torch itself saves the output (sigmoid, tanh). Every other built-in 
 as torch does: recovering the derivative from a rounded output loses accuracy (selu/elu/celu's
 negative branch g*(y + lambda*alpha) cancels as y nears -lambda*alpha; in float16 that alone puts
 the gradient 40 % off torch's). User activations save the output where
-kplay.supports_saved_output(activation) says their snippet allows it.
+kplay.supports_saved_output(activation) says their snippet allows it. There is no double backward
+(kplay::backward has no derivative: differentiating it raises).
 
-Eager and compiled paths: in eager mode a plain CUDA tensor goes straight to a prepared kplay
-launcher (kplay._core.Launcher, one per activation, dtype, direction and device, cached here),
-through a torch.autograd.Function when it needs a gradient, so an eager call pays neither the
-dispatcher nor kplay's per-call activation lookup. torch.compile, opcheck, tensor subclasses,
-functorch transforms and non-contiguous layouts go through the torch.library ops below, which
-launch through the same launchers where the layout is flat.
+torch.compile: the ops trace with fullgraph=True (no graph break). Per activation a compiled graph
+runs either kplay's kernel (an opaque op, kplay's accuracy bounds) or kplay's formula handed to
+Inductor as a decomposition, which Inductor fuses with the neighbouring ops;
+set_compile_mode("kernel" | "decompose" | "auto") chooses, "auto" by default
+(kplay/_torch_decomp.py says what each mode decomposes and which bound holds).
 
-Launches go on torch's current stream of the tensor's device. Layouts: dense tensors (contiguous
-or permuted, e.g. channels_last) run flat and the output keeps their strides; row-pitched 2-D
-views (x[:, a:b], and N-D tensors whose leading dimensions fold into rows) use kplay's pitched
-path (kplay::forward_2d) with a contiguous output; any other layout (broadcast, gapped inner
-stride) is first copied to a dense tensor. Backward always works on dense operands (it copies a
-non-dense grad or saved tensor). Tensors must be CUDA tensors of float32, float16, bfloat16 or
-float64; anything else raises kplay.InvalidArgumentError.
+Layouts: dense tensors (contiguous or permuted, e.g. channels_last) run flat and the output keeps
+their strides; row-pitched 2-D views (x[:, a:b], and N-D tensors whose leading dimensions fold
+into rows) use kplay's pitched path (kplay::forward_2d) with a dense output; any other layout
+(broadcast, gapped inner stride) is first copied to a dense tensor. Backward always works on dense
+operands (it copies a non-dense grad or saved tensor). Tensors must be CUDA tensors of float32,
+float16, bfloat16 or float64; anything else raises kplay.InvalidArgumentError, and every kplay
+failure raises kplay's exception, from eager calls, torch.ops.kplay.* and backward alike.
 
 CUDA graphs: kplay allocates nothing, never synchronizes, and launches on the current
 (capturing) stream; outputs come from torch's allocator (the graph's private pool). A kernel's
@@ -48,29 +58,22 @@ counter as torch's in-place ops do.
 """
 from __future__ import annotations
 
-import atexit
+import os
+import sys
+import warnings
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Dict
 
 import torch
-import torch.autograd.graph
 from torch import Tensor
 
 from . import _core
 from . import _foreign
 from . import _table
-from ._layout import is_dense, plan
+from . import _torch_decomp
 
-__all__ = ["activation", "activation_", "replace_activations", "saves_output"]
-
-_DTYPES = {torch.float32: _core.F32, torch.float16: _core.F16, torch.bfloat16: _core.BF16, torch.float64: _core.F64}
-_CUDA = _core.BACKEND_CUDA
-
-try:  # what torch.compile's generated code uses: an int, no Stream object
-    _raw_stream: Callable[[int], int] = torch._C._cuda_getCurrentRawStream
-except AttributeError:  # pragma: no cover
-    def _raw_stream(index: int) -> int:
-        return torch.cuda.current_stream(index).cuda_stream
+__all__ = ["activation", "activation_", "replace_activations", "saves_output", "set_compile_mode", "compile_mode",
+           "register_decompositions", "EXTENSION"]
 
 # Built-ins that save their input (the registry's saves_output is false); for the others C++ has
 # the last word (leaky_relu saves its output only with a positive slope).
@@ -78,6 +81,7 @@ _INPUT_SAVERS = frozenset(e.activation for e in _table.BUILTINS if not e.saves_o
 _saves_output_cache: Dict[str, bool] = {}
 
 
+@torch.compiler.assume_constant_result  # a constant of the graph under torch.compile
 def saves_output(activation: str) -> bool:
     """Whether autograd keeps the forward output (True) or the input (False) for backward; see the
     module notes for the policy."""
@@ -93,200 +97,71 @@ def saves_output(activation: str) -> bool:
     return r
 
 
-# Launchers by (activation, torch dtype, device, backward, saved_output). Made on first use; a
-# launcher keeps the activation as it resolved then.
-_launchers: Dict[Tuple[str, torch.dtype, int, bool, bool], Any] = {}
-# Dropped before the interpreter tears nanobind down, which would otherwise report them as leaks.
-atexit.register(_launchers.clear)
+def _load_extension() -> str:
+    """Imports kplay._torch_ops where it was built for this torch; the reason it was not, else."""
+    if os.environ.get("KPLAY_TORCH_OPS", "") == "python":
+        return "KPLAY_TORCH_OPS=python asks for the Python operators"
+    try:
+        from . import _torch_ops_build
+    except ImportError:
+        return ("this kplay was built without torch (pip install . builds in an isolated environment); "
+                "pip install --no-build-isolation . in an environment with torch builds them")
+    # The release must match; the local tag (+cu130, +cpu: which CUDA torch was built for) does not
+    # change the C++ interface the extension uses (libc10, libtorch_cpu, libtorch_python).
+    if _torch_ops_build.TORCH_VERSION.split("+")[0] != torch.__version__.split("+")[0]:
+        return (f"they were built for torch {_torch_ops_build.TORCH_VERSION} and this is torch {torch.__version__}, "
+                "whose C++ ABI may differ; reinstall kplay with pip install --no-build-isolation . to rebuild them")
+    try:
+        from . import _torch_ops  # noqa: F401  (registers the ops)
+    except ImportError as e:
+        return f"kplay._torch_ops does not load: {e}"
+    return ""
 
 
-def _launcher(activation: str, dtype: torch.dtype, device: int, backward: bool = False,
-              saved_output: bool = False) -> Any:
-    key = (activation, dtype, device, backward, saved_output)
-    launcher = _launchers.get(key)
-    if launcher is None:
-        code = _DTYPES.get(dtype)
-        if code is None:
-            raise _core.InvalidArgumentError(
-                f"kplay.torch takes float32, float16, bfloat16 or float64 tensors; got {dtype}")
-        launcher = _launchers[key] = _core.Launcher.cuda(activation, code, backward, saved_output, device)
-    return launcher
+_why_not = _load_extension()
+EXTENSION: bool = not _why_not  # the C++ operators are registered (else the Python ones)
+if not EXTENSION:
+    warnings.warn(f"kplay.torch: using the Python operators, slower per call than the C++ ones: {_why_not}",
+                  RuntimeWarning, stacklevel=2)
+    from . import _torch_fallback
 
-
-def _dtype_code(t: Tensor, what: str) -> int:
-    if t.device.type != "cuda":
-        raise _core.InvalidArgumentError(f"kplay.torch needs CUDA tensors; {what} is on '{t.device}'")
-    code = _DTYPES.get(t.dtype)
-    if code is None:
-        raise _core.InvalidArgumentError(
-            f"kplay.torch takes float32, float16, bfloat16 or float64 tensors; {what} is {t.dtype}")
-    return code
-
-
-def _dense_like(src: Tensor, like: Tensor) -> Tensor:
-    """src's values in a tensor with like's (dense) strides."""
-    out = torch.empty_like(like)
-    out.copy_(src)
-    return out
-
-
-def _launch_forward(x: Tensor, out: Tensor, activation: str) -> None:
-    code = _dtype_code(x, "x")
-    stream = _raw_stream(x.get_device())
-    p = plan(tuple(x.shape), tuple(x.stride()), tuple(out.stride()))
-    if p is None:  # broadcast or gapped input: copy into out's dense layout, then in place
-        out.copy_(x)
-        _core.forward(activation, code, out.data_ptr(), out.data_ptr(), out.numel(), _CUDA, stream)
-    elif p[0] == "flat":
-        if p[1]:
-            _launcher(activation, x.dtype, x.get_device()).launch(x.data_ptr(), 0, out.data_ptr(), p[1], stream, True)
-    else:
-        _, rows, cols, (ld_in, ld_out) = p
-        _core.forward_2d(activation, code, x.data_ptr(), ld_in, out.data_ptr(), ld_out, rows, cols, _CUDA, stream)
-
-
-# ---- the ops --------------------------------------------------------------------------------
-
-@torch.library.custom_op("kplay::forward", mutates_args=())
-def _forward(x: Tensor, activation: str) -> Tensor:
-    out = torch.empty_like(x)  # dense: x's strides when x is dense, else contiguous
-    _launch_forward(x, out, activation)
-    return out
-
-
-@_forward.register_fake
-def _(x: Tensor, activation: str) -> Tensor:
-    return torch.empty_like(x)
-
-
-@torch.library.custom_op("kplay::forward_", mutates_args=("x",))
-def _forward_inplace(x: Tensor, activation: str) -> None:
-    code = _dtype_code(x, "x")
-    stream = _raw_stream(x.get_device())
-    p = plan(tuple(x.shape), tuple(x.stride()))
-    if p is None:
-        tmp = x.contiguous()
-        _core.forward(activation, code, tmp.data_ptr(), tmp.data_ptr(), tmp.numel(), _CUDA, stream)
-        x.copy_(tmp)
-    elif p[0] == "flat":
-        if p[1]:
-            _launcher(activation, x.dtype, x.get_device()).launch(x.data_ptr(), 0, x.data_ptr(), p[1], stream, True)
-    else:
-        _, rows, cols, (ld,) = p
-        _core.forward_2d(activation, code, x.data_ptr(), ld, x.data_ptr(), ld, rows, cols, _CUDA, stream)
-
-
-@_forward_inplace.register_fake
-def _(x: Tensor, activation: str) -> None:
-    return None
-
-
-@torch.library.custom_op("kplay::backward", mutates_args=())
-def _backward(grad: Tensor, saved: Tensor, activation: str, saved_output: bool) -> Tensor:
-    _dtype_code(saved, "saved")
-    _dtype_code(grad, "grad")
-    if grad.dtype != saved.dtype or grad.shape != saved.shape:
-        raise _core.InvalidArgumentError(
-            f"grad ({grad.dtype}, {tuple(grad.shape)}) and saved ({saved.dtype}, {tuple(saved.shape)}) must match")
-    out = torch.empty_like(saved)
-    if grad.stride() != out.stride() or not is_dense(grad.shape, grad.stride()):
-        grad = _dense_like(grad, out)
-    if saved.stride() != out.stride() or not is_dense(saved.shape, saved.stride()):
-        saved = _dense_like(saved, out)
-    if grad.get_device() != saved.get_device():
-        raise _core.InvalidArgumentError(f"grad is on {grad.device} but saved on {saved.device}")
-    if out.numel():
-        device = out.get_device()
-        _launcher(activation, saved.dtype, device, True, saved_output).launch(
-            grad.data_ptr(), saved.data_ptr(), out.data_ptr(), out.numel(), _raw_stream(device), True)
-    return out
-
-
-@_backward.register_fake
-def _(grad: Tensor, saved: Tensor, activation: str, saved_output: bool) -> Tensor:
-    return torch.empty_like(saved)
-
-
-def _setup_context(ctx: Any, inputs: Any, output: Tensor) -> None:
-    x, activation = inputs
-    ctx.activation = activation
-    ctx.saved_output = saves_output(activation)
-    ctx.save_for_backward(output if ctx.saved_output else x)
-
-
-def _forward_grad(ctx: Any, grad: Tensor):
-    (saved,) = ctx.saved_tensors
-    return torch.ops.kplay.backward(grad, saved, ctx.activation, ctx.saved_output), None
-
-
-_forward.register_autograd(_forward_grad, setup_context=_setup_context)
-
-
-# ---- eager mode: straight to the launchers ---------------------------------------------------
-
-try:  # inside torch.func transforms (vmap, grad) tensors are wrapped: leave them to the ops
-    _functorch_active: Callable[[], bool] = torch._C._are_functorch_transforms_active
-except AttributeError:  # pragma: no cover
-    def _functorch_active() -> bool:
-        return False
-
+_forward = torch.ops.kplay.forward.default
+_forward_ = torch.ops.kplay.forward_.default
+if EXTENSION:  # eager calls: the extension's entry points, straight to the dispatcher's typed call
+    from ._torch_ops import forward as _forward_raw, forward_ as _forward_raw_
 _is_compiling = torch.compiler.is_compiling
-_increment_version = getattr(torch.autograd.graph, "increment_version", None)
+
+if "torch._inductor.decomposition" in sys.modules:  # Inductor is there already: no import to save
+    _torch_decomp.register()
 
 
-def _eager_ok(x: Tensor) -> bool:
-    """A plain contiguous CUDA tensor of a kplay dtype, outside compile and functorch: the eager
-    path's preconditions, so its launches can vouch for the pointers."""
-    return (not _is_compiling() and type(x) is Tensor and x.is_cuda and x.dtype in _DTYPES and x.is_contiguous()
-            and not _functorch_active())
+def set_compile_mode(mode: str) -> None:
+    """How graphs compiled from now on run kplay's activations: "kernel" (kplay's kernel, an opaque
+    op), "decompose" (kplay's formula as torch operations that Inductor fuses with its
+    neighbours) or "auto" (the default: the formula where it costs no accuracy, else the kernel);
+    kplay/_torch_decomp.py has the details. Graphs compiled earlier keep theirs: call
+    torch._dynamo.reset() to recompile them."""
+    _torch_decomp.set_mode(mode)
 
 
-class _EagerActivation(torch.autograd.Function):
-    """The op's autograd in eager mode, without the dispatcher: forward and backward call the
-    launchers directly. Saves what saves_output() says, like the op."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, activation: str) -> Tensor:  # type: ignore[override]
-        out = torch.empty_like(x)
-        device = x.get_device()
-        if x.numel():
-            _launcher(activation, x.dtype, device).launch(x.data_ptr(), 0, out.data_ptr(), x.numel(),
-                                                          _raw_stream(device), True)
-        ctx.activation = activation
-        ctx.saved_output = saves_output(activation)
-        ctx.save_for_backward(out if ctx.saved_output else x)
-        return out
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx: Any, grad: Tensor):  # type: ignore[override]
-        (saved,) = ctx.saved_tensors
-        if type(grad) is not Tensor or grad.dtype != saved.dtype or grad.device != saved.device:
-            return torch.ops.kplay.backward(grad, saved, ctx.activation, ctx.saved_output), None
-        grad = grad.contiguous()  # e.g. the expanded ones of sum().backward()
-        out = torch.empty_like(saved)
-        if out.numel():
-            device = out.get_device()
-            _launcher(ctx.activation, saved.dtype, device, True, ctx.saved_output).launch(
-                grad.data_ptr(), saved.data_ptr(), out.data_ptr(), out.numel(), _raw_stream(device), True)
-        return out, None
+def compile_mode() -> str:
+    """The mode set_compile_mode() set ("auto" by default)."""
+    return _torch_decomp.mode()
 
 
-class _EagerActivationInPlace(_EagerActivation):
-    """In place with autograd, for activations that save their output (x becomes the output and is
-    what backward reads), as torch's relu_ does; the others clone (see activation_)."""
+def register_decompositions() -> None:
+    """Hands Inductor kplay's formulas now (it imports Inductor). kplay.torch's functions do it when
+    torch.compile first traces one of them; a graph that calls torch.ops.kplay.* directly, with no
+    kplay.torch call traced before it in the process, needs this call first to decompose."""
+    _torch_decomp.register()
 
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, activation: str) -> Tensor:  # type: ignore[override]
-        device = x.get_device()
-        if x.numel():
-            _launcher(activation, x.dtype, device).launch(x.data_ptr(), 0, x.data_ptr(), x.numel(),
-                                                          _raw_stream(device), True)
-        ctx.mark_dirty(x)
-        ctx.activation = activation
-        ctx.saved_output = True
-        ctx.save_for_backward(x)
-        return x
+
+@torch.compiler.assume_constant_result
+def _prepare_compile(activation: str) -> bool:
+    # Runs once per traced call, at trace time: Inductor's table gets kplay's formulas before
+    # AOTAutograd reads it (importing Inductor eagerly would cost every import of kplay.torch).
+    _torch_decomp.register()
+    return True
 
 
 # ---- the functions users call ---------------------------------------------------------------
@@ -294,50 +169,30 @@ class _EagerActivationInPlace(_EagerActivation):
 def activation(x: Tensor, activation: str) -> Tensor:
     """activation(x) for any kplay activation string, e.g. "selu" or "leaky_relu(negative_slope=0.2)".
 
-    In eager mode a contiguous CUDA tensor skips the dispatcher: it launches straight through a
-    cached kplay launcher, through _EagerActivation when it needs a gradient (the per-call host
-    cost is then kplay's alone); everything else (torch.compile, tensor subclasses, functorch,
-    other layouts) goes through the op.
+    Calls torch.ops.kplay.forward, whose autograd (C++) saves what saves_output() says.
     """
-    if _eager_ok(x):  # the hot path of eager models: kept to a few attribute reads and one call
-        if x.requires_grad and torch.is_grad_enabled():
-            return _EagerActivation.apply(x, activation)
-        out = torch.empty_like(x)
-        n = x.numel()
-        if n:
-            device = x.get_device()
-            launcher = _launchers.get((activation, x.dtype, device, False, False))
-            if launcher is None:
-                launcher = _launcher(activation, x.dtype, device)
-            launcher.launch(x.data_ptr(), 0, out.data_ptr(), n, _raw_stream(device), True)
-        return out
-    return torch.ops.kplay.forward(x, activation)
+    if not EXTENSION:
+        return _torch_fallback.activation(x, activation)
+    if _is_compiling():
+        _prepare_compile(activation)
+        return _forward(x, activation)
+    return _forward_raw(x, activation)
 
 
 def activation_(x: Tensor, activation: str) -> Tensor:
     """In place; returns x. See the module notes for tensors that require grad."""
-    if x.requires_grad and torch.is_grad_enabled():
-        if _eager_ok(x):
-            keep_x = saves_output(activation)
-            # A leaf or a view goes out of place: x.copy_ refuses a leaf before anything is
-            # written, and handles views; in place the kernel would run before autograd's check.
-            if keep_x and not x.is_leaf and not x._is_view():
-                return _EagerActivationInPlace.apply(x, activation)
-            # Where the input is saved, the copy back would overwrite it: clone it.
-            return x.copy_(_EagerActivation.apply(x if keep_x else x.clone(), activation))
-        # Under torch.compile the saved-output query (a C++ call) would break the graph: clone.
-        keep_x = not _is_compiling() and saves_output(activation)
-        y = torch.ops.kplay.forward(x if keep_x else x.clone(), activation)
-        return x.copy_(y)
-    if _increment_version is not None and _eager_ok(x):
-        n = x.numel()
-        if n:
-            device = x.get_device()
-            _launcher(activation, x.dtype, device).launch(x.data_ptr(), 0, x.data_ptr(), n, _raw_stream(device), True)
-        if not x.is_inference():  # as torch's in-place ops do, so autograd sees the change
-            _increment_version(x)
+    if not EXTENSION:
+        return _torch_fallback.activation_(x, activation)
+    if _is_compiling():
+        _prepare_compile(activation)
+        if x.requires_grad and torch.is_grad_enabled():
+            # Out of place and copied back: x.copy_ is a differentiable in-place update.
+            return x.copy_(_forward(x if saves_output(activation) else x.clone(), activation))
+        if _torch_decomp.decomposes(activation, x.dtype):
+            return x.copy_(_forward(x, activation))  # the formula, fused with the copy
+        _forward_(x, activation)
         return x
-    torch.ops.kplay.forward_(x, activation)
+    _forward_raw_(x, activation)
     return x
 
 
@@ -348,6 +203,8 @@ def _make_functions(entry: _table.Entry) -> None:
 
     def fn(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         if plain is not None and not args and not kwargs:
+            if EXTENSION and not _is_compiling():  # kt.selu(x), eager: straight to the C++ op
+                return _forward_raw(x, plain)
             return activation(x, plain)
         values, inplace = _table.bind(entry, args, kwargs)
         act = _table.activation_string(entry.activation, values)

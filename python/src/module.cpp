@@ -18,6 +18,7 @@
 #include "kplay/kplay.h"
 #include "kplay/kplay.hpp"
 #include "kplay/launcher.hpp"
+#include "torch_bridge.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -99,6 +100,68 @@ int dlpack_dtype_code(const nb::dlpack::dtype& t) {
   if (t.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat) && t.bits == 16) return KPLAY_BF16;
   return -1;
 }
+
+// ---- the table for kplay._torch_ops (torch_bridge.h) ----------------------------------------
+
+thread_local std::string bridge_message;
+
+// Runs f; a kplay::Error (or any other exception) becomes its code and message.
+template <class F>
+int bridged(const char** message, F&& f) noexcept {
+  try {
+    f();
+    return 0;
+  } catch (const kplay::Error& e) {
+    bridge_message = e.code() == kplay::ErrorCode::compile_failed ? e.describe() : e.what();
+    *message = bridge_message.c_str();
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    bridge_message = e.what();
+  } catch (...) {
+    bridge_message = "unknown C++ exception";
+  }
+  *message = bridge_message.c_str();
+  return static_cast<int>(kplay::ErrorCode::runtime_failed);
+}
+
+// Built-ins whose registry entry saves the input, by name (the rest ask supports_saved_output).
+bool builtin_saves_input(const std::string& activation) {
+  std::string name = activation.substr(0, activation.find('('));
+  while (!name.empty() && name.back() == ' ') name.pop_back();
+  for (const auto& a : kplay::builtin_activations())
+    if (name == a.name) return !a.saves_output;
+  return false;
+}
+
+const KplayTorchBridge torch_bridge = {
+    KPLAY_TORCH_BRIDGE_VERSION,
+    [](const char* act, int dtype, int backward, int saved_output, int device, void** launcher, const char** msg) {
+      return bridged(msg, [&] {
+        *launcher = new kplay::Launcher(kplay::Launcher::cuda(
+            act, dtype_from_code(dtype), backward ? kplay::Direction::backward : kplay::Direction::forward,
+            saved_output ? kplay::Saved::output : kplay::Saved::input, device));
+      });
+    },
+    [](const void* launcher, const void* in, const void* in1, void* out, std::int64_t n, void* stream,
+       const char** msg) {
+      return bridged(msg, [&] {
+        static_cast<const kplay::Launcher*>(launcher)->launch(in, in1, out, n, stream, kplay::PointerChecks::vouched);
+      });
+    },
+    [](const char* act, int dtype, const void* in, std::int64_t ld_in, void* out, std::int64_t ld_out,
+       std::int64_t rows, std::int64_t cols, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::forward_2d(act, dtype_from_code(dtype), in, out, view(rows, cols, ld_in, ld_out),
+                          {kplay::Backend::cuda, stream});
+      });
+    },
+    [](const char* act, int* result, const char** msg) {
+      return bridged(msg, [&] {
+        const bool can = kplay::supports_saved_output(act);  // also refuses unknown names and bad parameters
+        *result = can && !builtin_saves_input(act) ? 1 : 0;
+      });
+    },
+};
 
 }  // namespace
 
@@ -206,6 +269,9 @@ NB_MODULE(_core, m) {
       .def_prop_ro("device", &kplay::Launcher::device);
 
   m.def("supports_saved_output", &kplay::supports_saved_output, "activation"_a);
+  // For kplay._torch_ops (torch_bridge.h); the table is static, the capsule only points at it.
+  m.attr("torch_bridge") =
+      nb::steal(PyCapsule_New(const_cast<KplayTorchBridge*>(&torch_bridge), KPLAY_TORCH_BRIDGE_NAME, nullptr));
   m.def("version", [] { return std::string(KPLAY_PYTHON_VERSION); });
   m.def("activations", [] {
     std::vector<std::string> names;

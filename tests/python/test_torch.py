@@ -143,7 +143,8 @@ def test_saved_output_survives_a_changed_input_and_saved_input_does_not():
 
 
 def test_eager_path_matches_the_op():
-    # The eager autograd.Function and the torch.library op give the same bits, forward and backward.
+    # kplay.torch's eager entry (kplay._torch_ops.forward) and torch.ops.kplay.forward give the same
+    # bits, forward and backward.
     for act in ("selu", "relu", "gelu(approximate=tanh)"):
         x = mixed((3, 1000), torch.float32).requires_grad_()
         g = mixed((3, 1000), torch.float32, seed=3)

@@ -1,0 +1,34 @@
+// The table of C functions kplay._core hands kplay._torch_ops (as the PyCapsule
+// kplay._core.torch_bridge), so that the PyTorch operators launch through the one kplay runtime of
+// the process: one engine per device, one kernel cache, the user activations registered through
+// kplay.register_activation. Linking kplay's core into the torch extension as well would give it
+// a second runtime that knows none of those.
+//
+// Plain C types across the boundary, no C++ exceptions: each call returns 0, or a kplay::ErrorCode
+// with *message pointing at a thread-local text that lives until the thread's next failing call.
+#pragma once
+
+#include <cstdint>
+
+#define KPLAY_TORCH_BRIDGE_NAME "kplay._core.torch_bridge"
+// Bumped whenever the table below changes; _torch_ops refuses a table of another version.
+#define KPLAY_TORCH_BRIDGE_VERSION 1
+
+struct KplayTorchBridge {
+  int version;
+  // A prepared kplay::Launcher for CUDA device `device` (never freed: the extension caches it for
+  // the life of the process). dtype: KPLAY_F32/F16/BF16/F64.
+  int (*launcher_cuda)(const char* activation, int dtype, int backward, int saved_output, int device, void** launcher,
+                       const char** message);
+  // launcher->launch(in, in1, out, n, stream, PointerChecks::vouched).
+  int (*launch)(const void* launcher, const void* in, const void* in1, void* out, std::int64_t n, void* stream,
+                const char** message);
+  // kplay::forward_2d on CUDA.
+  int (*forward_2d)(const char* activation, int dtype, const void* in, std::int64_t ld_in, void* out,
+                    std::int64_t ld_out, std::int64_t rows, std::int64_t cols, void* stream, const char** message);
+  // Whether autograd saves the forward output (1) or the input (0) for backward, into *result:
+  // the registry's saves_output for a built-in, kplay::supports_saved_output for a user activation
+  // (kplay.torch.saves_output says the same in Python). Fails for an unknown activation or bad
+  // parameters.
+  int (*saves_output)(const char* activation, int* result, const char** message);
+};

@@ -1,0 +1,549 @@
+// kplay._torch_ops: kplay's activations as PyTorch operators registered in C++ (TORCH_LIBRARY), so
+// that eager calls, torch.ops.kplay.* and compiled graphs cost a dispatcher call and a launch, with
+// no Python on the way: the kernels for CUDA, Meta (shapes for fake tensors and torch.compile) and
+// CPU (a clear refusal), and the autograd formula for the Autograd key.
+//
+//   kplay::forward(Tensor x, str activation) -> Tensor
+//   kplay::forward_(Tensor(a!) x, str activation) -> ()
+//   kplay::backward(Tensor grad, Tensor saved, str activation, bool saved_output) -> Tensor
+//
+// Built against the torch it runs with (C++ ABI): pip install --no-build-isolation . in an
+// environment with torch; python/CMakeLists.txt records the version and kplay.torch refuses the
+// module on a mismatch. It needs libc10 and libtorch_cpu but no CUDA headers or libc10_cuda, so it
+// builds against a CPU or a CUDA torch alike: the current CUDA stream comes through c10's
+// DeviceGuardImplInterface (getStream + getStreamNativeHandle, implemented by libc10_cuda at run
+// time), and kernels launch through kplay._core's prepared launchers (torch_bridge.h), the one
+// kplay runtime of the process. kplay errors reach Python as kplay's exceptions (python_error).
+//
+// The layout and saved-tensor policies are kplay.torch's (python/kplay/torch.py, module notes).
+#include <ATen/ATen.h>
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/library.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "kplay/kplay.h"
+#include "torch_bridge.h"
+
+namespace {
+
+const KplayTorchBridge* bridge = nullptr;  // set by PyInit__torch_ops before any call
+// kplay's exception classes, by kplay::ErrorCode (kplay._core), owned references.
+PyObject* error_base = nullptr;
+PyObject* error_argument = nullptr;
+PyObject* error_no_device = nullptr;
+PyObject* error_unsupported = nullptr;
+PyObject* error_compile = nullptr;
+
+PyObject* exception_for(int code) {
+  switch (code) {
+    case 1:  // invalid_argument
+    case 2: return error_argument;
+    case 3: return error_no_device;
+    case 4: return error_compile;
+    case 6: return error_unsupported;
+    default: return error_base;
+  }
+}
+
+// Raises kplay's exception: the Python error is set and carried by torch's python_error, which
+// the Python bindings of the dispatcher and the autograd engine restore as it is.
+[[noreturn]] void fail(int code, const char* message) {
+  python_error error;
+  {
+    pybind11::gil_scoped_acquire gil;
+    PyErr_SetString(exception_for(code), message);
+    error.persist();
+  }
+  throw error;
+}
+
+[[noreturn]] void invalid(const std::string& message) { fail(1, message.c_str()); }
+
+void check(int code, const char* message) {
+  if (code != 0) fail(code, message);
+}
+
+// kplay's dtype code and its slot in the launcher tables, or -1 where kplay has no such dtype.
+int dtype_slot(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return 0;
+    case at::kHalf: return 1;
+    case at::kBFloat16: return 2;
+    case at::kDouble: return 3;
+    default: return -1;
+  }
+}
+constexpr std::array<int, 4> dtype_codes = {KPLAY_F32, KPLAY_F16, KPLAY_BF16, KPLAY_F64};
+
+int checked_slot(const at::Tensor& t, const char* what) {
+  const int slot = dtype_slot(t.scalar_type());
+  if (slot < 0)
+    invalid(std::string("kplay.torch takes float32, float16, bfloat16 or float64 tensors; ") + what + " is " +
+            std::string(c10::toString(t.scalar_type())));
+  return slot;
+}
+
+void check_cuda(const at::Tensor& t, const char* what) {
+  if (!t.is_cuda())
+    invalid(std::string("kplay.torch needs CUDA tensors; ") + what + " is on '" + t.device().str() + "'");
+}
+
+// ---- launchers, cached per activation string, dtype, direction and device -----------------
+
+enum Kind { forward_kind = 0, backward_from_input = 1, backward_from_output = 2 };
+constexpr std::size_t max_devices = 64;
+
+struct Activation {
+  explicit Activation(std::string n) : name(std::move(n)) {}
+  std::string name;
+  std::atomic<int> saves_output{-1};  // -1 until asked
+  std::array<std::atomic<void*>, std::size_t{4} * 3 * max_devices> launchers{};
+};
+
+std::mutex cache_mutex;
+// Keyed by views of the entries' own names; entries live as long as the process (as the
+// launchers, which _core owns and nothing frees at exit).
+std::unordered_map<std::string_view, Activation*>& cache() {
+  static auto* map = new std::unordered_map<std::string_view, Activation*>();
+  return *map;
+}
+
+Activation& activation_entry(c10::string_view name) {
+  const std::string_view key(name.data(), name.size());
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  auto& map = cache();
+  auto it = map.find(key);
+  if (it != map.end()) return *it->second;
+  auto* a = new Activation(std::string(key));
+  map.emplace(std::string_view(a->name), a);
+  return *a;
+}
+
+bool saves_output(Activation& a) {
+  int r = a.saves_output.load(std::memory_order_acquire);
+  if (r < 0) {
+    const char* message = nullptr;
+    check(bridge->saves_output(a.name.c_str(), &r, &message), message);
+    a.saves_output.store(r, std::memory_order_release);
+  }
+  return r != 0;
+}
+
+const void* launcher(Activation& a, int slot, Kind kind, c10::DeviceIndex device) {
+  if (device < 0 || static_cast<std::size_t>(device) >= max_devices)
+    invalid("kplay.torch supports CUDA devices 0 to 63");
+  auto& cell = a.launchers[(static_cast<std::size_t>(device) * 3 + kind) * 4 + static_cast<std::size_t>(slot)];
+  void* l = cell.load(std::memory_order_acquire);
+  if (l == nullptr) {
+    const char* message = nullptr;
+    check(bridge->launcher_cuda(a.name.c_str(), dtype_codes[static_cast<std::size_t>(slot)], kind != forward_kind,
+                                kind == backward_from_output, device, &l, &message),
+          message);
+    void* expected = nullptr;
+    if (!cell.compare_exchange_strong(expected, l)) l = expected;  // another thread made one first
+  }
+  return l;
+}
+
+void* current_stream(c10::DeviceIndex device) {
+  static const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  return cuda->getStreamNativeHandle(cuda->getStream(c10::Device(c10::DeviceType::CUDA, device)));
+}
+
+void launch(const void* l, const void* in, const void* in1, void* out, std::int64_t n, void* stream) {
+  const char* message = nullptr;
+  check(bridge->launch(l, in, in1, out, n, stream, &message), message);
+}
+
+// ---- layouts (kplay/_layout.py) -----------------------------------------------------------
+
+// The row pitch when t is rows x cols with unit column stride and its leading dimensions fold
+// into rows with one pitch; nullopt otherwise.
+std::optional<std::int64_t> row_pitch(const at::Tensor& t) {
+  c10::SmallVector<std::pair<std::int64_t, std::int64_t>, 6> dims;  // (size, stride), size != 1
+  for (std::int64_t i = 0; i < t.dim(); ++i)
+    if (t.size(i) != 1) dims.emplace_back(t.size(i), t.stride(i));
+  if (dims.empty()) return 1;
+  const auto [cols, inner] = dims.back();
+  if (inner != 1) return std::nullopt;
+  if (dims.size() == 1) return cols;
+  const std::int64_t pitch = dims[dims.size() - 2].second;
+  if (pitch < cols) return std::nullopt;
+  for (std::size_t i = 0; i + 2 < dims.size(); ++i)
+    if (dims[i].second != dims[i + 1].second * dims[i + 1].first) return std::nullopt;
+  return pitch;
+}
+
+std::int64_t innermost_size(const at::Tensor& t) {
+  for (std::int64_t i = t.dim() - 1; i >= 0; --i)
+    if (t.size(i) != 1) return t.size(i);
+  return 1;
+}
+
+// f(x) into out (dense, from empty_like), or in place when out is x.
+void forward_into(Activation& a, int slot, const at::Tensor& x, const at::Tensor& out) {
+  const std::int64_t n = x.numel();
+  if (n == 0) return;
+  const c10::DeviceIndex device = x.device().index();
+  void* stream = current_stream(device);
+  if (x.is_non_overlapping_and_dense() && (out.is_same(x) || out.strides() == x.strides())) {
+    launch(launcher(a, slot, forward_kind, device), x.const_data_ptr(), nullptr, out.data_ptr(), n, stream);
+    return;
+  }
+  const auto ld_in = row_pitch(x);
+  const auto ld_out = out.is_same(x) ? ld_in : row_pitch(out);
+  if (ld_in && ld_out) {
+    const std::int64_t cols = innermost_size(x);
+    const char* message = nullptr;
+    check(bridge->forward_2d(a.name.c_str(), dtype_codes[static_cast<std::size_t>(slot)], x.const_data_ptr(), *ld_in,
+                             out.data_ptr(), *ld_out, n / cols, cols, stream, &message),
+          message);
+    return;
+  }
+  // Broadcast or gapped: a dense copy, run in place, written back where out is x.
+  at::Tensor dense = out.is_same(x) ? x.contiguous() : out.copy_(x);
+  launch(launcher(a, slot, forward_kind, device), dense.const_data_ptr(), nullptr, dense.data_ptr(), n, stream);
+  if (out.is_same(x)) x.copy_(dense);
+}
+
+// ---- CUDA kernels ---------------------------------------------------------------------------
+
+at::Tensor forward_cuda(const at::Tensor& x, c10::string_view activation) {
+  const int slot = checked_slot(x, "x");
+  Activation& a = activation_entry(activation);
+  at::Tensor out = at::empty_like(x);  // x's strides where x is dense, else dense
+  forward_into(a, slot, x, out);
+  return out;
+}
+
+void forward_inplace_cuda(const at::Tensor& x, c10::string_view activation) {
+  const int slot = checked_slot(x, "x");
+  forward_into(activation_entry(activation), slot, x, x);
+}
+
+// `src` with `like`'s (dense) strides: itself where they match.
+at::Tensor dense_like(const at::Tensor& src, const at::Tensor& like) {
+  if (src.strides() == like.strides() && src.is_non_overlapping_and_dense()) return src;
+  return at::empty_like(like).copy_(src);
+}
+
+void check_backward_operands(const at::Tensor& grad, const at::Tensor& saved) {
+  check_cuda(saved, "saved");
+  check_cuda(grad, "grad");
+  checked_slot(grad, "grad");
+  if (grad.scalar_type() != saved.scalar_type() || grad.sizes() != saved.sizes())
+    invalid("grad (" + std::string(c10::toString(grad.scalar_type())) + ", " + c10::str(grad.sizes()) +
+            ") and saved (" + std::string(c10::toString(saved.scalar_type())) + ", " + c10::str(saved.sizes()) +
+            ") must match");
+  if (grad.device() != saved.device())
+    invalid("grad is on " + grad.device().str() + " but saved on " + saved.device().str());
+}
+
+at::Tensor backward_cuda(const at::Tensor& grad, const at::Tensor& saved, c10::string_view activation,
+                         bool saved_output) {
+  const int slot = checked_slot(saved, "saved");
+  check_backward_operands(grad, saved);
+  Activation& a = activation_entry(activation);
+  at::Tensor out = at::empty_like(saved);
+  const std::int64_t n = out.numel();
+  if (n == 0) return out;
+  const at::Tensor g = dense_like(grad, out);
+  const at::Tensor s = dense_like(saved, out);
+  const c10::DeviceIndex device = out.device().index();
+  launch(launcher(a, slot, saved_output ? backward_from_output : backward_from_input, device), g.const_data_ptr(),
+         s.const_data_ptr(), out.data_ptr(), n, current_stream(device));
+  return out;
+}
+
+// ---- Meta (fake tensors, torch.compile) and CPU ----------------------------------------------
+
+at::Tensor forward_meta(const at::Tensor& x, c10::string_view) {
+  checked_slot(x, "x");
+  return at::empty_like(x);
+}
+
+void forward_inplace_meta(const at::Tensor& x, c10::string_view) { checked_slot(x, "x"); }
+
+at::Tensor backward_meta(const at::Tensor& grad, const at::Tensor& saved, c10::string_view, bool) {
+  checked_slot(saved, "saved");
+  checked_slot(grad, "grad");
+  return at::empty_like(saved);
+}
+
+at::Tensor forward_cpu(const at::Tensor& x, c10::string_view) {
+  check_cuda(x, "x");
+  return {};
+}
+
+void forward_inplace_cpu(const at::Tensor& x, c10::string_view) { check_cuda(x, "x"); }
+
+at::Tensor backward_cpu(const at::Tensor& grad, const at::Tensor& saved, c10::string_view, bool) {
+  check_cuda(saved, "saved");
+  check_cuda(grad, "grad");
+  return {};
+}
+
+// ---- autograd ---------------------------------------------------------------------------------
+
+using ForwardFn = at::Tensor(const at::Tensor&, c10::string_view);
+using ForwardInplaceFn = void(const at::Tensor&, c10::string_view);
+using BackwardFn = at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view, bool);
+
+const c10::TypedOperatorHandle<ForwardFn>& forward_op() {
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("kplay::forward", "").typed<ForwardFn>();
+  return op;
+}
+const c10::TypedOperatorHandle<ForwardInplaceFn>& forward_inplace_op() {
+  static const auto op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("kplay::forward_", "").typed<ForwardInplaceFn>();
+  return op;
+}
+const c10::TypedOperatorHandle<BackwardFn>& backward_op() {
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("kplay::backward", "").typed<BackwardFn>();
+  return op;
+}
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The entry rides in saved_data as an integer: entries live as long as the process.
+Activation& saved_entry(AutogradContext* ctx) {
+  return *reinterpret_cast<Activation*>(ctx->saved_data["entry"].toInt());  // NOLINT(performance-no-int-to-ptr)
+}
+
+variable_list backward_of(AutogradContext* ctx, const variable_list& grads, bool saved_output) {
+  Activation& a = saved_entry(ctx);
+  const at::Tensor saved = ctx->get_saved_variables()[0];
+  // kplay::backward has no derivative (autogradNotImplementedFallback): a double backward raises.
+  return {backward_op().call(grads[0], saved, a.name, saved_output), at::Tensor()};
+}
+
+// y = f(x), saving y or x as saves_output says.
+struct ActivationFunction : public torch::autograd::Function<ActivationFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Activation* a) {
+    at::Tensor y;
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      y = forward_op().call(x, a->name);
+    }
+    const bool keep_output = saves_output(*a);
+    ctx->saved_data["entry"] = reinterpret_cast<std::int64_t>(a);
+    ctx->saved_data["output"] = keep_output;
+    ctx->save_for_backward({keep_output ? y : x});
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
+    return backward_of(ctx, grads, ctx->saved_data["output"].toBool());
+  }
+};
+
+// x = f(x) in place where the output is saved (x becomes the output backward reads), as torch's
+// relu_ does.
+struct InplaceFunction : public torch::autograd::Function<InplaceFunction> {
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor x, Activation* a) {
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      forward_inplace_op().call(x, a->name);
+    }
+    x.unsafeGetTensorImpl()->bump_version();
+    ctx->mark_dirty({x});
+    ctx->saved_data["entry"] = reinterpret_cast<std::int64_t>(a);
+    ctx->save_for_backward({x});
+    return x;
+  }
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
+    return backward_of(ctx, grads, true);
+  }
+};
+
+bool needs_grad(const at::Tensor& x) { return at::GradMode::is_enabled() && x.requires_grad(); }
+
+at::Tensor forward_autograd(const at::Tensor& x, c10::string_view activation) {
+  if (!needs_grad(x)) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return forward_op().call(x, activation);
+  }
+  return ActivationFunction::apply(x, &activation_entry(activation));
+}
+
+void forward_inplace_autograd(const at::Tensor& x, c10::string_view activation) {
+  if (!needs_grad(x)) {
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      forward_inplace_op().call(x, activation);
+    }
+    if (!x.is_inference()) x.unsafeGetTensorImpl()->bump_version();  // as torch's in-place ops do
+    return;
+  }
+  Activation& a = activation_entry(activation);
+  const bool keep_output = saves_output(a);
+  // A leaf or a view goes out of place: copy_ refuses a leaf before anything is written, and
+  // handles views. Where the input is saved, the copy back would overwrite it: clone it.
+  if (keep_output && !x.is_leaf() && !x.is_view()) {
+    InplaceFunction::apply(x, &a);
+    return;
+  }
+  const at::Tensor y = ActivationFunction::apply(keep_output ? x : x.clone(), &a);
+  x.copy_(y);
+}
+
+}  // namespace
+
+TORCH_LIBRARY(kplay, m) {
+  m.def("forward(Tensor x, str activation) -> Tensor");
+  m.def("forward_(Tensor(a!) x, str activation) -> ()");
+  m.def("backward(Tensor grad, Tensor saved, str activation, bool saved_output) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(kplay, CUDA, m) {
+  m.impl("forward", &forward_cuda);
+  m.impl("forward_", &forward_inplace_cuda);
+  m.impl("backward", &backward_cuda);
+}
+
+TORCH_LIBRARY_IMPL(kplay, Meta, m) {
+  m.impl("forward", &forward_meta);
+  m.impl("forward_", &forward_inplace_meta);
+  m.impl("backward", &backward_meta);
+}
+
+TORCH_LIBRARY_IMPL(kplay, CPU, m) {
+  m.impl("forward", &forward_cpu);
+  m.impl("forward_", &forward_inplace_cpu);
+  m.impl("backward", &backward_cpu);
+}
+
+TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
+  m.impl("forward", &forward_autograd);
+  m.impl("forward_", &forward_inplace_autograd);
+  m.impl("backward", torch::autograd::autogradNotImplementedFallback());
+}
+
+// ---- Python entry points for eager calls ----------------------------------------------------
+
+namespace {
+
+// torch.ops.kplay.forward.default and forward_.default: where a call that is not plain goes.
+PyObject* forward_overload = nullptr;
+PyObject* forward_inplace_overload = nullptr;
+
+// forward(x, activation) and forward_(x, activation) as torch.ops.kplay.* compute them, for
+// kplay.torch's eager calls: a plain tensor (or Parameter) and a str go straight to the
+// dispatcher's typed call, with no schema parsing or boxing; anything else (a tensor subclass,
+// an active torch function mode, other arguments) goes to the OpOverload, which handles them.
+bool plain_call(PyObject* const* args, Py_ssize_t nargs) {
+  return nargs == 2 && THPVariable_CheckExact(args[0]) && PyUnicode_Check(args[1]) &&
+         !at::impl::torch_function_mode_enabled();
+}
+
+PyObject* py_forward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
+  if (!plain_call(args, nargs)) return PyObject_Vectorcall(forward_overload, args, static_cast<size_t>(nargs), nullptr);
+  HANDLE_TH_ERRORS
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(args[1], &size);
+  if (text == nullptr) return nullptr;
+  const at::Tensor& x = THPVariable_Unpack(args[0]);
+  at::Tensor y;
+  {
+    pybind11::gil_scoped_release no_gil;
+    y = forward_op().call(x, c10::string_view(text, static_cast<std::size_t>(size)));
+  }
+  return THPVariable_Wrap(std::move(y));
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* py_forward_inplace(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
+  if (!plain_call(args, nargs)) {
+    PyObject* r = PyObject_Vectorcall(forward_inplace_overload, args, static_cast<size_t>(nargs), nullptr);
+    if (r == nullptr) return nullptr;
+    Py_DECREF(r);
+  } else {
+    HANDLE_TH_ERRORS
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(args[1], &size);
+    if (text == nullptr) return nullptr;
+    const at::Tensor& x = THPVariable_Unpack(args[0]);
+    pybind11::gil_scoped_release no_gil;
+    forward_inplace_op().call(x, c10::string_view(text, static_cast<std::size_t>(size)));
+    END_HANDLE_TH_ERRORS
+  }
+  Py_INCREF(args[0]);
+  return args[0];
+}
+
+PyMethodDef methods[] = {
+    {"forward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_forward)), METH_FASTCALL,
+     "forward(x, activation) -> Tensor: torch.ops.kplay.forward, called without its Python layers"},
+    {"forward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_forward_inplace)), METH_FASTCALL,
+     "forward_(x, activation) -> x: torch.ops.kplay.forward_, called without its Python layers"},
+    {nullptr, nullptr, 0, nullptr}};
+
+// The object at a dotted path below a module, a new reference.
+PyObject* attribute_path(const char* module, std::initializer_list<const char*> names) {
+  PyObject* o = PyImport_ImportModule(module);
+  for (const char* name : names) {
+    if (o == nullptr) return nullptr;
+    PyObject* next = PyObject_GetAttrString(o, name);
+    Py_DECREF(o);
+    o = next;
+  }
+  return o;
+}
+
+}  // namespace
+
+// The Python module: importing it (after torch) loads the registrations above; it takes the
+// launch table and the exception classes from kplay._core.
+PyMODINIT_FUNC PyInit__torch_ops() {  // NOLINT(bugprone-reserved-identifier): Python's name
+  static PyModuleDef def = {PyModuleDef_HEAD_INIT,
+                            "kplay._torch_ops",
+                            "kplay's PyTorch operators in C++ (loaded by kplay.torch)",
+                            -1,
+                            methods,
+                            nullptr,
+                            nullptr,
+                            nullptr,
+                            nullptr};
+  PyObject* core = PyImport_ImportModule("kplay._core");
+  if (core == nullptr) return nullptr;
+  PyObject* capsule = PyObject_GetAttrString(core, "torch_bridge");
+  if (capsule == nullptr) return nullptr;
+  bridge = static_cast<const KplayTorchBridge*>(PyCapsule_GetPointer(capsule, KPLAY_TORCH_BRIDGE_NAME));
+  Py_DECREF(capsule);
+  if (bridge == nullptr) return nullptr;
+  if (bridge->version != KPLAY_TORCH_BRIDGE_VERSION) {
+    PyErr_Format(PyExc_ImportError, "kplay._torch_ops expects launch table version %d, kplay._core has %d",
+                 KPLAY_TORCH_BRIDGE_VERSION, bridge->version);
+    return nullptr;
+  }
+  error_base = PyObject_GetAttrString(core, "Error");
+  error_argument = PyObject_GetAttrString(core, "InvalidArgumentError");
+  error_no_device = PyObject_GetAttrString(core, "NoDeviceError");
+  error_unsupported = PyObject_GetAttrString(core, "UnsupportedError");
+  error_compile = PyObject_GetAttrString(core, "CompileError");
+  Py_DECREF(core);
+  if (!error_base || !error_argument || !error_no_device || !error_unsupported || !error_compile) return nullptr;
+  forward_overload = attribute_path("torch", {"ops", "kplay", "forward", "default"});
+  forward_inplace_overload = attribute_path("torch", {"ops", "kplay", "forward_", "default"});
+  if (forward_overload == nullptr || forward_inplace_overload == nullptr) return nullptr;
+  PyObject* m = PyModule_Create(&def);
+  if (m == nullptr) return nullptr;
+  if (PyModule_AddStringConstant(m, "TORCH_VERSION", KPLAY_TORCH_VERSION) < 0) return nullptr;
+  return m;
+}
