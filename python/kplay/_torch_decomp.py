@@ -254,6 +254,12 @@ def register() -> None:
         return
     from torch._inductor import decomposition as inductor
 
-    inductor.decompositions[torch.ops.kplay.forward.default] = forward
-    inductor.decompositions[torch.ops.kplay.backward.default] = backward
+    from torch._inductor import lowering
+
+    for op, fn in ((torch.ops.kplay.forward.default, forward), (torch.ops.kplay.backward.default, backward)):
+        inductor.decompositions[op] = fn
+        # Where the decomposition declines (NotImplemented: the kernel is kept), Inductor lowers
+        # the op to a call of its kernel; made here, since Inductor refuses to make a fallback of
+        # its own for an op that is in its decomposition table.
+        lowering.make_fallback(op, warn=False, override_decomp=True)
     _registered = True

@@ -50,9 +50,10 @@ CUDA graphs: kplay allocates nothing, never synchronizes, and launches on the cu
 first use compiles or loads it, which capture forbids: warm up (run the model once) before
 capturing. A capture that would need a compile raises kplay.UnsupportedError saying so.
 
-In-place variants (selu_) on a tensor that requires grad: where the output is saved, eager mode
-runs in place and marks x dirty (as torch's relu_); otherwise, and under torch.compile, they run
-out of place and copy the result back (x.copy_), so autograd sees a differentiable in-place
+In-place variants (selu_) on a tensor that requires grad: eager mode runs in place and marks x
+dirty, as torch's in-place activations do; backward reads x itself where the output is saved (as
+torch's relu_), else a copy of x taken first. A leaf or a view, and any call under torch.compile,
+runs out of place and copies the result back (x.copy_), so autograd sees a differentiable in-place
 update, cloning the input first where backward needs it. Without grad they bump x's version
 counter as torch's in-place ops do.
 """

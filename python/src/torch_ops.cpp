@@ -75,8 +75,10 @@ PyObject* exception_for(int code) {
 
 [[noreturn]] void invalid(const std::string& message) { fail(1, message.c_str()); }
 
-void check(int code, const char* message) {
-  if (code != 0) fail(code, message);
+// `message` by reference: in check(bridge->f(..., &message), message) the call may be evaluated
+// after the second argument, so a copy could still be the nullptr the call overwrites.
+void check(int code, const char* const& message) {
+  if (code != 0) fail(code, message != nullptr ? message : "kplay failed without a message");
 }
 
 // kplay's dtype code and its slot in the launcher tables, or -1 where kplay has no such dtype.
@@ -353,10 +355,13 @@ struct ActivationFunction : public torch::autograd::Function<ActivationFunction>
   }
 };
 
-// x = f(x) in place where the output is saved (x becomes the output backward reads), as torch's
-// relu_ does.
+// x = f(x) in place, as torch's in-place activations do under autograd: backward reads either x
+// itself (now the output, where saves_output says so, as torch's relu_) or a copy of x taken
+// first. The copy plus one in-place pass moves the tensor twice; computing out of place and
+// copying the result back, three times.
 struct InplaceFunction : public torch::autograd::Function<InplaceFunction> {
-  static at::Tensor forward(AutogradContext* ctx, at::Tensor x, Activation* a) {
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor x, Activation* a, bool keep_output) {
+    const at::Tensor original = keep_output ? at::Tensor() : x.clone();
     {
       at::AutoDispatchBelowADInplaceOrView guard;
       forward_inplace_op().call(x, a->name);
@@ -364,11 +369,14 @@ struct InplaceFunction : public torch::autograd::Function<InplaceFunction> {
     x.unsafeGetTensorImpl()->bump_version();
     ctx->mark_dirty({x});
     ctx->saved_data["entry"] = reinterpret_cast<std::int64_t>(a);
-    ctx->save_for_backward({x});
+    ctx->saved_data["output"] = keep_output;
+    ctx->save_for_backward({keep_output ? x : original});
     return x;
   }
   static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
-    return backward_of(ctx, grads, true);
+    variable_list g = backward_of(ctx, grads, ctx->saved_data["output"].toBool());
+    g.emplace_back();  // keep_output
+    return g;
   }
 };
 
@@ -395,8 +403,8 @@ void forward_inplace_autograd(const at::Tensor& x, c10::string_view activation) 
   const bool keep_output = saves_output(a);
   // A leaf or a view goes out of place: copy_ refuses a leaf before anything is written, and
   // handles views. Where the input is saved, the copy back would overwrite it: clone it.
-  if (keep_output && !x.is_leaf() && !x.is_view()) {
-    InplaceFunction::apply(x, &a);
+  if (!x.is_leaf() && !x.is_view()) {
+    InplaceFunction::apply(x, &a, keep_output);
     return;
   }
   const at::Tensor y = ActivationFunction::apply(keep_output ? x : x.clone(), &a);

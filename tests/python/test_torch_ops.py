@@ -222,6 +222,19 @@ def test_direct_op_calls_decompose_once_registered(compile_mode):
     assert len(graphs) == 2 and not any(t.startswith("kplay.") for g in graphs for t in g)
 
 
+def test_inductor_lowers_a_kept_kernel_to_a_call_of_it():
+    # Where the mode keeps kplay's kernel, the decomposition declines and the op reaches Inductor,
+    # which refuses to make a fallback of its own for an op in its decomposition table ("both a
+    # fallback and a decomp for same op"): each op needs its lowering, a call of the kernel, made
+    # at registration. (Compiled graphs in kernel mode run on the GPU machine too.)
+    from torch._inductor import decomposition, lowering
+
+    kt.register_decompositions()
+    for op in (torch.ops.kplay.forward.default, torch.ops.kplay.backward.default):
+        assert op in decomposition.decompositions
+        assert op in lowering.lowerings
+
+
 def test_a_mode_other_than_auto_tags_the_compile_caches(compile_mode):
     before = torch.compiler.config.cache_key_tag
     compile_mode("decompose")
