@@ -91,8 +91,8 @@ def kplay_chain8_graphs(x):
     return x
 
 
-def compiled(fn, mode, x, **options):
-    kt.set_compile_mode(mode)
+def compiled(fn, kplay_mode, x, **options):  # options: torch.compile's, its `mode` among them
+    kt.set_compile_mode(kplay_mode)
     c = torch.compile(fn, fullgraph=True, **options)
     c(x)  # compiles now, under this mode
     kt.set_compile_mode("auto")
