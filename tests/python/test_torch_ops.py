@@ -145,8 +145,12 @@ def test_in_place_with_grad_on_meta():
     assert "Cpp" in type(z.grad_fn).__name__
     z.sum().backward()
     w = leaf * 2.0
-    kt.selu_(w)  # input saved: out of place and copied back
-    assert "Copy" in type(w.grad_fn).__name__
+    assert kt.selu_(w) is w  # input saved: in place too, after a copy of w that backward reads
+    assert "Cpp" in type(w.grad_fn).__name__
+    w.sum().backward()
+    v = (leaf * 2.0)[2:]
+    kt.selu_(v)  # a view: out of place and copied back into it
+    assert "Copy" in type(v.grad_fn).__name__
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         kt.relu_(leaf)
 
