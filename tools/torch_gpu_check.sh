@@ -9,8 +9,9 @@
 # (examples/overhead.py) and the training step of compiled models in each compile mode against
 # torch's compiled activations (examples/compile_modes.py). Exits 1 when a step failed.
 #
-# Build the wheel where torch is installed (here: Python 3.12, torch 2.11):
-#   /work/scratch/torchenv/bin/pip wheel . --no-build-isolation --no-deps -w DIR
+# Build the wheel with a Python that has the GPU machine's torch (there: Python 3.12, torch 2.11)
+# and scikit-build-core and nanobind installed:
+#   python -m pip wheel . --no-build-isolation --no-deps -w DIR
 # On the GPU machine, from the repository root:
 #   tools/torch_gpu_check.sh DIR/kplay-*.whl [OUT_DIR]      (OUT_DIR: default /tmp/kplay-torch)
 # Environment: PYTHON (default python3, the interpreter with torch); KPLAY_MODELS (models for
