@@ -38,6 +38,23 @@ def summary(xs: Sequence[float]) -> Dict[str, Any]:
             "max": max(xs) if xs else math.nan, "rounds": [float(x) for x in xs]}
 
 
+def interleaved(warm: Dict[str, Callable[[], None]], timed: Dict[str, Callable[[], float]], warmup: int,
+                rounds: int) -> Dict[str, List[float]]:
+    """Runs each variant's warm(): `warmup` times, then `rounds` rounds of timed() for each variant,
+    the order reversed every round (A B, B A, ...) so that a drift of the machine's speed falls on
+    both alike. Returns each variant's round times."""
+    for step in warm.values():
+        for _ in range(warmup):
+            step()
+    out: Dict[str, List[float]] = {name: [] for name in timed}
+    order = list(timed)
+    for _ in range(rounds):
+        for name in order:
+            out[name].append(timed[name]())
+        order.reverse()
+    return out
+
+
 def verdict(torch_rounds: Sequence[float], kplay_rounds: Sequence[float]) -> Dict[str, Any]:
     """kplay's median over torch's, and whether kplay meets torch (see the module notes)."""
     t, k = median(torch_rounds), median(kplay_rounds)

@@ -138,15 +138,9 @@ def run_activation(torch: Any, dist: Any, act: str, device: Any, args: argparse.
     for name, v in variants.items():
         dist.barrier()
         row[name] = {"first_step_ms": _timed(torch, v.step, 1)}
-    for v in variants.values():
-        for _ in range(args.warmup - 1):
-            v.step()
-    rounds: Dict[str, List[float]] = {"torch": [], "kplay": []}
-    order = ["torch", "kplay"]
-    for _ in range(args.rounds):
-        for name in order:
-            rounds[name].append(_timed(torch, variants[name].step, args.steps))
-        order.reverse()
+    rounds = _bench.interleaved({n: v.step for n, v in variants.items()},
+                                {n: (lambda v=v: _timed(torch, v.step, args.steps)) for n, v in variants.items()},
+                                args.warmup - 1, args.rounds)
     for name in rounds:
         row[name].update(_bench.summary(rounds[name]))
     row.update(_bench.verdict(rounds["torch"], rounds["kplay"]))

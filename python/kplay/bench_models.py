@@ -273,15 +273,9 @@ def run_row(torch: Any, spec: ModelSpec, mode: str, base: Any, ours: Any, census
         seconds, loss, breaks = _first_step(torch, v, seed=2)
         row[name] = {"first_step_s": seconds, "first_loss": loss, **breaks}
     row["loss_rel_diff"] = _bench.rel_diff(row["kplay"]["first_loss"], row["torch"]["first_loss"])
-    for v in variants.values():
-        for _ in range(args.warmup - 1):
-            v.step()
-    rounds: Dict[str, List[float]] = {"torch": [], "kplay": []}
-    order = ["torch", "kplay"]
-    for _ in range(args.rounds):
-        for name in order:
-            rounds[name].append(_round(torch, variants[name], args.steps))
-        order.reverse()
+    rounds = _bench.interleaved({n: v.step for n, v in variants.items()},
+                                {n: (lambda v=v: _round(torch, v, args.steps)) for n, v in variants.items()},
+                                args.warmup - 1, args.rounds)
     for name in rounds:
         row[name].update(_bench.summary(rounds[name]))
         if args.profile_steps:

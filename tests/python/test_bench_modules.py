@@ -83,6 +83,16 @@ def test_verdict_allows_kplay_above_torch_by_the_spread_only():
     assert _bench.verdict(steady, [12.0] * 5)["ratio"] == pytest.approx(1.2)
 
 
+def test_interleaved_warms_up_then_alternates_the_order_every_round():
+    calls = []
+    warm = {n: (lambda n=n: calls.append("warm " + n)) for n in ("torch", "kplay")}
+    timed = {n: (lambda n=n: calls.append(n) or float(len(calls))) for n in ("torch", "kplay")}
+    rounds = _bench.interleaved(warm, timed, warmup=2, rounds=3)
+    assert calls == ["warm torch", "warm torch", "warm kplay", "warm kplay",
+                     "torch", "kplay", "kplay", "torch", "torch", "kplay"]
+    assert rounds == {"torch": [5.0, 8.0, 9.0], "kplay": [6.0, 7.0, 10.0]}
+
+
 def test_summary_and_relative_difference():
     s = _bench.summary([3.0, 1.0, 2.0])
     assert (s["median"], s["min"], s["max"]) == (2.0, 1.0, 3.0)
