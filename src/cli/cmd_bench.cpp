@@ -134,13 +134,13 @@ class BenchCommand : public Command {
     ConfigChoice choice;
     if (knobs) {
       choice.config = *knobs;
-      choice.source = "command line";
+      choice.layer = "command line";
     } else {
       choice = choose_config(db, engine, spec, n);
     }
     auto kernel = engine.prepare(spec, choice.config);
     r.config = to_string(kernel->config);
-    r.source = choice.source;
+    r.source = choice.source.empty() ? choice.layer : choice.layer + ": " + choice.source;
     std::vector<std::unique_ptr<Problem>> problems;
     ProblemShape shape;
     shape.n = n;

@@ -140,12 +140,14 @@ class RunCommand : public Command {
       ConfigChoice choice;
       if (knobs) {
         choice.config = requested;
-        choice.source = "from the command line (unset knobs at built-in defaults)";
+        choice.layer = "command line";
+        choice.source = "unset knobs at built-in defaults";
       } else {
         choice = choose_config(db.get(), engine, spec, n);
       }
       auto kernel = engine.prepare(spec, choice.config);
-      std::printf("config: %s\n        %s\n", to_string(kernel->config).c_str(), choice.source.c_str());
+      std::printf("config: %s\nlayer:  %s: %s\n", to_string(kernel->config).c_str(), choice.layer.c_str(),
+                  choice.source.c_str());
 
       ProblemShape shape;
       shape.in_offset = in_offset;
