@@ -59,7 +59,9 @@ class BenchCommand : public Command {
     app_->add_option("--csv", csv_path_, "write the rows as CSV to this file");
     app_->add_option("--json", json_path_, "write the rows as JSON to this file");
     app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
-    app_->add_flag("--no-db", no_db_, "ignore tunings: the device model's default everywhere");
+    app_->add_flag("--no-db", no_db_,
+                   "ignore your database: the shipped tunings, else the device model (KPLAY_SHIPPED_TUNINGS=off: "
+                   "the model alone)");
     add_timeout_flag(*app_, timeout_);
   }
   CLI::App* app() const override { return app_; }

@@ -76,7 +76,9 @@ class RunCommand : public Command {
         ->check(CLI::Range(1, kMaxLaunches));
     app_->add_option("--check", check_, "sample (head, tail, random blocks) or all")->capture_default_str();
     app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
-    app_->add_flag("--no-db", no_db_, "neither read tuned configs and binaries nor store binaries");
+    app_->add_flag("--no-db", no_db_,
+                   "neither read your tuned configs and binaries nor store binaries (the shipped tunings still "
+                   "serve; KPLAY_SHIPPED_TUNINGS=off: the device model alone)");
     add_timeout_flag(*app_, timeout_);
   }
   CLI::App* app() const override { return app_; }
