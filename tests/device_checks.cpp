@@ -212,7 +212,7 @@ void check_backend_kernel_cache(Engine& engine) {
   CHECK(a.get() == b.get());
 }
 
-void check_model_configs(Engine& engine, const std::vector<Dtype>& dtypes, bool every) {
+void check_model_configs(Engine& engine, const std::vector<Dtype>& dtypes) {
   const rt::DeviceInfo devices[] = {engine.backend().info(), hopper_device(3350)};
   const TargetLimits& limits = engine.backend().limits();
   std::set<std::string> ran;
@@ -226,10 +226,9 @@ void check_model_configs(Engine& engine, const std::vector<Dtype>& dtypes, bool 
             INFO(to_string(spec) << " | model of " << (dev.name.empty() ? dev.backend : dev.name) << " | n=" << n);
             REQUIRE_NOTHROW(c = resolve_config(spec, device_default_config(spec, dev, n), limits));
             ++configs;
-            // PoCL: a distinct launch shape of this dtype and direction runs once.
-            const std::string key = every ? to_string(spec) + "|" + to_string(c)
-                                          : std::string(to_string(spec.dtype)) + to_string(spec.direction) +
-                                                to_string(spec.saved) + "|" + to_string(c);
+            // A distinct launch shape of this dtype and direction runs once.
+            const std::string key = std::string(to_string(spec.dtype)) + to_string(spec.direction) +
+                                    to_string(spec.saved) + "|" + to_string(c);
             if (!ran.insert(key).second) continue;
             ProblemShape shape;
             shape.n = 100003;

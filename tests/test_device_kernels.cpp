@@ -52,7 +52,7 @@ TEST_SUITE("cuda") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);
     Engine engine(*be);
-    test::check_model_configs(engine, be->limits().dtypes, true);
+    test::check_model_configs(engine, be->limits().dtypes);
   }
 
   TEST_CASE("CUDA: every knob value gives the same, correct result") {

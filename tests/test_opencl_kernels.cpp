@@ -196,7 +196,7 @@ TEST_SUITE("opencl") {
   TEST_CASE("OpenCL: the model's config of every activation, dtype and direction passes the checks and runs") {
     rt::Backend& be = opencl_backend();
     Engine engine(be);
-    test::check_model_configs(engine, be.limits().dtypes, false);
+    test::check_model_configs(engine, be.limits().dtypes);
   }
 
   TEST_CASE("OpenCL: every vector width of every dtype, aligned and misaligned, matches the reference") {
