@@ -14,6 +14,11 @@ soname=$(objdump -p "$prefix"/lib*/libkplay.so | awk '/SONAME/ {print $2}')
 echo "SONAME: $soname"
 [[ "$soname" == libkplay.so.* ]] || { echo "libkplay.so has no versioned SONAME"; exit 1; }
 "$prefix/bin/kplay" --help >/dev/null
+# The shipped tunings, where the installed command and library look for them (docs/design.md).
+[ -f "$prefix/share/kplay/tunings/README.md" ] || { echo "no share/kplay/tunings in the install"; exit 1; }
+if env -u KPLAY_SHIPPED_TUNINGS "$prefix/bin/kplay" db list --layer shipped --db :memory: 2>&1 | grep -q warning; then
+  echo "the installed kplay does not find its shipped tunings"; exit 1
+fi
 
 echo "-- find_package(kplay)"
 cmake -S tests/consumer -B "$work/fp" -DCMAKE_PREFIX_PATH="$prefix" -DKPLAY_README="$PWD/README.md" >/dev/null

@@ -1,6 +1,6 @@
 # What `cmake --install` puts in place: libkplay.so (versioned), the public headers, the kplay
-# command, an exported CMake package (find_package(kplay) -> kplay::kplay) with its version file,
-# and kplay.pc for pkg-config. Only when kplay is the top-level project or KPLAY_INSTALL is on.
+# command, the shipped tunings (share/kplay/tunings), an exported CMake package (find_package(kplay)
+# -> kplay::kplay) with its version file, and kplay.pc for pkg-config. Only when kplay is the top-level project or KPLAY_INSTALL is on.
 include(CMakePackageConfigHelpers)
 
 if(CMAKE_SOURCE_DIR STREQUAL PROJECT_SOURCE_DIR)
@@ -21,6 +21,9 @@ install(TARGETS kplay_shared EXPORT kplayTargets
 install(TARGETS kplay RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kplay DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   COMPONENT development FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+# The shipped tunings, where the library and the command look for them (../share/kplay/tunings).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/tunings/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kplay/tunings
+  COMPONENT runtime FILES_MATCHING PATTERN "*.json" PATTERN "README.md")
 
 install(EXPORT kplayTargets NAMESPACE kplay:: DESTINATION ${KPLAY_CMAKE_DIR} COMPONENT development)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kplayConfig.cmake.in

@@ -35,6 +35,7 @@ struct DeviceInfo {
   // Memory system, for the default-config model (src/tuner/default_model.hpp); 0 if unknown.
   double memory_bandwidth_gbps = 0;  // peak DRAM bandwidth: 2 x memory clock x bus width / 8
   int max_blocks_per_unit = 0;       // resident blocks per SM / compute unit
+  double clock_ghz = 0;              // SM clock (CUDA: its typical clock), for the same model
   // FP64 at >= 1/2 the FP32 rate (runtime/fast_fp64.hpp): float32 transcendental activations
   // then evaluate in double (KP_FAST_FP64).
   bool fast_fp64 = false;

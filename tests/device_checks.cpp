@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "activation_cases.hpp"
+#include "codegen/config_validation.hpp"
+#include "hopper_device.hpp"
 #include "spec/activations.hpp"
+#include "tuner/default_model.hpp"
 #include "util/host_dtype.hpp"
 
 namespace kplay::test {
@@ -207,6 +210,31 @@ void check_backend_kernel_cache(Engine& engine) {
   auto a = engine.prepare(s, {});
   auto b = engine.prepare(s, {});
   CHECK(a.get() == b.get());
+}
+
+void check_model_configs(Engine& engine, const std::vector<Dtype>& dtypes) {
+  const rt::DeviceInfo devices[] = {engine.backend().info(), hopper_device(3350)};
+  const TargetLimits& limits = engine.backend().limits();
+  std::set<std::string> ran;
+  std::size_t configs = 0;
+  for (const auto& text : activation_cases())
+    for (Dtype dtype : dtypes)
+      for (const KernelSpec& spec : specs_of(text, dtype))
+        for (const rt::DeviceInfo& dev : devices)
+          for (std::uint64_t n : {std::uint64_t{1} << 20, std::uint64_t{1610612736}}) {
+            KernelConfig c;
+            INFO(to_string(spec) << " | model of " << (dev.name.empty() ? dev.backend : dev.name) << " | n=" << n);
+            REQUIRE_NOTHROW(c = resolve_config(spec, device_default_config(spec, dev, n), limits));
+            ++configs;
+            // A distinct launch shape of this dtype and direction runs once.
+            const std::string key = std::string(to_string(spec.dtype)) + to_string(spec.direction) +
+                                    to_string(spec.saved) + "|" + to_string(c);
+            if (!ran.insert(key).second) continue;
+            ProblemShape shape;
+            shape.n = 100003;
+            KPLAY_CHECK_PROBLEM(engine, spec, c, shape);
+          }
+  MESSAGE(configs << " model configs checked, " << ran.size() << " of them run");
 }
 
 }  // namespace kplay::test

@@ -59,4 +59,11 @@ void check_backend_sixths_16bit(Engine& engine);
 // A second prepare of the same kernel is the same object (the in-process cache).
 void check_backend_kernel_cache(Engine& engine);
 
+// The device model's configs with no tuning anywhere (docs/design.md, "The default without
+// tuning"): for every activation, direction and dtype in `dtypes`, the config the model gives this
+// device and an H100-like one (tests/hopper_device.hpp) at 2^20 and 4096x393216 elements passes the
+// backend's checks; each distinct config of a dtype and direction then runs once, with the first
+// activation that gets it (the kernel matrix runs every activation's math).
+void check_model_configs(Engine& engine, const std::vector<Dtype>& dtypes);
+
 }  // namespace kplay::test

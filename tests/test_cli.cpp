@@ -1,6 +1,7 @@
 // The kplay command line on bad input: a clear message and a non-zero status, never a crash.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -99,6 +100,15 @@ TEST_CASE("kplay list prints every built-in of the registry, and --names, --text
   const Result texts = run_kplay("list --texts");
   REQUIRE(texts.status == 0);
   CHECK(lines(texts.output) == kplay::all_activation_texts());
+  // --formulas: the texts, then each parameter value that selects another formula.
+  const Result formulas = run_kplay("list --formulas");
+  REQUIRE(formulas.status == 0);
+  const std::vector<std::string> every = lines(formulas.output), all = kplay::all_activation_texts();
+  REQUIRE(every.size() > all.size());
+  CHECK(std::vector<std::string>(every.begin(), every.begin() + static_cast<std::ptrdiff_t>(all.size())) == all);
+  CHECK(std::find(every.begin(), every.end(), "gelu(approximate=tanh)") != every.end());
+  for (const auto& t : every) CHECK(kplay::resolve_activation(t).canonical == t);
+  CHECK(run_kplay("list --texts --formulas").status == 2);
 
   const Result table = run_kplay("list");
   INFO(table.output);

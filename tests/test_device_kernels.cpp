@@ -48,6 +48,13 @@ TEST_SUITE("cuda") {
     test::check_backend_f32_transcendentals(engine);
   }
 
+  TEST_CASE("CUDA: the model's config of every activation, dtype and direction passes the checks and runs") {
+    rt::Backend* be = test::shared_backend("cuda");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    test::check_model_configs(engine, be->limits().dtypes);
+  }
+
   TEST_CASE("CUDA: every knob value gives the same, correct result") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);

@@ -193,6 +193,12 @@ TEST_SUITE("opencl") {
     test::check_backend_knobs(engine);
   }
 
+  TEST_CASE("OpenCL: the model's config of every activation, dtype and direction passes the checks and runs") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    test::check_model_configs(engine, be.limits().dtypes);
+  }
+
   TEST_CASE("OpenCL: every vector width of every dtype, aligned and misaligned, matches the reference") {
     // The shared matrix uses the widest vector; the knob test varies it for float32 only. Here
     // every width of every dtype, since each maps to its own OpenCL vector type (ushort2,

@@ -72,7 +72,7 @@ run_logged() {
   local rc=${PIPESTATUS[0]}
   [ "$rc" = 0 ] || failed=$((failed + 1))
   echo "$name rc=$rc ($((SECONDS - t0)) s)" >>"$summary"
-  grep -E "^(==|config:|verdict:|fast-math:|ratio:)" "$LOGS/$name.log" >>"$summary" || true
+  grep -E "^(==|config:|layer:|verdict:|fast-math:|ratio:)" "$LOGS/$name.log" >>"$summary" || true
   return "$rc"
 }
 # check_logged NAME KPLAY_CHECK_ARGS...: kplay check; the summary keeps the counts and failing rows

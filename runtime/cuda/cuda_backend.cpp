@@ -69,6 +69,7 @@ DeviceInfo describe(CUdevice dev, int index) {
   info.max_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   info.l2_bytes = static_cast<std::uint64_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
   info.max_blocks_per_unit = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  info.clock_ghz = attribute(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1e6;  // kHz
   // Peak DRAM bandwidth from the memory clock (kHz) and bus width (bits), double data rate.
   // A driver that reports 0 for either leaves it unknown, and the default model steps aside.
   const double mem_khz = attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);

@@ -150,6 +150,9 @@ class AutotuneCommand : public Command {
     app_->add_option("--repeat", options_.tune.repeats, "timed launches per candidate (median)")
         ->capture_default_str()
         ->check(CLI::Range(3, kMaxLaunches));
+    app_->add_option("--space", space_text_,
+                     "search other knob values: 'block=128,256 per-thread=1,2 grid=one-shot cache=default "
+                     "kernel=flat,general gradient=early,late vec-bytes=16' (knobs not named keep theirs)");
     app_->add_flag("--no-resume", no_resume_, "tune again what the database already has, and ignore interrupted runs");
     app_->add_flag("--times", times_, "print where each job spent its time (setup, compile, measure, re-measure)");
     app_->add_flag("--json", json_, "print the results as JSON on stdout");
@@ -174,6 +177,7 @@ class AutotuneCommand : public Command {
     const auto specs = table_specs();
     generic_limits(flags_.backend);
     find_strategy(options_.tune.strategy);  // refuses an unknown one before any device work
+    if (!space_text_.empty()) options_.tune.space = SearchSpace::parse(space_text_, SearchSpace{});
     options_.resume = !no_resume_;
     options_.tune.resume = !no_resume_;
     std::uint64_t most_bytes = 0;
@@ -412,7 +416,7 @@ class AutotuneCommand : public Command {
   CLI::App* app_;
   ConfigFlags flags_;
   TableOptions options_;
-  std::string n_text_, shape_text_, db_path_, device_text_ = "0";
+  std::string n_text_, shape_text_, db_path_, device_text_ = "0", space_text_;
   bool no_resume_ = false, json_ = false, times_ = false;
   double timeout_ = 0;
 };

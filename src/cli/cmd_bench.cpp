@@ -59,7 +59,9 @@ class BenchCommand : public Command {
     app_->add_option("--csv", csv_path_, "write the rows as CSV to this file");
     app_->add_option("--json", json_path_, "write the rows as JSON to this file");
     app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
-    app_->add_flag("--no-db", no_db_, "ignore tunings: the device model's default everywhere");
+    app_->add_flag("--no-db", no_db_,
+                   "ignore your database: the shipped tunings, else the device model (KPLAY_SHIPPED_TUNINGS=off: "
+                   "the model alone)");
     add_timeout_flag(*app_, timeout_);
   }
   CLI::App* app() const override { return app_; }
@@ -134,13 +136,13 @@ class BenchCommand : public Command {
     ConfigChoice choice;
     if (knobs) {
       choice.config = *knobs;
-      choice.source = "command line";
+      choice.layer = "command line";
     } else {
       choice = choose_config(db, engine, spec, n);
     }
     auto kernel = engine.prepare(spec, choice.config);
     r.config = to_string(kernel->config);
-    r.source = choice.source;
+    r.source = choice.source.empty() ? choice.layer : choice.layer + ": " + choice.source;
     std::vector<std::unique_ptr<Problem>> problems;
     ProblemShape shape;
     shape.n = n;

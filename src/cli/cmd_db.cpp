@@ -10,6 +10,8 @@
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "database/kernel_database.hpp"
+#include "database/shipped_tunings.hpp"
+#include "database/tuning_json.hpp"
 #include "db_report.hpp"
 #include "kplay/error.hpp"
 #include "output_file.hpp"
@@ -27,14 +29,20 @@ class DbCommand : public Command {
     app_ = parent.add_subcommand("db", "the per-device kernel database: tuning records and cached binaries");
     app_->require_subcommand(1);
     add_db_flag(app_);
-    list_ = sub("list", "tuning records: device, kernel, size, best config, GB/s, % of copy, when");
+    list_ = sub("list", "tuning records: layer, device, kernel, size, best config, GB/s, % of copy, when");
+    add_layer_flag(list_);
     show_ = sub("show", "tuning records with every candidate tried and why rejected ones failed");
+    add_layer_flag(show_);
     show_->add_option("index", show_index_, "the record's number in `kplay db list` (default: all)")
         ->check(whole_number());
     show_->add_option("--act", show_act_, "only records of this activation");
     show_->add_option("--dtype", show_dtype_, "only records of this element type");
     export_ = sub("export", "write the tuning records and devices as JSON (no binaries)");
     export_->add_option("file", export_file_, "output file, or - for stdout")->capture_default_str();
+    auto* ship = export_->add_option("--ship", ship_dir_,
+                                     "write the shipped tunings instead: one file per device class in this folder "
+                                     "(tunings/ in the source tree), each record with its provenance");
+    export_->add_option("--command", ship_command_, "with --ship: the command that measured the records")->needs(ship);
     import_ = sub("import", "read tuning records from a JSON export; each replaces its counterpart");
     import_->add_option("file", import_file_, "a file written by `kplay db export`, or - for stdin")->required();
     clear_ = sub("clear", "remove every tuning record, device and cached binary");
@@ -68,6 +76,40 @@ class DbCommand : public Command {
   void add_db_flag(CLI::App* a) {
     a->add_option("--db", db_path_, "database file (default: $KPLAY_DB, else the cache dir)");
   }
+  void add_layer_flag(CLI::App* a) {
+    a->add_option("--layer", layer_,
+                  "user: your database; shipped: the tunings kplay ships, per device class "
+                  "($KPLAY_SHIPPED_TUNINGS, else installed with kplay); all: both")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"user", "shipped", "all"}));
+  }
+
+  // The records of the chosen layers, each with its layer's name, and where they come from.
+  struct Listed {
+    std::vector<TuningRecord> records;
+    std::vector<std::string> layers;
+    std::string where;
+  };
+  Listed listed() {
+    Listed out;
+    if (layer_ != "shipped") {
+      auto db = open();
+      for (auto& r : db->list_tuning()) {
+        out.records.push_back(std::move(r));
+        out.layers.emplace_back("user");
+      }
+      out.where = db->path();
+    }
+    if (layer_ != "user") {
+      ShippedTunings& shipped = ShippedTunings::process();
+      for (auto& r : shipped.list()) {
+        out.records.push_back(std::move(r));
+        out.layers.emplace_back("shipped");
+      }
+      out.where += (out.where.empty() ? "" : " and ") + shipped.status();
+    }
+    return out;
+  }
 
   // repair off: a damaged file is left for `verify` to report (and `verify --fix` to salvage).
   std::unique_ptr<KernelDatabase> open(bool repair = true) {
@@ -78,23 +120,25 @@ class DbCommand : public Command {
   }
 
   int list() {
-    auto db = open();
-    const auto records = db->list_tuning();
-    if (records.empty()) {
-      std::printf("no tuning records in %s\n", db->path().c_str());
-      return kExitOk;
+    const Listed l = listed();
+    if (l.records.empty())
+      std::printf("no tuning records in %s\n", l.where.c_str());
+    else
+      std::printf("%s", list_table(l.records, l.layers).c_str());
+    if (layer_ == "user") {
+      const std::size_t shipped = ShippedTunings::process().list().size();
+      if (shipped) std::printf("(and %zu shipped tuning records below them: kplay db list --layer shipped)\n", shipped);
     }
-    std::printf("%s", list_table(records).c_str());
     return kExitOk;
   }
 
   int show() {
     Dtype dtype{};
     if (!show_dtype_.empty()) dtype = parse_dtype(show_dtype_);
-    auto db = open();
-    const auto records = db->list_tuning();
+    const Listed l = listed();
+    const auto& records = l.records;
     if (show_index_ > records.size())
-      throw Error(ErrorCode::invalid_argument, "no tuning record " + std::to_string(show_index_) + " (" + db->path() +
+      throw Error(ErrorCode::invalid_argument, "no tuning record " + std::to_string(show_index_) + " (" + l.where +
                                                    " holds " + std::to_string(records.size()) + ")");
     std::size_t shown = 0;
     for (std::size_t i = 0; i < records.size(); ++i) {
@@ -102,13 +146,14 @@ class DbCommand : public Command {
       if (show_index_ != 0 && show_index_ != i + 1) continue;
       if (!show_act_.empty() && r.spec.activation != show_act_) continue;
       if (!show_dtype_.empty() && r.spec.dtype != dtype) continue;
-      std::printf("%s%s", shown++ ? "\n" : "", record_details(r, i + 1).c_str());
+      std::printf("%s%s", shown++ ? "\n" : "", record_details(r, i + 1, l.layers[i]).c_str());
     }
-    if (shown == 0) std::printf("no matching tuning records in %s\n", db->path().c_str());
+    if (shown == 0) std::printf("no matching tuning records in %s\n", l.where.c_str());
     return kExitOk;
   }
 
   int export_json() {
+    if (!ship_dir_.empty()) return export_shipped();
     auto db = open();
     const nlohmann::json doc = db->export_json();
     const std::string text = doc.dump(2) + "\n";
@@ -116,6 +161,27 @@ class DbCommand : public Command {
     write_output_file(export_file_, text, "db export");
     if (export_file_ == "-") return kExitOk;
     std::printf("exported %zu tuning records to %s\n", count, export_file_.c_str());
+    return kExitOk;
+  }
+
+  // The shipped files of every device class in the database (tools/ship_defaults.sh).
+  int export_shipped() {
+    if (app_->get_subcommand("export")->count("file"))
+      throw Error(ErrorCode::invalid_argument,
+                  "db export --ship DIR writes one file per device class there; "
+                  "give no output file");
+    if (ship_command_.empty())
+      throw Error(ErrorCode::invalid_argument,
+                  "db export --ship: give --command, the command that measured the "
+                  "records (their provenance)");
+    auto db = open();
+    const auto files = shipped_documents(document_from_json(db->export_json()), ship_command_, KPLAY_VERSION_TEXT);
+    if (files.empty()) throw Error(ErrorCode::invalid_argument, "no tuning records in " + db->path() + " to ship");
+    for (const auto& [name, text] : files) {
+      const std::string path = ship_dir_ + "/" + name;
+      write_output_file(path, text, "db export --ship");
+      std::printf("wrote %s: %zu tuning records\n", path.c_str(), nlohmann::json::parse(text).at("tunings").size());
+    }
     return kExitOk;
   }
 
@@ -237,6 +303,7 @@ class DbCommand : public Command {
   std::size_t show_index_ = 0;
   std::string show_act_, show_dtype_;
   std::string export_file_ = "-";
+  std::string ship_dir_, ship_command_, layer_ = "user";
   std::string import_file_;
   bool fix_ = false;
   double max_mb_ = 256;

@@ -1,7 +1,8 @@
 // `kplay list`: the built-in activations as the registry (src/spec/activations.cpp) has them, one
 // line each: name, parameters with their defaults, whether it has a backward, torch.nn's class.
 // --names prints the names alone and --texts what `--act all` runs, one per line, for scripts
-// (tools/) that need every activation without a list of their own.
+// (tools/) that need every activation without a list of their own; --formulas adds the texts whose
+// parameter selects another formula (every kernel body: the counts and the shipped tunings).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -41,7 +42,12 @@ class ListCommand : public Command {
     auto* texts = app_->add_flag(
         "--texts", texts_,
         "print what --act all runs, one per line: the name, or an example where a parameter is required");
+    auto* formulas = app_->add_flag("--formulas", formulas_,
+                                    "print --texts and, after them, one text per other value of a parameter that "
+                                    "selects another formula (gelu(approximate=tanh)): every kernel body there is");
     names->excludes(texts);
+    names->excludes(formulas);
+    texts->excludes(formulas);
   }
   CLI::App* app() const override { return app_; }
 
@@ -50,8 +56,14 @@ class ListCommand : public Command {
       for (const auto& a : activations()) std::printf("%s\n", a.name.c_str());
       return kExitOk;
     }
-    if (texts_) {
+    if (texts_ || formulas_) {
       for (const auto& t : all_activation_texts()) std::printf("%s\n", t.c_str());
+      if (formulas_)
+        for (const auto& a : activations())
+          for (const ParamDef& p : a.params)
+            for (std::size_t i = 0; i < p.choices.size(); ++i)
+              if (static_cast<double>(i) != p.default_value && a.example.empty())
+                std::printf("%s(%s=%s)\n", a.name.c_str(), p.name, p.choices[i]);
       return kExitOk;
     }
     std::vector<std::vector<std::string>> rows = {{"NAME", "PARAMETERS", "BACKWARD", "TORCH"}};
@@ -72,7 +84,7 @@ class ListCommand : public Command {
 
  private:
   CLI::App* app_;
-  bool names_ = false, texts_ = false;
+  bool names_ = false, texts_ = false, formulas_ = false;
 };
 }  // namespace
 

@@ -76,7 +76,9 @@ class RunCommand : public Command {
         ->check(CLI::Range(1, kMaxLaunches));
     app_->add_option("--check", check_, "sample (head, tail, random blocks) or all")->capture_default_str();
     app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
-    app_->add_flag("--no-db", no_db_, "neither read tuned configs and binaries nor store binaries");
+    app_->add_flag("--no-db", no_db_,
+                   "neither read your tuned configs and binaries nor store binaries (the shipped tunings still "
+                   "serve; KPLAY_SHIPPED_TUNINGS=off: the device model alone)");
     add_timeout_flag(*app_, timeout_);
   }
   CLI::App* app() const override { return app_; }
@@ -140,12 +142,14 @@ class RunCommand : public Command {
       ConfigChoice choice;
       if (knobs) {
         choice.config = requested;
-        choice.source = "from the command line (unset knobs at built-in defaults)";
+        choice.layer = "command line";
+        choice.source = "unset knobs at built-in defaults";
       } else {
         choice = choose_config(db.get(), engine, spec, n);
       }
       auto kernel = engine.prepare(spec, choice.config);
-      std::printf("config: %s\n        %s\n", to_string(kernel->config).c_str(), choice.source.c_str());
+      std::printf("config: %s\nlayer:  %s: %s\n", to_string(kernel->config).c_str(), choice.layer.c_str(),
+                  choice.source.c_str());
 
       ProblemShape shape;
       shape.in_offset = in_offset;

@@ -63,21 +63,26 @@ std::string copy_percent(double gbps, double copy_gbps) {
   return copy_gbps > 0 ? format("%.1f %%", 100.0 * gbps / copy_gbps) : "-";
 }
 
-std::string list_table(const std::vector<TuningRecord>& records) {
+std::string list_table(const std::vector<TuningRecord>& records, const std::vector<std::string>& layers) {
   std::vector<std::vector<std::string>> rows = {
-      {"#", "DEVICE", "KERNEL", "SIZE", "BEST CONFIG", "GB/S", "OF COPY", "TUNED"}};
+      {"#", "LAYER", "DEVICE", "KERNEL", "SIZE", "BEST CONFIG", "GB/S", "OF COPY", "TUNED"}};
   for (std::size_t i = 0; i < records.size(); ++i) {
     const TuningRecord& r = records[i];
-    rows.push_back({std::to_string(i + 1), device_text(r), to_string(r.spec), size_text(r.n, r.size_bucket),
-                    to_string(r.best), format("%.1f", r.best_gbps), copy_percent(r.best_gbps, r.copy_gbps),
-                    time_text(r.created_unix)});
+    rows.push_back({std::to_string(i + 1), i < layers.size() ? layers[i] : "user", device_text(r), to_string(r.spec),
+                    size_text(r.n, r.size_bucket), to_string(r.best), format("%.1f", r.best_gbps),
+                    copy_percent(r.best_gbps, r.copy_gbps), time_text(r.created_unix)});
   }
   return columns(rows);
 }
 
-std::string record_details(const TuningRecord& r, std::size_t number) {
+std::string record_details(const TuningRecord& r, std::size_t number, const std::string& layer) {
   std::string out = "[" + std::to_string(number) + "] " + to_string(r.spec) + " on " + device_text(r) + "\n";
+  out += "    layer: " + layer + "\n";
   out += "    device fingerprint: " + r.fingerprint + "\n";
+  const Provenance& p = r.provenance;
+  if (!p.empty())
+    out += "    provenance: measured on " + p.gpu + " (driver " + p.driver + ", " + p.compiler + ", kplay " + p.kplay +
+           ") on " + p.date + " by `" + p.command + "`\n";
   out += "    size: " + size_text(r.n, r.size_bucket) + ", tuned " + time_text(r.created_unix) +
          (r.strategy.empty() ? "" : " by strategy '" + r.strategy + "'") + "\n";
   out += "    best: " + to_string(r.best) + "\n";

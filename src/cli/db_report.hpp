@@ -16,9 +16,10 @@ std::string time_text(std::int64_t unix_time);
 // "95.2 %" of copy bandwidth, or "-" when the copy was not measured.
 std::string copy_percent(double gbps, double copy_gbps);
 
-// One line per record, numbered from 1 in the order given (the numbers `show` takes).
-std::string list_table(const std::vector<TuningRecord>& records);
-// The detailed view of one record; `number` as in list_table.
-std::string record_details(const TuningRecord& record, std::size_t number);
+// One line per record, numbered from 1 in the order given (the numbers `show` takes), with the
+// layer each came from ("user", "shipped"; layers[i] for records[i]).
+std::string list_table(const std::vector<TuningRecord>& records, const std::vector<std::string>& layers);
+// The detailed view of one record; `number` as in list_table. A shipped record shows its provenance.
+std::string record_details(const TuningRecord& record, std::size_t number, const std::string& layer = "user");
 
 }  // namespace kplay::cli

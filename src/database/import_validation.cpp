@@ -114,6 +114,13 @@ void validate_import(TuningDocument& doc) {
     check_name(r.arch, where + ".arch");
     check_name(r.spec.activation, where + ".spec.activation");
     check_text(r.strategy, where + ".strategy", kMaxImportText);
+    for (const auto& [name, text] : {std::pair<const char*, const std::string&>{"gpu", r.provenance.gpu},
+                                     {"driver", r.provenance.driver},
+                                     {"compiler", r.provenance.compiler},
+                                     {"kplay", r.provenance.kplay},
+                                     {"date", r.provenance.date}})
+      check_text(text, where + ".provenance." + name, kMaxImportText);
+    check_text(r.provenance.command, where + ".provenance.command", kMaxImportNote);
     if (const auto it = devices.find(r.fingerprint); it != devices.end()) {
       const rt::DeviceInfo& d = *it->second;
       if (d.backend != r.backend || d.name != r.device_name || d.arch != r.arch)

@@ -29,6 +29,18 @@ struct CandidateResult {  // one configuration the tuner tried
   std::string rejection;  // why, when !ok
 };
 
+// Where a shipped tuning came from (docs/design.md, "Shipped tunings"): written by `kplay db export
+// --ship`, read with the shipped files; empty for the user's own records.
+struct Provenance {
+  std::string gpu;       // the device name it was measured on
+  std::string driver;    // its driver version
+  std::string compiler;  // "NVRTC 13.0"; OpenCL: the OpenCL C version
+  std::string kplay;     // the kplay version that measured it
+  std::string date;      // UTC, "2026-11-28"
+  std::string command;   // the command that measured it ("kplay autotune --act all ...")
+  bool empty() const { return gpu.empty() && command.empty(); }
+};
+
 struct TuningRecord {
   std::string fingerprint;  // Engine::fingerprint(): device + driver + compiler
   std::string backend, device_name, arch;
@@ -40,7 +52,8 @@ struct TuningRecord {
   std::string strategy;
   std::int64_t created_unix = 0;
   std::vector<CandidateResult> candidates;
-  std::string match;  // filled by find_tuning: "device" or "architecture"
+  std::string match;      // filled by find_tuning: "device" or "architecture"
+  Provenance provenance;  // shipped records only
 };
 
 // round(log2(max(n,1))), so 2^20 and 2^20+5 share a bucket.

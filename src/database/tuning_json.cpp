@@ -160,16 +160,35 @@ CandidateResult candidate_from_json(const json& j, const std::string& where) {
   return c;
 }
 
+json provenance_to_json(const Provenance& p) {
+  return {{"gpu", p.gpu},     {"driver", p.driver}, {"compiler", p.compiler},
+          {"kplay", p.kplay}, {"date", p.date},     {"command", p.command}};
+}
+
+Provenance provenance_from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) bad(where, "expected an object");
+  Provenance p;
+  p.gpu = get_string(j, "gpu", where);
+  p.driver = get_string(j, "driver", where);
+  p.compiler = get_string(j, "compiler", where);
+  p.kplay = get_string(j, "kplay", where);
+  p.date = get_string(j, "date", where);
+  p.command = get_string(j, "command", where);
+  return p;
+}
+
 json tuning_to_json(const TuningRecord& r) {
   json candidates = json::array();
   for (const auto& c : r.candidates) candidates.push_back(candidate_to_json(c));
-  return {{"fingerprint", r.fingerprint},   {"backend", r.backend},
-          {"device_name", r.device_name},   {"arch", r.arch},
-          {"spec", spec_to_json(r.spec)},   {"n", r.n},
-          {"size_bucket", r.size_bucket},   {"best", config_to_json(r.best)},
-          {"best_ms", r.best_ms},           {"best_gbps", r.best_gbps},
-          {"copy_gbps", r.copy_gbps},       {"strategy", r.strategy},
-          {"created_unix", r.created_unix}, {"candidates", candidates}};
+  json j = {{"fingerprint", r.fingerprint},   {"backend", r.backend},
+            {"device_name", r.device_name},   {"arch", r.arch},
+            {"spec", spec_to_json(r.spec)},   {"n", r.n},
+            {"size_bucket", r.size_bucket},   {"best", config_to_json(r.best)},
+            {"best_ms", r.best_ms},           {"best_gbps", r.best_gbps},
+            {"copy_gbps", r.copy_gbps},       {"strategy", r.strategy},
+            {"created_unix", r.created_unix}, {"candidates", candidates}};
+  if (!r.provenance.empty()) j["provenance"] = provenance_to_json(r.provenance);
+  return j;
 }
 
 TuningRecord tuning_from_json(const json& j, const std::string& where) {
@@ -188,6 +207,7 @@ TuningRecord tuning_from_json(const json& j, const std::string& where) {
   r.copy_gbps = has(j, "copy_gbps") ? get_number(j, "copy_gbps", where) : 0;
   r.strategy = has(j, "strategy") ? get_string(j, "strategy", where) : "";
   r.created_unix = has(j, "created_unix") ? get_int(j, "created_unix", where, 0, kI64Max) : 0;
+  if (has(j, "provenance")) r.provenance = provenance_from_json(j.at("provenance"), where + ".provenance");
   if (has(j, "candidates")) {
     const json& cs = j.at("candidates");
     if (!cs.is_array()) bad(where + ".candidates", "expected an array");

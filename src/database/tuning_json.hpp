@@ -31,6 +31,11 @@ KernelSpec spec_from_json(const nlohmann::json& j, const std::string& where = "s
 nlohmann::json candidate_to_json(const CandidateResult& c);
 CandidateResult candidate_from_json(const nlohmann::json& j, const std::string& where);
 
+// A shipped record's provenance: {"gpu", "driver", "compiler", "kplay", "date", "command"}, all
+// strings; a record carries it only when it has one.
+nlohmann::json provenance_to_json(const Provenance& p);
+Provenance provenance_from_json(const nlohmann::json& j, const std::string& where);
+
 nlohmann::json tuning_to_json(const TuningRecord& r);  // without `match`
 TuningRecord tuning_from_json(const nlohmann::json& j, const std::string& where);
 

@@ -56,7 +56,7 @@ struct Torch {
 // (test_reference.cpp).
 Activation builtin(std::string name, std::string snippet, std::vector<ParamDef> params, Torch torch,
                    bool (*output_determines)(const double*), std::string (*check)(const double*),
-                   std::vector<double> (*edges)(const double*), UlpBounds b, int cost, std::string example = "") {
+                   std::vector<double> (*edges)(const double*), UlpBounds b, std::string example = "") {
   Activation a;
   if (const reference::Functions* ref = reference::find(name)) {
     a.forward = ref->forward;
@@ -73,7 +73,6 @@ Activation builtin(std::string name, std::string snippet, std::vector<ParamDef> 
   a.check_params = check;
   a.edges = edges;
   a.bounds = b;
-  a.cost = cost;
   a.example = std::move(example);
   a.torch_class = torch.torch_class;
   a.torch_inplace = torch.inplace;
@@ -151,27 +150,8 @@ UlpBounds gelu_bounds(UlpBounds b, const double* p) {
 // 5.8e3 next to it (counted against |grad| 2^-16, verification.hpp): silu's 4 and 2^17.
 UlpBounds quick_gelu_bounds() { return narrow_backward(f64(bounds(2), 4, 1 << 17), 2); }
 
-// 16-bit gelu(approximate='tanh') and mish run on MUFU.EX2 and MUFU.RCP alone (templates/
-// activations/gelu.h, mish.h), silu's weight; gelu's erfc stays the heaviest. On the H100 at
-// 4096x393216 they stream at 100.3-100.7 % of copy with one vector per thread against 99.8-100.1
-// with the two of cost 6; gelu falls to 92-97 with one (`kplay run --no-db --dtype f16 --act gelu
-// --per-thread 1`).
-int gelu_narrow_cost(const double* p) { return p[0] == 1 ? 4 : 0; }
-int mish_narrow_cost(const double*) { return 4; }
-// 16-bit hardsigmoid is an add, a clamp and a multiply, hardtanh's class: as cost 1 it takes cost
-// 1's launch shapes. On the H200, block 128 with one vector in place of block 64 with two: above
-// torch in 7 of 7 float16 processes and 5 of 7 bfloat16 ones, 0.0-0.7 points higher
-// (`tools/perf_table.py --acts hardsigmoid --dtypes f16,bf16 --directions forward`).
-// The H100 gives cost 1 and 2 the same block, 512.
-int hardsigmoid_narrow_cost(const double*) { return 1; }
-
 Activation with_param_bounds(Activation a, UlpBounds (*param_bounds)(UlpBounds, const double*)) {
   a.param_bounds = param_bounds;
-  return a;
-}
-
-Activation with_narrow_cost(Activation a, int (*narrow_cost)(const double*)) {
-  a.narrow_cost = narrow_cost;
   return a;
 }
 
@@ -201,66 +181,61 @@ double UlpBounds::get(Dtype d, Direction dir) const {
 }
 
 // One entry per activation: name, snippet, parameters, torch's class and what autograd saves, the
-// output condition, parameter check, edges, bounds, cost (and the example `--act all` runs where a
+// output condition, parameter check, edges, bounds (and the example `--act all` runs where a
 // parameter is required).
 const std::vector<Activation>& activations() {
   static const std::vector<Activation> registry = {
       builtin("relu", "activations/relu.h", {}, Torch{"ReLU", kInplace, kSavesOutput}, nullptr, nullptr, zero_edge,
-              exact(), 1),
+              exact()),
       builtin("relu6", "activations/relu6.h", {}, Torch{"ReLU6", kInplace, kSavesOutput}, nullptr, nullptr, relu6_edges,
-              exact(), 1),
+              exact()),
       builtin("relu2", "activations/relu2.h", {}, Torch{"", kNoInplace, kSavesInput}, nullptr, nullptr, zero_edge,
-              exact_both_ways(), 1),
+              exact_both_ways()),
       builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}},
-              Torch{"LeakyReLU", kInplace, kSavesOutput}, positive_first_param, finite_slope, zero_edge, bounds(1), 1),
+              Torch{"LeakyReLU", kInplace, kSavesOutput}, positive_first_param, finite_slope, zero_edge, bounds(1)),
       builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
-              nonnegative_first_param, nullptr, zero_edge, bounds(1), 4),
+              nonnegative_first_param, nullptr, zero_edge, bounds(1)),
       builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, Torch{"CELU", kInplace, kSavesInput},
-              positive_first_param, celu_check, zero_edge, bounds(1), 4),
+              positive_first_param, celu_check, zero_edge, bounds(1)),
       builtin("selu", "activations/selu.h", {}, Torch{"SELU", kInplace, kSavesInput}, nullptr, nullptr, zero_edge,
-              bounds(1), 4),
-      with_narrow_cost(with_param_bounds(builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}},
-                                                 Torch{"GELU", kNoInplace, kSavesInput}, nullptr, nullptr, no_edges,
-                                                 narrow_backward(f64(bounds(2), 8, 1 << 18), 2), 6),
-                                         gelu_bounds),
-                       gelu_narrow_cost),
+              bounds(1)),
+      with_param_bounds(builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}},
+                                Torch{"GELU", kNoInplace, kSavesInput}, nullptr, nullptr, no_edges,
+                                narrow_backward(f64(bounds(2), 8, 1 << 18), 2)),
+                        gelu_bounds),
       builtin("silu", "activations/silu.h", {}, Torch{"SiLU", kInplace, kSavesInput}, nullptr, nullptr, no_edges,
-              f64(bounds(2), 4, 1 << 17), 4),
+              f64(bounds(2), 4, 1 << 17)),
       builtin("quick_gelu", "activations/quick_gelu.h", {{"beta", 1.702, {}}}, Torch{"", kNoInplace, kSavesInput},
-              nullptr, positive_beta, no_edges, quick_gelu_bounds(), 4),
-      with_narrow_cost(builtin("mish", "activations/mish.h", {}, Torch{"Mish", kInplace, kSavesInput}, nullptr, nullptr,
-                               no_edges, f64(bounds(2), 8, 1 << 18), 6),
-                       mish_narrow_cost),
+              nullptr, positive_beta, no_edges, quick_gelu_bounds()),
+      builtin("mish", "activations/mish.h", {}, Torch{"Mish", kInplace, kSavesInput}, nullptr, nullptr, no_edges,
+              f64(bounds(2), 8, 1 << 18)),
       builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
-              Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, positive_beta, softplus_edges, f64(bounds(2), 6, 4),
-              5),
+              Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, positive_beta, softplus_edges, f64(bounds(2), 6, 4)),
       builtin("softsign", "activations/softsign.h", {}, Torch{"Softsign", kNoInplace, kSavesInput}, nullptr, nullptr,
-              no_edges, bounds(2), 2),
+              no_edges, bounds(2)),
       builtin("sigmoid", "activations/sigmoid.h", {}, Torch{"Sigmoid", kNoInplace, kSavesOutput}, nullptr, nullptr,
-              no_edges, f64(bounds(2), 4, 8), 4),
+              no_edges, f64(bounds(2), 4, 8)),
       builtin("tanh", "activations/tanh.h", {}, Torch{"Tanh", kNoInplace, kSavesOutput}, nullptr, nullptr, no_edges,
-              f32_backward(f64(bounds(2), 4, 8), 4), 4),
+              f32_backward(f64(bounds(2), 4, 8), 4)),
       builtin(
           "hardtanh", "activations/hardtanh.h",
           {{"min_val", -1.0, {}, ParamType::tensor_in_backward}, {"max_val", 1.0, {}, ParamType::tensor_in_backward}},
-          Torch{"Hardtanh", kInplace, kSavesOutput}, nullptr, hardtanh_check, both_param_edges, exact(), 1),
-      with_narrow_cost(builtin("hardsigmoid", "activations/hardsigmoid.h", {},
-                               Torch{"Hardsigmoid", kInplace, kSavesInput}, nullptr, nullptr, hard_edges, bounds(1), 2),
-                       hardsigmoid_narrow_cost),
+          Torch{"Hardtanh", kInplace, kSavesOutput}, nullptr, hardtanh_check, both_param_edges, exact()),
+      builtin("hardsigmoid", "activations/hardsigmoid.h", {}, Torch{"Hardsigmoid", kInplace, kSavesInput}, nullptr,
+              nullptr, hard_edges, bounds(1)),
       builtin("hardswish", "activations/hardswish.h", {}, Torch{"Hardswish", kInplace, kSavesInput}, nullptr, nullptr,
-              hard_edges, bounds(2), 2),
+              hard_edges, bounds(2)),
       builtin("logsigmoid", "activations/logsigmoid.h", {}, Torch{"LogSigmoid", kNoInplace, kSavesInput}, nullptr,
-              nullptr, zero_edge, bounds(2), 5),
+              nullptr, zero_edge, bounds(2)),
       builtin("tanhshrink", "activations/tanhshrink.h", {}, Torch{"Tanhshrink", kNoInplace, kSavesInput}, nullptr,
-              nullptr, no_edges, f64(bounds(2), 16, 8), 4),
+              nullptr, no_edges, f64(bounds(2), 16, 8)),
       builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
-              Torch{"Softshrink", kNoInplace, kSavesInput}, nullptr, softshrink_lambd_check, band_edges, bounds(0.5),
-              1),
+              Torch{"Softshrink", kNoInplace, kSavesInput}, nullptr, softshrink_lambd_check, band_edges, bounds(0.5)),
       builtin("hardshrink", "activations/hardshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
-              Torch{"Hardshrink", kNoInplace, kSavesOutput}, nonnegative_first_param, nullptr, band_edges, exact(), 1),
+              Torch{"Hardshrink", kNoInplace, kSavesOutput}, nonnegative_first_param, nullptr, band_edges, exact()),
       builtin("threshold", "activations/threshold.h",
               {{"threshold", kRequired, {}, ParamType::tensor}, {"value", kRequired, {}, ParamType::tensor}},
-              Torch{"Threshold", kInplace, kSavesInput}, nullptr, nullptr, first_param_edge, exact(), 1,
+              Torch{"Threshold", kInplace, kSavesInput}, nullptr, nullptr, first_param_edge, exact(),
               "threshold(threshold=0.1, value=20)"),
   };
   return registry;
@@ -383,12 +358,6 @@ ResolvedActivation resolve_activation(const std::string& text) {
 
 UlpBounds ResolvedActivation::bounds() const {
   return act->param_bounds ? act->param_bounds(act->bounds, params.data()) : act->bounds;
-}
-
-int ResolvedActivation::cost(Dtype dtype) const {
-  const bool narrow = dtype == Dtype::f16 || dtype == Dtype::bf16;
-  const int n = narrow && act->narrow_cost ? act->narrow_cost(params.data()) : 0;
-  return n > 0 ? n : act->cost;
 }
 
 bool ResolvedActivation::has_grad_from_output() const {

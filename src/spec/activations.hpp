@@ -1,6 +1,6 @@
 // The activation registry: one entry per activation ties its name and parameters to its template
 // snippet, its reference (double; long double for float64), the points where its definition changes branch, its
-// accuracy bounds and its arithmetic cost. Adding a built-in = one snippet in
+// accuracy bounds (its arithmetic is counted apart, activation_costs.hpp). Adding a built-in = one snippet in
 // templates/activations/, its reference functions in reference.cpp, one entry in
 // activations.cpp and a row in tests/activation_cases.hpp (docs/adding-an-activation.md).
 //
@@ -69,10 +69,6 @@ struct Activation {
   // Bounds that depend on a parameter's value, given the ones above: nullptr if none do (gelu's
   // float64 forward is held to 8 ulp, 4096 under approximate='tanh').
   UlpBounds (*param_bounds)(UlpBounds b, const double* p) = nullptr;
-  int cost = 1;  // arithmetic per element relative to relu (a hint for the default config model)
-  // The 16-bit kernels' cost where their math differs from the float32 one: nullptr or 0 returned
-  // means `cost` (ResolvedActivation::cost).
-  int (*narrow_cost)(const double* p) = nullptr;
   // What `--act all` runs when a parameter has no default (threshold: torch's documented example).
   std::string example;
   // Autograd's default saved tensor (kplay.torch): the output where the derivative follows
@@ -97,7 +93,6 @@ struct ResolvedActivation {
   bool has_backward() const { return act->user ? user_backward : act->grad_from_input != nullptr; }
   bool has_grad_from_output() const;
   UlpBounds bounds() const;                                       // act->bounds, adjusted to these parameter values
-  int cost(Dtype dtype) const;                                    // act->cost, or the 16-bit one for f16 and bf16
   bool user_backward = false, user_backward_from_output = false;  // what a user snippet defines
   // Compile-time definitions of the parameters for a kernel of `dtype` and `direction`.
   std::string param_defines(Dtype dtype = Dtype::f32, Direction direction = Direction::forward) const;

@@ -127,7 +127,6 @@ const Activation& register_user_activation(const std::string& name, const std::s
   Hasher h;
   h.add(source);
   a->source_hash = h.hex().substr(0, 8);
-  a->cost = 4;
   // A user's formula was not designed against a bound: allow a few roundings, more for a derivative,
   // whose terms partly cancel (docs/user-activations.md).
   a->bounds.f32_forward = 4;

@@ -1,42 +1,85 @@
-// Config fallback: this device -> the same device model elsewhere -> the device model -> the
-// static table; see config_lookup.hpp.
+// Config fallback: the user's database -> the shipped tunings -> the device model; see
+// config_lookup.hpp.
 #include "config_lookup.hpp"
 
-#include "codegen/config_validation.hpp"
 #include "default_model.hpp"
 
 namespace kplay {
+namespace {
 
-ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n) {
+std::string bucket_text(const TuningRecord& r, std::uint64_t n) {
+  return "for n = " + std::to_string(r.n) + ", the nearest size bucket (2^" + std::to_string(r.size_bucket) +
+         ") to n = " + std::to_string(n);
+}
+
+ConfigChoice from_shipped(const TuningRecord& r, const rt::DeviceInfo& dev, std::uint64_t n, ShippedTunings& shipped) {
+  const Provenance& p = r.provenance;
+  ConfigChoice c;
+  c.config = r.best;
+  c.layer = "shipped";
+  c.source = "shipped tuning for " + to_string(device_class(dev)) + " " + bucket_text(r, n) + "; measured on " + p.gpu +
+             " (driver " + p.driver + ", " + p.compiler + ", kplay " + p.kplay + ") on " + p.date + " by `" +
+             p.command + "` (" + shipped.file_for(dev) + ")";
+  return c;
+}
+
+ConfigChoice from_model(const KernelSpec& spec, const rt::DeviceInfo& dev, std::uint64_t n) {
+  ConfigChoice c;
+  c.layer = "model";
+  c.config = device_default_config(spec, dev, n, &c.source);
+  return c;
+}
+
+}  // namespace
+
+ConfigChoice untuned_config(const Engine& engine, const KernelSpec& spec, std::uint64_t n, ShippedTunings* shipped) {
+  ShippedTunings& s = shipped ? *shipped : ShippedTunings::process();
   const rt::DeviceInfo& dev = engine.backend().info();
-  ConfigChoice choice;
-  std::string why;
-  choice.config = device_default_config(spec, dev, n, &why);
-  const bool modelled = dev.memory_bandwidth_gbps > 0;
-  if (!db) {
-    choice.source = why + "; no kernel database";
-    return choice;
-  }
-  if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, spec, n)) {
-    // Another device of the same architecture may have another memory system (an H200 is an
-    // sm_90 like the H100, with 1.4x the bandwidth): its tuning is used only for a device of the
-    // same name (which names the memory: "H100 80GB HBM3"), or when the model cannot run.
-    const bool same_device = rec->match == "device" || rec->device_name == dev.name;
-    if (same_device || !modelled) {
-      choice.config = rec->best;
-      const std::string where =
-          rec->match == "device" ? "this device" : "another " + dev.arch + " device (" + rec->device_name + ")";
-      choice.source = "tuned on " + where + " for n = " + std::to_string(rec->n) + ", the nearest size bucket (2^" +
-                      std::to_string(rec->size_bucket) + ") to n = " + std::to_string(n);
-      return choice;
+  std::string why_not;
+  if (auto rec = s.find(dev, spec, n, &why_not)) return from_shipped(*rec, dev, n, s);
+  ConfigChoice c = from_model(spec, dev, n);
+  c.source += "; " + why_not;
+  return c;
+}
+
+ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n,
+                           ShippedTunings* shipped) {
+  ShippedTunings& s = shipped ? *shipped : ShippedTunings::process();
+  const rt::DeviceInfo& dev = engine.backend().info();
+  std::string user = "no kernel database";
+  std::optional<TuningRecord> other_device;  // of the same architecture, another class
+  if (db) {
+    user = "no tuning of this " + std::string(to_string(spec.dtype)) + " kernel for this device in " + db->path() +
+           " (run kplay autotune)";
+    if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, spec, n)) {
+      // A device of another name may have another memory system (one architecture has several):
+      // its tuning serves only where the model cannot run (next).
+      if (rec->match == "device" || rec->device_name == dev.name) {
+        ConfigChoice c;
+        c.config = rec->best;
+        c.layer = "user";
+        c.source = (rec->match == "device" ? "tuned on this device " : "tuned on another " + dev.name + " ") +
+                   bucket_text(*rec, n) + " (" + db->path() + ")";
+        return c;
+      }
+      user = "the " + dev.arch + " tuning of " + rec->device_name + " in " + db->path() +
+             " is not used: another device (run kplay autotune)";
+      other_device = std::move(rec);
     }
-    choice.source = why + "; the " + dev.arch + " tuning of " + rec->device_name +
-                    " is not used: another device (run kplay autotune)";
-    return choice;
   }
-  choice.source = why + ": no tuning for this " + std::string(to_string(spec.dtype)) +
-                  " kernel on this device or architecture in " + db->path() + " (run kplay autotune)";
-  return choice;
+  std::string why_not;
+  if (auto rec = s.find(dev, spec, n, &why_not)) return from_shipped(*rec, dev, n, s);
+  if (other_device && dev.memory_bandwidth_gbps <= 0) {
+    ConfigChoice c;
+    c.config = other_device->best;
+    c.layer = "user";
+    c.source = "tuned on another " + dev.arch + " device (" + other_device->device_name + ") " +
+               bucket_text(*other_device, n) + " (" + db->path() + "; this device reports no bandwidth to model)";
+    return c;
+  }
+  ConfigChoice c = from_model(spec, dev, n);
+  c.source += "; " + user + "; " + why_not;
+  return c;
 }
 
 }  // namespace kplay

@@ -1,20 +1,34 @@
-// Which configuration to use when the caller gives none: the tuned one for the nearest size
-// bucket on this device, else one tuned on another device of the same name and architecture,
-// else the device model's default (src/tuner/default_model.hpp), else the static table (devices
-// that report no bandwidth, which also accept any same-architecture tuning). Never tunes.
+// Which configuration to use when the caller gives none, layer by layer (docs/design.md, "Shipped
+// tunings"):
+//   user     the user's kernel database: the tuning of this device for the nearest size bucket,
+//            else one of another device of the same class (name and architecture);
+//   shipped  the tunings shipped with kplay for this device's class (database/shipped_tunings.hpp);
+//   model    the device model (default_model.hpp), or, where the device reports no memory
+//            bandwidth, the static table, which also takes a user tuning of another device of the
+//            same architecture first.
+// Never tunes.
 #pragma once
 #include <string>
 
 #include "database/kernel_database.hpp"
+#include "database/shipped_tunings.hpp"
 #include "engine/engine.hpp"
 
 namespace kplay {
 
 struct ConfigChoice {
   KernelConfig config;
-  std::string source;  // "tuned on this device for n = 1048576 (2^20)", "built-in default (...)"
+  std::string layer;   // "user", "shipped" or "model"
+  std::string source;  // what served it, and why the layers above did not
 };
 
-ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n);
+// `shipped`: nullptr is the process's own (ShippedTunings::process()).
+ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n,
+                           ShippedTunings* shipped = nullptr);
+
+// What a device serves without the user's database: the shipped tuning, else the model. The
+// tuner's baseline, which every tuning must match or beat.
+ConfigChoice untuned_config(const Engine& engine, const KernelSpec& spec, std::uint64_t n,
+                            ShippedTunings* shipped = nullptr);
 
 }  // namespace kplay

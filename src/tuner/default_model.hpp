@@ -1,9 +1,11 @@
-// The untuned default config, derived from what the device reports instead of from one GPU's
-// tuning table. An element-wise kernel is memory-bound when each SM keeps enough bytes of loads
-// in flight to cover the memory latency at full bandwidth (Little's law); the model picks the
-// fewest vectors per thread that do so with a margin, given how long a thread spends on its math.
-// Devices that report no bandwidth (OpenCL) get the static table (static_default_config).
-// See docs/design.md, "The default without tuning".
+// The untuned default config where no tuning covers a kernel (the last layer of config_lookup.hpp):
+// derived from what the device reports and from the activation's counted arithmetic, never from
+// one GPU's measurements. An element-wise kernel streams at the memory's rate when each SM keeps
+// enough bytes of loads in flight to cover the memory latency (Little's law); the model takes the
+// fewest vectors per thread that do, given how long a thread spends on its math, and never so
+// many that a small problem leaves part of one wave of the device idle. Devices that report no
+// memory bandwidth (OpenCL) get the static table (codegen's default_config). See docs/design.md,
+// "The default without tuning".
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,34 +15,40 @@
 
 namespace kplay {
 
-// Arithmetic cost per element, relative to ReLU (1), as the activation registry states it
-// (activations.cpp): Activation::cost, or its narrow_cost for float16 and bfloat16 where their
-// math differs (gelu(approximate=tanh), mish, hardsigmoid).
-double activation_cost(const KernelSpec& spec);
-
-struct DefaultModelInputs {   // what the model reads from rt::DeviceInfo (kept separate for tests)
-  double bandwidth_gbps = 0;  // peak DRAM bandwidth; 0 = unknown
-  int sms = 0;                // SMs / compute units
+struct DefaultModelInputs {   // what the model reads from rt::DeviceInfo (kept apart for tests)
+  double bandwidth_gbps = 0;  // peak DRAM bandwidth; 0 = unknown: no model
+  int sms = 0;                // SMs / compute units; 0 = unknown: no model
   int max_threads_per_sm = 0;
-  int max_blocks_per_sm = 0;  // 0 = unknown (assumed 32 as on sm_80..sm_90)
+  int max_blocks_per_sm = 0;  // 0 = no limit but the threads
   int max_block = 1024;
+  double clock_ghz = 0;    // 0 = unknown: the math is taken to cost no time
+  bool fp64_math = false;  // float32 math in double (the device has fast FP64)
 };
 DefaultModelInputs model_inputs(const rt::DeviceInfo& device);
 
-struct ModelEstimate {                // for one config, the model's view (printed by tests and docs)
-  double required_bytes_per_sm = 0;   // bytes of loads in flight needed at full bandwidth (x margin)
-  double in_flight_bytes_per_sm = 0;  // what the config keeps in flight on average
-  double predicted_fraction = 0;      // min(1, in flight / needed without margin)
+// What the model knows of a kernel: its element type, direction, and the instructions per element
+// of its math (spec/activation_costs.hpp).
+struct ModelKernel {
+  Dtype dtype = Dtype::f32;
+  Direction direction = Direction::forward;
+  double cost = 0;
 };
-ModelEstimate estimate(const KernelSpec& spec, const KernelConfig& config, const DefaultModelInputs& device);
+ModelKernel model_kernel(const KernelSpec& spec, const DefaultModelInputs& device);
 
-// The model's config for spec on the device at n elements (0 = large). Returns false (and leaves
-// `out` alone) when the device reports too little to model (bandwidth or SM count unknown).
-bool model_default_config(const KernelSpec& spec, const DefaultModelInputs& device, std::uint64_t n, KernelConfig& out);
+// The model's view of a launch shape on a device, for tests and `why`.
+struct ModelEstimate {
+  double needed_bytes = 0;     // loads in flight per SM that Little's law asks for (with the margin)
+  double in_flight_bytes = 0;  // what the config keeps in flight on average
+  double issue_share = 0;      // the share of the SM's issue slots its math takes at full bandwidth
+};
+ModelEstimate estimate(const ModelKernel& k, const KernelConfig& config, const DefaultModelInputs& device);
 
-// The static table from the H100 tuning (docs/benchmarks.md): 16-byte vectors, one-shot grid;
-// float32 blocks of 128, others 256; four vectors per thread for 16-bit types, else one.
-KernelConfig static_default_config(const KernelSpec& spec);
+// Resident threads per SM at this block size.
+int resident_threads(const DefaultModelInputs& device, int block);
+
+// The model's config for the kernel at n elements (0 = large). Returns false (and leaves `out`
+// alone) when the device reports too little to model (bandwidth or SM count unknown).
+bool model_config(const ModelKernel& k, const DefaultModelInputs& device, std::uint64_t n, KernelConfig& out);
 
 // The model where it applies, else the static table; `why` says which and why.
 KernelConfig device_default_config(const KernelSpec& spec, const rt::DeviceInfo& device, std::uint64_t n,

@@ -22,6 +22,14 @@ struct SearchSpace {
   std::vector<GridChoice> grids = {
       {GridPolicy::one_shot, 0}, {GridPolicy::grid_stride, 2}, {GridPolicy::grid_stride, 8}};
   std::vector<CacheHint> caches = {CacheHint::normal, CacheHint::streaming};
+  std::vector<bool> flat = {true};            // false: the general kernel only (--general-kernel)
+  std::vector<bool> late_gradient = {false};  // backward: the gradient loaded after the math
+
+  // The space with the knobs named in `text` replaced (`kplay autotune --space`): items separated
+  // by spaces or ';', each KNOB=V,V,...: vec-bytes=4,8,16 block=64,...,1024 per-thread=1,...,16
+  // grid=one-shot,grid-stride:W cache=default,streaming kernel=flat,general gradient=early,late.
+  // Throws Error(invalid_argument) naming the item for an unknown knob or value.
+  static SearchSpace parse(const std::string& text, SearchSpace base);
 
   // Every configuration that satisfies the constraints for this spec and target, in a fixed order.
   std::vector<KernelConfig> enumerate(const KernelSpec& spec, const TargetLimits& limits) const;
@@ -37,7 +45,8 @@ struct Constraint {
 const std::vector<Constraint>& search_constraints();
 
 // Total order used to break ties among equally fast configurations: the simplest first
-// (one-shot, default cache, fewest vectors per thread, widest vector, block nearest 256).
+// (one-shot, default cache, the flat kernel, the gradient loaded first, fewest vectors per thread,
+// widest vector, block nearest 256).
 bool simpler(const KernelConfig& a, const KernelConfig& b);
 
 }  // namespace kplay

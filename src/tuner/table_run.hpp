@@ -21,7 +21,7 @@ struct TableJob {
 
 struct TableDevice {
   std::string fingerprint;  // Engine::fingerprint()
-  std::string label;        // "cuda [0] NVIDIA H100 80GB HBM3"
+  std::string label;        // "cuda [0] " and the device name
   // Tunes one job and stores it (kplay::tune in the CLI; tests inject their own).
   std::function<TuningRecord(const TableJob&, const TuneOptions&, TuneTimes&)> tune;
   // Runs a winner tuned on an identical device here and checks it: "" or why it is wrong

@@ -15,7 +15,7 @@
 
 #include "check/benchmark.hpp"
 #include "check/problem.hpp"
-#include "default_model.hpp"
+#include "config_lookup.hpp"
 #include "engine/launch_geometry.hpp"
 #include "kplay/error.hpp"
 #include "strategies.hpp"
@@ -606,8 +606,7 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   if (def.one_by_one()) make_strategy(def.name, space, o.budget, o.seed);  // checks the budget
   TuneOptions options = o;
   if (!options.baseline)
-    options.baseline =
-        resolve_config(spec, device_default_config(spec, engine.backend().info(), o.n), engine.backend().limits());
+    options.baseline = resolve_config(spec, untuned_config(engine, spec, o.n).config, engine.backend().limits());
   space = with_baseline(std::move(space), *options.baseline);
   const std::string key = run_key(engine, spec, o);
   const std::uint64_t esize = dtype_size(spec.dtype);

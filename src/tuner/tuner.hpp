@@ -45,9 +45,10 @@ struct TuneOptions {
   SearchSpace space;
   std::function<void(const TuneProgress&)> progress;
   unsigned compile_threads = 0;  // 0: every host core
-  // The config served without tuning (tune() sets the device model's default): when it is in the
-  // space, no schedule drops it early and it is re-measured with the contenders, so a tuning
-  // record is never slower than no tuning for being ranked on a smaller problem or on few samples.
+  // The config served without tuning (tune() sets untuned_config's: the shipped tuning, else the
+  // model's): when it is in the space, no schedule drops it early and it is re-measured with the
+  // contenders, so a tuning record is never slower than no tuning for being ranked on a smaller
+  // problem or on few samples.
   std::optional<KernelConfig> baseline;
 };
 

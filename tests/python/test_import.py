@@ -18,6 +18,16 @@ def test_version_and_activations():
     assert kplay.supports_saved_output("selu")
 
 
+def test_the_shipped_tunings_are_installed_where_the_extension_looks():
+    # kplay/_core.so reads the tunings shipped per device class from kplay/tunings (docs/design.md,
+    # "Shipped tunings"); a missing folder would cost every process a warning.
+    import os
+    from kplay import _core
+    folder = os.path.join(os.path.dirname(_core.__file__), "tunings")
+    assert os.path.isdir(folder), folder
+    assert os.path.isfile(os.path.join(folder, "README.md"))
+
+
 def test_unknown_activation_is_a_value_error_with_kplays_message():
     try:
         kplay.supports_saved_output("no_such_act")
