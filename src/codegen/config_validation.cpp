@@ -25,8 +25,16 @@ std::string spec_unsupported(const KernelSpec& spec, const TargetLimits& limits)
   if (spec.direction == Direction::backward && !act.has_backward())
     return "activation '" + act.canonical +
            "' has no backward pass (a user snippet defines kp_act_backward_from_input for it)";
+  if (act.gated && spec.direction == Direction::backward && spec.saved == Saved::output)
+    return "'" + act.canonical + "' takes its inputs a and b for backward (--saved input), not an output";
   if (spec.direction == Direction::backward && spec.saved == Saved::output && !act.has_grad_from_output())
     return "activation '" + act.canonical + "' cannot recover its derivative from the saved output; save the input";
+  if (spec.out != OutDtype::same) {
+    if (!act.gated || spec.direction != Direction::forward)
+      return std::string("output dtype ") + to_string(spec.out) +
+             " is for the forward of a gated activation (e.g. gated(silu)), not " + to_string(spec);
+    if (!limits.fp8) return limits.fp8_why;
+  }
   if (std::find(limits.dtypes.begin(), limits.dtypes.end(), spec.dtype) == limits.dtypes.end())
     return std::string("the ") + limits.backend + " device cannot do dtype " + to_string(spec.dtype);
   return {};
