@@ -181,13 +181,17 @@ double ReferenceProblem::gated_error_scale(double g, double a, double bv, int ou
     return output == 0 ? ag * ab * floor : ag * floor;
   }
   const Activation& f = *act.act;
+  // An infinite b times a factor that underflows in the compute type is 0 * inf there (NaN, as
+  // torch gives) where the exact product is infinite: undetermined (kUndetermined).
   if (spec.direction == Direction::forward || output == 1) {
     const double fa = std::fabs(f.forward(a, params.data()));
     const double factor = spec.direction == Direction::forward ? ab : ag;
+    if (fa < m && std::isinf(factor)) return kUndetermined;
     return fa < m ? factor * m : 0.0;
   }
   const double own = error_scale(g, a) * ab;  // the derivative's own rules (underflow, roots)
   const double ga = std::fabs(f.grad_from_input(g, a, params.data()));
+  if (ga < m && std::isinf(ab)) return kUndetermined;
   return std::max(own, ga < m ? ab * m : 0.0);
 }
 
@@ -236,7 +240,11 @@ void ErrorStats::add(std::uint64_t index, double out, long double ref, double sc
   ++checked;
   double ulps, rel;
   const double r = static_cast<double>(ref);
-  if (out_type != OutDtype::same) {
+  if (scale == kUndetermined) {
+    // 0 * inf in the compute type: a NaN or an infinite (FP8: saturated) result both stand.
+    const bool stands = !std::isfinite(out) || (out_type != OutDtype::same && std::fabs(out) == fp8_max(out_type));
+    ulps = rel = stands ? 0.0 : kInf;
+  } else if (out_type != OutDtype::same) {
     // FP8: the reference is the exact value, clamped; NaN must meet NaN.
     if (std::isnan(r) || std::isnan(out)) {
       ulps = rel = (std::isnan(r) && std::isnan(out)) ? 0.0 : kInf;

@@ -11,6 +11,7 @@
 // Errors are measured in ulps of the dtype at the exact result (ulp_error), and each activation
 // states its bound per dtype and direction (UlpBounds in activations.hpp).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +40,10 @@ std::vector<double> edge_values(const ResolvedActivation& act, Dtype dtype);
 // |out - ref| in units of the dtype's spacing at |ref| (the subnormal spacing below the smallest
 // normal number). NaN against NaN and equal infinities are 0; any other NaN/inf disagreement is inf.
 double ulp_error(Dtype dtype, double out, long double ref);
+// An error scale (ErrorStats::add) that marks a result as undetermined: any NaN or infinite one
+// (for FP8 also the saturated largest value) stands, no finite one does.
+constexpr double kUndetermined = HUGE_VAL;
+
 // The bound of FP8 output, in FP8 ulps: the exact result's correct rounding, or at a near-tie the
 // other neighbour (the kernel's float32 math is within 2^-17 FP8 ulp of exact).
 constexpr double kFp8BoundUlps = 0.5 + 1.0 / 1024;
@@ -94,11 +99,20 @@ struct ReferenceProblem {
   // grad_a = (g act'(a)) b, output 1 grad_b = g act(a).
   double b(std::uint64_t i) const;
   double scale = 1;  // FP8 output only
+  // act(a), and g act'(a), are intermediates of the compute type (float for the 16-bit dtypes,
+  // double otherwise): beyond its largest value they are infinite, as in the kernel and in torch
+  // (relu2 and selu of bfloat16's largest values), whatever b then does.
+  template <typename T>
+  T in_compute_range(T v) const {
+    const bool narrow = spec.dtype == Dtype::f16 || spec.dtype == Dtype::bf16;
+    const T top = narrow ? static_cast<T>(3.4028234663852886e38) : static_cast<T>(1.7976931348623157e308);
+    return v > top ? static_cast<T>(HUGE_VAL) : (v < -top ? -static_cast<T>(HUGE_VAL) : v);
+  }
   template <typename T>
   T gated_as(double g, double a, double b, int output) const {
     const Activation& f = *act.act;
     if (spec.direction == Direction::forward) {
-      T v = forward_as<T>(a) * static_cast<T>(b);
+      T v = in_compute_range(forward_as<T>(a)) * static_cast<T>(b);
       if (spec.out == OutDtype::same) return v;
       v /= static_cast<T>(scale);
       const T top = static_cast<T>(fp8_limit());
@@ -106,16 +120,18 @@ struct ReferenceProblem {
     }
     if (output == 0) {
       if constexpr (std::is_same_v<T, long double>)
-        return f.grad_from_input_ld(g, a, params.data()) * static_cast<T>(b);
-      return f.grad_from_input(g, a, params.data()) * static_cast<T>(b);
+        return in_compute_range<T>(f.grad_from_input_ld(g, a, params.data())) * static_cast<T>(b);
+      return in_compute_range<T>(f.grad_from_input(g, a, params.data())) * static_cast<T>(b);
     }
-    return static_cast<T>(g) * forward_as<T>(a);
+    return static_cast<T>(g) * in_compute_range(forward_as<T>(a));
   }
   long double gated_expected(std::uint64_t i, int output) const;
   // The magnitude an error of gated output `output` is measured against where that exceeds the
   // exact result: where act(a) (or g act'(a)) underflows in the compute type (float for the
   // 16-bit dtypes, double otherwise), the product with b is exact only to b times its smallest
   // normal number; grad_a takes error_scale's rules for the derivative, times |b|.
+  // Where b is infinite and that factor underflows, the result is 0 * inf in the compute type,
+  // NaN, where the exact product is infinite: kUndetermined, and either result stands.
   double gated_error_scale(double g, double a, double b, int output) const;
   double fp8_limit() const;  // the largest finite value of spec.out
   // Exact result for element i (forward or grad). Not for user activations (no reference of their

@@ -17,7 +17,11 @@ ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const Kerne
     choice.source = why + "; no kernel database";
     return choice;
   }
-  if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, spec, n)) {
+  // FP8 output is not tuned of its own: it takes the tuning of the same gated kernel with the
+  // inputs' dtype as output (the same loads, fewer bytes stored).
+  KernelSpec tuned = spec;
+  tuned.out = OutDtype::same;
+  if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, tuned, n)) {
     // Another device of the same architecture may have another memory system (an H200 is an
     // sm_90 like the H100, with 1.4x the bandwidth): its tuning is used only for a device of the
     // same name (which names the memory: "H100 80GB HBM3"), or when the model cannot run.
@@ -26,7 +30,10 @@ ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const Kerne
       choice.config = rec->best;
       const std::string where =
           rec->match == "device" ? "this device" : "another " + dev.arch + " device (" + rec->device_name + ")";
-      choice.source = "tuned on " + where + " for n = " + std::to_string(rec->n) + ", the nearest size bucket (2^" +
+      choice.source = std::string(spec.out != OutDtype::same
+                                      ? "the " + std::string(to_string(spec.dtype)) + "-output kernel's tuning: "
+                                      : "") +
+                      "tuned on " + where + " for n = " + std::to_string(rec->n) + ", the nearest size bucket (2^" +
                       std::to_string(rec->size_bucket) + ") to n = " + std::to_string(n);
       return choice;
     }

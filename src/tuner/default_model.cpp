@@ -38,7 +38,11 @@ constexpr double kSlowMemoryGbpsPerSm = 30;
 
 bool slow_memory_per_sm(const DefaultModelInputs& d) { return d.bandwidth_gbps / d.sms <= kSlowMemoryGbpsPerSm; }
 
-int inputs_of(const KernelSpec& spec) { return spec.direction == Direction::backward ? 2 : 1; }
+// Input streams a thread loads: a gated activation reads a and b (and g for backward).
+int inputs_of(const KernelSpec& spec) {
+  const int own = spec.direction == Direction::backward ? 2 : 1;
+  return resolve_activation(spec.activation).gated ? own + 1 : own;
+}
 
 int resident_threads(const DefaultModelInputs& d, int block) {
   const int blocks = d.max_blocks_per_sm > 0 ? d.max_blocks_per_sm : kAssumedBlocksPerSm;
@@ -112,14 +116,17 @@ ModelEstimate estimate(const KernelSpec& spec, const KernelConfig& c, const Defa
   const double esize = static_cast<double>(dtype_size(spec.dtype));
   const int vec = c.vec > 0 ? c.vec : static_cast<int>(kMaxVectorBytes / esize);
   const int inputs = inputs_of(spec);
-  // Loads are inputs/(inputs+1) of the traffic; calibrated on forward (1/2), so scale by that.
-  const double read_share = static_cast<double>(inputs) / (inputs + 1) / 0.5;
+  // Loads are inputs/(inputs+outputs) of the traffic (a gated backward writes two); calibrated on
+  // forward (1/2), so scale by that.
+  const int outputs = resolve_activation(spec.activation).gated && spec.direction == Direction::backward ? 2 : 1;
+  const double read_share = static_cast<double>(inputs) / (inputs + outputs) / 0.5;
   const double needed = d.bandwidth_gbps /* bytes per ns */ * kLatencyNs / d.sms * read_share;
   // Cost per element: 16-bit types convert to float32 and round back; float64 math runs at a
   // fraction of float32's rate.
   double cost = activation_cost(spec);
   if (esize == 2) cost += 2;
-  if (esize == 8) cost *= 2;
+  // float64 math, and a gated float32 kernel's, which runs in double (gated_wide_math).
+  if (esize == 8 || (resolve_activation(spec.activation).gated && gated_wide_math(spec.dtype, c.fast_math))) cost *= 2;
   const int threads = resident_threads(d, c.block);
   const double compute_ns = c.per_thread * vec * cost * kNsPerCostUnit * threads / 2048.0;
   const double duty = kLatencyNs / (kLatencyNs + kOverheadNs + compute_ns);
