@@ -544,6 +544,22 @@ TEST_SUITE("opencl") {
   }
 }
 
+TEST_SUITE("opencl") {
+  TEST_CASE("kplay run --act 'gated(silu)' --shape 4096x28672, backward and bf16, passes on PoCL") {
+    // The commands, each launch timed once (PoCL moves well under a GB/s).
+    for (const char* more : {"", " --direction backward", " --dtype bf16", " --dtype bf16 --direction backward"}) {
+      const test::CliResult r = test::run_cli(std::string("run --act 'gated(silu)' --shape 4096x28672 --backend opencl "
+                                                          "--no-db --repeat 1 --warmup 0") +
+                                              more);
+      INFO("kplay run ...4096x28672" << more << "\n" << r.output);
+      CHECK(r.status == 0);
+      CHECK(r.has("4096x28672 = 117440512 elements"));
+      CHECK(r.has("verdict: PASS"));
+      CHECK(r.has("% of copy bandwidth"));
+    }
+  }
+}
+
 TEST_SUITE("cuda") {
   TEST_CASE("API on CUDA, gated: both layouts, pitches, in place, every dtype and direction; the Launcher; FP8") {
     std::string why;
