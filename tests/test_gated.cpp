@@ -614,15 +614,16 @@ TEST_SUITE("nvrtc") {
   TEST_CASE("gated kernels compile for sm_90, FP8 ones for sm_89 and sm_90 with one cvt.rn.satfinite each") {
     TargetLimits lim;
     lim.fp8 = true;
-    auto ptx = [&](const KernelSpec& s, int arch, Layout layout) {
+    auto compile = [&](const KernelSpec& s, int arch, Layout layout, bool ptx) {
       Dialect dialect = rt::dialect_of("cuda");
       dialect.fast_fp64 = true;
       const RenderedKernel k = render_kernel(s, resolve_config(s, {}, lim), dialect, layout);
       rt::cuda::CompileTarget t;
       t.arch = arch;
-      t.ptx = true;
-      return rt::cuda::Nvrtc::get().compile(k, t).bytes;
+      t.ptx = ptx;
+      return rt::cuda::Nvrtc::get().compile(k, t);
     };
+    auto ptx = [&](const KernelSpec& s, int arch, Layout layout) { return compile(s, arch, layout, true).bytes; };
     for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
       for (Layout layout : {Layout::flat, Layout::general}) {
         for (Direction dir : {Direction::forward, Direction::backward}) {
@@ -635,7 +636,13 @@ TEST_SUITE("nvrtc") {
             INFO(to_string(dtype) << " " << to_string(out) << " sm_" << arch << " " << to_string(layout));
             CHECK(text.find(out == OutDtype::f8e4m3 ? "cvt.rn.satfinite.e4m3x2.f32" : "cvt.rn.satfinite.e5m2x2.f32") !=
                   std::string::npos);
+            // ptxas takes it too: the cubin the runtime path builds for such a device.
+            const rt::Binary cubin = compile(gated("gelu", dtype, Direction::forward, out), arch, layout, false);
+            CHECK(cubin.format == "cubin");
+            CHECK_FALSE(cubin.bytes.empty());
           }
+        // The gated backward's second output, wide and element by element, through ptxas.
+        CHECK(compile(gated("silu", dtype, Direction::backward), 90, layout, false).format == "cubin");
       }
   }
 }

@@ -161,6 +161,7 @@ class BenchCommand : public Command {
       problems.push_back(make_problem(be, spec, shape));
     }
     std::vector<rt::KernelArgs> args;
+    args.reserve(problems.size());
     for (const auto& p : problems) args.push_back(p->args());
     problems[0]->launch(engine, *kernel);
     be.synchronize();

@@ -318,8 +318,10 @@ ResolvedActivation resolve_uncached(const std::string& text) {
       bad_param(text,
                 "gated takes one activation, with its parameters: gated(silu), gated(gelu(approximate=tanh)), "
                 "gated(./my_act.h)");
+    // Checked before resolving: text nested deeper would recurse once per level.
+    if (split_activation_call(call.args[0].second).name == "gated")
+      bad_param(text, "a gated activation cannot gate another gated one");
     ResolvedActivation r = resolve_uncached(call.args[0].second);
-    if (r.gated) bad_param(text, "a gated activation cannot gate another gated one");
     r.gated = true;
     r.inner = r.canonical;
     r.canonical = "gated(" + r.inner + ")";

@@ -61,6 +61,7 @@ class Bench {
       shape.seed = seed + i;
       problems_.push_back(make_problem(engine.backend(), spec, shape));
     }
+    args_.reserve(problems_.size());
     for (const auto& p : problems_) args_.push_back(p->args());
     scratch_ = rt::DeviceBuffer(engine.backend(), problems_[0]->copy_bytes());
   }
