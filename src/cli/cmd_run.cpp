@@ -119,14 +119,9 @@ class RunCommand : public Command {
     if (!(scale_ > 0 && scale_ <= 3.4e38))
       throw Error(ErrorCode::invalid_argument,
                   "--scale " + app_->get_option("--scale")->as<std::string>() + ": expected a finite number above 0");
-    // A gated activation's input is [rows, 2d]: the rows are every dimension but the last.
-    std::uint64_t rows = 1;
-    std::uint64_t last = n;
-    if (!shape_text_.empty()) {
-      const auto dims = parse_shape(shape_text_);
-      last = dims.back();
-      rows = n / last;
-    }
+    // A gated activation's input is [rows, 2d]: the rows are every dimension but the last (each
+    // slice and problem counts them as n / last).
+    const std::uint64_t last = shape_text_.empty() ? n : parse_shape(shape_text_).back();
     if (check_ != "sample" && check_ != "all")
       throw Error(ErrorCode::invalid_argument, "--check '" + check_ + "': expected sample or all");
     const auto acts = flags_.activation_list();

@@ -65,6 +65,13 @@ KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, 
   if (c.grid == GridPolicy::one_shot) c.waves = 0;  // meaningless there; keep configs comparable
   if (c.cache == CacheHint::streaming && !limits.cache_hints)
     refuse("--cache streaming: the " + limits.backend + " backend has no cache hints; use --cache default");
+  // A float32 gated kernel computes in double (gated_wide_math): a device without float64 cannot.
+  if (gated_wide_math(spec.dtype, c.fast_math) && resolve_activation(spec.activation).gated &&
+      std::find(limits.dtypes.begin(), limits.dtypes.end(), Dtype::f64) == limits.dtypes.end())
+    throw Error(ErrorCode::unsupported,
+                "a float32 gated kernel computes in double, and this " + limits.backend +
+                    " device has no float64 (cl_khr_fp64): use --fast-math (float math, held to no bound) or a "
+                    "16-bit dtype");
   if (c.late_gradient && spec.direction != Direction::backward)
     refuse("--late-gradient: only a backward kernel reads a gradient; drop it for " + to_string(spec));
   return c;
