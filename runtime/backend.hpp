@@ -62,6 +62,18 @@ struct KernelArgs {
   DevicePtr out, in0, in1;
   std::uint64_t rows = 0, cols = 0;
   std::uint64_t ld_out = 0, ld_in0 = 0, ld_in1 = 0;
+  // A gated backward (KP_GATED and KP_BACKWARD) has a second output and a third input: grad_a in
+  // out, grad_b in out1, from g, a and b in in0, in1 and in2. Its kernel takes them after in1 and
+  // their pitches after ld_in1.
+  bool gated_backward = false;
+  DevicePtr out1, in2;
+  std::uint64_t ld_out1 = 0, ld_in2 = 0;
+  // FP8 output (KP_OUT_F8, CUDA only): out = fp8(v / scale), the scale read from scale_ptr (one
+  // float32 in device memory) where its handle is not 0, else `scale`. Its kernel takes the two
+  // last.
+  bool scaled = false;
+  DevicePtr scale_ptr;
+  float scale = 1.0f;
 };
 
 struct LaunchDims {

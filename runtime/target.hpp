@@ -31,6 +31,10 @@ struct TargetLimits {
   std::string backend = "cuda";
   int max_block = 1024;     // device limit on threads per block / work-group
   bool cache_hints = true;  // false: only --cache default is accepted
+  // FP8 output (OutDtype f8e4m3 and f8e5m2): CUDA devices of sm_89 and newer, whose PTX converts
+  // float32 to FP8 (cvt.rn.satfinite.e4m3x2.f32). `fp8_why` says why not where it is false.
+  bool fp8 = false;
+  std::string fp8_why = "FP8 output is for CUDA only (OpenCL has no FP8 type)";
   std::vector<Dtype> dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64};
 };
 

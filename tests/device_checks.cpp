@@ -1,16 +1,20 @@
 // See device_checks.hpp.
 #include "device_checks.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "activation_cases.hpp"
 #include "codegen/config_validation.hpp"
 #include "hopper_device.hpp"
 #include "spec/activations.hpp"
+#include "spec/user_activations.hpp"
 #include "tuner/default_model.hpp"
 #include "util/host_dtype.hpp"
 
@@ -235,6 +239,204 @@ void check_model_configs(Engine& engine, const std::vector<Dtype>& dtypes) {
             KPLAY_CHECK_PROBLEM(engine, spec, c, shape);
           }
   MESSAGE(configs << " model configs checked, " << ran.size() << " of them run");
+}
+
+namespace {
+// The gated spec of `text` in one direction.
+KernelSpec gated_spec_of(const std::string& text, Dtype dtype, Direction dir) {
+  KernelSpec spec;
+  spec.activation = resolve_activation("gated(" + text + ")").canonical;
+  spec.dtype = dtype;
+  spec.direction = dir;
+  return spec;
+}
+}  // namespace
+
+// Compiles every (spec, config) on all host cores before the checks launch them one by one.
+void prefetch(Engine& engine, const std::vector<std::pair<KernelSpec, KernelConfig>>& kernels) {
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next++) < kernels.size();) {
+        try {
+          engine.prepare(kernels[i].first, kernels[i].second);
+        } catch (...) {  // the check that launches it reports the error
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+}
+
+void check_backend_gated(Engine& engine, const std::vector<Dtype>& dtypes, bool every_dtype) {
+  // The general kernel only: one compile per spec on PoCL, which compiles slowly.
+  KernelConfig general;
+  general.flat = false;
+  // Which activation case runs in which dtype, and the full matrix's dtypes (below).
+  auto case_dtypes = [&](std::size_t turn) {
+    std::vector<Dtype> out;
+    for (std::size_t k = 0; k < dtypes.size(); ++k)
+      if (every_dtype || k == turn % dtypes.size()) out.push_back(dtypes[k]);
+    return out;
+  };
+  struct Full {
+    const char* text;
+    std::vector<Dtype> dtypes;
+    bool flat;  // the flat kernel too (contiguous tensors)
+  };
+  std::vector<Full> full = {{"silu", dtypes, true}};
+  for (const char* text : {"relu", "gelu(approximate=tanh)"}) {
+    std::vector<Dtype> ds;
+    for (std::size_t k = 0; k < dtypes.size(); ++k)
+      if (every_dtype || k % 2 == (text[0] == 'r' ? 0u : 1u)) ds.push_back(dtypes[k]);
+    full.push_back({text, ds, every_dtype});
+  }
+  {
+    std::vector<std::pair<KernelSpec, KernelConfig>> kernels;
+    std::size_t turn = 0;
+    for (const auto& text : activation_cases()) {
+      for (Dtype dtype : case_dtypes(turn++))
+        for (int dir = 0; dir < 2; ++dir)
+          if (dir == 0 || resolve_activation(text).has_backward())
+            kernels.emplace_back(gated_spec_of(text, dtype, dir ? Direction::backward : Direction::forward), general);
+    }
+    for (const Full& f : full)
+      for (Dtype dtype : f.dtypes)
+        for (int dir = 0; dir < 2; ++dir) {
+          const KernelSpec spec = gated_spec_of(f.text, dtype, dir ? Direction::backward : Direction::forward);
+          kernels.emplace_back(spec, general);
+          if (f.flat) kernels.emplace_back(spec, KernelConfig{});
+        }
+    prefetch(engine, kernels);
+  }
+  std::size_t turn = 0;
+  for (const auto& text : activation_cases()) {
+    const ResolvedActivation act = resolve_activation(text);
+    for (Dtype dtype : case_dtypes(turn++)) {
+      for (int dir = 0; dir < 2; ++dir) {
+        if (dir == 1 && !act.has_backward()) continue;
+        const KernelSpec spec = gated_spec_of(text, dtype, dir ? Direction::backward : Direction::forward);
+        // [rows, 2d] with an odd d, a pitch past 2d and the input one element off the vector; then
+        // two tensors with their own pitches and the output off the vector.
+        ProblemShape packed;
+        packed.rows = 5;
+        packed.n = 5 * 2 * 37;
+        packed.pad_a = 3;
+        packed.pad_out = 2;
+        packed.in_offset = 1;
+        KPLAY_CHECK_PROBLEM(engine, spec, general, packed);
+        ProblemShape split;
+        split.rows = 3;
+        split.n = 3 * 2 * 300;
+        split.two_tensors = true;
+        split.pad_a = 1;
+        split.pad_b = 8;
+        split.out_offset = 1;
+        KPLAY_CHECK_PROBLEM(engine, spec, general, split);
+      }
+    }
+  }
+  // The full matrix for three: silu (SwiGLU) in every dtype, a select and a parameterized heavy one
+  // in every other dtype (all of them where every_dtype).
+  for (const Full& f : full)
+    for (Dtype dtype : f.dtypes)
+      for (int dir = 0; dir < 2; ++dir) {
+        const KernelSpec spec = gated_spec_of(f.text, dtype, dir ? Direction::backward : Direction::forward);
+        const std::uint64_t per16 = 16 / dtype_size(dtype);
+        // Every tail of d below the vector (and d = 0), rows of packed and split layouts.
+        for (std::uint64_t d = 0; d <= per16 + 1; ++d)
+          for (bool two : {false, true}) {
+            ProblemShape shape;
+            shape.rows = 3;
+            shape.n = 3 * 2 * d;
+            shape.two_tensors = two;
+            KPLAY_CHECK_PROBLEM(engine, spec, general, shape);
+          }
+        // Every element offset of the input and the output below 16 bytes, with pads, one layout each.
+        for (std::uint64_t off = 0; off < per16; ++off) {
+          ProblemShape shape;
+          shape.rows = 4;
+          shape.n = 4 * 2 * 131;
+          shape.in_offset = off;
+          shape.out_offset = (off * 3) % per16;
+          shape.two_tensors = off % 2;
+          shape.pad_a = off;
+          shape.pad_b = 2 * off + 1;
+          shape.pad_out = off % 3;
+          KPLAY_CHECK_PROBLEM(engine, spec, general, shape);
+        }
+        // In place (the output over a; the gradients over a and b), both layouts.
+        for (bool two : {false, true}) {
+          ProblemShape shape;
+          shape.rows = 6;
+          shape.n = 6 * 2 * 250;
+          shape.two_tensors = two;
+          shape.in_place = true;
+          shape.pad_a = two ? 0 : 5;
+          KPLAY_CHECK_PROBLEM(engine, spec, general, shape);
+        }
+        // One row of two contiguous tensors: the flat kernel, and its tail; and one large row.
+        for (std::uint64_t n : {std::uint64_t{2 * 1021}, std::uint64_t{2 * 65537}}) {
+          ProblemShape shape;
+          shape.n = n;
+          shape.two_tensors = true;
+          KPLAY_CHECK_PROBLEM(engine, spec, f.flat ? KernelConfig{} : general, shape);
+        }
+      }
+  // A user snippet as ACT: checked against itself in float64 (self_reference.hpp).
+  const std::string snippet =
+      "KP_FN KP_C kp_act_forward(KP_C x) { return x / (KP_LIT(1.0) + KP_EXP(-x)); }\n"
+      "KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {\n"
+      "  const KP_C s = KP_LIT(1.0) / (KP_LIT(1.0) + KP_EXP(-x));\n"
+      "  return g * s * (KP_LIT(1.0) + x * (KP_LIT(1.0) - s));\n"
+      "}\n";
+  register_user_activation("gated_test_swish", snippet);
+  if (std::find(dtypes.begin(), dtypes.end(), Dtype::f64) != dtypes.end())
+    for (Dtype dtype : {Dtype::f32, Dtype::bf16})
+      for (int dir = 0; dir < 2; ++dir) {
+        const KernelSpec spec =
+            gated_spec_of("gated_test_swish", dtype, dir ? Direction::backward : Direction::forward);
+        ProblemShape shape;
+        shape.rows = 7;
+        shape.n = 7 * 2 * 45;
+        shape.pad_a = 1;
+        KPLAY_CHECK_PROBLEM(engine, spec, general, shape);
+      }
+}
+
+void check_backend_gated_fp8(Engine& engine) {
+  KernelConfig general;
+  general.flat = false;
+  std::vector<KernelSpec> specs;
+  for (const char* text : {"silu", "gelu", "relu2"})
+    for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+      for (OutDtype out : {OutDtype::f8e4m3, OutDtype::f8e5m2}) {
+        specs.push_back(gated_spec_of(text, dtype, Direction::forward));
+        specs.back().out = out;
+      }
+  std::vector<std::pair<KernelSpec, KernelConfig>> kernels;
+  for (const auto& spec : specs) {
+    kernels.emplace_back(spec, general);
+    kernels.emplace_back(spec, KernelConfig{});
+  }
+  prefetch(engine, kernels);
+  for (const auto& spec : specs)
+    for (double scale : {1.0, 0.37, 1e-3}) {
+      // Packed with an odd d and offsets (the general kernel), and two contiguous tensors (the flat one).
+      ProblemShape packed;
+      packed.rows = 9;
+      packed.n = 9 * 2 * 203;
+      packed.in_offset = 1;
+      packed.out_offset = 3;
+      packed.pad_out = 5;
+      packed.scale = scale;
+      KPLAY_CHECK_PROBLEM(engine, spec, general, packed);
+      ProblemShape flat;
+      flat.n = 2 * 100003;
+      flat.two_tensors = true;
+      flat.scale = scale;
+      KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, flat);
+    }
 }
 
 }  // namespace kplay::test

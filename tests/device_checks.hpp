@@ -24,24 +24,31 @@ inline std::uint64_t& last_seed() {
   static std::uint64_t s = 0;
   return s;
 }
-inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const KernelConfig& config, ProblemShape shape) {
+// Element-wise and gated problems alike (make_problem); `outputs` gets the elements a full check
+// covers (a gated backward: both gradients).
+inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const KernelConfig& config, ProblemShape shape,
+                              std::uint64_t* outputs = nullptr) {
   shape.seed = last_seed() = fresh_seed();
   auto k = engine.prepare(spec, config);
-  Problem p(engine.backend(), spec, shape);
-  engine.launch_flat(*k, p.out(), p.in0(), p.in1(), shape.n);
+  const auto p = make_problem(engine.backend(), spec, shape);
+  p->launch(engine, *k);
   engine.backend().synchronize();
-  return p.verify(false);
+  if (outputs) *outputs = p->outputs();
+  return p->verify(false);
 }
 
-#define KPLAY_CHECK_PROBLEM(engine, spec, config, shape)                                                   \
-  do {                                                                                                     \
-    const auto kplay_stats = ::kplay::test::run_problem(engine, spec, config, shape);                      \
-    INFO(::kplay::to_string(spec) << " | " << ::kplay::to_string(config) << " | n=" << (shape).n << " in+" \
-                                  << (shape).in_offset << " out+" << (shape).out_offset                    \
-                                  << std::string((shape).in_place ? " in-place" : "") << " seed "          \
-                                  << ::kplay::test::last_seed() << " | " << kplay_stats.summary());        \
-    CHECK(kplay_stats.mismatches == 0);                                                                    \
-    CHECK(kplay_stats.checked == (shape).n);                                                               \
+#define KPLAY_CHECK_PROBLEM(engine, spec, config, shape)                                                          \
+  do {                                                                                                            \
+    std::uint64_t kplay_outputs = 0;                                                                              \
+    const auto kplay_stats = ::kplay::test::run_problem(engine, spec, config, shape, &kplay_outputs);             \
+    INFO(::kplay::to_string(spec) << " | " << ::kplay::to_string(config) << " | n=" << (shape).n << " in+"        \
+                                  << (shape).in_offset << " out+" << (shape).out_offset                           \
+                                  << std::string((shape).in_place ? " in-place" : "") << " rows " << (shape).rows \
+                                  << std::string((shape).two_tensors ? " two tensors" : "") << " pads "           \
+                                  << (shape).pad_a << "/" << (shape).pad_b << "/" << (shape).pad_out << " seed "  \
+                                  << ::kplay::test::last_seed() << " | " << kplay_stats.summary());               \
+    CHECK(kplay_stats.mismatches == 0);                                                                           \
+    CHECK(kplay_stats.checked == kplay_outputs);                                                                  \
   } while (0)
 
 // The shared matrix: sizes 0, 1, primes, every tail below the vector width, misaligned inputs and
@@ -65,5 +72,16 @@ void check_backend_kernel_cache(Engine& engine);
 // backend's checks; each distinct config of a dtype and direction then runs once, with the first
 // activation that gets it (the kernel matrix runs every activation's math).
 void check_model_configs(Engine& engine, const std::vector<Dtype>& dtypes);
+
+// Gated activations (gated(ACT)), forward and backward: the gated form of every activation case,
+// each in one dtype of `dtypes` (in turn) over both layouts ([rows, 2d] and two tensors) with
+// pitched operands, misaligned offsets and an odd d, every kernel the general one (one compile
+// per spec); then, for gated(silu), gated(relu) and gated(gelu(approximate=tanh)) in every dtype,
+// every tail of d below the vector, offsets, pads, in place, the flat kernel and a user snippet.
+// `every_dtype`: every case in every dtype (CUDA, where compiles are cheap).
+void check_backend_gated(Engine& engine, const std::vector<Dtype>& dtypes, bool every_dtype);
+// FP8 output (CUDA, sm_89 and newer): gated forward to f8e4m3 and f8e5m2 from every dtype, scaled,
+// checked in FP8 ulps against the exact result (verification.hpp).
+void check_backend_gated_fp8(Engine& engine);
 
 }  // namespace kplay::test

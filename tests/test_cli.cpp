@@ -114,7 +114,8 @@ TEST_CASE("kplay list prints every built-in of the registry, and --names, --text
   INFO(table.output);
   REQUIRE(table.status == 0);
   const std::vector<std::string> rows = lines(table.output);
-  REQUIRE(rows.size() == expected.size() + 1);  // a header, then one line per built-in
+  REQUIRE(rows.size() == expected.size() + 3);  // a header, one line per built-in, then the gated form
+  CHECK(rows.back().find("gated(ACT)") != std::string::npos);
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const kplay::Activation& a = kplay::activations()[i];
     CAPTURE(rows[i + 1]);

@@ -36,15 +36,19 @@ KernelConfig model(const ModelKernel& k, const DefaultModelInputs& d, std::uint6
 
 // Bytes of loads a config keeps in flight per SM when every thread has issued its loads.
 double bytes_in_flight(const ModelKernel& k, const KernelConfig& c, const DefaultModelInputs& d) {
-  const int inputs = k.direction == Direction::backward ? 2 : 1;
-  return static_cast<double>(resident_threads(d, c.block)) * c.per_thread * c.vec * dtype_size(k.dtype) * inputs;
+  return static_cast<double>(resident_threads(d, c.block)) * c.per_thread * c.vec * dtype_size(k.dtype) * k.loads;
 }
 
-// Every built-in activation text of the test table, each dtype and direction it has, and the
-// saved output where the derivative follows from it.
+// Every built-in activation text of the test table and its gated form, each dtype and direction
+// it has, and the saved output where the derivative follows from it.
 std::vector<KernelSpec> every_spec() {
   std::vector<KernelSpec> out;
+  std::vector<std::string> texts;
   for (const auto& text : test::activation_cases()) {
+    texts.push_back(text);
+    texts.push_back("gated(" + text + ")");
+  }
+  for (const auto& text : texts) {
     const ResolvedActivation a = resolve_activation(text);
     for (Dtype dt : kDtypes)
       for (Direction dir : kDirections) {
@@ -63,14 +67,17 @@ std::vector<KernelSpec> every_spec() {
   return out;
 }
 
+// Streams read and written per element: forward; backward or gated forward; gated backward.
+const std::pair<int, int> kStreams[] = {{1, 1}, {2, 1}, {3, 2}};
+
 }  // namespace
 
 TEST_CASE("default model: more bandwidth per SM never means fewer bytes in flight") {
   for (Dtype dt : kDtypes)
-    for (Direction dir : kDirections)
+    for (const auto& [loads, stores] : kStreams)
       for (double cost : {0.0, 1.0, 8.0, 40.0, 120.0, 400.0})
         for (double ghz : {0.0, 1.0, 2.0}) {
-          const ModelKernel k{dt, dir, cost};
+          const ModelKernel k{dt, loads, stores, cost};
           double last = 0;
           for (double gbps = 50; gbps <= 40000; gbps *= 1.25) {
             const DefaultModelInputs d = device(gbps, 132, ghz);
@@ -94,11 +101,11 @@ TEST_CASE("default model: more bandwidth per SM never means fewer bytes in fligh
 TEST_CASE("default model: dearer math never means fewer bytes in flight") {
   for (double gbps : {300.0, 1000.0, 3350.0, 4800.0, 8000.0})
     for (Dtype dt : kDtypes)
-      for (Direction dir : kDirections) {
+      for (const auto& [loads, stores] : kStreams) {
         const DefaultModelInputs d = device(gbps);
         double last = 0;
         for (double cost = 0; cost <= 600; cost += 2.5) {
-          const ModelKernel k{dt, dir, cost};
+          const ModelKernel k{dt, loads, stores, cost};
           const double bytes = bytes_in_flight(k, model(k, d), d);
           CAPTURE(cost);
           CHECK(bytes >= last);
@@ -107,16 +114,16 @@ TEST_CASE("default model: dearer math never means fewer bytes in flight") {
       }
   // With the clock unknown the math takes no time: its cost changes nothing.
   const DefaultModelInputs no_clock = device(3350, 132, 0);
-  CHECK(model({Dtype::f32, Direction::forward, 0}, no_clock) == model({Dtype::f32, Direction::forward, 500}, no_clock));
+  CHECK(model({Dtype::f32, 1, 1, 0}, no_clock) == model({Dtype::f32, 1, 1, 500}, no_clock));
 }
 
 TEST_CASE("default model: a small problem never gets more vectors per thread than fill one wave") {
   for (double gbps : {500.0, 3350.0, 8000.0})
     for (Dtype dt : kDtypes)
-      for (Direction dir : kDirections)
+      for (const auto& [loads, stores] : kStreams)
         for (double cost : {0.0, 60.0, 300.0}) {
           const DefaultModelInputs d = device(gbps);
-          const ModelKernel k{dt, dir, cost};
+          const ModelKernel k{dt, loads, stores, cost};
           for (int log2n = 0; log2n <= 36; ++log2n) {
             const std::uint64_t n = std::uint64_t{1} << log2n;
             const KernelConfig c = model(k, d, n);

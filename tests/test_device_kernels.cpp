@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
 
 #include "device_checks.hpp"
@@ -60,6 +61,28 @@ TEST_SUITE("cuda") {
     REQUIRE(be != nullptr);
     Engine engine(*be);
     test::check_backend_knobs(engine);
+  }
+
+  TEST_CASE("CUDA: gated activations, forward and backward, every dtype, layout, pitch, tail and offset") {
+    rt::Backend* be = test::shared_backend("cuda");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    test::check_backend_gated(engine, be->limits().dtypes, true);
+  }
+
+  TEST_CASE("CUDA: gated FP8 output (e4m3, e5m2) from every dtype, scaled, within half an FP8 ulp") {
+    rt::Backend* be = test::shared_backend("cuda");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    if (!be->limits().fp8) {
+      MESSAGE("no FP8 on " << be->info().name << ": " << be->limits().fp8_why);
+      KernelSpec spec;
+      spec.activation = "gated(silu)";
+      spec.out = OutDtype::f8e4m3;
+      CHECK_THROWS_AS(engine.prepare(spec, {}), Error);
+      return;
+    }
+    test::check_backend_gated_fp8(engine);
   }
 
   TEST_CASE("CUDA: 16-bit hardswish and hardsigmoid divide by 6 exactly as an IEEE division does") {

@@ -224,6 +224,27 @@ TEST_SUITE("opencl") {
         }
   }
 
+  TEST_CASE("OpenCL: gated activations, forward and backward, every layout, pitch, tail and offset") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    test::check_backend_gated(engine, be.limits().dtypes, false);
+  }
+
+  TEST_CASE("OpenCL: FP8 output is refused with a reason: CUDA only") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    KernelSpec spec;
+    spec.activation = "gated(silu)";
+    spec.out = OutDtype::f8e4m3;
+    try {
+      engine.prepare(spec, {});
+      FAIL("FP8 output was accepted on OpenCL");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::unsupported);
+      CHECK(std::string(e.what()).find("FP8 output is for CUDA only") != std::string::npos);
+    }
+  }
+
   TEST_CASE("OpenCL: 16-bit hardswish and hardsigmoid divide by 6 exactly as an IEEE division does") {
     Engine engine(opencl_backend());
     test::check_backend_sixths_16bit(engine);

@@ -21,6 +21,12 @@
 #     opencl    NVIDIA's OpenCL registered beside PoCL: kplay run and the OpenCL suite on it
 #     python    the Python package: pytest with torch, the examples, the plots
 #     multigpu  autotune --device all and the CUDA suite with every GPU (skipped below two GPUs)
+#     gated     gated activations (gated(ACT): out = act(a) * b): the CUDA and NVRTC cases of the
+#               gated suite; kplay run --act "gated(silu)" --shape GATED_SHAPE forward and backward
+#               in bf16 and f32 against a same-run copy (the goal: >= 99 %); FP8 output (e4m3,
+#               e5m2) timed and checked over every bfloat16 input; a compact table of the ratios.
+#               GATED_FULL=1 adds tuning, padded tensors, other gates, every 16-bit input of every
+#               gated built-in, float32 samples and a size sweep
 # Environment:
 #   KPLAY_SHAPE   size of the timed runs (default 4096x393216)
 #   KPLAY_ACTS    ';'-separated activation texts for the per-activation steps (default: every line
@@ -29,9 +35,11 @@
 #                 nlohmann-json's headers), installed into OUT_DIR/site; without it python builds
 #                 this checkout with pip, and torch uses whatever `import kplay` finds
 #   TORCH_LIMIT   seconds the torch table may take (default 900)
+#   GATED_SHAPE   the gated runs' input shape, rows x 2d (default 16384x28672: d = 14336)
+#   GATED_FULL    1: the gated capability's longer steps too (see above)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-CAPS_ALL="build tests accuracy perf torch tuning opencl python multigpu"
+CAPS_ALL="build tests accuracy perf torch tuning opencl python multigpu gated"
 if [ "${1:-}" = --list ]; then tr ' ' '\n' <<<"$CAPS_ALL"; exit 0; fi
 BIN=${1:?usage: gpu_check.sh BIN_DIR [OUT_DIR] [CAPABILITY ...]   (gpu_check.sh --list: the capabilities)}
 BIN="$(cd "$BIN" && pwd)"
@@ -322,6 +330,63 @@ if want multigpu; then
   else
     note "multigpu skipped: $GPUS GPU(s)"
   fi
+fi
+
+if want gated; then
+  heading gated
+  GSHAPE=${GATED_SHAPE:-16384x28672}
+  run_logged gated_tests_cuda "$BIN/kplay_tests" --test-suite=cuda -tc='*gated*'
+  run_logged gated_tests_nvrtc "$BIN/kplay_tests" --test-suite=nvrtc -tc='gated*'
+  grep -hE '^\[doctest\] (test cases|assertions)' "$LOGS"/gated_tests_*.log >>"$summary"
+  # The roofline, untuned (the device model's config).
+  for d in bf16 f32; do
+    for dir in forward backward; do
+      run_logged "gated_silu_${d}_${dir}" "$K" run --no-db --act 'gated(silu)' --shape "$GSHAPE" --dtype $d \
+        --direction $dir --repeat 25
+    done
+  done
+  # FP8 output: timed on the shape (every element checked once), and every bfloat16 input of a and
+  # 64 values of b each through kplay check, both formats.
+  for f8 in f8e4m3 f8e5m2; do
+    run_logged "gated_silu_bf16_$f8" "$K" run --no-db --act 'gated(silu)' --shape "$GSHAPE" --dtype bf16 \
+      --out-dtype $f8 --scale 0.5 --repeat 25
+    check_logged "gated_fp8_check_$f8" --act 'gated(silu),gated(gelu(approximate=tanh))' --dtype bf16 \
+      --out-dtype $f8 --scale 0.25
+  done
+  if [ "${GATED_FULL:-0}" = 1 ]; then
+    # Tuned on this shape's size (one row of n, src/tuner/tuner.cpp), then served; two padded
+    # tensors; the other common gates; every 16-bit input of every gated built-in and float32
+    # samples; a size sweep.
+    GDB="$OUT/gated.db"
+    rm -f "$GDB"*
+    for d in bf16 f32; do
+      for dir in forward backward; do
+        run_logged "gated_tune_${d}_${dir}" "$K" autotune --db "$GDB" --act 'gated(silu)' --shape "$GSHAPE" \
+          --dtype $d --direction $dir --strategy fast
+        run_logged "gated_silu_${d}_${dir}_tuned" "$K" run --db "$GDB" --act 'gated(silu)' --shape "$GSHAPE" \
+          --dtype $d --direction $dir --repeat 25
+      done
+    done
+    run_logged gated_silu_bf16_two_padded "$K" run --no-db --act 'gated(silu)' --shape "$GSHAPE" --dtype bf16 \
+      --two-tensors --pad 64
+    run_logged gated_others_bf16 "$K" run --no-db --act 'gated(gelu),gated(gelu(approximate=tanh)),gated(relu)' \
+      --shape "$GSHAPE" --dtype bf16
+    for d in f16 bf16; do
+      check_logged "gated_acc_${d}_forward" --act 'gated(all)' --dtype $d
+      check_logged "gated_acc_${d}_backward" --act 'gated(all)' --dtype $d --direction backward
+    done
+    check_logged gated_acc_f32_forward --act 'gated(all)' --dtype f32 --sample 67108864
+    check_logged gated_acc_f32_backward --act 'gated(all)' --dtype f32 --direction backward --sample 67108864
+    run_logged gated_bench "$K" bench --no-db --act 'gated(silu)' --dtype bf16,f32 --n 2^16..2^30 \
+      --csv "$LOGS/gated_bench.csv"
+  fi
+  # The compact table: each timed run's ratio to the copy, and its verdict.
+  echo "gated roofline (% of a same-run copy; goal >= 99 % at $GSHAPE):" | tee -a "$summary"
+  for f in "$LOGS"/gated_silu_*.log "$LOGS"/gated_others_bf16.log; do
+    [ -e "$f" ] || continue
+    awk -v run="$(basename "$f" .log)" '/^== /{spec=substr($0, 4)} /^verdict:/{v=$2} /^ratio:/{printf "  %-30s %-58s %7s %% %s\n", run, spec, $2, v}' \
+      "$f" | tee -a "$summary"
+  done
 fi
 
 # Every log in one archive: the device tool brings back only a few files.

@@ -42,6 +42,35 @@ kplay_status kplay_backward_2d(kplay_backend backend, const char* activation, kp
                                const void* saved, kplay_saved saved_kind, int64_t ld_in, void* grad_in, int64_t ld_out,
                                int64_t rows, int64_t cols, void* stream);
 
+/* Gated activations (see kplay::gated_forward in kplay.hpp): out = act(a) * b over rows x d, any
+ * activation text as ACT ("silu", or "gated(silu)"). Each operand: a buffer (CUDA device pointer or
+ * cl_mem), the element its data starts at, its row pitch in elements. _packed: a and b the halves
+ * of one [rows, 2d] tensor x (and the gradients the halves of grad_x). Backward writes
+ * grad_a = g act'(a) b and grad_b = g act(a). */
+kplay_status kplay_gated_forward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* a,
+                                 int64_t a_offset, int64_t ld_a, const void* b, int64_t b_offset, int64_t ld_b,
+                                 void* out, int64_t out_offset, int64_t ld_out, int64_t rows, int64_t d, void* stream);
+kplay_status kplay_gated_backward(kplay_backend backend, const char* activation, kplay_dtype dtype,
+                                  const void* grad_out, int64_t grad_out_offset, int64_t ld_grad_out, const void* a,
+                                  int64_t a_offset, int64_t ld_a, const void* b, int64_t b_offset, int64_t ld_b,
+                                  void* grad_a, int64_t grad_a_offset, int64_t ld_grad_a, void* grad_b,
+                                  int64_t grad_b_offset, int64_t ld_grad_b, int64_t rows, int64_t d, void* stream);
+kplay_status kplay_gated_forward_packed(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* x,
+                                        int64_t ld_x, void* out, int64_t ld_out, int64_t rows, int64_t d, void* stream);
+kplay_status kplay_gated_backward_packed(kplay_backend backend, const char* activation, kplay_dtype dtype,
+                                         const void* grad_out, int64_t ld_grad_out, const void* x, int64_t ld_x,
+                                         void* grad_x, int64_t ld_grad_x, int64_t rows, int64_t d, void* stream);
+
+/* FP8 output of a gated forward (CUDA, sm_89 and newer; KPLAY_ERROR_UNSUPPORTED elsewhere):
+ * out = fp8(act(a) * b / scale), rounded to nearest even, saturating at +-448 (e4m3) or +-57344
+ * (e5m2), NaN kept; the scale read from scale_device (one float32 in device memory) when not NULL,
+ * else `scale`. out's offset and pitch count its one-byte elements. */
+typedef enum kplay_fp8 { KPLAY_FP8_E4M3 = 1, KPLAY_FP8_E5M2 = 2 } kplay_fp8;
+kplay_status kplay_gated_forward_fp8(kplay_backend backend, const char* activation, kplay_dtype dtype, kplay_fp8 fp8,
+                                     const void* a, int64_t a_offset, int64_t ld_a, const void* b, int64_t b_offset,
+                                     int64_t ld_b, void* out, int64_t out_offset, int64_t ld_out, int64_t rows,
+                                     int64_t d, const float* scale_device, float scale, void* stream);
+
 /* 1 if backward accepts KPLAY_SAVED_OUTPUT for this activation, 0 if not or unknown. */
 int kplay_supports_saved_output(const char* activation);
 

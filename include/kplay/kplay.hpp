@@ -60,6 +60,47 @@ void forward_2d(const std::string& activation, Dtype dtype, const void* in, void
 void backward_2d(const std::string& activation, Dtype dtype, const void* grad_out, const void* saved, Saved saved_kind,
                  void* grad_in, const View2D& view, Stream stream = {});
 
+// Gated activations: out = act(a) * b over rows x d elements, for any activation text ACT
+// ("silu" is SwiGLU; "gated(silu)" is accepted as the same), in one kernel. Each operand is a
+// buffer (CUDA device pointer or OpenCL cl_mem), the element its data starts at (CUDA pointers may
+// as well be advanced; OpenCL needs it for b = x + d), and its own row pitch in elements (>= d
+// where rows > 1): a slice of a wider tensor needs no copy. `_packed` takes the [rows, 2d] layout
+// of vLLM, FlashInfer and TransformerEngine: a = x[:, :d], b = x[:, d:], both with x's pitch.
+// Backward writes grad_a = g act'(a) b and grad_b = g act(a) (into two tensors, or the halves of
+// one [rows, 2d] gradient). Exact in place is allowed (out over a with a's pitch; grad_a over a
+// and grad_b over b); any other overlap is refused. Accuracy: docs/activations.md, "Gated
+// activations".
+struct GatedIn {
+  const void* ptr = nullptr;
+  std::int64_t ld = 0;      // row pitch, elements
+  std::int64_t offset = 0;  // elements into the buffer
+};
+struct GatedOut {
+  void* ptr = nullptr;
+  std::int64_t ld = 0;
+  std::int64_t offset = 0;
+};
+// FP8 output of a gated forward (CUDA, sm_89 and newer; elsewhere Error(unsupported)):
+// out = fp8(act(a) * b / scale), rounded to nearest even, saturating at the format's largest
+// finite value (+-448 for f8e4m3, +-57344 for f8e5m2), NaN kept. The scale is read on the device
+// from scale_device (one float32, as vLLM's scale tensor) when given, else `scale`. The output's
+// pitch and offset count its one-byte elements.
+struct Fp8Output {
+  OutDtype type = OutDtype::same;
+  const float* scale_device = nullptr;
+  float scale = 1.0f;
+};
+void gated_forward(const std::string& activation, Dtype dtype, GatedIn a, GatedIn b, GatedOut out, std::int64_t rows,
+                   std::int64_t d, Stream stream = {}, const Fp8Output& fp8 = {});
+void gated_backward(const std::string& activation, Dtype dtype, GatedIn grad_out, GatedIn a, GatedIn b, GatedOut grad_a,
+                    GatedOut grad_b, std::int64_t rows, std::int64_t d, Stream stream = {});
+void gated_forward_packed(const std::string& activation, Dtype dtype, const void* x, std::int64_t ld_x, void* out,
+                          std::int64_t ld_out, std::int64_t rows, std::int64_t d, Stream stream = {},
+                          const Fp8Output& fp8 = {});
+void gated_backward_packed(const std::string& activation, Dtype dtype, const void* grad_out, std::int64_t ld_grad_out,
+                           const void* x, std::int64_t ld_x, void* grad_x, std::int64_t ld_grad_x, std::int64_t rows,
+                           std::int64_t d, Stream stream = {});
+
 // Whether backward() accepts Saved::output for this activation (with its parameters; e.g.
 // leaky_relu only with a positive slope). Throws for an unknown activation.
 bool supports_saved_output(const std::string& activation);

@@ -28,7 +28,9 @@ class Launcher {
  public:
   // For CUDA device `device` (an ordinal). Throws like forward() for an unknown activation, a
   // backward without one, or Saved::output where the derivative does not follow from it.
-  static Launcher cuda(const std::string& activation, Dtype dtype, Direction direction, Saved saved, int device);
+  // `out`: FP8 output (a gated forward only; the device must be sm_89 or newer).
+  static Launcher cuda(const std::string& activation, Dtype dtype, Direction direction, Saved saved, int device,
+                       OutDtype out = OutDtype::same);
   // For the context and device of an OpenCL command queue; launches go on that queue.
   static Launcher opencl(const std::string& activation, Dtype dtype, Direction direction, Saved saved, void* queue);
 
@@ -37,6 +39,17 @@ class Launcher {
   // and uses the launcher's queue.
   void launch(const void* in, const void* in1, void* out, std::int64_t n, void* stream = nullptr,
               PointerChecks checks = PointerChecks::full) const;
+
+  // A gated activation's launcher (made for "gated(ACT)"; FP8 output: cuda() with `out`): the
+  // operands of kplay::gated_forward and gated_backward (kplay.hpp), a launch each. Forward reads
+  // a and b into out (scale: FP8's, ignored otherwise); backward reads grad_out, a and b into
+  // grad_a and grad_b. Throws Error(invalid_argument) on a launcher of the other kind.
+  void launch_gated_forward(GatedIn a, GatedIn b, GatedOut out, std::int64_t rows, std::int64_t d,
+                            void* stream = nullptr, PointerChecks checks = PointerChecks::full,
+                            const Fp8Output& scale = {}) const;
+  void launch_gated_backward(GatedIn grad_out, GatedIn a, GatedIn b, GatedOut grad_a, GatedOut grad_b,
+                             std::int64_t rows, std::int64_t d, void* stream = nullptr,
+                             PointerChecks checks = PointerChecks::full) const;
 
   const KernelSpec& spec() const;
   Backend backend() const;

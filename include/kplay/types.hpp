@@ -24,11 +24,18 @@ enum class GridPolicy { one_shot, grid_stride };
 // keeps a one-pass stream from evicting the caller's working set out of L2.
 enum class CacheHint { normal, streaming };
 
+// The output's element type where it is not the inputs' own: FP8 (float8_e4m3fn, float8_e5m2) for
+// the forward of a gated activation on CUDA devices of sm_89 and newer, out = fp8(act(a) * b /
+// scale) with a per-tensor scale, rounded to nearest even and saturating at the format's largest
+// finite value (+-448, +-57344); NaN stays NaN.
+enum class OutDtype { same, f8e4m3, f8e5m2 };
+
 struct KernelSpec {
   std::string activation = "selu";
   Direction direction = Direction::forward;
   Dtype dtype = Dtype::f32;
-  Saved saved = Saved::input;  // meaningful for backward only
+  Saved saved = Saved::input;     // meaningful for backward only
+  OutDtype out = OutDtype::same;  // FP8: gated forward only
 };
 
 struct KernelConfig {
@@ -54,7 +61,9 @@ struct KernelConfig {
 
 // Names as used on the command line and in the database ("f32", "backward", "grid-stride:4").
 std::size_t dtype_size(Dtype d);
+std::size_t out_size(const KernelSpec& s);  // bytes of one output element (1 for FP8)
 const char* to_string(Dtype d);
+const char* to_string(OutDtype d);  // "same", "f8e4m3", "f8e5m2"
 const char* to_string(Direction d);
 const char* to_string(Saved s);
 const char* to_string(CacheHint c);
@@ -64,6 +73,7 @@ std::string to_string(const KernelSpec& s);    // "selu forward f32"
 
 // Parsers throw kplay::Error (ErrorCode::invalid_argument) naming the accepted values.
 Dtype parse_dtype(const std::string& s);
+OutDtype parse_out_dtype(const std::string& s);  // f8e4m3 (float8_e4m3fn), f8e5m2 (float8_e5m2), same
 Direction parse_direction(const std::string& s);
 Saved parse_saved(const std::string& s);
 CacheHint parse_cache_hint(const std::string& s);

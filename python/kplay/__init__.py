@@ -3,6 +3,7 @@
     import kplay
     y = kplay.forward("selu", x)                      # x: torch/CuPy/JAX CUDA array or pyopencl array
     g = kplay.backward("selu", grad_y, y, saved_output=True)
+    y = kplay.gated_forward("silu", x)                # SwiGLU of x = [..., 2d]: silu(a) * b in one kernel
 
 Importing kplay needs neither a GPU nor torch. kplay.torch (torch custom ops with autograd),
 kplay.nn (drop-in modules) and kplay.plot (matplotlib charts) are imported on demand.
@@ -13,14 +14,14 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from . import _core
-from ._api import backward, forward
+from ._api import backward, forward, gated_backward, gated_forward
 from ._core import CompileError, Error, InvalidArgumentError, NoDeviceError, UnsupportedError
 from .database import db_clear, db_export, db_import, db_path, db_stats, db_tunings
 
 __version__ = _core.version()
 
 __all__ = [
-    "forward", "backward", "activations", "supports_saved_output", "devices", "backends", "autotune",
+    "forward", "backward", "gated_forward", "gated_backward", "activations", "supports_saved_output", "devices", "backends", "autotune",
     "db_path", "db_stats", "db_tunings", "db_export", "db_import", "db_clear",
     "Error", "InvalidArgumentError", "NoDeviceError", "UnsupportedError", "CompileError", "__version__",
 ]

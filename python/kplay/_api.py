@@ -6,7 +6,7 @@ import sys
 from typing import Any, Dict, Optional, Tuple
 
 from . import _core
-from ._arrays import DTYPE_NAMES, ArrayRef, describe, empty_like
+from ._arrays import DTYPE_NAMES, ArrayRef, describe, empty, empty_like
 from ._layout import plan
 
 _bad = _core.InvalidArgumentError
@@ -142,3 +142,103 @@ def backward(activation: str, grad_out: Any, saved: Any, saved_output: bool = Fa
         _core.backward_2d(activation, gr.dtype, gr.ptr, sr.ptr, bool(saved_output), ld_g, ir.ptr, ld_out, rows,
                           cols, gr.backend, s)
     return grad_in
+
+
+def _rows(ref: ArrayRef, name: str) -> Tuple[int, int, int]:
+    """(rows, last, pitch) of an array taken as rows of its last dimension: unit stride along it,
+    the leading dimensions folding into rows of one pitch; InvalidArgumentError otherwise."""
+    shape, strides = ref.shape, ref.strides
+    if not shape:
+        raise _bad(f"{name} has no dimensions; a gated activation takes [..., 2d] or [..., d] arrays")
+    last = shape[-1]
+    rows = ref.size // last if last else 0
+    if ref.size == 0:
+        return rows, last, max(last, 1)
+    if last > 1 and strides[-1] != 1:
+        raise _bad(f"{name} must have unit stride along its last dimension (got strides {strides}): copy it first")
+    lead = [(sh, st) for sh, st in zip(shape[:-1], strides[:-1]) if sh != 1]
+    if not lead:
+        return rows, last, last
+    for (_, st), (sh_in, st_in) in zip(lead[:-1], lead[1:]):
+        if st != st_in * sh_in:
+            raise _bad(f"{name}'s leading dimensions do not fold into rows of one pitch (strides {strides}): copy it "
+                       "first")
+    pitch = lead[-1][1]
+    if pitch < last:
+        raise _bad(f"{name}'s rows overlap (pitch {pitch} below its last dimension {last})")
+    return rows, last, pitch
+
+
+def _gated_inputs(x: Any, a: Any, b: Any, what: str):
+    """The operands (ArrayRef, offset, pitch) of a and b, rows, d and the [..., d] shape."""
+    if (x is None) == (a is None and b is None) or (x is None and (a is None or b is None)):
+        raise TypeError(f"{what} takes either x ([..., 2d]: a then b) or both a and b ([..., d] each)")
+    if x is not None:
+        xr = describe(x)
+        rows, last, pitch = _rows(xr, "x")
+        if last % 2:
+            raise _bad(f"x's last dimension must be even ([..., 2d]: a is its first half, b its second), got {last}")
+        d = last // 2
+        return (xr, 0, pitch), (xr, d, pitch), rows, d, tuple(xr.shape[:-1]) + (d,)
+    ar, br = describe(a), describe(b)
+    _check_same(ar, br, "a", "b")
+    rows, d, pa = _rows(ar, "a")
+    _, _, pb = _rows(br, "b")
+    return (ar, 0, pa), (br, 0, pb), rows, d, tuple(ar.shape)
+
+
+def _gated_output(like: Any, ref: ArrayRef, given: Any, shape: Tuple[int, ...], name: str):
+    """(array, ArrayRef, pitch) of an output: `given`, checked, or a new one of `shape`."""
+    arr = empty(like, shape) if given is None else given
+    r = describe(arr)
+    if r.backend != ref.backend or r.dtype != ref.dtype:
+        raise _bad(f"{name} must be a {DTYPE_NAMES[ref.dtype]} array of the inputs' backend")
+    if tuple(r.shape) != tuple(shape):
+        raise _bad(f"{name} has shape {r.shape}; expected {shape}")
+    _, _, pitch = _rows(r, name)
+    return arr, r, pitch
+
+
+def gated_forward(activation: str, x: Any = None, *, a: Any = None, b: Any = None, out: Any = None,
+                  stream: Any = None) -> Any:
+    """out = activation(a) * b in one kernel (activation "silu": SwiGLU; "gated(silu)" alike), from one
+    [..., 2d] array x (a its first half along the last dimension, b its second) or from two [..., d]
+    arrays a and b of one shape, each with its own row pitch (a column slice needs no copy). out:
+    [..., d], allocated when None; it may be a itself (in place). Returns out. FP8 output: the raw
+    _core.gated_forward with out_dtype."""
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a str such as 'silu', not {type(activation).__name__}")
+    (ar, aoff, pa), (br, boff, pb), rows, d, shape = _gated_inputs(x, a, b, "gated_forward")
+    out, orf, po = _gated_output(x if x is not None else a, ar, out, shape, "out")
+    s = _stream_for(ar, stream, "x" if x is not None else "a")
+    _core.gated_forward(activation, ar.dtype, ar.ptr, aoff, pa, br.ptr, boff, pb, orf.ptr, 0, po, rows, d,
+                        ar.backend, s)
+    return out
+
+
+def gated_backward(activation: str, grad_out: Any, x: Any = None, *, a: Any = None, b: Any = None,
+                   grad_x: Any = None, grad_a: Any = None, grad_b: Any = None, stream: Any = None) -> Any:
+    """grad_a = grad_out * activation'(a) * b and grad_b = grad_out * activation(a), in one kernel.
+    With x ([..., 2d]) returns grad_x of x's shape (grad_a its first half, grad_b its second);
+    with a and b returns (grad_a, grad_b). Gradients may be written over the inputs (grad_x is x,
+    or grad_a is a and grad_b is b)."""
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a str such as 'silu', not {type(activation).__name__}")
+    (ar, aoff, pa), (br, boff, pb), rows, d, shape = _gated_inputs(x, a, b, "gated_backward")
+    gr = describe(grad_out)
+    if gr.backend != ar.backend or gr.dtype != ar.dtype:
+        raise _bad(f"grad_out must be a {DTYPE_NAMES[ar.dtype]} array of the inputs' backend")
+    if tuple(gr.shape) != shape:
+        raise _bad(f"grad_out has shape {gr.shape}; expected {shape}")
+    _, _, pg = _rows(gr, "grad_out")
+    s = _stream_for(gr, stream, "grad_out")
+    if x is not None:
+        grad_x, xr, px = _gated_output(x, ar, grad_x, tuple(ar.shape), "grad_x")
+        _core.gated_backward(activation, ar.dtype, gr.ptr, 0, pg, ar.ptr, aoff, pa, br.ptr, boff, pb, xr.ptr, 0, px,
+                             xr.ptr, d, px, rows, d, ar.backend, s)
+        return grad_x
+    grad_a, gar, pga = _gated_output(a, ar, grad_a, shape, "grad_a")
+    grad_b, gbr, pgb = _gated_output(a, ar, grad_b, shape, "grad_b")
+    _core.gated_backward(activation, ar.dtype, gr.ptr, 0, pg, ar.ptr, aoff, pa, br.ptr, boff, pb, gar.ptr, 0, pga,
+                         gbr.ptr, 0, pgb, rows, d, ar.backend, s)
+    return grad_a, grad_b

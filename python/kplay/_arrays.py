@@ -140,3 +140,19 @@ def empty_like(a: Any) -> Any:
     if maker is None:
         raise TypeError(f"kplay cannot allocate a {type(a).__name__}; pass out=")
     return maker(a)
+
+
+def empty(like: Any, shape: Tuple[int, ...]) -> Any:
+    """A new array of `shape` with the type, dtype and device of `like` (a gated output is [..., d])."""
+    mod = type(like).__module__
+    if mod.startswith("torch"):
+        return like.new_empty(shape)
+    if mod.startswith("pyopencl"):
+        import pyopencl.array as cla
+
+        return cla.empty(like.queue, shape, like.dtype)
+    top = sys.modules.get(mod.split(".")[0])
+    maker = getattr(top, "empty", None)
+    if maker is None:
+        raise TypeError(f"kplay cannot allocate a {type(like).__name__}; pass the output")
+    return maker(shape, dtype=like.dtype)

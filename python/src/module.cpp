@@ -63,6 +63,27 @@ kplay::Stream make_stream(int backend, std::uintptr_t stream) {
 const void* as_ptr(std::uintptr_t p) { return reinterpret_cast<const void*>(p); }
 void* as_mut(std::uintptr_t p) { return reinterpret_cast<void*>(p); }
 
+kplay::OutDtype out_dtype_from_code(int code) {
+  switch (code) {
+    case 0: return kplay::OutDtype::same;
+    case KPLAY_FP8_E4M3: return kplay::OutDtype::f8e4m3;
+    case KPLAY_FP8_E5M2: return kplay::OutDtype::f8e5m2;
+  }
+  throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown output dtype code " + std::to_string(code));
+}
+
+// A gated operand from (pointer, offset in elements, row pitch in elements).
+kplay::GatedIn gin(std::uintptr_t p, std::int64_t offset, std::int64_t ld) { return {as_ptr(p), ld, offset}; }
+kplay::GatedOut gout(std::uintptr_t p, std::int64_t offset, std::int64_t ld) { return {as_mut(p), ld, offset}; }
+
+kplay::Fp8Output fp8_output(int out_dtype, std::uintptr_t scale_ptr, float scale) {
+  kplay::Fp8Output o;
+  o.type = out_dtype_from_code(out_dtype);
+  o.scale_device = reinterpret_cast<const float*>(scale_ptr);
+  o.scale = scale;
+  return o;
+}
+
 kplay::View2D view(std::int64_t rows, std::int64_t cols, std::int64_t ld_in, std::int64_t ld_out) {
   kplay::View2D v;
   v.rows = rows;
@@ -236,18 +257,55 @@ NB_MODULE(_core, m) {
       "activation"_a, "dtype"_a, "grad_out_ptr"_a, "saved_ptr"_a, "saved_output"_a, "ld_in"_a, "grad_in_ptr"_a,
       "ld_out"_a, "rows"_a, "cols"_a, "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
 
+  // Gated activations (kplay::gated_forward/backward): out = act(a) * b over rows x d, each operand
+  // a pointer (CUDA) or cl_mem (OpenCL), an offset and a row pitch in elements. The [rows, 2d]
+  // layout is a = (x, 0, ld_x), b = (x, d, ld_x). out_dtype: 0, or OUT_F8E4M3 / OUT_F8E5M2 (FP8
+  // forward on CUDA sm_89+, out = fp8(act(a) * b / scale), the scale read from scale_ptr (a device
+  // float32) where not 0, else `scale`; out's offset and pitch in its one-byte elements).
+  m.attr("OUT_SAME") = 0;
+  m.attr("OUT_F8E4M3") = static_cast<int>(KPLAY_FP8_E4M3);
+  m.attr("OUT_F8E5M2") = static_cast<int>(KPLAY_FP8_E5M2);
+  m.def(
+      "gated_forward",
+      [](const std::string& act, int dtype, std::uintptr_t a, std::int64_t a_offset, std::int64_t ld_a,
+         std::uintptr_t b, std::int64_t b_offset, std::int64_t ld_b, std::uintptr_t out, std::int64_t out_offset,
+         std::int64_t ld_out, std::int64_t rows, std::int64_t d, int backend, std::uintptr_t stream, int out_dtype,
+         std::uintptr_t scale_ptr, float scale) {
+        kplay::gated_forward(act, dtype_from_code(dtype), gin(a, a_offset, ld_a), gin(b, b_offset, ld_b),
+                             gout(out, out_offset, ld_out), rows, d, make_stream(backend, stream),
+                             fp8_output(out_dtype, scale_ptr, scale));
+      },
+      "activation"_a, "dtype"_a, "a_ptr"_a, "a_offset"_a, "ld_a"_a, "b_ptr"_a, "b_offset"_a, "ld_b"_a, "out_ptr"_a,
+      "out_offset"_a, "ld_out"_a, "rows"_a, "d"_a, "backend"_a, "stream"_a, "out_dtype"_a = 0, "scale_ptr"_a = 0,
+      "scale"_a = 1.0f, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "gated_backward",
+      [](const std::string& act, int dtype, std::uintptr_t g, std::int64_t g_offset, std::int64_t ld_g,
+         std::uintptr_t a, std::int64_t a_offset, std::int64_t ld_a, std::uintptr_t b, std::int64_t b_offset,
+         std::int64_t ld_b, std::uintptr_t ga, std::int64_t ga_offset, std::int64_t ld_ga, std::uintptr_t gb,
+         std::int64_t gb_offset, std::int64_t ld_gb, std::int64_t rows, std::int64_t d, int backend,
+         std::uintptr_t stream) {
+        kplay::gated_backward(act, dtype_from_code(dtype), gin(g, g_offset, ld_g), gin(a, a_offset, ld_a),
+                              gin(b, b_offset, ld_b), gout(ga, ga_offset, ld_ga), gout(gb, gb_offset, ld_gb), rows, d,
+                              make_stream(backend, stream));
+      },
+      "activation"_a, "dtype"_a, "grad_out_ptr"_a, "grad_out_offset"_a, "ld_grad_out"_a, "a_ptr"_a, "a_offset"_a,
+      "ld_a"_a, "b_ptr"_a, "b_offset"_a, "ld_b"_a, "grad_a_ptr"_a, "grad_a_offset"_a, "ld_grad_a"_a, "grad_b_ptr"_a,
+      "grad_b_offset"_a, "ld_grad_b"_a, "rows"_a, "d"_a, "backend"_a, "stream"_a,
+      nb::call_guard<nb::gil_scoped_release>());
+
   // A prepared launch path (kplay/launcher.hpp) for one (activation, dtype, direction, saved kind)
   // on one device; launch() takes integers only. vouched=True skips the pointer checks (device
   // memory of this device, primary context, overlap) for callers that know them to hold.
   nb::class_<kplay::Launcher>(m, "Launcher")
       .def_static(
           "cuda",
-          [](const std::string& act, int dtype, bool backward, bool saved_output, int device) {
-            return kplay::Launcher::cuda(act, dtype_from_code(dtype),
-                                         backward ? kplay::Direction::backward : kplay::Direction::forward,
-                                         saved_output ? kplay::Saved::output : kplay::Saved::input, device);
+          [](const std::string& act, int dtype, bool backward, bool saved_output, int device, int out_dtype) {
+            return kplay::Launcher::cuda(
+                act, dtype_from_code(dtype), backward ? kplay::Direction::backward : kplay::Direction::forward,
+                saved_output ? kplay::Saved::output : kplay::Saved::input, device, out_dtype_from_code(out_dtype));
           },
-          "activation"_a, "dtype"_a, "backward"_a, "saved_output"_a, "device"_a)
+          "activation"_a, "dtype"_a, "backward"_a, "saved_output"_a, "device"_a, "out_dtype"_a = 0)
       .def_static(
           "opencl",
           [](const std::string& act, int dtype, bool backward, bool saved_output, std::uintptr_t queue) {
@@ -265,6 +323,38 @@ NB_MODULE(_core, m) {
           },
           "in_ptr"_a, "in1_ptr"_a, "out_ptr"_a, "n"_a, "stream"_a, "vouched"_a = false,
           nb::call_guard<nb::gil_scoped_release>())
+      // A gated launcher's launches (made for "gated(ACT)"): the operands of gated_forward and
+      // gated_backward above; the scale for FP8 output (scale_ptr 0: the value).
+      .def(
+          "launch_gated_forward",
+          [](const kplay::Launcher& l, std::uintptr_t a, std::int64_t a_offset, std::int64_t ld_a, std::uintptr_t b,
+             std::int64_t b_offset, std::int64_t ld_b, std::uintptr_t out, std::int64_t out_offset, std::int64_t ld_out,
+             std::int64_t rows, std::int64_t d, std::uintptr_t stream, bool vouched, std::uintptr_t scale_ptr,
+             float scale) {
+            kplay::Fp8Output o;
+            o.scale_device = reinterpret_cast<const float*>(scale_ptr);
+            o.scale = scale;
+            l.launch_gated_forward(gin(a, a_offset, ld_a), gin(b, b_offset, ld_b), gout(out, out_offset, ld_out), rows,
+                                   d, reinterpret_cast<void*>(stream),
+                                   vouched ? kplay::PointerChecks::vouched : kplay::PointerChecks::full, o);
+          },
+          "a_ptr"_a, "a_offset"_a, "ld_a"_a, "b_ptr"_a, "b_offset"_a, "ld_b"_a, "out_ptr"_a, "out_offset"_a, "ld_out"_a,
+          "rows"_a, "d"_a, "stream"_a, "vouched"_a = false, "scale_ptr"_a = 0, "scale"_a = 1.0f,
+          nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "launch_gated_backward",
+          [](const kplay::Launcher& l, std::uintptr_t g, std::int64_t g_offset, std::int64_t ld_g, std::uintptr_t a,
+             std::int64_t a_offset, std::int64_t ld_a, std::uintptr_t b, std::int64_t b_offset, std::int64_t ld_b,
+             std::uintptr_t ga, std::int64_t ga_offset, std::int64_t ld_ga, std::uintptr_t gb, std::int64_t gb_offset,
+             std::int64_t ld_gb, std::int64_t rows, std::int64_t d, std::uintptr_t stream, bool vouched) {
+            l.launch_gated_backward(gin(g, g_offset, ld_g), gin(a, a_offset, ld_a), gin(b, b_offset, ld_b),
+                                    gout(ga, ga_offset, ld_ga), gout(gb, gb_offset, ld_gb), rows, d,
+                                    reinterpret_cast<void*>(stream),
+                                    vouched ? kplay::PointerChecks::vouched : kplay::PointerChecks::full);
+          },
+          "grad_out_ptr"_a, "grad_out_offset"_a, "ld_grad_out"_a, "a_ptr"_a, "a_offset"_a, "ld_a"_a, "b_ptr"_a,
+          "b_offset"_a, "ld_b"_a, "grad_a_ptr"_a, "grad_a_offset"_a, "ld_grad_a"_a, "grad_b_ptr"_a, "grad_b_offset"_a,
+          "ld_grad_b"_a, "rows"_a, "d"_a, "stream"_a, "vouched"_a = false, nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("activation", [](const kplay::Launcher& l) { return l.spec().activation; })
       .def_prop_ro("device", &kplay::Launcher::device);
 

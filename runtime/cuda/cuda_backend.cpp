@@ -111,6 +111,10 @@ class CudaBackend : public Backend {
     limits_.backend = "cuda";
     limits_.max_block = info_.max_block;
     limits_.cache_hints = true;
+    limits_.fp8 = cc >= 89;
+    limits_.fp8_why =
+        limits_.fp8 ? ""
+                    : "FP8 output needs a GPU of sm_89 or newer (Ada, Hopper); " + info_.name + " is " + info_.arch;
   }
 
   ~CudaBackend() override {
@@ -155,8 +159,31 @@ class CudaBackend : public Backend {
   void launch(LoadedKernel& kernel, const LaunchDims& dims, const KernelArgs& a, void* stream) override {
     auto& k = static_cast<CudaKernel&>(kernel);
     CUdeviceptr out = a.out.handle + a.out.offset, in0 = a.in0.handle + a.in0.offset, in1 = a.in1.handle + a.in1.offset;
+    CUdeviceptr out1 = a.out1.handle + a.out1.offset, in2 = a.in2.handle + a.in2.offset;
+    CUdeviceptr scale_ptr = a.scale_ptr.handle ? a.scale_ptr.handle + a.scale_ptr.offset : 0;
+    float scale = a.scale;
     unsigned long long rows = a.rows, cols = a.cols, ld_out = a.ld_out, ld0 = a.ld_in0, ld1 = a.ld_in1;
-    void* params[] = {&out, &in0, &in1, &rows, &cols, &ld_out, &ld0, &ld1};
+    unsigned long long ld_out1 = a.ld_out1, ld2 = a.ld_in2;
+    // The kernel's parameters in its order (templates/common/elementwise.h): buffers, sizes and
+    // pitches, a gated backward's two more of each, FP8's scale.
+    void* params[16];
+    unsigned count = 0;
+    for (void* p : {static_cast<void*>(&out), static_cast<void*>(&in0), static_cast<void*>(&in1)}) params[count++] = p;
+    if (a.gated_backward) {
+      params[count++] = &out1;
+      params[count++] = &in2;
+    }
+    for (void* p : {static_cast<void*>(&rows), static_cast<void*>(&cols), static_cast<void*>(&ld_out),
+                    static_cast<void*>(&ld0), static_cast<void*>(&ld1)})
+      params[count++] = p;
+    if (a.gated_backward) {
+      params[count++] = &ld_out1;
+      params[count++] = &ld2;
+    }
+    if (a.scaled) {
+      params[count++] = &scale_ptr;
+      params[count++] = &scale;
+    }
     ContextScope scope(ctx_);
     check(
         driver().cuLaunchKernel(k.fn(), static_cast<unsigned>(dims.grid_x), static_cast<unsigned>(dims.grid_y), 1,

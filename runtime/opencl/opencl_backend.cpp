@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <initializer_list>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -103,29 +104,49 @@ class OpenClBackend : public Backend {
   void launch(LoadedKernel& kernel, const LaunchDims& dims, const KernelArgs& a, void* stream) override {
     auto& k = static_cast<OpenClKernel&>(kernel);
     const std::size_t esize = k.element_size();
-    for (const DevicePtr* p : {&a.out, &a.in0, &a.in1})
+    if (a.scaled)
+      throw Error(ErrorCode::unsupported, "OpenCL launch of " + k.entry() + ": FP8 output is for CUDA only");
+    for (const DevicePtr* p : {&a.out, &a.in0, &a.in1, &a.out1, &a.in2})
       if (p->offset % esize)
         throw Error(ErrorCode::invalid_argument, "OpenCL launch of " + k.entry() + ": byte offset " +
                                                      std::to_string(p->offset) +
                                                      " is not a multiple of the element size " + std::to_string(esize));
     const cl_mem out = mem(a.out), in0 = mem(a.in0), in1 = mem(a.in1);
     const cl_ulong out_off = a.out.offset / esize, in0_off = a.in0.offset / esize, in1_off = a.in1.offset / esize;
+    const cl_mem out1 = mem(a.gated_backward ? a.out1 : a.out), in2 = mem(a.gated_backward ? a.in2 : a.in0);
+    const cl_ulong out1_off = a.out1.offset / esize, in2_off = a.in2.offset / esize;
     const cl_ulong rows = a.rows, cols = a.cols, ld_out = a.ld_out, ld0 = a.ld_in0, ld1 = a.ld_in1;
+    const cl_ulong ld_out1 = a.ld_out1, ld2 = a.ld_in2;
     const std::size_t global[2] = {static_cast<std::size_t>(dims.grid_x) * dims.block,
                                    static_cast<std::size_t>(dims.grid_y)};
     const std::size_t local[2] = {dims.block, 1};
     cl_command_queue queue = stream ? static_cast<cl_command_queue>(stream) : queue_;
 
     std::lock_guard<std::mutex> lock(k.arguments());
-    // NOLINTBEGIN(bugprone-sizeof-expression): OpenCL takes handles (cl_mem, cl_context) by their size
-    const struct {
+    // The kernel's parameters in its order (templates/common/elementwise.h): buffers with their
+    // offsets, sizes and pitches, a gated backward's two more of each.
+    struct Arg {
       std::size_t size;
       const void* value;
-    } args[] = {{sizeof out, &out},       {sizeof out_off, &out_off}, {sizeof in0, &in0},   {sizeof in0_off, &in0_off},
-                {sizeof in1, &in1},       {sizeof in1_off, &in1_off}, {sizeof rows, &rows}, {sizeof cols, &cols},
-                {sizeof ld_out, &ld_out}, {sizeof ld0, &ld0},         {sizeof ld1, &ld1}};
+    };
+    Arg args[20];
+    cl_uint count = 0;
+    auto add = [&](std::initializer_list<Arg> list) {
+      for (const Arg& arg : list) args[count++] = arg;
+    };
+    // NOLINTBEGIN(bugprone-sizeof-expression): OpenCL takes handles (cl_mem, cl_context) by their size
+    add({{sizeof out, &out},
+         {sizeof out_off, &out_off},
+         {sizeof in0, &in0},
+         {sizeof in0_off, &in0_off},
+         {sizeof in1, &in1},
+         {sizeof in1_off, &in1_off}});
+    if (a.gated_backward)
+      add({{sizeof out1, &out1}, {sizeof out1_off, &out1_off}, {sizeof in2, &in2}, {sizeof in2_off, &in2_off}});
+    add({{sizeof rows, &rows}, {sizeof cols, &cols}, {sizeof ld_out, &ld_out}, {sizeof ld0, &ld0}, {sizeof ld1, &ld1}});
+    if (a.gated_backward) add({{sizeof ld_out1, &ld_out1}, {sizeof ld2, &ld2}});
     // NOLINTEND(bugprone-sizeof-expression)
-    for (cl_uint i = 0; i < sizeof args / sizeof args[0]; ++i)
+    for (cl_uint i = 0; i < count; ++i)
       check(clSetKernelArg(k.kernel(), i, args[i].size, args[i].value),
             "clSetKernelArg(" + k.entry() + ", " + std::to_string(i) + ")");
     cl_event event = nullptr;

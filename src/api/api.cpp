@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "device_registry.hpp"
+#include "gated_call.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "spec/user_activations.hpp"
@@ -140,6 +141,73 @@ void backward_2d(const std::string& activation, Dtype dtype, const void* grad_ou
   const Operand s{"saved", saved, false};
   run(api::checked_spec(activation, dtype, Direction::backward, saved_kind), {"grad_in", grad_in, true},
       {"grad_out", grad_out, false}, &s, view, stream);
+}
+
+namespace {
+void run_gated(const api::GatedCall& call, Stream stream) {
+  api::check_gated(call, stream.backend == Backend::cuda);
+  api::DeviceEngine* de = nullptr;
+  void* queue = stream.handle;
+  if (stream.backend == Backend::cuda) {
+    const int device = api::gated_cuda_device(call);
+    rt::interop::cuda_require_primary_context(device);
+    de = &api::cuda_engine(device);
+    if (!queue) queue = rt::interop::cuda_legacy_default_stream();
+  } else {
+    de = &api::opencl_engine(stream.handle);
+  }
+  if (call.rows == 0 || call.d == 0) return;  // checked, nothing to do
+  auto kernel = de->kernel_for_launch(call.spec, call.elements(), stream.backend, queue);
+  de->engine().launch(*kernel, api::gated_kernel_args(call), queue);
+}
+
+void check_packed(std::int64_t ld, std::int64_t rows, std::int64_t d, const char* name) {
+  if (rows > 1 && d >= 0 && ld < 2 * d)
+    invalid(std::string(name) + "'s row pitch " + std::to_string(ld) + " is below 2d = " + std::to_string(2 * d) +
+            " (a [rows, 2d] tensor: a is its first d columns, b the next d)");
+}
+}  // namespace
+
+void gated_forward(const std::string& activation, Dtype dtype, GatedIn a, GatedIn b, GatedOut out, std::int64_t rows,
+                   std::int64_t d, Stream stream, const Fp8Output& fp8) {
+  api::GatedCall c;
+  c.spec = api::gated_spec(activation, dtype, Direction::forward, fp8.type);
+  c.in[0] = a;
+  c.in[1] = b;
+  c.out[0] = out;
+  c.rows = rows;
+  c.d = d;
+  c.fp8 = fp8;
+  run_gated(c, stream);
+}
+
+void gated_backward(const std::string& activation, Dtype dtype, GatedIn grad_out, GatedIn a, GatedIn b, GatedOut grad_a,
+                    GatedOut grad_b, std::int64_t rows, std::int64_t d, Stream stream) {
+  api::GatedCall c;
+  c.spec = api::gated_spec(activation, dtype, Direction::backward);
+  c.in[0] = grad_out;
+  c.in[1] = a;
+  c.in[2] = b;
+  c.out[0] = grad_a;
+  c.out[1] = grad_b;
+  c.rows = rows;
+  c.d = d;
+  run_gated(c, stream);
+}
+
+void gated_forward_packed(const std::string& activation, Dtype dtype, const void* x, std::int64_t ld_x, void* out,
+                          std::int64_t ld_out, std::int64_t rows, std::int64_t d, Stream stream, const Fp8Output& fp8) {
+  check_packed(ld_x, rows, d, "x");
+  gated_forward(activation, dtype, {x, ld_x, 0}, {x, ld_x, d}, {out, ld_out, 0}, rows, d, stream, fp8);
+}
+
+void gated_backward_packed(const std::string& activation, Dtype dtype, const void* grad_out, std::int64_t ld_grad_out,
+                           const void* x, std::int64_t ld_x, void* grad_x, std::int64_t ld_grad_x, std::int64_t rows,
+                           std::int64_t d, Stream stream) {
+  check_packed(ld_x, rows, d, "x");
+  check_packed(ld_grad_x, rows, d, "grad_x");
+  gated_backward(activation, dtype, {grad_out, ld_grad_out, 0}, {x, ld_x, 0}, {x, ld_x, d}, {grad_x, ld_grad_x, 0},
+                 {grad_x, ld_grad_x, d}, rows, d, stream);
 }
 
 bool supports_saved_output(const std::string& activation) {

@@ -77,6 +77,15 @@ kplay::Saved saved_of(const kplay_saved& s) {
   return code == KPLAY_SAVED_INPUT ? kplay::Saved::input : kplay::Saved::output;
 }
 
+kplay::OutDtype fp8_of(const kplay_fp8& f) {
+  switch (code_of(f)) {
+    case KPLAY_FP8_E4M3: return kplay::OutDtype::f8e4m3;
+    case KPLAY_FP8_E5M2: return kplay::OutDtype::f8e5m2;
+    default: break;
+  }
+  throw kplay::Error(kplay::ErrorCode::invalid_argument, "unknown FP8 format code " + std::to_string(code_of(f)));
+}
+
 std::string name_of(const char* activation) {
   if (!activation) throw kplay::Error(kplay::ErrorCode::invalid_argument, "activation is a null pointer");
   return activation;
@@ -112,6 +121,59 @@ kplay_status kplay_backward_2d(kplay_backend backend, const char* activation, kp
   return guarded([&] {
     kplay::backward_2d(name_of(activation), dtype_of(dtype), grad_out, saved, saved_of(saved_kind), grad_in,
                        {rows, cols, ld_in, ld_out}, stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_gated_forward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* a,
+                                 int64_t a_offset, int64_t ld_a, const void* b, int64_t b_offset, int64_t ld_b,
+                                 void* out, int64_t out_offset, int64_t ld_out, int64_t rows, int64_t d, void* stream) {
+  return guarded([&] {
+    kplay::gated_forward(name_of(activation), dtype_of(dtype), {a, ld_a, a_offset}, {b, ld_b, b_offset},
+                         {out, ld_out, out_offset}, rows, d, stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_gated_backward(kplay_backend backend, const char* activation, kplay_dtype dtype,
+                                  const void* grad_out, int64_t grad_out_offset, int64_t ld_grad_out, const void* a,
+                                  int64_t a_offset, int64_t ld_a, const void* b, int64_t b_offset, int64_t ld_b,
+                                  void* grad_a, int64_t grad_a_offset, int64_t ld_grad_a, void* grad_b,
+                                  int64_t grad_b_offset, int64_t ld_grad_b, int64_t rows, int64_t d, void* stream) {
+  return guarded([&] {
+    kplay::gated_backward(name_of(activation), dtype_of(dtype), {grad_out, ld_grad_out, grad_out_offset},
+                          {a, ld_a, a_offset}, {b, ld_b, b_offset}, {grad_a, ld_grad_a, grad_a_offset},
+                          {grad_b, ld_grad_b, grad_b_offset}, rows, d, stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_gated_forward_packed(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* x,
+                                        int64_t ld_x, void* out, int64_t ld_out, int64_t rows, int64_t d,
+                                        void* stream) {
+  return guarded([&] {
+    kplay::gated_forward_packed(name_of(activation), dtype_of(dtype), x, ld_x, out, ld_out, rows, d,
+                                stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_gated_backward_packed(kplay_backend backend, const char* activation, kplay_dtype dtype,
+                                         const void* grad_out, int64_t ld_grad_out, const void* x, int64_t ld_x,
+                                         void* grad_x, int64_t ld_grad_x, int64_t rows, int64_t d, void* stream) {
+  return guarded([&] {
+    kplay::gated_backward_packed(name_of(activation), dtype_of(dtype), grad_out, ld_grad_out, x, ld_x, grad_x,
+                                 ld_grad_x, rows, d, stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_gated_forward_fp8(kplay_backend backend, const char* activation, kplay_dtype dtype, kplay_fp8 fp8,
+                                     const void* a, int64_t a_offset, int64_t ld_a, const void* b, int64_t b_offset,
+                                     int64_t ld_b, void* out, int64_t out_offset, int64_t ld_out, int64_t rows,
+                                     int64_t d, const float* scale_device, float scale, void* stream) {
+  return guarded([&] {
+    kplay::Fp8Output o;
+    o.type = fp8_of(fp8);
+    o.scale_device = scale_device;
+    o.scale = scale;
+    kplay::gated_forward(name_of(activation), dtype_of(dtype), {a, ld_a, a_offset}, {b, ld_b, b_offset},
+                         {out, ld_out, out_offset}, rows, d, stream_of(backend, stream), o);
   });
 }
 

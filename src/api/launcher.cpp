@@ -7,12 +7,15 @@
 #include <vector>
 
 #include "device_registry.hpp"
+#include "gated_call.hpp"
 #include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay {
 
 struct Launcher::State {
   KernelSpec spec;
+  bool gated = false;  // a gated activation: launched by launch_gated_forward/backward
   Backend backend = Backend::cuda;
   int device = -1;
   void* queue = nullptr;  // OpenCL only
@@ -48,10 +51,13 @@ void check_cuda_pointers(const Launcher::State& s, const void* in, const void* i
 
 }  // namespace
 
-Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction direction, Saved saved, int device) {
+Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction direction, Saved saved, int device,
+                        OutDtype out) {
   auto s = std::make_shared<State>();
   s->spec = api::checked_spec(activation, dtype, direction, saved);
+  if (out != OutDtype::same) s->spec = api::gated_spec(activation, dtype, direction, out);
   if (device < 0) invalid("CUDA device ordinal must be >= 0 (got " + std::to_string(device) + ")");
+  s->gated = resolve_activation(s->spec.activation).gated;
   s->backend = Backend::cuda;
   s->device = device;
   s->engine = &api::cuda_engine(device);
@@ -61,15 +67,85 @@ Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction di
 Launcher Launcher::opencl(const std::string& activation, Dtype dtype, Direction direction, Saved saved, void* queue) {
   auto s = std::make_shared<State>();
   s->spec = api::checked_spec(activation, dtype, direction, saved);
+  s->gated = resolve_activation(s->spec.activation).gated;
   s->backend = Backend::opencl;
   s->queue = queue;
   s->engine = &api::opencl_engine(queue);
   return Launcher(std::move(s));
 }
 
+namespace {
+// The kernel of the launcher's size bucket for n elements: its own short cache, else the device's.
+std::shared_ptr<const PreparedKernel> bucket_kernel(const Launcher::State& s, std::uint64_t n, void* queue) {
+  const int bucket = size_bucket(n);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (const auto& [b, k] : s.kernels)
+      if (b == bucket) return k;
+  }
+  auto kernel = s.engine->kernel_for_launch(s.spec, n, s.backend, queue);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.kernels.emplace_back(bucket, kernel);
+  return kernel;
+}
+
+void launch_gated_call(const Launcher::State& s, api::GatedCall& c, void* stream, PointerChecks checks) {
+  if (!s.gated)
+    invalid("this launcher is for '" + s.spec.activation + "'; gated launches need a launcher made for gated(ACT)");
+  if (c.spec.direction != s.spec.direction)
+    invalid(std::string("this launcher is for the ") + to_string(s.spec.direction) + " of '" + s.spec.activation + "'");
+  c.spec = s.spec;
+  const bool cuda = s.backend == Backend::cuda;
+  api::check_gated(c, cuda);
+  void* queue = cuda ? stream : s.queue;
+  if (cuda) {
+    if (checks == PointerChecks::full) {
+      if (api::gated_cuda_device(c) != s.device)
+        invalid("the operands are not memory of cuda:" + std::to_string(s.device) + ", the launcher's device");
+      rt::interop::cuda_require_primary_context(s.device);
+    }
+    if (!queue) queue = rt::interop::cuda_legacy_default_stream();
+  }
+  if (c.rows == 0 || c.d == 0) return;
+  const auto kernel = bucket_kernel(s, c.elements(), queue);
+  s.engine->engine().launch(*kernel, api::gated_kernel_args(c), queue);
+}
+}  // namespace
+
+void Launcher::launch_gated_forward(GatedIn a, GatedIn b, GatedOut out, std::int64_t rows, std::int64_t d, void* stream,
+                                    PointerChecks checks, const Fp8Output& scale) const {
+  api::GatedCall c;
+  c.spec.direction = Direction::forward;
+  c.in[0] = a;
+  c.in[1] = b;
+  c.out[0] = out;
+  c.rows = rows;
+  c.d = d;
+  c.fp8 = scale;
+  c.fp8.type = state_->spec.out;
+  launch_gated_call(*state_, c, stream, checks);
+}
+
+void Launcher::launch_gated_backward(GatedIn grad_out, GatedIn a, GatedIn b, GatedOut grad_a, GatedOut grad_b,
+                                     std::int64_t rows, std::int64_t d, void* stream, PointerChecks checks) const {
+  api::GatedCall c;
+  c.spec.direction = Direction::backward;
+  c.in[0] = grad_out;
+  c.in[1] = a;
+  c.in[2] = b;
+  c.out[0] = grad_a;
+  c.out[1] = grad_b;
+  c.rows = rows;
+  c.d = d;
+  launch_gated_call(*state_, c, stream, checks);
+}
+
 void Launcher::launch(const void* in, const void* in1, void* out, std::int64_t n, void* stream,
                       PointerChecks checks) const {
   const State& s = *state_;
+  if (s.gated)
+    invalid("this launcher is for the gated activation '" + s.spec.activation +
+            "': launch it with launch_gated_forward or launch_gated_backward");
   const bool backward = s.spec.direction == Direction::backward;
   if (n < 0) invalid("n must be >= 0 (got " + std::to_string(n) + ")");
   if (!out) invalid(std::string(backward ? "grad_in" : "out") + " is a null pointer");
@@ -84,21 +160,7 @@ void Launcher::launch(const void* in, const void* in1, void* out, std::int64_t n
   if (n == 0) return;
 
   const auto un = static_cast<std::uint64_t>(n);
-  const int bucket = size_bucket(un);
-  std::shared_ptr<const PreparedKernel> kernel;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (const auto& [b, k] : s.kernels)
-      if (b == bucket) {
-        kernel = k;
-        break;
-      }
-  }
-  if (!kernel) {
-    kernel = s.engine->kernel_for_launch(s.spec, un, s.backend, queue);
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.kernels.emplace_back(bucket, kernel);
-  }
+  const auto kernel = bucket_kernel(s, un, queue);
   auto ptr = [](const void* p) { return rt::DevicePtr{reinterpret_cast<std::uint64_t>(p), 0}; };
   rt::KernelArgs a;
   a.out = ptr(out);

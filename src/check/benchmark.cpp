@@ -16,15 +16,16 @@ Timing summarize(std::vector<double> s) {
   return t;
 }
 
-BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const Problem& problem, int warmup,
+BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const DeviceProblem& problem, int warmup,
                                int repeats) {
   rt::Backend& be = engine.backend();
-  const std::uint64_t n = problem.shape().n;
-  const std::uint64_t esize = dtype_size(problem.spec().dtype);
-  rt::DeviceBuffer scratch(be, n * esize);
+  const std::uint64_t copy_bytes = problem.copy_bytes();
+  rt::DeviceBuffer scratch(be, copy_bytes);
+  const rt::DevicePtr source = problem.copy_source();
+  const rt::KernelArgs args = problem.args();
 
-  auto run_kernel = [&] { engine.launch_flat(kernel, problem.out(), problem.in0(), problem.in1(), n); };
-  auto run_copy = [&] { be.copy(scratch.ptr(), problem.in0(), n * esize); };
+  auto run_kernel = [&] { engine.launch(kernel, args); };
+  auto run_copy = [&] { be.copy(scratch.ptr(), source, copy_bytes); };
   for (int i = 0; i < warmup; ++i) {
     run_kernel();
     run_copy();
@@ -39,7 +40,7 @@ BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, con
   r.kernel = summarize(k);
   r.copy = summarize(c);
   r.kernel_bytes = problem.bytes_moved();
-  r.copy_bytes = 2 * n * esize;
+  r.copy_bytes = 2 * copy_bytes;
   r.kernel_gbps = r.kernel.median_ms > 0 ? r.kernel_bytes / (r.kernel.median_ms * 1e6) : 0;
   r.copy_gbps = r.copy.median_ms > 0 ? r.copy_bytes / (r.copy.median_ms * 1e6) : 0;
   r.ratio = r.copy_gbps > 0 ? r.kernel_gbps / r.copy_gbps : 0;

@@ -24,9 +24,11 @@ struct BenchResult {
   std::uint64_t kernel_bytes = 0, copy_bytes = 0;
 };
 
-// The copy moves n elements' bytes from the problem's first input to a scratch buffer.
-// The kernel runs on the problem's buffers (its output is overwritten, in place compounds).
-BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const Problem& problem, int warmup,
+// The copy moves the problem's copy_bytes() from its copy_source() to a scratch buffer (an
+// element-wise problem: its input's bytes; a gated one: half the bytes the kernel moves, so that
+// the copy reads and writes as many as the kernel). The kernel runs on the problem's buffers (its
+// output is overwritten, in place compounds).
+BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const DeviceProblem& problem, int warmup,
                                int repeats);
 
 // How many launches to time when the user did not say: `repeats`, fewer (at least 3) where one

@@ -50,7 +50,7 @@ double from_bits(Dtype d, std::uint64_t bits) {
 // result.
 template <typename T>
 void add(SweepStats& s, Dtype d, bool backward, double bound, double x, double out, T ref, double scale,
-         double allowance) {
+         double allowance, OutDtype fp8 = OutDtype::same) {
   ++s.checked;
   const bool out_nan = std::isnan(out), ref_nan = std::isnan(ref);
   double ulps;
@@ -58,6 +58,9 @@ void add(SweepStats& s, Dtype d, bool backward, double bound, double x, double o
     if (out_nan == ref_nan) return;
     ++s.nan_mismatch;
     ulps = INFINITY;
+  } else if (fp8 != OutDtype::same) {  // FP8: the clamped exact value, in ulps of the format
+    const double r = static_cast<double>(ref);
+    ulps = std::fabs(out - r) / fp8_ulp(fp8, std::max(std::fabs(r), scale));
   } else if (std::isinf(out) || std::isinf(static_cast<double>(ref))) {
     if (out == round_to(d, static_cast<double>(ref))) return;
     ++s.inf_mismatch;
@@ -112,11 +115,125 @@ double sweep_gradient(Dtype dtype, std::uint64_t i) {
       dtype, (u < 0.5 ? -1.0 : 1.0) * std::ldexp(1.0 + 2 * std::fmod(u, 0.5), static_cast<int>(mix(i + 7) % 5) - 2));
 }
 
+namespace {
+// A gated activation's sweep: input a of element e is input e % inputs, b = sweep_gradient(e + 2^40)
+// (its own mixed-sign values), and for backward g = sweep_gradient(e); a, b (and g) and the
+// outputs are separate tensors, flat. Both gradients of a backward are judged.
+template <class InputBits>
+void gated_sweep(Engine& engine, const KernelSpec& spec, const KernelConfig& config, const SweepOptions& options,
+                 const ReferenceProblem& ref, SweepResult& result, std::uint64_t inputs, const InputBits& input_bits) {
+  rt::Backend& backend = engine.backend();
+  const Dtype d = spec.dtype;
+  const bool backward = spec.direction == Direction::backward;
+  const std::uint64_t total = inputs * result.gradients;
+  auto kernel = engine.prepare(spec, config);
+  std::unique_ptr<SelfReference> self;
+  if (result.self_referenced) self = std::make_unique<SelfReference>(backend, spec);
+  const std::size_t es = dtype_size(d), oes = out_size(spec);
+  const std::uint64_t chunk = std::min(kChunk, total);
+  rt::DeviceBuffer da(backend, chunk * es), db(backend, chunk * es), dg(backend, backward ? chunk * es : 8);
+  rt::DeviceBuffer o0(backend, chunk * oes), o1(backend, backward ? chunk * es : 8);
+  std::vector<unsigned char> ha(chunk * es), hb(chunk * es), hg(backward ? chunk * es : 0), h0(chunk * oes),
+      h1(backward ? chunk * es : 0);
+  std::vector<double> xs(chunk), sa, sb, sg, self0, self1, al0, al1;
+  const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  constexpr std::uint64_t kOtherStream = 1ull << 40;
+  for (std::uint64_t base = 0; base < total; base += chunk) {
+    const std::uint64_t n = std::min(chunk, total - base);
+    auto fill = [&](std::uint64_t lo, std::uint64_t hi) {
+      for (std::uint64_t k = lo; k < hi; ++k) {
+        xs[k] = from_bits(d, input_bits((base + k) % inputs));
+        store_element(d, ha.data(), k, xs[k]);
+        store_element(d, hb.data(), k, sweep_gradient(d, base + k + kOtherStream));
+        if (backward) store_element(d, hg.data(), k, sweep_gradient(d, base + k));
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < workers; ++w) pool.emplace_back(fill, n * w / workers, n * (w + 1) / workers);
+    for (auto& t : pool) t.join();
+    pool.clear();
+    backend.upload(da.ptr(), ha.data(), n * es);
+    backend.upload(db.ptr(), hb.data(), n * es);
+    if (backward) backend.upload(dg.ptr(), hg.data(), n * es);
+    rt::KernelArgs args;
+    args.out = o0.ptr();
+    args.in0 = backward ? dg.ptr() : da.ptr();
+    args.in1 = backward ? da.ptr() : db.ptr();
+    if (backward) {
+      args.gated_backward = true;
+      args.out1 = o1.ptr();
+      args.in2 = db.ptr();
+    }
+    if (spec.out != OutDtype::same) {
+      args.scaled = true;
+      args.scale = static_cast<float>(ref.scale);
+    }
+    args.rows = 1;
+    args.cols = args.ld_out = args.ld_in0 = args.ld_in1 = args.ld_out1 = args.ld_in2 = n;
+    engine.launch(*kernel, args);
+    backend.synchronize();
+    backend.download(h0.data(), o0.ptr(), n * oes);
+    if (backward) backend.download(h1.data(), o1.ptr(), n * es);
+    if (self) {
+      sa.resize(n);
+      sb.resize(n);
+      sg.resize(backward ? n : 0);
+      for (std::uint64_t k = 0; k < n; ++k) {
+        sa[k] = load_element(d, ha.data(), k);
+        sb[k] = load_element(d, hb.data(), k);
+        if (backward) sg[k] = load_element(d, hg.data(), k);
+      }
+      self->compute_gated(sg, sa, sb, self0, self1, &al0, backward ? &al1 : nullptr);
+    }
+    std::vector<SweepStats> parts(workers);
+    auto compare = [&](auto real, unsigned w, std::uint64_t lo, std::uint64_t hi) {
+      using T = decltype(real);
+      SweepStats& s = parts[w];
+      for (std::uint64_t k = lo; k < hi; ++k) {
+        const double a = xs[k], b = load_element(d, hb.data(), k), g = backward ? load_element(d, hg.data(), k) : 0;
+        for (int o = 0; o < (backward ? 2 : 1); ++o) {
+          double out;
+          if (o == 0 && spec.out != OutDtype::same)
+            out = fp8_to_double(spec.out, h0[k]);
+          else
+            out = load_element(d, o == 0 ? h0.data() : h1.data(), k);
+          T r;
+          double allowance = 0;
+          if (self) {
+            r = o == 0 ? self0[k] : self1[k];
+            allowance = o == 0 ? al0[k] : al1[k];
+            if (spec.out != OutDtype::same) {
+              const double top = fp8_max(spec.out);
+              r = r / ref.scale;
+              r = r > top ? top : (r < -top ? -top : r);
+              allowance /= ref.scale;
+            }
+          } else {
+            r = ref.gated_as<T>(g, a, b, o);
+          }
+          const double scale = spec.out != OutDtype::same ? 0.0 : ref.gated_error_scale(g, a, b, o);  // b is finite
+          add(s, d, backward, result.bound, a, out, r, scale, allowance, spec.out);
+        }
+      }
+    };
+    for (unsigned w = 0; w < workers; ++w)
+      pool.emplace_back([&, w] {
+        const std::uint64_t lo = n * w / workers, hi = n * (w + 1) / workers;
+        d == Dtype::f64 ? compare(0.0L, w, lo, hi) : compare(0.0, w, lo, hi);
+      });
+    for (auto& t : pool) t.join();
+    for (const auto& p : parts) result.stats.merge(p);
+    if (options.progress) options.progress(static_cast<double>(base + n) / static_cast<double>(total), result.stats);
+  }
+}
+}  // namespace
+
 SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const KernelConfig& config,
                              const SweepOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   rt::Backend& backend = engine.backend();
-  const ReferenceProblem ref(spec, options.seed);
+  ReferenceProblem ref(spec, options.seed);
+  ref.scale = options.scale;
   SweepResult result;
   result.bound = options.bound > 0 ? options.bound : ulp_bound(spec);
   result.self_referenced = !ref.has_reference();
@@ -141,9 +258,12 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
                                                   : (1ull << 16);
   if (inputs == 0) throw Error(ErrorCode::invalid_argument, "a sweep needs at least one input (a sample of 0)");
   const bool narrow = d == Dtype::f16 || d == Dtype::bf16;
-  if (options.gradients > 0 && !backward)
-    throw Error(ErrorCode::invalid_argument, "gradients per input are for a backward sweep");
-  result.gradients = !backward ? 1 : options.gradients > 0 ? options.gradients : narrow ? 64 : 1;
+  // A gated activation pairs each input a with values of b (and of g for backward): "gradients"
+  // are b's values per input then, forward too.
+  const bool per_input = backward || ref.act.gated;
+  if (options.gradients > 0 && !per_input)
+    throw Error(ErrorCode::invalid_argument, "gradients per input are for a backward or gated sweep");
+  result.gradients = !per_input ? 1 : options.gradients > 0 ? options.gradients : narrow ? 64 : 1;
   if (result.gradients > (1ull << 40) / inputs)
     throw Error(ErrorCode::invalid_argument,
                 std::to_string(result.gradients) + " gradients per input: over 2^40 elements");
@@ -165,6 +285,11 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
     return sampled ? mix(options.seed * 0x100000001ull + i) & bits_mask : i;
   };
 
+  if (ref.act.gated) {
+    gated_sweep(engine, spec, config, options, ref, result, inputs, input_bits);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return result;
+  }
   auto kernel = engine.prepare(spec, config);
   std::unique_ptr<SelfReference> self;
   if (result.self_referenced) self = std::make_unique<SelfReference>(backend, spec);

@@ -32,11 +32,13 @@ struct SweepOptions {
   // derivative, a branch boundary, a tail).
   double range_lo = 1, range_hi = 0;
   double bound = 0;  // ulps; from the registry when 0
-  // Backward: gradients per input, each (input, gradient) pair one element. The error in ulps of a
+  // Backward, and gated forward: gradients (a gated activation's values of b) per input, each
+  // (input, gradient) pair one element. The error in ulps of a
   // 16-bit result depends on where g f'(x) falls between two 16-bit numbers, so one gradient per
   // input can miss a bad input (gelu' near its root). 0: 64 for float16 and bfloat16
   // (4.2 million pairs), 1 for float32 (2^32 inputs already) and float64 (each sample has its own).
   std::uint64_t gradients = 0;
+  double scale = 1;  // FP8 output's per-tensor scale (a gated forward with spec.out set)
   std::function<void(double fraction, const SweepStats& so_far)> progress;
 };
 

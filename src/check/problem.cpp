@@ -8,35 +8,15 @@
 #include <thread>
 #include <vector>
 
+#include "kplay/error.hpp"
+#include "parallel.hpp"
 #include "self_reference.hpp"
+#include "spec/activations.hpp"
 #include "util/host_dtype.hpp"
 
 namespace kplay {
-namespace {
-
-unsigned worker_count() { return std::max(1u, std::min(32u, std::thread::hardware_concurrency())); }
-
-// Runs fn(begin, end) over [0, n) split among threads.
-template <class Fn>
-void parallel_for(std::uint64_t n, Fn fn) {
-  const unsigned workers = n < (1u << 16) ? 1u : worker_count();
-  if (workers == 1) {
-    fn(std::uint64_t{0}, n);
-    return;
-  }
-  std::vector<std::thread> threads;
-  const std::uint64_t step = (n + workers - 1) / workers;
-  for (unsigned w = 0; w < workers; ++w) {
-    const std::uint64_t b = std::min<std::uint64_t>(n, w * step), e = std::min<std::uint64_t>(n, b + step);
-    threads.emplace_back([=] { fn(b, e); });
-  }
-  for (auto& t : threads) t.join();
-}
-
-}  // namespace
-
 Problem::Problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape)
-    : backend_(backend), spec_(spec), shape_(shape), ref_(spec, shape.seed), esize_(dtype_size(spec.dtype)) {
+    : DeviceProblem(backend, spec, shape), ref_(spec, shape.seed), esize_(dtype_size(spec.dtype)) {
   const bool backward = spec.direction == Direction::backward;
   if (shape_.in_place) shape_.in_offset = shape_.out_offset;
   if (shape_.n > 2 * kInputPeriod) ref_.period = kInputPeriod;
@@ -51,6 +31,34 @@ rt::DevicePtr Problem::out() const { return out_.ptr().at(shape_.out_offset * es
 rt::DevicePtr Problem::in0() const { return shape_.in_place ? out() : in0_.ptr().at(shape_.in_offset * esize_); }
 rt::DevicePtr Problem::in1() const {
   return spec_.direction == Direction::backward ? in1_.ptr().at(shape_.in_offset * esize_) : in0();
+}
+
+rt::KernelArgs Problem::args() const {
+  rt::KernelArgs a;
+  a.out = out();
+  a.in0 = in0();
+  a.in1 = in1();
+  a.rows = 1;
+  a.cols = a.ld_out = a.ld_in0 = a.ld_in1 = shape_.n;
+  return a;
+}
+
+std::unique_ptr<DeviceProblem> make_problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape) {
+  if (resolve_activation(spec.activation).gated) return make_gated_problem(backend, spec, shape);
+  return std::make_unique<Problem>(backend, spec, shape);
+}
+
+void gated_dims(const ProblemShape& shape, std::uint64_t& rows, std::uint64_t& d) {
+  rows = shape.rows ? shape.rows : 1;
+  if (shape.n % rows != 0)
+    throw Error(ErrorCode::invalid_argument,
+                std::to_string(shape.n) + " elements are not " + std::to_string(rows) + " rows of equal length");
+  const std::uint64_t last = shape.n / rows;
+  if (last % 2 != 0)
+    throw Error(ErrorCode::invalid_argument,
+                "a gated activation's input is [..., 2d]: its last dimension must be even (a, then b), got " +
+                    std::to_string(last));
+  d = last / 2;
 }
 
 std::uint64_t Problem::bytes_moved() const {
@@ -100,8 +108,7 @@ void Problem::reset_output(bool sampled) {
   }
 }
 
-std::vector<std::pair<std::uint64_t, std::uint64_t>> Problem::check_ranges(bool sampled) const {
-  const std::uint64_t n = shape_.n;
+std::vector<std::pair<std::uint64_t, std::uint64_t>> verify_ranges(std::uint64_t n, std::uint64_t seed, bool sampled) {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   const std::uint64_t edge = 1u << 16, block = 4096;
   if (!sampled || n <= 4 * edge) {
@@ -109,13 +116,17 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> Problem::check_ranges(bool 
   } else {
     ranges.emplace_back(0, edge);
     ranges.emplace_back(n - edge, n);
-    std::mt19937_64 rng(shape_.seed ^ 0x5eed);
+    std::mt19937_64 rng(seed ^ 0x5eed);
     for (int k = 0; k < 64; ++k) {
       const std::uint64_t b = edge + rng() % (n - 2 * edge - block);
       ranges.emplace_back(b, b + block);
     }
   }
   return ranges;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Problem::check_ranges(bool sampled) const {
+  return verify_ranges(shape_.n, shape_.seed, sampled);
 }
 
 ErrorStats Problem::verify(bool sampled) const {

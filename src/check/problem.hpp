@@ -4,40 +4,89 @@
 // head, the tail and any misaligned edge) plus a check that nothing outside it was written.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "engine/engine.hpp"
 #include "runtime/backend.hpp"
 #include "verification.hpp"
 
 namespace kplay {
 
 struct ProblemShape {
-  std::uint64_t n = 0;           // elements
+  std::uint64_t n = 0;           // elements (a gated activation: of its [rows, 2d] input, a and b together)
   std::uint64_t in_offset = 0;   // elements before the input starts (misalignment)
   std::uint64_t out_offset = 0;  // elements before the output starts
   bool in_place = false;         // output written over the (first) input
   std::uint64_t seed = 0;
+  // Gated activations only. `rows` rows of d = n / rows / 2 outputs (0: one row). a and b are the
+  // halves of one [rows, 2d] tensor, or with two_tensors two tensors of [rows, d] (a backward's
+  // gradients alike). pad_*: elements each row's pitch has beyond its data (a slice of a wider
+  // tensor), for a's tensor (the one tensor of both), b's, and the output's (the incoming
+  // gradient's pitch is pad_b's). In place: the output over a with a's pitch (forward), the
+  // gradients over a and b (backward). scale: FP8 output's per-tensor scale.
+  std::uint64_t rows = 0;
+  bool two_tensors = false;
+  std::uint64_t pad_a = 0, pad_b = 0, pad_out = 0;
+  double scale = 1;
 };
 
-class Problem {
+// One problem on the device, as `kplay run`, the tuner and the tests use it: element-wise
+// (Problem) or gated (GatedProblem); make_problem picks.
+class DeviceProblem {
+ public:
+  DeviceProblem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape)
+      : backend_(backend), spec_(spec), shape_(shape) {}
+  virtual ~DeviceProblem() = default;
+  DeviceProblem(const DeviceProblem&) = delete;
+  DeviceProblem& operator=(const DeviceProblem&) = delete;
+
+  const ProblemShape& shape() const { return shape_; }
+  const KernelSpec& spec() const { return spec_; }
+  // What a launch of the problem's kernel takes (the engine picks the flat or general kernel).
+  virtual rt::KernelArgs args() const = 0;
+  void launch(Engine& engine, const PreparedKernel& kernel, void* stream = nullptr) const {
+    engine.launch(kernel, args(), stream);
+  }
+  virtual std::uint64_t bytes_moved() const = 0;  // bytes read + written by one pass
+  // The roofline: a device-to-device copy of copy_bytes() from copy_source() (benchmark.hpp).
+  virtual rt::DevicePtr copy_source() const = 0;
+  virtual std::uint64_t copy_bytes() const = 0;
+  // Output elements a full verify() checks (a gated backward: both gradients).
+  virtual std::uint64_t outputs() const = 0;
+
+  // Fills the output (and guards) with 0xCD bytes, and re-uploads the input when in place.
+  // sampled (not in place): only the ranges verify(true) reads, and the guards.
+  virtual void reset_output(bool sampled = false) = 0;
+
+  // Compares the output with the reference. sampled: head, tail, and random blocks only; their
+  // reference values are computed once and kept, since the tuner verifies every candidate on the
+  // same problem. Guard zones are always checked; a write there counts as a mismatch at index n.
+  virtual ErrorStats verify(bool sampled) const = 0;
+
+ protected:
+  rt::Backend& backend_;
+  KernelSpec spec_;
+  ProblemShape shape_;
+};
+
+// An element-wise problem (every activation but the gated ones): n contiguous elements.
+class Problem : public DeviceProblem {
  public:
   Problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape);
 
   rt::DevicePtr out() const;
   rt::DevicePtr in0() const;
-  rt::DevicePtr in1() const;          // backward's saved tensor; in0 for forward
-  std::uint64_t bytes_moved() const;  // element bytes read + written by one pass
-  const ProblemShape& shape() const { return shape_; }
-  const KernelSpec& spec() const { return spec_; }
-
-  // Fills the output (and guards) with 0xCD bytes, and re-uploads the input when in place.
-  // sampled (not in place): only the ranges verify(true) reads, and the guards.
-  void reset_output(bool sampled = false);
-
-  // Compares the output with the reference. sampled: head, tail, and random blocks only; their
-  // reference values are computed once and kept, since the tuner verifies every candidate on the
-  // same problem. Guard zones are always checked; a write there counts as a mismatch at index n.
-  ErrorStats verify(bool sampled) const;
+  rt::DevicePtr in1() const;  // backward's saved tensor; in0 for forward
+  rt::KernelArgs args() const override;
+  std::uint64_t bytes_moved() const override;
+  rt::DevicePtr copy_source() const override { return in0(); }
+  std::uint64_t copy_bytes() const override { return shape_.n * esize_; }
+  std::uint64_t outputs() const override { return shape_.n; }
+  void reset_output(bool sampled = false) override;
+  ErrorStats verify(bool sampled) const override;
 
  private:
   void upload_inputs();
@@ -46,9 +95,6 @@ class Problem {
   void upload_stream(rt::DevicePtr dst, bool second) const;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> check_ranges(bool sampled) const;
 
-  rt::Backend& backend_;
-  KernelSpec spec_;
-  ProblemShape shape_;
   ReferenceProblem ref_;
   std::size_t esize_;
   rt::DeviceBuffer in0_, in1_, out_;
@@ -57,6 +103,25 @@ class Problem {
   mutable std::vector<double> sampled_scale_;
   mutable std::vector<double> sampled_allowance_;  // a user activation's (SelfReference), else 0
 };
+
+// A gated activation's problem (gated_problem.cpp): a and b, and for backward the incoming
+// gradient, in the layout ProblemShape describes; the output (or both gradients) poisoned first,
+// checked against the reference, and every byte of the output buffers outside the data (row
+// pads, guard zones) checked to be untouched.
+std::unique_ptr<DeviceProblem> make_gated_problem(rt::Backend& backend, const KernelSpec& spec,
+                                                  const ProblemShape& shape);
+
+// The problem of spec: element-wise or gated. Throws Error(invalid_argument) for a gated shape
+// that does not divide (n not rows times an even number).
+std::unique_ptr<DeviceProblem> make_problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape);
+
+// A gated problem's rows and d from its shape (rows 0: one row), checked: Error(invalid_argument)
+// naming what does not divide.
+void gated_dims(const ProblemShape& shape, std::uint64_t& rows, std::uint64_t& d);
+
+// The ranges of [0, n) that verify() checks: all of it, or (sampled, n > 2^18) the first and last
+// 2^16 elements and 64 blocks of 4096 at random (seeded).
+std::vector<std::pair<std::uint64_t, std::uint64_t>> verify_ranges(std::uint64_t n, std::uint64_t seed, bool sampled);
 
 // Problems larger than twice this many elements repeat their inputs with this period.
 constexpr std::uint64_t kInputPeriod = 1ull << 24;

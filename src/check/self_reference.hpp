@@ -19,9 +19,16 @@ class SelfReference {
   // out[i] (0 where that is not finite), what ErrorStats::add counts as exact (verification.hpp).
   void compute(const std::vector<double>& in0, const std::vector<double>& in1, std::vector<double>& out,
                std::vector<double>* allowance = nullptr);
+  // A gated activation: out0 = act(a) b (forward, FP8 left to the caller) or grad_a, out1 = grad_b
+  // (backward, from g), by the float64 gated kernel; allowances as above, with a moved.
+  void compute_gated(const std::vector<double>& g, const std::vector<double>& a, const std::vector<double>& b,
+                     std::vector<double>& out0, std::vector<double>& out1, std::vector<double>* allowance0 = nullptr,
+                     std::vector<double>* allowance1 = nullptr);
 
  private:
   void run(const std::vector<double>& in0, const std::vector<double>& in1, std::vector<double>& out);
+  void run_gated(const std::vector<double>& g, const std::vector<double>& a, const std::vector<double>& b,
+                 std::vector<double>& out0, std::vector<double>& out1);
 
   rt::Backend& backend_;
   Dtype dtype_;  // of the kernel being checked

@@ -148,10 +148,51 @@ double ReferenceProblem::x(std::uint64_t i) const {
   return generate_input(spec.dtype, seed, InputStream::x, i);
 }
 
-double ReferenceProblem::in0(std::uint64_t i) const {
-  return spec.direction == Direction::forward
-             ? x(i)
-             : generate_input(spec.dtype, seed, InputStream::grad, period ? i % period : i);
+double ReferenceProblem::grad(std::uint64_t i) const {
+  return generate_input(spec.dtype, seed, InputStream::grad, period ? i % period : i);
+}
+
+double ReferenceProblem::in0(std::uint64_t i) const { return spec.direction == Direction::forward ? x(i) : grad(i); }
+
+double ReferenceProblem::b(std::uint64_t i) const {
+  if (period) i %= period;
+  const std::size_t nspecial = special_value_count();
+  // The special values in the reverse order of a's: each special a meets another special b.
+  const std::uint64_t k = i < nspecial ? nspecial - 1 - i : i;
+  return generate_input(spec.dtype, seed, InputStream::b, k);
+}
+
+double ReferenceProblem::fp8_limit() const { return fp8_max(spec.out); }
+
+long double ReferenceProblem::gated_expected(std::uint64_t i, int output) const {
+  const double g = spec.direction == Direction::backward ? grad(i) : 0.0;
+  return f64() ? gated_as<long double>(g, x(i), b(i), output) : gated_as<double>(g, x(i), b(i), output);
+}
+
+double ReferenceProblem::gated_error_scale(double g, double a, double bv, int output) const {
+  // The compute type's smallest normal number: float for 16-bit kernels, double for the others
+  // (a float32 gated kernel computes in double).
+  const bool narrow = spec.dtype == Dtype::f16 || spec.dtype == Dtype::bf16;
+  const double m = narrow ? min_normal(Dtype::f32) : min_normal(Dtype::f64);
+  const double ab = std::fabs(bv), ag = std::fabs(g);
+  if (!has_reference()) {  // checked against itself in float64: at least the floor, times the factor
+    const double floor = self_reference_floor(spec.dtype);
+    if (spec.direction == Direction::forward) return ab * floor;
+    return output == 0 ? ag * ab * floor : ag * floor;
+  }
+  const Activation& f = *act.act;
+  // An infinite b times a factor that underflows in the compute type is 0 * inf there (NaN, as
+  // torch gives) where the exact product is infinite: undetermined (kUndetermined).
+  if (spec.direction == Direction::forward || output == 1) {
+    const double fa = std::fabs(f.forward(a, params.data()));
+    const double factor = spec.direction == Direction::forward ? ab : ag;
+    if (fa < m && std::isinf(factor)) return kUndetermined;
+    return fa < m ? factor * m : 0.0;
+  }
+  const double own = error_scale(g, a) * ab;  // the derivative's own rules (underflow, roots)
+  const double ga = std::fabs(f.grad_from_input(g, a, params.data()));
+  if (ga < m && std::isinf(ab)) return kUndetermined;
+  return std::max(own, ga < m ? ab * m : 0.0);
 }
 
 double ReferenceProblem::in1(std::uint64_t i) const {
@@ -192,13 +233,27 @@ double ReferenceProblem::error_scale(double grad, double saved) const {
   return d < min_normal(spec.dtype) ? g * min_normal(spec.dtype) : 0.0;
 }
 
-ErrorStats::ErrorStats(Dtype d, double bound, bool bwd) : dtype(d), bound_ulps(bound), backward(bwd) {}
+ErrorStats::ErrorStats(Dtype d, double bound, bool bwd, OutDtype o)
+    : dtype(d), out_type(o), bound_ulps(bound), backward(bwd) {}
 
 void ErrorStats::add(std::uint64_t index, double out, long double ref, double scale, double allowance) {
   ++checked;
   double ulps, rel;
   const double r = static_cast<double>(ref);
-  if (std::isnan(r) || std::isnan(out) || std::isinf(r) || std::isinf(out)) {
+  if (scale == kUndetermined) {
+    // 0 * inf in the compute type: a NaN or an infinite (FP8: saturated) result both stand.
+    const bool stands = !std::isfinite(out) || (out_type != OutDtype::same && std::fabs(out) == fp8_max(out_type));
+    ulps = rel = stands ? 0.0 : kInf;
+  } else if (out_type != OutDtype::same) {
+    // FP8: the reference is the exact value, clamped; NaN must meet NaN.
+    if (std::isnan(r) || std::isnan(out)) {
+      ulps = rel = (std::isnan(r) && std::isnan(out)) ? 0.0 : kInf;
+    } else {
+      const double mag = std::max(std::fabs(r), scale);
+      ulps = std::fabs(out - r) / fp8_ulp(out_type, mag);
+      rel = std::fabs(out - r) / std::max(mag, fp8_ulp(out_type, 0.0));
+    }
+  } else if (std::isnan(r) || std::isnan(out) || std::isinf(r) || std::isinf(out)) {
     ulps = rel = ulp_error(dtype, out, ref);
   } else if ((allowance > 0 && std::fabs(out - ref) <= allowance) ||
              ((backward || dtype == Dtype::f64) && std::fabs(r) < min_normal(dtype) &&
@@ -257,6 +312,7 @@ std::string ErrorStats::summary() const {
 }
 
 double ulp_bound(const KernelSpec& spec) {
+  if (spec.out != OutDtype::same) return kFp8BoundUlps;
   return resolve_activation(spec.activation).bounds().get(spec.dtype, spec.direction);
 }
 

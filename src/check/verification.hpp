@@ -11,6 +11,7 @@
 // Errors are measured in ulps of the dtype at the exact result (ulp_error), and each activation
 // states its bound per dtype and direction (UlpBounds in activations.hpp).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,11 +20,13 @@
 
 #include "kplay/types.hpp"
 #include "spec/activations.hpp"
+#include "util/host_dtype.hpp"
 
 namespace kplay {
 
-// Streams of one problem: the forward input x, and for backward the incoming gradient.
-enum class InputStream : std::uint64_t { x = 1, grad = 2 };
+// Streams of one problem: the forward input x (a gated activation's a), for backward the
+// incoming gradient, and a gated activation's second operand b.
+enum class InputStream : std::uint64_t { x = 1, grad = 2, b = 3 };
 
 // Element `i` of `stream`, already rounded to `dtype`.
 double generate_input(Dtype dtype, std::uint64_t seed, InputStream stream, std::uint64_t i);
@@ -37,6 +40,13 @@ std::vector<double> edge_values(const ResolvedActivation& act, Dtype dtype);
 // |out - ref| in units of the dtype's spacing at |ref| (the subnormal spacing below the smallest
 // normal number). NaN against NaN and equal infinities are 0; any other NaN/inf disagreement is inf.
 double ulp_error(Dtype dtype, double out, long double ref);
+// An error scale (ErrorStats::add) that marks a result as undetermined: any NaN or infinite one
+// (for FP8 also the saturated largest value) stands, no finite one does.
+constexpr double kUndetermined = HUGE_VAL;
+
+// The bound of FP8 output, in FP8 ulps: the exact result's correct rounding, or at a near-tie the
+// other neighbour (the kernel's float32 math is within 2^-17 FP8 ulp of exact).
+constexpr double kFp8BoundUlps = 0.5 + 1.0 / 1024;
 double ulp_of(Dtype dtype, double v);
 double ulp_of(Dtype dtype, long double v);
 
@@ -75,9 +85,55 @@ struct ReferenceProblem {
     return spec.saved == Saved::input ? a.grad_from_input(g, saved, params.data())
                                       : a.grad_from_output(g, saved, params.data());
   }
-  double in0(std::uint64_t i) const;  // x (forward) or grad (backward)
-  double in1(std::uint64_t i) const;  // saved tensor (backward only)
-  double x(std::uint64_t i) const;    // the forward input behind element i
+  double in0(std::uint64_t i) const;   // x (forward) or grad (backward)
+  double in1(std::uint64_t i) const;   // saved tensor (backward only)
+  double x(std::uint64_t i) const;     // the forward input behind element i
+  double grad(std::uint64_t i) const;  // the incoming gradient of element i (backward)
+
+  // Gated activations (act.gated): element i of the output [rows, d] (i = row * d + column) from
+  // a = x(i), b = b(i) and, for backward, g = grad(i). b's stream starts with the special values
+  // in the reverse order of a's, so that each special value of a meets another one of b. The
+  // reference is act(a) then one product, in T (long double for float64): forward act(a) b (FP8:
+  // divided by `scale` and clamped to the format's largest finite value, NaN kept, not rounded:
+  // the kernel is judged by its distance from that in FP8 ulps); backward output 0 is
+  // grad_a = (g act'(a)) b, output 1 grad_b = g act(a).
+  double b(std::uint64_t i) const;
+  double scale = 1;  // FP8 output only
+  // act(a), and g act'(a), are intermediates of the compute type (float for the 16-bit dtypes,
+  // double otherwise): beyond its largest value they are infinite, as in the kernel and in torch
+  // (relu2 and selu of bfloat16's largest values), whatever b then does.
+  template <typename T>
+  T in_compute_range(T v) const {
+    const bool narrow = spec.dtype == Dtype::f16 || spec.dtype == Dtype::bf16;
+    const T top = narrow ? static_cast<T>(3.4028234663852886e38) : static_cast<T>(1.7976931348623157e308);
+    return v > top ? static_cast<T>(HUGE_VAL) : (v < -top ? -static_cast<T>(HUGE_VAL) : v);
+  }
+  template <typename T>
+  T gated_as(double g, double a, double b, int output) const {
+    const Activation& f = *act.act;
+    if (spec.direction == Direction::forward) {
+      T v = in_compute_range(forward_as<T>(a)) * static_cast<T>(b);
+      if (spec.out == OutDtype::same) return v;
+      v /= static_cast<T>(scale);
+      const T top = static_cast<T>(fp8_limit());
+      return v > top ? top : (v < -top ? -top : v);  // NaN stays NaN
+    }
+    if (output == 0) {
+      if constexpr (std::is_same_v<T, long double>)
+        return in_compute_range<T>(f.grad_from_input_ld(g, a, params.data())) * static_cast<T>(b);
+      return in_compute_range<T>(f.grad_from_input(g, a, params.data())) * static_cast<T>(b);
+    }
+    return static_cast<T>(g) * in_compute_range(forward_as<T>(a));
+  }
+  long double gated_expected(std::uint64_t i, int output) const;
+  // The magnitude an error of gated output `output` is measured against where that exceeds the
+  // exact result: where act(a) (or g act'(a)) underflows in the compute type (float for the
+  // 16-bit dtypes, double otherwise), the product with b is exact only to b times its smallest
+  // normal number; grad_a takes error_scale's rules for the derivative, times |b|.
+  // Where b is infinite and that factor underflows, the result is 0 * inf in the compute type,
+  // NaN, where the exact product is infinite: kUndetermined, and either result stands.
+  double gated_error_scale(double g, double a, double b, int output) const;
+  double fp8_limit() const;  // the largest finite value of spec.out
   // Exact result for element i (forward or grad). Not for user activations (no reference of their
   // own): their values come from SelfReference.
   long double expected(std::uint64_t i) const;
@@ -117,8 +173,9 @@ double self_reference_floor(Dtype dtype);
 // against (see ReferenceProblem::error_scale); `allowance` is an absolute difference from `ref`
 // that counts as exact (a self-referenced result's conditioning, above).
 struct ErrorStats {
-  ErrorStats(Dtype d, double bound_ulps, bool backward = false);
+  ErrorStats(Dtype d, double bound_ulps, bool backward = false, OutDtype out = OutDtype::same);
   Dtype dtype;
+  OutDtype out_type;  // FP8: `out` is judged in ulps of that format (fp8_ulp) against the unrounded ref
   double bound_ulps;
   bool backward;
   double max_ulps = 0;

@@ -20,6 +20,7 @@
 #include "database/tuning_json.hpp"
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
 #include "tuner/strategies.hpp"
 #include "tuner/table_run.hpp"
 #include "tuner/tuner.hpp"
@@ -173,8 +174,20 @@ class AutotuneCommand : public Command {
     else
       throw Error(ErrorCode::invalid_argument, "give the sizes with --n N[,N...], --n 2^A..2^B or --shape AxB");
     for (auto n : sizes) check_elements(n, shape_text_.empty() ? "--n" : "--shape");
+    if (parse_out_dtype(flags_.out_dtype) != OutDtype::same)
+      throw Error(ErrorCode::invalid_argument,
+                  "--out-dtype " + flags_.out_dtype +
+                      ": FP8 output is not tuned of its own; it takes the tuning of the same gated kernel with the "
+                      "inputs' dtype as output: tune that (drop --out-dtype)");
     flags_.resolve_backend();
     const auto specs = table_specs();
+    // A gated activation tunes on one row of its [1, 2d] input: the size must be even.
+    for (const auto& spec : specs)
+      for (auto n : sizes)
+        if (n % 2 && resolve_activation(spec.activation).gated)
+          throw Error(ErrorCode::invalid_argument,
+                      std::string(shape_text_.empty() ? "--n " : "--shape ") + std::to_string(n) +
+                          " elements: a gated activation's input is [..., 2d] (a, then b), so its size must be even");
     generic_limits(flags_.backend);
     find_strategy(options_.tune.strategy);  // refuses an unknown one before any device work
     if (!space_text_.empty()) options_.tune.space = SearchSpace::parse(space_text_, SearchSpace{});

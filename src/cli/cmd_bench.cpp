@@ -16,6 +16,7 @@
 #include "kplay/error.hpp"
 #include "output_file.hpp"
 #include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
 #include "util/size_parse.hpp"
 #include "util/watchdog.hpp"
@@ -81,12 +82,19 @@ class BenchCommand : public Command {
         s.dtype = parse_dtype(d);
         s.direction = parse_direction(flags_.direction);
         s.saved = parse_saved(flags_.saved);
+        s.out = parse_out_dtype(flags_.out_dtype);
         specs.push_back(s);
       }
     }
     const KernelConfig requested = flags_.config();
     const bool knobs = flags_.knobs_given(*app_);
     specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
+    for (const auto& spec : specs)
+      for (auto n : sizes)
+        if (n % 2 && resolve_activation(spec.activation).gated)
+          throw Error(ErrorCode::invalid_argument, "--n " + std::to_string(n) +
+                                                       ": a gated activation's input is [..., 2d] (a, then b), so its "
+                                                       "size must be even (bench runs one row of n)");
 
     std::uint64_t most_bytes = 0;
     for (const auto& spec : specs)
@@ -143,30 +151,35 @@ class BenchCommand : public Command {
     auto kernel = engine.prepare(spec, choice.config);
     r.config = to_string(kernel->config);
     r.source = choice.source.empty() ? choice.layer : choice.layer + ": " + choice.source;
-    std::vector<std::unique_ptr<Problem>> problems;
+    // A gated activation's n elements are one row [1, n] of its input (d = n / 2).
+    std::vector<std::unique_ptr<DeviceProblem>> problems;
     ProblemShape shape;
     shape.n = n;
     shape.seed = 1;
-    problems.push_back(std::make_unique<Problem>(be, spec, shape));
+    problems.push_back(make_problem(be, spec, shape));
     r.buffer_sets = sets_for(be.info(), problems[0]->bytes_moved());
     for (std::size_t i = 1; i < r.buffer_sets; ++i) {
       shape.seed = 1 + i;
-      problems.push_back(std::make_unique<Problem>(be, spec, shape));
+      problems.push_back(make_problem(be, spec, shape));
     }
-    engine.launch_flat(*kernel, problems[0]->out(), problems[0]->in0(), problems[0]->in1(), n);
+    std::vector<rt::KernelArgs> args;
+    args.reserve(problems.size());
+    for (const auto& p : problems) args.push_back(p->args());
+    problems[0]->launch(engine, *kernel);
     be.synchronize();
     r.verified = problems[0]->verify(true).mismatches == 0;
-    const std::uint64_t bytes = n * dtype_size(spec.dtype);
+    const std::uint64_t bytes = problems[0]->copy_bytes();
+    for (const auto& p : problems) p->copy_source();  // allocated before timing, where it is its own
     rt::DeviceBuffer scratch(be, bytes);
     const double per = static_cast<double>(problems.size());
     auto kernel_sample = [&] {
       return be.time_ms([&] {
-        for (auto& p : problems) engine.launch_flat(*kernel, p->out(), p->in0(), p->in1(), n);
+        for (const auto& a : args) engine.launch(*kernel, a);
       }) / per;
     };
     auto copy_sample = [&] {
       return be.time_ms([&] {
-        for (auto& p : problems) be.copy(scratch.ptr(), p->in0(), bytes);
+        for (auto& p : problems) be.copy(scratch.ptr(), p->copy_source(), bytes);
       }) / per;
     };
     for (int i = 0; i < warmup_; ++i) {

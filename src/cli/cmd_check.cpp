@@ -30,9 +30,12 @@ class CheckCommand : public Command {
         ->capture_default_str()
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
     app_->add_option("--gradients", gradients_,
-                     "backward: gradients per input (default 64 for float16 and bfloat16, 1 otherwise)")
+                     "backward: gradients per input; gated: values of b (and g) per input (default 64 for float16 and "
+                     "bfloat16, 1 otherwise)")
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
     app_->add_option("--bound", bound_, "ulps to hold the kernel to (default: the activation's stated bound)");
+    app_->add_option("--scale", scale_, "FP8 output (--out-dtype f8e4m3|f8e5m2): out = fp8(act(a) * b / SCALE)")
+        ->capture_default_str();
     app_->add_option("--seed", seed_, "float64 sample seed")->capture_default_str()->check(whole_number());
     app_->add_option("--range", range_,
                      "float32: every input in LO..HI only, e.g. --range=-1.3:-1.2 (a hard spot); float64: --sample "
@@ -57,8 +60,14 @@ class CheckCommand : public Command {
     for (const auto& a : acts) specs.push_back(flags_.spec(a));
     const KernelConfig config = flags_.config();
     specs = buildable_specs(std::move(specs), config, generic_limits(flags_.backend));
-    if (app_->count("--gradients") > 0 && specs.front().direction != Direction::backward)
-      throw Error(ErrorCode::invalid_argument, "--gradients is for --direction backward (gradients per input)");
+    const bool gated = resolve_activation(specs.front().activation).gated;
+    if (app_->count("--gradients") > 0 && specs.front().direction != Direction::backward && !gated)
+      throw Error(ErrorCode::invalid_argument,
+                  "--gradients is for --direction backward (gradients per input) and gated activations (values of b "
+                  "per input)");
+    if (!(scale_ > 0 && scale_ <= 3.4e38))
+      throw Error(ErrorCode::invalid_argument,
+                  "--scale " + app_->get_option("--scale")->as<std::string>() + ": expected a finite number above 0");
     // A sweep waits on one chunk of 2^24 elements at a time (exhaustive_check.cpp).
     std::uint64_t most_bytes = 0;
     for (const auto& spec : specs) most_bytes = std::max(most_bytes, launch_bytes(spec, 1u << 24));
@@ -76,7 +85,9 @@ class CheckCommand : public Command {
       o.force_sample = app_->count("--sample") > 0;
       o.seed = seed_;
       o.bound = bound_;
-      o.gradients = spec.direction == Direction::backward ? gradients_ : 0;
+      const bool spec_gated = resolve_activation(spec.activation).gated;
+      o.gradients = spec.direction == Direction::backward || spec_gated ? gradients_ : 0;
+      o.scale = scale_;
       if (!range_.empty()) parse_range(o);
       int last_tenth = -1;
       o.progress = [&](double f, const SweepStats& s) {
@@ -94,14 +105,22 @@ class CheckCommand : public Command {
       const SweepResult r = exhaustive_check(engine, spec, config, o);
       if (tty) std::fprintf(stderr, "\r%60s\r", "");
       const SweepStats& s = r.stats;
+      const bool spec_gated_out = resolve_activation(spec.activation).gated;
       const std::string per_input =
-          r.gradients > 1 ? ", " + std::to_string(r.gradients) + " gradients each" : std::string();
-      std::printf("inputs: %llu (%s%s) in %.1f s\n", static_cast<unsigned long long>(s.checked / r.gradients),
-                  !r.exhaustive    ? (range_.empty() ? "a seeded random sample of bit patterns"
-                                                     : "a seeded sample, uniform in the range")
-                  : range_.empty() ? "every bit pattern of the dtype"
-                                   : "every float32 in the range",
-                  per_input.c_str(), r.seconds);
+          r.gradients > 1
+              ? ", " + std::to_string(r.gradients) +
+                    (spec_gated_out
+                         ? (spec.direction == Direction::backward ? " values of b and g each" : " values of b each")
+                         : " gradients each")
+              : std::string(spec_gated_out ? ", one value of b each" : "");
+      const std::uint64_t outputs_each = spec_gated_out && spec.direction == Direction::backward ? 2 : 1;
+      std::printf(
+          "inputs: %llu (%s%s) in %.1f s\n", static_cast<unsigned long long>(s.checked / r.gradients / outputs_each),
+          !r.exhaustive
+              ? (range_.empty() ? "a seeded random sample of bit patterns" : "a seeded sample, uniform in the range")
+          : range_.empty() ? "every bit pattern of the dtype"
+                           : "every float32 in the range",
+          per_input.c_str(), r.seconds);
       if (r.self_referenced)
         std::printf(
             "reference: the same snippet compiled for float64 on the device; this checks rounding, not the formula "
@@ -157,6 +176,7 @@ class CheckCommand : public Command {
                   "--range '" + range_ + "': expected LO:HI, finite numbers with LO <= HI, e.g. -1.3:-1.2");
   }
   double bound_ = 0;
+  double scale_ = 1;
   double timeout_ = 0;
 };
 }  // namespace

@@ -79,6 +79,9 @@ class ListCommand : public Command {
         line += i + 1 < r.size() ? r[i] + std::string(width[i] - r[i].size() + 2, ' ') : r[i];
       std::printf("%s\n", line.c_str());
     }
+    std::printf(
+        "\nand the gated form of each, gated(ACT): out = act(a) * b, backward grad_a and grad_b (gated(silu) is "
+        "SwiGLU; docs/activations.md)\n");
     return kExitOk;
   }
 

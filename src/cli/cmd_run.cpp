@@ -35,7 +35,10 @@ std::uint64_t slice_count(const rt::DeviceInfo& dev, const KernelSpec& spec, std
   const std::uint64_t esize = dtype_size(spec.dtype);
   const std::uint64_t spare = (kGuardElements + offset + 64) * esize;  // guards and offsets
   const std::uint64_t alloc = alloc_limit(dev) > spare ? alloc_limit(dev) - spare : 1;
-  const std::uint64_t buffers = spec.direction == Direction::backward ? 4 : 3;
+  // In units of n elements: element-wise input, output, saved tensor and the copy's scratch; gated
+  // [rows, 2d] inputs, outputs, the incoming gradient and the copy's source and scratch.
+  const bool backward = spec.direction == Direction::backward;
+  const std::uint64_t buffers = resolve_activation(spec.activation).gated ? (backward ? 5 : 3) : (backward ? 4 : 3);
   const auto room = static_cast<std::uint64_t>(0.9 * static_cast<double>(dev.memory_bytes)) / buffers;
   const std::uint64_t per_buffer = std::max<std::uint64_t>(std::min(alloc, room) / esize, 1);
   return (n + per_buffer - 1) / per_buffer;
@@ -59,14 +62,27 @@ class RunCommand : public Command {
     app_ = parent.add_subcommand("run", "run, verify and time activation kernels on a device");
     add_config_flags(*app_, flags_, true);
     auto* n = app_->add_option("--n", n_text_, "number of elements: 1000000, 2^31, 2^31+5");
-    auto* shape = app_->add_option("--shape", shape_text_, "shape, e.g. 4096x393216 (elements = product)");
+    auto* shape = app_->add_option("--shape", shape_text_,
+                                   "shape, e.g. 4096x393216 (elements = product); for a gated activation the shape "
+                                   "of its input [..., 2d], e.g. 4096x28672: 4096 rows of a (the first half, d = "
+                                   "14336) and b (the second half), out = act(a) * b of 4096 x 14336");
     n->excludes(shape);
     app_->add_option("--in-offset", in_offset_text_, "elements the input starts past an aligned allocation (0..2^20)")
         ->capture_default_str();
     app_->add_option("--out-offset", out_offset_text_,
                      "elements the output starts past an aligned allocation (0..2^20)")
         ->capture_default_str();
-    app_->add_flag("--in-place", in_place_, "write the output over the input");
+    app_->add_flag("--in-place", in_place_,
+                   "write the output over the input (gated: the output over a, the gradients over a and b)");
+    app_->add_flag("--two-tensors", two_tensors_,
+                   "gated: a and b (and a backward's gradients) in two tensors of [rows, d] instead of the halves "
+                   "of one [rows, 2d]");
+    app_->add_option("--pad", pad_text_,
+                     "gated: elements each operand's row pitch has beyond its data (a slice of a wider tensor), "
+                     "0..2^20; a gets PAD, b and the incoming gradient 2 PAD, the output PAD + 1 when PAD > 0")
+        ->capture_default_str();
+    app_->add_option("--scale", scale_, "FP8 output (--out-dtype f8e4m3|f8e5m2): out = fp8(act(a) * b / SCALE)")
+        ->capture_default_str();
     app_->add_option("--seed", seed_, "input seed (default: fresh each run)")->check(whole_number());
     app_->add_option("--warmup", warmup_, "untimed launches first")
         ->capture_default_str()
@@ -101,6 +117,13 @@ class RunCommand : public Command {
     check_elements(n, shape_text_.empty() ? "--n" : "--shape");
     const std::uint64_t in_offset = parse_offset(in_offset_text_, "--in-offset");
     const std::uint64_t out_offset = parse_offset(out_offset_text_, "--out-offset");
+    const std::uint64_t pad = parse_offset(pad_text_, "--pad");
+    if (!(scale_ > 0 && scale_ <= 3.4e38))
+      throw Error(ErrorCode::invalid_argument,
+                  "--scale " + app_->get_option("--scale")->as<std::string>() + ": expected a finite number above 0");
+    // A gated activation's input is [rows, 2d]: the rows are every dimension but the last (each
+    // slice and problem counts them as n / last).
+    const std::uint64_t last = shape_text_.empty() ? n : parse_shape(shape_text_).back();
     if (check_ != "sample" && check_ != "all")
       throw Error(ErrorCode::invalid_argument, "--check '" + check_ + "': expected sample or all");
     const auto acts = flags_.activation_list();
@@ -108,6 +131,17 @@ class RunCommand : public Command {
     specs.reserve(acts.size());
     for (const auto& a : acts) specs.push_back(flags_.spec(a));
     const KernelConfig requested = flags_.config();
+    bool any_gated = false;
+    for (const auto& spec : specs) any_gated |= resolve_activation(spec.activation).gated;
+    if (any_gated && last % 2 != 0)
+      throw Error(ErrorCode::invalid_argument,
+                  std::string(shape_text_.empty() ? "--n " : "--shape ") +
+                      (shape_text_.empty() ? n_text_ : shape_text_) +
+                      ": a gated activation's input is [..., 2d] (a, then b), so its last dimension must be even, "
+                      "not " +
+                      std::to_string(last));
+    if (!any_gated && (two_tensors_ || app_->count("--pad") || app_->count("--scale")))
+      throw Error(ErrorCode::invalid_argument, "--two-tensors, --pad and --scale are for gated activations");
     specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
     std::uint64_t most_bytes = 0;
     for (const auto& spec : specs) most_bytes = std::max(most_bytes, launch_bytes(spec, n));
@@ -151,16 +185,27 @@ class RunCommand : public Command {
       std::printf("config: %s\nlayer:  %s: %s\n", to_string(kernel->config).c_str(), choice.layer.c_str(),
                   choice.source.c_str());
 
+      const bool gated = resolve_activation(spec.activation).gated;
       ProblemShape shape;
       shape.in_offset = in_offset;
       shape.out_offset = out_offset;
       shape.in_place = in_place_;
+      if (gated) {
+        shape.two_tensors = two_tensors_;
+        shape.pad_a = pad;
+        shape.pad_b = 2 * pad;
+        shape.pad_out = pad ? pad + 1 : 0;
+        shape.scale = scale_;
+      }
       shape.seed = app_->count("--seed") ? seed_ : std::random_device{}() * 0x100000001ull ^ std::random_device{}();
       // A problem larger than the device holds (a CPU's OpenCL caps single allocations) runs as
       // slices, one after the other, each with its own buffers: each is checked and timed, and
       // the times and bytes add up to the whole problem's.
-      const std::uint64_t slices = slice_count(dev, spec, n, std::max(in_offset, out_offset));
-      const std::uint64_t per_slice = (n + slices - 1) / slices;
+      // A gated problem is sliced by whole rows.
+      const std::uint64_t unit = gated ? last : 1;
+      const std::uint64_t slices = std::min(slice_count(dev, spec, n, std::max(in_offset, out_offset) + 4 * pad),
+                                            std::max<std::uint64_t>(n / unit, 1));
+      const std::uint64_t per_slice = (n / unit + slices - 1) / slices * unit;
       if (slices > 1)
         std::printf(
             "slices: %llu of %llu elements (the device allocates at most %.2f GiB at once and holds %.2f GiB)\n",
@@ -172,20 +217,21 @@ class RunCommand : public Command {
       for (std::uint64_t s = 0; s < slices; ++s) {
         ProblemShape part = shape;
         part.n = std::min(per_slice, n - s * per_slice);
+        part.rows = gated ? part.n / last : 0;
         part.seed = shape.seed + s;
-        Problem problem(*backend, spec, part);
+        const auto problem_ptr = make_problem(*backend, spec, part);
+        DeviceProblem& problem = *problem_ptr;
         if (s == 0) {
-          // The kernel this launch runs: the flat one, or (offsets off the vector, 2^31 elements
-          // and more) its general twin, built here so that its compile time is reported, not timed.
-          const PreparedKernel& runs =
-              part.n
-                  ? engine.kernel_for(*kernel, flat_args(*kernel, problem.out(), problem.in0(), problem.in1(), part.n))
-                  : *kernel;
+          // The kernel this launch runs: the flat one, or (offsets off the vector, pitches, 2^31
+          // elements and more) its general twin, built here so that its compile time is reported,
+          // not timed.
+          const PreparedKernel& runs = part.n ? engine.kernel_for(*kernel, problem.args()) : *kernel;
           std::printf("kernel: %s, %s %.1f KB, %s; ready to launch in %.2f ms\n", runs.rendered.entry.c_str(),
                       runs.binary_format.c_str(), runs.binary_bytes / 1024.0,
                       runs.origin == "compiled" ? "compiled now" : "loaded from the database", runs.compile_ms);
         }
-        auto launch = [&] { engine.launch_flat(*kernel, problem.out(), problem.in0(), problem.in1(), part.n); };
+        const rt::KernelArgs args = problem.args();
+        auto launch = [&] { engine.launch(*kernel, args); };
         launch();
         backend->synchronize();
         const ErrorStats e = problem.verify(check_ == "sample");
@@ -234,6 +280,9 @@ class RunCommand : public Command {
   ConfigFlags flags_;
   std::string n_text_, shape_text_;
   std::string in_offset_text_ = "0", out_offset_text_ = "0";
+  std::string pad_text_ = "0";
+  bool two_tensors_ = false;
+  double scale_ = 1;
   std::uint64_t seed_ = 0;
   bool in_place_ = false;
   int warmup_ = 3, repeat_ = 15;

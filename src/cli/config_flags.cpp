@@ -14,13 +14,19 @@ namespace kplay::cli {
 void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
   app.add_option(
          "--act", f.activations,
-         std::string("activation") + (several ? "s, comma-separated, or all" : "") +
-             " with parameters as in torch, e.g. leaky_relu(negative_slope=0.2), or a snippet file ./my_act.h (" +
+         std::string("activation") +
+             (several ? "s, comma-separated, or all (gated(all): the gated form of each)" : "") +
+             " with parameters as in torch, e.g. leaky_relu(negative_slope=0.2), or a snippet file ./my_act.h, or "
+             "the gated form of any: gated(silu) is out = silu(a) * b (" +
              activation_names() + ")")
       ->capture_default_str();
   app.add_option("--dtype", f.dtype, "element type: f32, f16, bf16, f64")->capture_default_str();
   app.add_option("--direction", f.direction, "forward or backward")->capture_default_str();
   app.add_option("--saved", f.saved, "backward: the saved tensor, input or output")->capture_default_str();
+  app.add_option("--out-dtype", f.out_dtype,
+                 "output element type: same, or f8e4m3 / f8e5m2 (FP8, float8_e4m3fn / float8_e5m2: the forward of a "
+                 "gated activation on CUDA, sm_89 and newer)")
+      ->capture_default_str();
   app.add_option("--backend", f.backend, "cuda, opencl, or auto: CUDA where there is a CUDA device, else OpenCL")
       ->capture_default_str();
   app.add_option("--device", f.device, "device index within the backend")
@@ -60,7 +66,11 @@ void check_elements(std::uint64_t n, const char* flag) {
 void check_fits_device(const rt::DeviceInfo& dev, const KernelSpec& spec, std::uint64_t n, std::uint64_t sets,
                        const char* flag) {
   const std::uint64_t buffer = n * dtype_size(spec.dtype);
-  const std::uint64_t buffers = sets * (spec.direction == Direction::backward ? 3 : 2) + 1;
+  // Gated: n counts a and b together, so a set is a [rows, 2d] input and outputs of half that
+  // (both gradients: as much), the incoming gradient for backward, and the copy's source and
+  // scratch (the kernel's bytes).
+  const bool gated = resolve_activation(spec.activation).gated, backward = spec.direction == Direction::backward;
+  const std::uint64_t buffers = gated ? sets * (backward ? 3 : 2) + 2 : sets * (backward ? 3 : 2) + 1;
   const std::uint64_t alloc = dev.max_alloc_bytes ? dev.max_alloc_bytes : dev.memory_bytes;
   auto gib = [](std::uint64_t b) {
     char text[32];
@@ -94,6 +104,9 @@ double timeout_seconds(const CLI::App& app, double flag_seconds, std::uint64_t b
 }
 
 std::uint64_t launch_bytes(const KernelSpec& spec, std::uint64_t n) {
+  if (resolve_activation(spec.activation).gated)  // n elements of a and b, half as many outputs
+    return spec.direction == Direction::backward ? n * dtype_size(spec.dtype) * 5 / 2
+                                                 : n * dtype_size(spec.dtype) + n / 2 * out_size(spec);
   return n * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 3 : 2);
 }
 
@@ -103,6 +116,8 @@ std::vector<std::string> ConfigFlags::activation_list() const {
   for (const auto& item : split_activation_list(activations)) {
     if (item == "all") {
       for (const auto& a : all_activation_texts()) out.push_back(resolve_activation(a).canonical);
+    } else if (item == "gated(all)") {
+      for (const auto& a : all_activation_texts()) out.push_back(resolve_activation("gated(" + a + ")").canonical);
     } else {
       out.push_back(resolve_activation(item).canonical);  // bad text fails before any work
     }
@@ -117,6 +132,7 @@ KernelSpec ConfigFlags::spec(const std::string& activation) const {
   s.dtype = parse_dtype(dtype);
   s.direction = parse_direction(direction);
   s.saved = parse_saved(saved);
+  s.out = parse_out_dtype(out_dtype);
   return s;
 }
 
@@ -138,7 +154,9 @@ TargetLimits generic_limits(const std::string& backend) {
   lim.backend = backend;
   if (backend == "opencl") {
     lim.cache_hints = false;
-  } else if (backend != "cuda") {
+  } else if (backend == "cuda") {
+    lim.fp8 = true;  // the device's own limits say whether it has FP8 (sm_89 and newer)
+  } else {
     throw Error(ErrorCode::invalid_argument, "unknown backend '" + backend + "' (expected cuda or opencl)");
   }
   return lim;

@@ -19,6 +19,7 @@ struct ConfigFlags {
   std::string dtype = "f32";
   std::string direction = "forward";
   std::string saved = "input";
+  std::string out_dtype = "same";
   std::string backend = "auto";  // resolve_backend() turns "auto" into cuda or opencl
   int device = 0;
   int vec = 0;

@@ -21,14 +21,16 @@ std::string entry_name(const KernelSpec& spec, const KernelConfig& c, Layout lay
   const ResolvedActivation act = resolve_activation(spec.activation);
   std::ostringstream os;
   // Parameters and user snippets add a hash of the activation's text: entry names stay identifiers.
-  os << "kplay_" << act.act->name << act.entry_suffix() << '_';
+  os << "kplay_" << (act.gated ? "gated_" : "") << act.act->name << act.entry_suffix() << '_';
   if (spec.direction == Direction::forward)
     os << "fwd";
   else
     os << (spec.saved == Saved::input ? "bwdx" : "bwdy");
   // The grid policy only changes the launch geometry, not the code, so it is not in the name
   // (and configs that differ only there share one binary).
-  os << '_' << to_string(spec.dtype) << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread;
+  os << '_' << to_string(spec.dtype);
+  if (spec.out != OutDtype::same) os << '_' << to_string(spec.out);
+  os << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread;
   os << (c.cache == CacheHint::streaming ? "_cs" : "_cd") << (c.fast_math ? "_fm" : "_pm");
   if (c.late_gradient) os << "_lg";
   if (layout == Layout::flat) os << "_flat";
@@ -65,36 +67,45 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   RenderedKernel k;
   k.entry = entry_name(spec, c, layout);
 
+  // A gated float32 kernel without fast-math computes in double (gated_wide_math): its math is
+  // the float64 kernel's, its storage float (KP_WIDE_F32), so act(a) * b is rounded once.
+  const bool wide = act.gated && gated_wide_math(spec.dtype, c.fast_math);
+  const Dtype math = wide ? Dtype::f64 : spec.dtype;
   std::ostringstream os;
   os << "/* kplay " << dialect.name << " kernel: " << to_string(spec) << " */\n";
   os << "#define KP_ENTRY " << k.entry << '\n';
   for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
-    os << "#define " << dtype_macro(d) << ' ' << (d == spec.dtype ? 1 : 0) << '\n';
+    os << "#define " << dtype_macro(d) << ' ' << (d == math ? 1 : 0) << '\n';
+  os << "#define KP_WIDE_F32 " << (wide ? 1 : 0) << '\n';
   os << "#define KP_VEC " << c.vec << '\n';
   os << "#define KP_VEC_BYTES " << c.vec * dtype_size(spec.dtype) << '\n';
+  os << "#define KP_OUT_VEC_BYTES " << c.vec * out_size(spec) << '\n';
   os << "#define KP_VPT " << c.per_thread << '\n';
   os << "#define KP_BLOCK " << c.block << '\n';
   os << "#define KP_BACKWARD " << (spec.direction == Direction::backward ? 1 : 0) << '\n';
   os << "#define KP_SAVED_OUTPUT " << (spec.direction == Direction::backward && spec.saved == Saved::output ? 1 : 0)
      << '\n';
+  os << "#define KP_GATED " << (act.gated ? 1 : 0) << '\n';
+  os << "#define KP_OUT_F8 " << (spec.out == OutDtype::f8e4m3 ? 1 : spec.out == OutDtype::f8e5m2 ? 2 : 0) << '\n';
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FLAT " << (layout == Layout::flat ? 1 : 0) << '\n';
   os << "#define KP_LATE_GRAD " << (c.late_gradient ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
   // Only the float32 IEEE kernels have a double path: other kernels keep one hash on every device.
-  os << "#define KP_FAST_FP64 " << (dialect.fast_fp64 && spec.dtype == Dtype::f32 && !c.fast_math ? 1 : 0) << '\n';
-  // Parameters are compile-time constants (docs/design.md says why): KP_P_<NAME>.
-  os << act.param_defines(spec.dtype, spec.direction);
+  os << "#define KP_FAST_FP64 " << (dialect.fast_fp64 && math == Dtype::f32 && !c.fast_math ? 1 : 0) << '\n';
+  // Parameters are compile-time constants (docs/design.md says why): KP_P_<NAME>, rounded for the
+  // storage dtype (float32's in a wide kernel, written exactly).
+  os << act.param_defines(spec.dtype, spec.direction, wide);
   append_file(os, dialect.prelude);
   append_file(os, "common/narrow_math.h");
   // Float-float building blocks for the float32 snippets (IEEE only: not with fast-math).
-  if (spec.dtype == Dtype::f32 && !c.fast_math) {
+  if (math == Dtype::f32 && !c.fast_math) {
     append_file(os, "common/precise_math.h");
     append_file(os, "common/precise_grad.h");  // snippets define their backward in every kernel
     append_file(os, "common/fp64_math.h");     // empty unless KP_FAST_FP64
   }
   // Full-precision double routines that undercut the built-ins (float64 IEEE kernels only).
-  if (spec.dtype == Dtype::f64 && !c.fast_math) append_file(os, "common/float64_math.h");
+  if (math == Dtype::f64 && !c.fast_math) append_file(os, "common/float64_math.h");
   if (act.act->user)
     append_text(os, act.act->origin.empty() ? "activation " + act.act->name : act.act->origin, act.act->snippet);
   else
@@ -105,7 +116,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   k.options = dialect.options;
   if (dtype_size(spec.dtype) == 2)
     k.options.insert(k.options.end(), dialect.narrow_options.begin(), dialect.narrow_options.end());
-  if (spec.dtype == Dtype::f32 && !c.fast_math)
+  if (math == Dtype::f32 && !c.fast_math)
     k.options.insert(k.options.end(), dialect.precise_options.begin(), dialect.precise_options.end());
   if (c.fast_math)
     k.options.insert(k.options.end(), dialect.fast_math_options.begin(), dialect.fast_math_options.end());

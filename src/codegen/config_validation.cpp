@@ -25,8 +25,16 @@ std::string spec_unsupported(const KernelSpec& spec, const TargetLimits& limits)
   if (spec.direction == Direction::backward && !act.has_backward())
     return "activation '" + act.canonical +
            "' has no backward pass (a user snippet defines kp_act_backward_from_input for it)";
+  if (act.gated && spec.direction == Direction::backward && spec.saved == Saved::output)
+    return "'" + act.canonical + "' takes its inputs a and b for backward (--saved input), not an output";
   if (spec.direction == Direction::backward && spec.saved == Saved::output && !act.has_grad_from_output())
     return "activation '" + act.canonical + "' cannot recover its derivative from the saved output; save the input";
+  if (spec.out != OutDtype::same) {
+    if (!act.gated || spec.direction != Direction::forward)
+      return std::string("output dtype ") + to_string(spec.out) +
+             " is for the forward of a gated activation (e.g. gated(silu)), not " + to_string(spec);
+    if (!limits.fp8) return limits.fp8_why;
+  }
   if (std::find(limits.dtypes.begin(), limits.dtypes.end(), spec.dtype) == limits.dtypes.end())
     return std::string("the ") + limits.backend + " device cannot do dtype " + to_string(spec.dtype);
   return {};
@@ -57,6 +65,13 @@ KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, 
   if (c.grid == GridPolicy::one_shot) c.waves = 0;  // meaningless there; keep configs comparable
   if (c.cache == CacheHint::streaming && !limits.cache_hints)
     refuse("--cache streaming: the " + limits.backend + " backend has no cache hints; use --cache default");
+  // A float32 gated kernel computes in double (gated_wide_math): a device without float64 cannot.
+  if (gated_wide_math(spec.dtype, c.fast_math) && resolve_activation(spec.activation).gated &&
+      std::find(limits.dtypes.begin(), limits.dtypes.end(), Dtype::f64) == limits.dtypes.end())
+    throw Error(ErrorCode::unsupported,
+                "a float32 gated kernel computes in double, and this " + limits.backend +
+                    " device has no float64 (cl_khr_fp64): use --fast-math (float math, held to no bound) or a "
+                    "16-bit dtype");
   if (c.late_gradient && spec.direction != Direction::backward)
     refuse("--late-gradient: only a backward kernel reads a gradient; drop it for " + to_string(spec));
   return c;

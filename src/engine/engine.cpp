@@ -6,6 +6,7 @@
 #include "kplay/error.hpp"
 #include "launch_geometry.hpp"
 #include "launch_layout.hpp"
+#include "spec/activations.hpp"
 #include "util/hash.hpp"
 
 namespace kplay {
@@ -57,6 +58,7 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
   k->spec = spec;
   k->config = resolve_config(spec, config, backend_.limits());
   k->layout = layout;
+  k->gated = resolve_activation(spec.activation).gated;
   k->rendered = render_kernel(spec, k->config, backend_.dialect(), layout);
   k->binary_key = hash_hex({k->rendered.hash, fingerprint()});
 
@@ -92,7 +94,9 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
 const PreparedKernel& Engine::kernel_for(const PreparedKernel& k, const rt::KernelArgs& args) {
   if (k.layout == Layout::general) return k;
   const std::size_t vec_bytes = static_cast<std::size_t>(k.config.vec) * dtype_size(k.spec.dtype);
-  if (flat_elements(args, k.spec.direction == Direction::backward, vec_bytes, handles_are_addresses_)) return k;
+  const std::size_t out_vec_bytes = static_cast<std::size_t>(k.config.vec) * out_size(k.spec);
+  const bool reads_in1 = k.gated || k.spec.direction == Direction::backward;
+  if (flat_elements(args, reads_in1, vec_bytes, handles_are_addresses_, out_vec_bytes)) return k;
   std::lock_guard<std::mutex> lock(k.general_mutex);
   if (!k.general) k.general = build(k.spec, k.config, Layout::general);  // k.config is resolved
   return *k.general;
@@ -103,7 +107,7 @@ void Engine::launch(const PreparedKernel& k, const rt::KernelArgs& args, void* s
   const PreparedKernel& run = kernel_for(k, args);
   if (run.layout == Layout::flat) {  // one run of n elements
     rt::KernelArgs flat = args;
-    flat.cols = flat.ld_out = flat.ld_in0 = flat.ld_in1 = args.rows * args.cols;
+    flat.cols = flat.ld_out = flat.ld_in0 = flat.ld_in1 = flat.ld_out1 = flat.ld_in2 = args.rows * args.cols;
     flat.rows = 1;
     backend_.launch(*run.loaded, launch_dims(run.config, 1, flat.cols, backend_.info()), flat, stream);
   } else {
@@ -111,12 +115,16 @@ void Engine::launch(const PreparedKernel& k, const rt::KernelArgs& args, void* s
   }
 }
 
+bool reads_second_input(const KernelSpec& spec) {
+  return spec.direction == Direction::backward || resolve_activation(spec.activation).gated;
+}
+
 rt::KernelArgs flat_args(const PreparedKernel& k, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
                          std::uint64_t n) {
   rt::KernelArgs a;
   a.out = out;
   a.in0 = in0;
-  a.in1 = k.spec.direction == Direction::backward ? in1 : in0;
+  a.in1 = k.gated || k.spec.direction == Direction::backward ? in1 : in0;
   a.rows = 1;
   a.cols = n;
   a.ld_out = a.ld_in0 = a.ld_in1 = n;

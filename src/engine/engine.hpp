@@ -20,6 +20,7 @@ struct PreparedKernel {
   KernelSpec spec;
   KernelConfig config;              // resolved
   Layout layout = Layout::general;  // the safe default for a kernel assembled by hand
+  bool gated = false;               // gated(ACT): reads a and b (and a gated backward writes two outputs)
   RenderedKernel rendered;
   std::string binary_key;     // rendered.hash + device fingerprint
   std::string binary_format;  // "cubin", "ptx", ...
@@ -68,7 +69,11 @@ class Engine {
   std::unordered_map<std::string, std::shared_future<std::shared_ptr<PreparedKernel>>> cache_;
 };
 
-// The arguments of n contiguous elements (one row); in1 is in0 for forward kernels.
+// Whether spec's kernel reads in1: backward (the saved tensor) and gated (b) kernels do.
+bool reads_second_input(const KernelSpec& spec);
+
+// The arguments of n contiguous elements (one row); in1 is in0 for kernels that do not read it.
+// Not for a gated backward, which has five buffers (set gated_backward, out1 and in2 yourself).
 rt::KernelArgs flat_args(const PreparedKernel& kernel, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
                          std::uint64_t n);
 

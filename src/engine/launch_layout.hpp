@@ -15,8 +15,10 @@ constexpr std::uint64_t kFlatMaxElements = (1ull << 31) - 1;
 // The element count of `args` as one run when the flat kernel can take it, else 0. Rows whose
 // pitches all equal the row length are one run. `handles_are_addresses`: a DevicePtr's handle is
 // a device address (CUDA), so it counts toward alignment; otherwise (an OpenCL cl_mem, whose
-// start is aligned to at least 128 bytes) only the offset does. `in1` counts only for backward.
-std::uint64_t flat_elements(const rt::KernelArgs& args, bool backward, std::size_t vec_bytes,
-                            bool handles_are_addresses);
+// start is aligned to at least 128 bytes) only the offset does. `in1` counts only where the kernel reads it (backward,
+// gated). A gated backward (args.gated_backward) counts out1 and in2 too. `out_vec_bytes`: the output's vector where
+// its elements are not the inputs' (FP8), 0 where they are.
+std::uint64_t flat_elements(const rt::KernelArgs& args, bool reads_in1, std::size_t vec_bytes,
+                            bool handles_are_addresses, std::size_t out_vec_bytes = 0);
 
 }  // namespace kplay

@@ -41,17 +41,36 @@ ActivationCall split_activation_call(const std::string& raw) {
   }
   call.name = trim(text.substr(0, open));
   if (call.name.empty()) malformed(text, "no name before '('");
-  if (text.back() != ')') malformed(text, "expected ')' at the end");
-  const std::string inner = text.substr(open + 1, text.size() - open - 2);
-  if (inner.find_first_of("()") != std::string::npos) malformed(text, "nested parentheses");
+  // The parenthesis that closes the first one; an argument may hold balanced parentheses of its
+  // own (gated(gelu(approximate=tanh))), which only the activation that takes it reads.
+  std::size_t close = std::string::npos;
+  int depth = 0;
+  for (std::size_t i = open; i < text.size() && close == std::string::npos; ++i) {
+    if (text[i] == '(') ++depth;
+    if (text[i] == ')' && --depth == 0) close = i;
+  }
+  if (close == std::string::npos) malformed(text, "unbalanced parentheses: expected ')' at the end");
+  if (close + 1 != text.size()) malformed(text, "text after the closing parenthesis");
+  const std::string inner = text.substr(open + 1, close - open - 1);
   if (trim(inner).empty()) return call;  // "selu()" is "selu"
-  std::size_t start = 0;
-  while (true) {
-    const auto comma = inner.find(',', start);
-    const std::string item = trim(inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+  std::vector<std::string> items;
+  std::string cur;
+  depth = 0;
+  for (char ch : inner) {
+    if (ch == '(') ++depth;
+    if (ch == ')' && --depth < 0) malformed(text, "')' without '('");
+    if (ch == ',' && depth == 0) {
+      items.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  items.push_back(trim(cur));
+  for (const std::string& item : items) {
     if (item.empty()) malformed(text, "empty argument");
     const auto eq = item.find('=');
-    if (eq == std::string::npos) {
+    if (eq == std::string::npos || item.find('(') < eq) {  // "gelu(approximate=tanh)" is one value
       call.args.emplace_back("", unquote(item));
     } else {
       const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
@@ -59,8 +78,6 @@ ActivationCall split_activation_call(const std::string& raw) {
       if (value.empty()) malformed(text, "parameter '" + key + "' has no value");
       call.args.emplace_back(key, unquote(value));
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return call;
 }

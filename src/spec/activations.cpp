@@ -1,6 +1,7 @@
 // The registry itself: one entry per built-in activation, and name resolution.
 #include "activations.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -257,8 +258,9 @@ const Activation& find_activation(const std::string& name) {
   for (const auto& a : activations())
     if (name == a.name) return a;
   if (const Activation* user = find_user_activation(name)) return *user;
-  throw Error(ErrorCode::invalid_argument, "unknown activation '" + name + "' (known: " + activation_names() +
-                                               "; or a snippet file: --act ./my_act.h, see docs/user-activations.md)");
+  throw Error(ErrorCode::invalid_argument,
+              "unknown activation '" + name + "' (known: " + activation_names() +
+                  "; gated(ACT) of any of them; or a snippet file: --act ./my_act.h, see docs/user-activations.md)");
 }
 
 namespace {
@@ -291,6 +293,20 @@ double parse_value(const std::string& text, const Activation& a, const ParamDef&
 
 ResolvedActivation resolve_uncached(const std::string& text) {
   const ActivationCall call = split_activation_call(text);
+  if (call.name == "gated") {
+    if (call.args.size() != 1 || !call.args[0].first.empty())
+      bad_param(text,
+                "gated takes one activation, with its parameters: gated(silu), gated(gelu(approximate=tanh)), "
+                "gated(./my_act.h)");
+    // Checked before resolving: text nested deeper would recurse once per level.
+    if (split_activation_call(call.args[0].second).name == "gated")
+      bad_param(text, "a gated activation cannot gate another gated one");
+    ResolvedActivation r = resolve_uncached(call.args[0].second);
+    r.gated = true;
+    r.inner = r.canonical;
+    r.canonical = "gated(" + r.inner + ")";
+    return r;
+  }
   ResolvedActivation r;
   r.act = &find_activation(call.name);
   if (r.act->user) {
@@ -357,16 +373,38 @@ ResolvedActivation resolve_activation(const std::string& text) {
 }
 
 UlpBounds ResolvedActivation::bounds() const {
-  return act->param_bounds ? act->param_bounds(act->bounds, params.data()) : act->bounds;
+  const UlpBounds own = act->param_bounds ? act->param_bounds(act->bounds, params.data()) : act->bounds;
+  return gated ? gated_bounds(own) : own;
 }
 
+UlpBounds gated_bounds(const UlpBounds& b) {
+  UlpBounds g;
+  // float32: act(a) and the product in double, one rounding to float at the end
+  // (templates/common/elementwise.h, KP_WIDE_F32): 0.5 ulp and the double math's 2^-29 of one.
+  g.f32_forward = g.f32_backward = 2;
+  // float16 and bfloat16: act(a) in float32 (its own 16-bit error came from its one rounding and
+  // the hardware functions' 2^-22 or so), the product in float32, one rounding: 1 ulp forward.
+  // Backward: grad_a's derivative cancels near its roots as in the plain kernel, and carries that
+  // relative error into the product, where it can count up to twice in ulps of the result.
+  g.narrow_forward = 1;
+  g.narrow_backward = b.narrow_backward <= 1 ? 1 : 2 * b.narrow_backward;
+  // float64: act(a) and act'(a) rounded to double first; an error of e ulp of act(a) is up to 2e
+  // ulp of act(a) * b, plus the product's rounding.
+  g.f64_forward = 2 * b.f64_forward + 1;
+  g.f64_backward = 2 * std::max(b.f64_forward, b.f64_backward) + 1;
+  return g;
+}
+
+bool gated_wide_math(Dtype dtype, bool fast_math) { return dtype == Dtype::f32 && !fast_math; }
+
 bool ResolvedActivation::has_grad_from_output() const {
+  if (gated) return false;
   if (act->user) return user_backward_from_output;
   if (!act->grad_from_output) return false;
   return !act->output_determines_grad || act->output_determines_grad(params.data());
 }
 
-std::string ResolvedActivation::param_defines(Dtype dtype, Direction direction) const {
+std::string ResolvedActivation::param_defines(Dtype dtype, Direction direction, bool exact_literals) const {
   const std::vector<double> values = params_for(*this, dtype, direction);
   std::string out;
   for (std::size_t i = 0; i < act->params.size(); ++i) {
@@ -376,7 +414,7 @@ std::string ResolvedActivation::param_defines(Dtype dtype, Direction direction) 
     if (def.choices.empty()) {
       // The literal as written converts to float in the compiler; a value rounded further (to a
       // 16-bit dtype, ParamType) is written as that float-exact value.
-      const bool further = values[i] != static_cast<double>(static_cast<float>(params[i]));
+      const bool further = exact_literals || values[i] != static_cast<double>(static_cast<float>(params[i]));
       std::string v = format_number(further ? values[i] : params[i]);
       if (v.find_first_of(".eEn") == std::string::npos) v += ".0";  // a floating literal for KP_LIT
       out.append("#define ").append(macro).append(" KP_LIT(").append(v).append(")\n");
@@ -399,9 +437,10 @@ std::string ResolvedActivation::param_defines(Dtype dtype, Direction direction) 
 }
 
 std::string ResolvedActivation::entry_suffix() const {
-  if (canonical == act->name) return "";
+  const std::string& own = gated ? inner : canonical;
+  if (own == act->name) return "";
   Hasher h;
-  h.add(canonical);
+  h.add(own);
   return "_h" + h.hex().substr(0, 8);
 }
 

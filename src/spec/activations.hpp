@@ -85,17 +85,29 @@ struct Activation {
 };
 
 // An activation with its parameter values, as named by text (see activation_text.hpp).
+//
+// gated(ACT), for any built-in ACT with its parameters or a user snippet, is the gated form
+// out = act(a) * b (SwiGLU is gated(silu)): `act` and `params` are ACT's, `gated` is set and
+// `canonical` is "gated(" + ACT's canonical text + ")". Its backward writes grad_a = g act'(a) b
+// and grad_b = g act(a) from the saved inputs a and b (docs/activations.md, "Gated activations").
 struct ResolvedActivation {
   const Activation* act = nullptr;
   std::vector<double> params;  // one per act->params, defaults filled in
   std::string canonical;       // the text that names it everywhere; parameters at their default omitted
+  bool gated = false;
+  std::string inner;  // gated: ACT's canonical text
 
   bool has_backward() const { return act->user ? user_backward : act->grad_from_input != nullptr; }
-  bool has_grad_from_output() const;
-  UlpBounds bounds() const;                                       // act->bounds, adjusted to these parameter values
+  bool has_grad_from_output() const;  // never for gated: its backward takes a and b
+  // act->bounds adjusted to these parameter values; for gated, the bounds of act(a) * b
+  // (gated_bounds).
+  UlpBounds bounds() const;
   bool user_backward = false, user_backward_from_output = false;  // what a user snippet defines
   // Compile-time definitions of the parameters for a kernel of `dtype` and `direction`.
-  std::string param_defines(Dtype dtype = Dtype::f32, Direction direction = Direction::forward) const;
+  // exact_literals: each value written as the double it was rounded to (a float32 kernel whose
+  // math runs in double, KP_WIDE_F32, takes float32's parameters in double literals).
+  std::string param_defines(Dtype dtype = Dtype::f32, Direction direction = Direction::forward,
+                            bool exact_literals = false) const;
   // "_h1a2b3c4d" when the name alone does not identify the kernel (parameters, user snippet).
   std::string entry_suffix() const;
 };
@@ -115,6 +127,16 @@ std::string activation_names();  // "relu, relu6, ..."
 
 // Every built-in as `--act all` runs it: its name, or its example where a parameter is required.
 std::vector<std::string> all_activation_texts();
+
+// The bounds of gated(ACT) from ACT's own (docs/activations.md, "Gated activations"): float32
+// computes act(a) * b in double and rounds once (2 ulp forward and backward); float16 and
+// bfloat16 compute in float32 and round once (1 ulp forward); float64 rounds act(a) before the
+// product, whose error in ulps of the result is up to twice that of act(a) in its own ulps.
+UlpBounds gated_bounds(const UlpBounds& act);
+
+// Whether a gated kernel of `dtype` computes in double (float32 without fast-math: one rounding
+// of act(a) * b, whatever ACT's float32 error; codegen's KP_WIDE_F32).
+bool gated_wide_math(Dtype dtype, bool fast_math);
 
 // Parameters rounded as torch converts them for a tensor of `dtype` (ParamType): to the compute
 // type (float below float64), or to the tensor's dtype. Kernels and the reference use these.

@@ -111,6 +111,9 @@ const Activation& register_user_activation(const std::string& name, const std::s
   for (const auto& b : activations())
     if (b.name == name)
       throw Error(ErrorCode::invalid_argument, "'" + name + "' is a built-in activation; give yours another name");
+  if (name == "gated")
+    throw Error(ErrorCode::invalid_argument,
+                "'gated' names the gated form of an activation (gated(silu)); give yours another name");
   if (source.empty() || source.size() > kMaxSnippetBytes)
     throw Error(ErrorCode::invalid_argument, where + " is empty or larger than 1 MiB");
   if (source.find('\0') != std::string::npos) throw Error(ErrorCode::invalid_argument, where + " contains a NUL byte");

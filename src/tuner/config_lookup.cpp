@@ -23,6 +23,18 @@ ConfigChoice from_shipped(const TuningRecord& r, const rt::DeviceInfo& dev, std:
   return c;
 }
 
+// FP8 output is not tuned of its own: it takes the tuning of the same gated kernel with the
+// inputs' dtype as output (the same loads, fewer bytes stored).
+KernelSpec tuned_as(const KernelSpec& spec) {
+  KernelSpec t = spec;
+  t.out = OutDtype::same;
+  return t;
+}
+
+std::string fp8_note(const KernelSpec& spec) {
+  return spec.out == OutDtype::same ? "" : "the " + std::string(to_string(spec.dtype)) + "-output kernel's tuning: ";
+}
+
 ConfigChoice from_model(const KernelSpec& spec, const rt::DeviceInfo& dev, std::uint64_t n) {
   ConfigChoice c;
   c.layer = "model";
@@ -36,7 +48,7 @@ ConfigChoice untuned_config(const Engine& engine, const KernelSpec& spec, std::u
   ShippedTunings& s = shipped ? *shipped : ShippedTunings::process();
   const rt::DeviceInfo& dev = engine.backend().info();
   std::string why_not;
-  if (auto rec = s.find(dev, spec, n, &why_not)) return from_shipped(*rec, dev, n, s);
+  if (auto rec = s.find(dev, tuned_as(spec), n, &why_not)) return from_shipped(*rec, dev, n, s);
   ConfigChoice c = from_model(spec, dev, n);
   c.source += "; " + why_not;
   return c;
@@ -51,14 +63,14 @@ ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const Kerne
   if (db) {
     user = "no tuning of this " + std::string(to_string(spec.dtype)) + " kernel for this device in " + db->path() +
            " (run kplay autotune)";
-    if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, spec, n)) {
+    if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, tuned_as(spec), n)) {
       // A device of another name may have another memory system (one architecture has several):
       // its tuning serves only where the model cannot run (next).
       if (rec->match == "device" || rec->device_name == dev.name) {
         ConfigChoice c;
         c.config = rec->best;
         c.layer = "user";
-        c.source = (rec->match == "device" ? "tuned on this device " : "tuned on another " + dev.name + " ") +
+        c.source = fp8_note(spec) + (rec->match == "device" ? "tuned on this device " : "tuned on another " + dev.name + " ") +
                    bucket_text(*rec, n) + " (" + db->path() + ")";
         return c;
       }
@@ -68,7 +80,7 @@ ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const Kerne
     }
   }
   std::string why_not;
-  if (auto rec = s.find(dev, spec, n, &why_not)) return from_shipped(*rec, dev, n, s);
+  if (auto rec = s.find(dev, tuned_as(spec), n, &why_not)) return from_shipped(*rec, dev, n, s);
   if (other_device && dev.memory_bandwidth_gbps <= 0) {
     ConfigChoice c;
     c.config = other_device->best;

@@ -29,8 +29,6 @@ int pow2_floor(int v) {
   return p;
 }
 
-int inputs(const ModelKernel& k) { return k.direction == Direction::backward ? 2 : 1; }
-
 // An eighth of the SM's threads, but large enough that the SM's block limit still lets it hold
 // them all.
 int model_block(const DefaultModelInputs& d) {
@@ -56,9 +54,15 @@ DefaultModelInputs model_inputs(const rt::DeviceInfo& d) {
 ModelKernel model_kernel(const KernelSpec& spec, const DefaultModelInputs& d) {
   ModelKernel k;
   k.dtype = spec.dtype;
-  k.direction = spec.direction;
-  const auto counted = counted_cost(resolve_activation(spec.activation), spec.dtype, spec.direction, d.fp64_math);
-  k.cost = counted ? *counted : dearest_counted_cost(spec.dtype, spec.direction, d.fp64_math);
+  const ResolvedActivation act = resolve_activation(spec.activation);
+  const bool backward = spec.direction == Direction::backward;
+  k.loads = (backward ? 2 : 1) + (act.gated ? 1 : 0);
+  k.stores = act.gated && backward ? 2 : 1;
+  // A gated float32 kernel computes in double whatever the device (gated_wide_math), then one
+  // product more per element.
+  const bool fp64 = d.fp64_math || (act.gated && gated_wide_math(spec.dtype, false));
+  const auto counted = counted_cost(act, spec.dtype, spec.direction, fp64);
+  k.cost = (counted ? *counted : dearest_counted_cost(spec.dtype, spec.direction, fp64)) + (act.gated ? 1 : 0);
   return k;
 }
 
@@ -73,12 +77,12 @@ ModelEstimate estimate(const ModelKernel& k, const KernelConfig& c, const Defaul
   const double esize = static_cast<double>(dtype_size(k.dtype));
   const double vec = c.vec > 0 ? c.vec : kWidest / esize;
   const double per_sm = d.bandwidth_gbps / d.sms;  // bytes per ns per SM
-  const int s = inputs(k);
-  e.needed_bytes = kMargin * per_sm * kLatencyNs * s / (s + 1);
+  const int s = k.loads;
+  e.needed_bytes = kMargin * per_sm * kLatencyNs * s / (s + k.stores);
   const double threads = resident_threads(d, c.block);
   double thread_ns = 0;  // a thread's math
   if (d.clock_ghz > 0) {
-    const double elements_per_ns = per_sm / (esize * (s + 1));
+    const double elements_per_ns = per_sm / (esize * (s + k.stores));
     e.issue_share = elements_per_ns * k.cost / (kLanesPerClock * d.clock_ghz);
     if (e.issue_share >= 1) return e;  // the math alone takes longer than the memory: in flight ~ 0
     thread_ns = c.per_thread * vec * k.cost / (d.clock_ghz * (1 - e.issue_share));

@@ -26,11 +26,13 @@ struct DefaultModelInputs {   // what the model reads from rt::DeviceInfo (kept 
 };
 DefaultModelInputs model_inputs(const rt::DeviceInfo& device);
 
-// What the model knows of a kernel: its element type, direction, and the instructions per element
-// of its math (spec/activation_costs.hpp).
+// What the model knows of a kernel: its element type, the streams it reads and writes per element
+// (forward 1 and 1, backward 2 and 1; a gated kernel reads a and b too, and its backward writes
+// grad_a and grad_b), and the instructions per element of its math (spec/activation_costs.hpp).
 struct ModelKernel {
   Dtype dtype = Dtype::f32;
-  Direction direction = Direction::forward;
+  int loads = 1;
+  int stores = 1;
   double cost = 0;
 };
 ModelKernel model_kernel(const KernelSpec& spec, const DefaultModelInputs& device);

@@ -40,9 +40,9 @@ std::size_t buffer_sets(const rt::DeviceInfo& dev, std::uint64_t bytes_per_set) 
 
 // One launch on poisoned output, then the sampled check against the double reference: "" or why
 // the output is wrong. Every candidate the tuner measures, and verify_config, go through it.
-std::string launch_and_check(Engine& engine, const PreparedKernel& k, Problem& p) {
+std::string launch_and_check(Engine& engine, const PreparedKernel& k, DeviceProblem& p) {
   p.reset_output(true);
-  engine.launch_flat(k, p.out(), p.in0(), p.in1(), p.shape().n);
+  p.launch(engine, k);
   engine.backend().synchronize();
   const ErrorStats err = p.verify(true);
   return err.mismatches ? "wrong output: " + err.summary() : "";
@@ -50,21 +50,25 @@ std::string launch_and_check(Engine& engine, const PreparedKernel& k, Problem& p
 
 class Bench {
  public:
-  Bench(Engine& engine, const KernelSpec& spec, std::uint64_t n, std::uint64_t seed) : engine_(engine), n_(n) {
+  // A gated activation's n elements are one row of [1, n] (d = n / 2).
+  Bench(Engine& engine, const KernelSpec& spec, std::uint64_t n, std::uint64_t seed) : engine_(engine) {
     ProblemShape shape;
     shape.n = n;
     shape.seed = seed;
-    problems_.push_back(std::make_unique<Problem>(engine.backend(), spec, shape));
+    problems_.push_back(make_problem(engine.backend(), spec, shape));
     const std::size_t sets = buffer_sets(engine.backend().info(), problems_[0]->bytes_moved());
     for (std::size_t i = 1; i < sets; ++i) {
       shape.seed = seed + i;
-      problems_.push_back(std::make_unique<Problem>(engine.backend(), spec, shape));
+      problems_.push_back(make_problem(engine.backend(), spec, shape));
     }
-    scratch_ = rt::DeviceBuffer(engine.backend(), n * dtype_size(spec.dtype));
+    args_.reserve(problems_.size());
+    for (const auto& p : problems_) args_.push_back(p->args());
+    scratch_ = rt::DeviceBuffer(engine.backend(), problems_[0]->copy_bytes());
   }
 
   std::size_t sets() const { return problems_.size(); }
   std::uint64_t bytes() const { return problems_[0]->bytes_moved(); }
+  std::uint64_t copy_bytes() const { return problems_[0]->copy_bytes(); }
 
   // Verifies on the first buffer set.
   std::string verify(const PreparedKernel& k) { return launch_and_check(engine_, k, *problems_[0]); }
@@ -73,7 +77,7 @@ class Bench {
   // are then timed over many microseconds instead of one launch's worth.
   double time_once(const PreparedKernel& k) {
     const double ms = engine_.backend().time_ms([&] {
-      for (auto& p : problems_) engine_.launch_flat(k, p->out(), p->in0(), p->in1(), n_);
+      for (const auto& a : args_) engine_.launch(k, a);
     });
     return ms / static_cast<double>(problems_.size());
   }
@@ -88,10 +92,11 @@ class Bench {
 
   std::vector<double> time_copy(int repeats) {
     std::vector<double> s;
-    const std::uint64_t bytes = n_ * dtype_size(problems_[0]->spec().dtype);
+    const std::uint64_t bytes = problems_[0]->copy_bytes();
+    for (const auto& p : problems_) p->copy_source();  // allocated before timing, where it is its own
     for (int i = 0; i < repeats; ++i) {
       const double ms = engine_.backend().time_ms([&] {
-        for (auto& p : problems_) engine_.backend().copy(scratch_.ptr(), p->in0(), bytes);
+        for (auto& p : problems_) engine_.backend().copy(scratch_.ptr(), p->copy_source(), bytes);
       });
       s.push_back(ms / static_cast<double>(problems_.size()));
     }
@@ -100,8 +105,8 @@ class Bench {
 
  private:
   Engine& engine_;
-  std::uint64_t n_;
-  std::vector<std::unique_ptr<Problem>> problems_;
+  std::vector<std::unique_ptr<DeviceProblem>> problems_;
+  std::vector<rt::KernelArgs> args_;
   rt::DeviceBuffer scratch_;
 };
 
@@ -204,6 +209,7 @@ class DeviceMeasurer : public CandidateMeasurer {
   }
   std::vector<double> copy_samples(int repeats) override { return benches_[0]->time_copy(repeats); }
   double bytes_moved() const override { return static_cast<double>(benches_[0]->bytes()); }
+  double copy_bytes_moved() const { return 2.0 * static_cast<double>(benches_[0]->copy_bytes()); }
 
  private:
   struct Slot {
@@ -609,7 +615,6 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
     options.baseline = resolve_config(spec, untuned_config(engine, spec, o.n).config, engine.backend().limits());
   space = with_baseline(std::move(space), *options.baseline);
   const std::string key = run_key(engine, spec, o);
-  const std::uint64_t esize = dtype_size(spec.dtype);
   TuneTimes local_times;
   TuneTimes& times = times_out ? *times_out : local_times;
 
@@ -693,7 +698,7 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   rec.best = found.winner.config;
   rec.best_ms = found.winner.median_ms;
   rec.best_gbps = found.winner.gbps;
-  rec.copy_gbps = 2.0 * o.n * esize / (copy.median_ms * 1e6);
+  rec.copy_gbps = measurer.copy_bytes_moved() / (copy.median_ms * 1e6);
   rec.strategy = found.strategy;
   rec.created_unix = static_cast<std::int64_t>(std::time(nullptr));
   rec.candidates = found.candidates;
@@ -708,8 +713,8 @@ std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelCo
   ProblemShape shape;
   shape.n = n;
   shape.seed = seed;
-  Problem problem(engine.backend(), spec, shape);
-  return launch_and_check(engine, *engine.prepare(spec, config), problem);
+  const auto problem = make_problem(engine.backend(), spec, shape);
+  return launch_and_check(engine, *engine.prepare(spec, config), *problem);
 }
 
 }  // namespace kplay

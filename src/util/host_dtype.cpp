@@ -1,6 +1,7 @@
 // Bit-level conversions for the 16-bit dtypes; see host_dtype.hpp.
 #include "host_dtype.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -120,6 +121,55 @@ double min_normal(Dtype d) {
     case Dtype::bf16: return std::numeric_limits<float>::min();
   }
   return 0;
+}
+
+namespace {
+struct Fp8Format {
+  int mantissa;  // stored mantissa bits
+  int bias;
+  double max;
+  bool has_inf;
+};
+Fp8Format fp8_format(OutDtype f) {
+  return f == OutDtype::f8e5m2 ? Fp8Format{2, 15, 57344.0, true} : Fp8Format{3, 7, 448.0, false};
+}
+}  // namespace
+
+double fp8_max(OutDtype f) { return fp8_format(f).max; }
+
+double fp8_to_double(OutDtype f, std::uint8_t b) {
+  const Fp8Format fm = fp8_format(f);
+  const int ebits = 7 - fm.mantissa;
+  const int e = (b >> fm.mantissa) & ((1 << ebits) - 1);
+  const int m = b & ((1 << fm.mantissa) - 1);
+  const double sign = (b & 0x80) ? -1.0 : 1.0;
+  if (fm.has_inf && e == (1 << ebits) - 1) return m ? std::numeric_limits<double>::quiet_NaN() : sign * HUGE_VAL;
+  if (!fm.has_inf && e == (1 << ebits) - 1 && m == (1 << fm.mantissa) - 1)
+    return std::numeric_limits<double>::quiet_NaN();
+  if (e == 0) return sign * std::ldexp(m, 1 - fm.bias - fm.mantissa);
+  return sign * std::ldexp((1 << fm.mantissa) + m, e - fm.bias - fm.mantissa);
+}
+
+double fp8_ulp(OutDtype f, double v) {
+  const Fp8Format fm = fp8_format(f);
+  const int emin = 1 - fm.bias;
+  const double a = std::fabs(v);
+  const int e = a == 0 || std::isnan(a) ? emin : std::max(std::ilogb(std::min(a, fm.max)), emin);
+  return std::ldexp(1.0, e - fm.mantissa);
+}
+
+std::uint8_t fp8_from_double(OutDtype f, double v) {
+  const Fp8Format fm = fp8_format(f);
+  if (std::isnan(v)) return f == OutDtype::f8e5m2 ? 0x7e : 0x7f;
+  const std::uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  double a = std::min(std::fabs(v), fm.max);  // saturate (infinities too)
+  // Round to nearest even at the spacing of a's binade: exact in double, then find the code.
+  const double q = fp8_ulp(f, a);
+  a = std::nearbyint(a / q) * q;
+  if (a > fm.max) a = fm.max;  // a tie at the top rounds to the even above, which saturates
+  for (int code = 0; code < 0x80; ++code)
+    if (fp8_to_double(f, static_cast<std::uint8_t>(code)) == a) return static_cast<std::uint8_t>(sign | code);
+  return static_cast<std::uint8_t>(sign | 0x7f);  // not reached: every rounded value has a code
 }
 
 }  // namespace kplay

@@ -26,4 +26,14 @@ double next_toward(Dtype d, double v, double direction);
 // Smallest positive normal number of d: relative errors are measured against at least this.
 double min_normal(Dtype d);
 
+// FP8 (OutDtype f8e4m3: float8_e4m3fn, 4 exponent bits, 3 mantissa bits, no infinities, NaN
+// 0x7f; f8e5m2: 5 and 2, IEEE-like with infinities). fp8_from_double rounds to nearest even and
+// saturates: beyond the largest finite value (448, 57344) and +-inf give it with their sign, NaN
+// gives NaN, as the kernels' cvt.rn.satfinite does.
+double fp8_max(OutDtype f);
+double fp8_to_double(OutDtype f, std::uint8_t bits);
+std::uint8_t fp8_from_double(OutDtype f, double v);
+// The spacing of the FP8 format at |v| (its subnormal spacing below the smallest normal number).
+double fp8_ulp(OutDtype f, double v);
+
 }  // namespace kplay

@@ -18,6 +18,17 @@ std::size_t dtype_size(Dtype d) {
   return 0;
 }
 
+std::size_t out_size(const KernelSpec& s) { return s.out == OutDtype::same ? dtype_size(s.dtype) : 1; }
+
+const char* to_string(OutDtype d) {
+  switch (d) {
+    case OutDtype::same: return "same";
+    case OutDtype::f8e4m3: return "f8e4m3";
+    case OutDtype::f8e5m2: return "f8e5m2";
+  }
+  return "?";
+}
+
 const char* to_string(Dtype d) {
   switch (d) {
     case Dtype::f32: return "f32";
@@ -51,6 +62,7 @@ std::string to_string(const KernelConfig& c) {
 std::string to_string(const KernelSpec& s) {
   std::string out = s.activation + " " + to_string(s.direction) + " " + to_string(s.dtype);
   if (s.direction == Direction::backward) out += std::string(" saved=") + to_string(s.saved);
+  if (s.out != OutDtype::same) out += std::string(" out=") + to_string(s.out);
   return out;
 }
 
@@ -60,6 +72,14 @@ Dtype parse_dtype(const std::string& s) {
   if (s == "bf16" || s == "bfloat16") return Dtype::bf16;
   if (s == "f64" || s == "float64" || s == "double") return Dtype::f64;
   throw Error(ErrorCode::invalid_argument, "unknown dtype '" + s + "' (expected f32, f16, bf16 or f64)");
+}
+
+OutDtype parse_out_dtype(const std::string& s) {
+  if (s == "same" || s.empty()) return OutDtype::same;
+  if (s == "f8e4m3" || s == "f8e4m3fn" || s == "float8_e4m3fn" || s == "e4m3") return OutDtype::f8e4m3;
+  if (s == "f8e5m2" || s == "float8_e5m2" || s == "e5m2") return OutDtype::f8e5m2;
+  throw Error(ErrorCode::invalid_argument,
+              "unknown output dtype '" + s + "' (expected f8e4m3 (float8_e4m3fn), f8e5m2 (float8_e5m2) or same)");
 }
 
 Direction parse_direction(const std::string& s) {

@@ -1,7 +1,8 @@
 /* Generic element-wise kernel, one body for CUDA and OpenCL C 1.2. Codegen defines the knobs
  * (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK, KP_BACKWARD, KP_SAVED_OUTPUT, KP_STREAMING, KP_FLAT,
- * KP_LATE_GRAD, KP_ENTRY) and puts the backend's prelude and one activation snippet in front of
- * this file. The prelude maps every difference between the backends:
+ * KP_LATE_GRAD, KP_GATED, KP_OUT_F8, KP_OUT_VEC_BYTES, KP_ENTRY) and puts the backend's prelude
+ * and one activation snippet in front of this file. The prelude maps every difference between the
+ * backends:
  *   kp_u64                  64-bit unsigned index
  *   KP_KERNEL               the kernel qualifiers up to the entry's name (return type included)
  *   KP_GLOBAL               the address space of the buffers (empty on CUDA)
@@ -23,6 +24,20 @@
  *                           kp_vec v from its raw word r, and v's raw word
  *   KP_VLOAD(v, p, i);      a statement: kp_vec v = vector i of the elements at p, which need only
  *                           element alignment (KP_VEC scalar loads on CUDA, vloadn on OpenCL)
+ *   KP_VSTORE(v, p, i);     the same for a store (a gated backward's second output)
+ *   KP_TO, kp_oraw, kp_ovec, KP_OLANE, KP_OVEC_TO_RAW, KP_OUT_MISALIGNMENT, kp_to_out
+ *                           the output's element, raw word and vector, and the conversion of a
+ *                           result to it, where the output is not KP_T (FP8: CUDA's prelude);
+ *                           defined below from the input's where the prelude leaves them
+ *
+ * What the kernels read and write, element by element (a, b, c: in0, in1, in2):
+ *   forward                        out = f(a)
+ *   backward                       out = g f'(saved), a = g, b = saved (input or output)
+ *   gated forward (KP_GATED)       out = f(a) b; with KP_OUT_F8, fp8(f(a) b / scale)
+ *   gated backward                 out = g f'(a) b, out1 = g f(a); a = g, b = a, c = b
+ * A gated kernel's a and b are any two row-pitched operands: the halves of one [rows, 2d] tensor
+ * (b starts d elements after a, both with pitch 2d) or two tensors, each with its own pitch; so
+ * are a gated backward's two outputs.
  *
  * Layout (KP_FLAT 0, the general kernel): `rows` rows of `cols` elements with row pitches (in
  * elements); a flat buffer is one row. Each row is split into a scalar head (so that the output
@@ -34,6 +49,8 @@
  * head, no row loop, no unaligned path, 32-bit indices.
  * Every thread reads all its vectors before it writes any, so out == in is safe (and no pointer is
  * restrict).
+ * A gated backward's second output may not share the first one's alignment (d elements apart in
+ * one [rows, 2d] gradient): it is stored with scalar stores where it does not.
  * KP_LATE_GRAD (backward): the saved tensor is loaded first and the gradient only where the math
  * needs it, so the compiler issues it after the derivative, as torch's float16 gelu backward does
  * (its kernel's SASS in ncu). On an H100, float16 gelu backward in blocks of 512, one vector, read
@@ -49,9 +66,36 @@ typedef unsigned kp_idx;
 typedef kp_u64 kp_idx;
 #endif
 
-/* One element: forward reads x; backward reads the incoming gradient and the saved tensor. */
-KP_FN KP_T kp_apply(KP_T a, KP_T b) {
-#if KP_BACKWARD
+#if KP_GATED && KP_BACKWARD
+#define KP_INPUTS 3
+#elif KP_GATED || KP_BACKWARD
+#define KP_INPUTS 2
+#else
+#define KP_INPUTS 1
+#endif
+#define KP_TWO_OUTPUTS (KP_GATED && KP_BACKWARD)
+
+/* The output is of the inputs' type unless the prelude says otherwise (FP8). */
+#if !KP_OUT_F8
+typedef KP_T KP_TO;
+typedef kp_raw kp_oraw;
+typedef kp_vec kp_ovec;
+#define KP_OLANE(v, k) KP_LANE(v, k)
+#define KP_OVEC_TO_RAW(v) KP_VEC_TO_RAW(v)
+#define KP_OUT_MISALIGNMENT(p, at) KP_MISALIGNMENT(p, at)
+KP_FN KP_TO kp_to_out(KP_C v, float scale) {
+  (void)scale;
+  return kp_to_storage(v);
+}
+#endif
+
+/* One element of the (first) output: forward reads x; backward reads the incoming gradient and
+ * the saved tensor; gated forward reads a and b. */
+KP_FN KP_TO kp_apply(KP_T a, KP_T b, float scale) {
+#if KP_GATED
+  return kp_to_out(kp_act_forward(kp_to_compute(a)) * kp_to_compute(b), scale);
+#elif KP_BACKWARD
+  (void)scale;
 #if KP_SAVED_OUTPUT
   return kp_to_storage(kp_act_backward_from_output(kp_to_compute(a), kp_to_compute(b)));
 #else
@@ -59,18 +103,38 @@ KP_FN KP_T kp_apply(KP_T a, KP_T b) {
 #endif
 #else
   (void)b;
+  (void)scale;
   return kp_to_storage(kp_act_forward(kp_to_compute(a)));
 #endif
 }
 
-KP_FN void kp_scalar(KP_GLOBAL KP_T* o, KP_GLOBAL const KP_T* a, KP_GLOBAL const KP_T* b, kp_u64 i) {
-#if KP_BACKWARD
+#if KP_TWO_OUTPUTS
+/* A gated backward: grad_a = g f'(a) b (the derivative times g first, so that a zero derivative
+ * keeps a zero where g b overflows) and grad_b = g f(a). */
+KP_FN KP_T kp_apply_ga(KP_T g, KP_T a, KP_T b) {
+  return kp_to_storage(kp_act_backward_from_input(kp_to_compute(g), kp_to_compute(a)) * kp_to_compute(b));
+}
+KP_FN KP_T kp_apply_gb(KP_T g, KP_T a) { return kp_to_storage(kp_to_compute(g) * kp_act_forward(kp_to_compute(a))); }
+#endif
+
+KP_FN void kp_scalar(KP_GLOBAL KP_TO* o, KP_GLOBAL KP_T* o1, KP_GLOBAL const KP_T* a, KP_GLOBAL const KP_T* b,
+                     KP_GLOBAL const KP_T* c, kp_u64 i, float scale) {
+#if KP_TWO_OUTPUTS
+  (void)scale;
+  const KP_T g = KP_LD(a + i), av = KP_LD(b + i), bv = KP_LD(c + i);
+  KP_ST(o + i, kp_apply_ga(g, av, bv));
+  KP_ST(o1 + i, kp_apply_gb(g, av));
+#else
+  (void)o1;
+  (void)c;
+#if KP_INPUTS >= 2
   KP_T bv = KP_LD(b + i);
 #else
   KP_T bv = 0;
   (void)b;
 #endif
-  KP_ST(o + i, kp_apply(KP_LD(a + i), bv));
+  KP_ST(o + i, kp_apply(KP_LD(a + i), bv, scale));
+#endif
 }
 
 /* Vector v of an input that starts at p: one wide load when p is vector-aligned, else KP_VEC
@@ -83,22 +147,38 @@ KP_FN void kp_load(kp_vec* dst, KP_GLOBAL const KP_T* p, bool aligned, kp_idx v)
   }
 }
 
-#if KP_BACKWARD
-#define KP_APPLY_LANE(k) KP_LANE(y, k) = kp_apply(KP_LANE(x[j], k), KP_LANE(s[j], k));
+#if KP_TWO_OUTPUTS
+#define KP_APPLY_LANE(k)                                                \
+  KP_LANE(y, k) = kp_apply_ga(KP_LANE(x[j], k), KP_LANE(s[j], k), KP_LANE(t[j], k)); \
+  KP_LANE(y1, k) = kp_apply_gb(KP_LANE(x[j], k), KP_LANE(s[j], k));
+#elif KP_INPUTS >= 2
+#define KP_APPLY_LANE(k) KP_OLANE(y, k) = kp_apply(KP_LANE(x[j], k), KP_LANE(s[j], k), scale);
 #else
-#define KP_APPLY_LANE(k) KP_LANE(y, k) = kp_apply(KP_LANE(x[j], k), 0);
+#define KP_APPLY_LANE(k) KP_OLANE(y, k) = kp_apply(KP_LANE(x[j], k), 0, scale);
 #endif
 
 /* One chunk step of one thread: vectors base, base + KP_BLOCK, ... below nvec, all read before
- * any is written. */
-KP_FN void kp_step(KP_GLOBAL kp_raw* ov, KP_GLOBAL const KP_T* a, bool a_vec, KP_GLOBAL const KP_T* b, bool b_vec,
-                   kp_idx base, kp_idx nvec) {
+ * any is written. o1 (a gated backward's second output) is written with wide stores where
+ * o1_vec, else element by element. */
+KP_FN void kp_step(KP_GLOBAL kp_oraw* ov, KP_GLOBAL KP_T* o1, bool o1_vec, KP_GLOBAL const KP_T* a, bool a_vec,
+                   KP_GLOBAL const KP_T* b, bool b_vec, KP_GLOBAL const KP_T* c, bool c_vec, kp_idx base,
+                   kp_idx nvec, float scale) {
   kp_vec x[KP_VPT];
-#if KP_BACKWARD
+#if KP_INPUTS >= 2
   kp_vec s[KP_VPT];
 #else
   (void)b;
   (void)b_vec;
+#endif
+#if KP_INPUTS >= 3
+  kp_vec t[KP_VPT];
+#else
+  (void)c;
+  (void)c_vec;
+#endif
+#if !KP_TWO_OUTPUTS
+  (void)o1;
+  (void)o1_vec;
 #endif
 #pragma unroll
   for (int j = 0; j < KP_VPT; ++j) {
@@ -107,8 +187,11 @@ KP_FN void kp_step(KP_GLOBAL kp_raw* ov, KP_GLOBAL const KP_T* a, bool a_vec, KP
 #if !(KP_BACKWARD && KP_LATE_GRAD) /* else the gradient is loaded below, next to its one use */
       kp_load(&x[j], a, a_vec, v);
 #endif
-#if KP_BACKWARD
+#if KP_INPUTS >= 2
       kp_load(&s[j], b, b_vec, v);
+#endif
+#if KP_INPUTS >= 3
+      kp_load(&t[j], c, c_vec, v);
 #endif
     }
   }
@@ -116,15 +199,46 @@ KP_FN void kp_step(KP_GLOBAL kp_raw* ov, KP_GLOBAL const KP_T* a, bool a_vec, KP
   for (int j = 0; j < KP_VPT; ++j) {
     const kp_idx v = base + (kp_idx)j * KP_BLOCK;
     if (v < nvec) {
-      kp_vec y;
+#if KP_TWO_OUTPUTS
+      kp_vec y, y1;
+#else
+      kp_ovec y;
+#endif
 #if KP_BACKWARD && KP_LATE_GRAD
       kp_load(&x[j], a, a_vec, v);
 #endif
       KP_FOR_LANES(KP_APPLY_LANE)
-      KP_ST(ov + v, KP_VEC_TO_RAW(y));
+      KP_ST(ov + v, KP_OVEC_TO_RAW(y));
+#if KP_TWO_OUTPUTS
+      if (o1_vec) {
+        KP_ST((KP_GLOBAL kp_raw*)o1 + v, KP_VEC_TO_RAW(y1));
+      } else {
+        KP_VSTORE(y1, o1, v);
+      }
+#endif
     }
   }
 }
+
+/* The kernel's parameters: out, in0, in1, then a gated backward's out1 and in2; rows, cols and
+ * the pitches in the same order; FP8's scale last (runtime/backend.hpp, KernelArgs). */
+#if KP_TWO_OUTPUTS
+#define KP_MORE_BUFFERS , KP_BUFFER(KP_T, out1), KP_BUFFER(const KP_T, in2)
+#define KP_MORE_PITCHES , kp_u64 ld_out1, kp_u64 ld_in2
+#else
+#define KP_MORE_BUFFERS
+#define KP_MORE_PITCHES
+#endif
+#if KP_OUT_F8
+#define KP_SCALE_PARAMS , KP_GLOBAL const float *scale_ptr, float scale_value
+#define KP_SCALE (scale_ptr ? *scale_ptr : scale_value)
+#else
+#define KP_SCALE_PARAMS
+#define KP_SCALE 1.0f
+#endif
+#define KP_PARAMS                                                                                              \
+  KP_BUFFER(KP_TO, out), KP_BUFFER(const KP_T, in0), KP_BUFFER(const KP_T, in1) KP_MORE_BUFFERS, kp_u64 rows, \
+      kp_u64 cols, kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1 KP_MORE_PITCHES KP_SCALE_PARAMS
 
 #if KP_FLAT
 /* The flat kernel holds one copy of the activation's body where the general kernel holds an
@@ -134,48 +248,71 @@ KP_FN void kp_step(KP_GLOBAL kp_raw* ov, KP_GLOBAL const KP_T* a, bool a_vec, KP
  * 101.7 % of a same-run copy with it and 88.4 % with the general kernel (`tools/perf_table.py --acts
  * gelu --dtypes f64 --directions backward --timing queued`, and the general kernel through its
  * --pin with the knob `general`). The pitches are unused. */
-KP_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFFER(const KP_T, in1), kp_u64 rows,
-                   kp_u64 cols, kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1) {
+KP_KERNEL KP_ENTRY(KP_PARAMS) {
   (void)rows;
   (void)ld_out;
   (void)ld_in0;
   (void)ld_in1;
+  const float scale = KP_SCALE;
   const unsigned n = (unsigned)cols;
   const unsigned nvec = n / KP_VEC;
   const unsigned chunk = KP_BLOCK * KP_VPT; /* vectors per block step */
-  KP_GLOBAL KP_T* o = out + KP_OFFSET(out);
+  KP_GLOBAL KP_TO* o = out + KP_OFFSET(out);
   KP_GLOBAL const KP_T* a = in0 + KP_OFFSET(in0);
   KP_GLOBAL const KP_T* b = in1 + KP_OFFSET(in1);
-  for (unsigned c = KP_GROUP_X; c * chunk < nvec; c += KP_NUM_GROUPS_X)
-    kp_step((KP_GLOBAL kp_raw*)o, a, true, b, true, c * chunk + KP_LOCAL_ID, nvec);
+#if KP_TWO_OUTPUTS
+  (void)ld_out1;
+  (void)ld_in2;
+  KP_GLOBAL KP_T* o1 = out1 + KP_OFFSET(out1);
+  KP_GLOBAL const KP_T* c = in2 + KP_OFFSET(in2);
+#else
+  KP_GLOBAL KP_T* o1 = 0;
+  KP_GLOBAL const KP_T* c = a;
+#endif
+  for (unsigned c_ = KP_GROUP_X; c_ * chunk < nvec; c_ += KP_NUM_GROUPS_X)
+    kp_step((KP_GLOBAL kp_oraw*)o, o1, true, a, true, b, true, c, true, c_ * chunk + KP_LOCAL_ID, nvec, scale);
   /* The tail: fewer than KP_VEC elements, done by the first block. */
-  if (KP_GROUP_X == 0 && KP_LOCAL_ID < n - nvec * KP_VEC) kp_scalar(o, a, b, nvec * KP_VEC + KP_LOCAL_ID);
+  if (KP_GROUP_X == 0 && KP_LOCAL_ID < n - nvec * KP_VEC) kp_scalar(o, o1, a, b, c, nvec * KP_VEC + KP_LOCAL_ID, scale);
 }
 #else
-KP_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFFER(const KP_T, in1), kp_u64 rows,
-                   kp_u64 cols, kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1) {
+KP_KERNEL KP_ENTRY(KP_PARAMS) {
+  const float scale = KP_SCALE;
   const kp_u64 chunk = (kp_u64)KP_BLOCK * KP_VPT; /* vectors per block step */
   for (kp_u64 r = KP_GROUP_Y; r < rows; r += KP_NUM_GROUPS_Y) {
     const kp_u64 o_at = KP_OFFSET(out) + r * ld_out, a_at = KP_OFFSET(in0) + r * ld_in0,
                  b_at = KP_OFFSET(in1) + r * ld_in1;
-    KP_GLOBAL KP_T* o = out + o_at;
+    KP_GLOBAL KP_TO* o = out + o_at;
     KP_GLOBAL const KP_T* a = in0 + a_at;
     KP_GLOBAL const KP_T* b = in1 + b_at;
-    /* Peel a scalar head so that the output is vector-aligned: stores are always wide. */
-    const unsigned mis = (unsigned)KP_MISALIGNMENT(o, o_at);
-    kp_u64 head = mis ? (KP_VEC_BYTES - mis) / sizeof(KP_T) : 0;
+#if KP_TWO_OUTPUTS
+    const kp_u64 o1_at = KP_OFFSET(out1) + r * ld_out1, c_at = KP_OFFSET(in2) + r * ld_in2;
+    KP_GLOBAL KP_T* o1 = out1 + o1_at;
+    KP_GLOBAL const KP_T* c = in2 + c_at;
+#endif
+    /* Peel a scalar head so that the output is vector-aligned: its stores are always wide. */
+    const unsigned mis = (unsigned)KP_OUT_MISALIGNMENT(o, o_at);
+    kp_u64 head = mis ? (KP_OUT_VEC_BYTES - mis) / sizeof(KP_TO) : 0;
     if (head > cols) head = cols;
     const bool a_vec = KP_MISALIGNMENT(a + head, a_at + head) == 0;
     const bool b_vec = KP_MISALIGNMENT(b + head, b_at + head) == 0;
+#if KP_TWO_OUTPUTS
+    const bool c_vec = KP_MISALIGNMENT(c + head, c_at + head) == 0;
+    const bool o1_vec = KP_MISALIGNMENT(o1 + head, o1_at + head) == 0;
+#else
+    KP_GLOBAL KP_T* o1 = (KP_GLOBAL KP_T*)o; /* unused */
+    KP_GLOBAL const KP_T* c = a;
+    const bool c_vec = a_vec, o1_vec = false;
+#endif
     const kp_u64 nvec = (cols - head) / KP_VEC;
     const kp_u64 body_end = head + nvec * KP_VEC;
-    KP_GLOBAL kp_raw* ov = (KP_GLOBAL kp_raw*)(o + head);
-    for (kp_u64 c = KP_GROUP_X; c * chunk < nvec; c += KP_NUM_GROUPS_X)
-      kp_step(ov, a + head, a_vec, b + head, b_vec, c * chunk + KP_LOCAL_ID, nvec);
+    KP_GLOBAL kp_oraw* ov = (KP_GLOBAL kp_oraw*)(o + head);
+    for (kp_u64 c_ = KP_GROUP_X; c_ * chunk < nvec; c_ += KP_NUM_GROUPS_X)
+      kp_step(ov, o1 + head, o1_vec, a + head, a_vec, b + head, b_vec, c + head, c_vec, c_ * chunk + KP_LOCAL_ID,
+              nvec, scale);
     /* Head and tail: fewer than KP_VEC elements each, done by the first block of the row. */
     if (KP_GROUP_X == 0) {
-      if (KP_LOCAL_ID < head) kp_scalar(o, a, b, KP_LOCAL_ID);
-      if (KP_LOCAL_ID < cols - body_end) kp_scalar(o, a, b, body_end + KP_LOCAL_ID);
+      if (KP_LOCAL_ID < head) kp_scalar(o, o1, a, b, c, KP_LOCAL_ID, scale);
+      if (KP_LOCAL_ID < cols - body_end) kp_scalar(o, o1, a, b, c, body_end + KP_LOCAL_ID, scale);
     }
   }
 }

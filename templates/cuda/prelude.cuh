@@ -64,7 +64,11 @@ KP_FN double kp_rcp_approxd(double x) {
  * KP_TANH, KP_ERF, KP_ERFC, KP_FABS, KP_FMA, KP_SQRT, KP_DIV6 and KP_DIV6_OUT (a quotient that is
  * the output: 16-bit types may round it differently on the way, narrow_math.h). */
 #if KP_DTYPE_F64
+#if KP_WIDE_F32
+typedef float KP_T; /* a gated float32 kernel whose math runs in double (codegen) */
+#else
 typedef double KP_T;
+#endif
 typedef double KP_C;
 #define KP_LIT(x) x
 #define KP_EXPM1(x) expm1(x)
@@ -111,7 +115,7 @@ KP_FN KP_C kp_to_compute(KP_T v) { return v; }
 KP_FN KP_T kp_to_storage(KP_C v) { return v; }
 #elif KP_DTYPE_F64
 KP_FN KP_C kp_to_compute(KP_T v) { return v; }
-KP_FN KP_T kp_to_storage(KP_C v) { return v; }
+KP_FN KP_T kp_to_storage(KP_C v) { return (KP_T)v; } /* KP_WIDE_F32: one rounding to float */
 #elif KP_DTYPE_F16
 typedef unsigned short KP_T;
 KP_FN KP_C kp_to_compute(KP_T v) {
@@ -185,3 +189,43 @@ union kp_vec {
 /* KP_VEC scalar loads into the lanes of v (with the cache hint) */
 #define KP_VLOAD(v, p, i) \
   _Pragma("unroll") for (int kp_k = 0; kp_k < KP_VEC; ++kp_k)(v).e[kp_k] = KP_LD((p) + (i) * KP_VEC + kp_k)
+#define KP_VSTORE(v, p, i) \
+  _Pragma("unroll") for (int kp_k = 0; kp_k < KP_VEC; ++kp_k) KP_ST((p) + (i) * KP_VEC + kp_k, (v).e[kp_k])
+
+#if KP_OUT_F8
+/* FP8 output (a gated forward on sm_89 and newer): out = fp8(v / scale), the division IEEE (in
+ * double where the math is, else __fdiv_rn, whatever -prec-div says), then one cvt.rn.satfinite:
+ * round to nearest even, anything beyond the largest finite value (448 for e4m3, 57344 for e5m2)
+ * and infinities to it with their sign, NaN to NaN. KP_OUT_F8 is 1 for e4m3, 2 for e5m2. */
+typedef unsigned char KP_TO;
+#if KP_OUT_VEC_BYTES == 8
+typedef uint2 kp_oraw;
+#elif KP_OUT_VEC_BYTES == 4
+typedef unsigned int kp_oraw;
+#elif KP_OUT_VEC_BYTES == 2
+typedef unsigned short kp_oraw;
+#else
+typedef unsigned char kp_oraw;
+#endif
+union kp_ovec {
+  kp_oraw raw;
+  KP_TO e[KP_VEC];
+};
+#define KP_OLANE(v, k) ((v).e[k])
+#define KP_OVEC_TO_RAW(v) ((v).raw)
+#define KP_OUT_MISALIGNMENT(p, at) ((kp_u64)(p) % KP_OUT_VEC_BYTES)
+KP_FN KP_TO kp_to_out(KP_C v, float scale) {
+#if KP_DTYPE_F64
+  const float q = (float)(v / (double)scale);
+#else
+  const float q = __fdiv_rn(v, scale);
+#endif
+  unsigned short r;
+#if KP_OUT_F8 == 1
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %1;" : "=h"(r) : "f"(q));
+#else
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %1;" : "=h"(r) : "f"(q));
+#endif
+  return (KP_TO)(r & 0xffu);
+}
+#endif

@@ -42,8 +42,13 @@
 #define KP_DIV6_OUT(x) ((x) / KP_LIT(6.0))
 #if KP_DTYPE_F64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#if KP_WIDE_F32
+#define KP_TN float /* a gated float32 kernel whose math runs in double (codegen) */
+typedef float KP_T;
+#else
 #define KP_TN double
 typedef double KP_T;
+#endif
 typedef double KP_C;
 #define KP_LIT(x) x
 #define KP_EXPM1(x) expm1(x)
@@ -72,7 +77,7 @@ KP_FN KP_C kp_to_compute(KP_T v) { return v; }
 KP_FN KP_T kp_to_storage(KP_C v) { return v; }
 #elif KP_DTYPE_F64
 KP_FN KP_C kp_to_compute(KP_T v) { return v; }
-KP_FN KP_T kp_to_storage(KP_C v) { return v; }
+KP_FN KP_T kp_to_storage(KP_C v) { return (KP_T)v; } /* KP_WIDE_F32: one rounding to float */
 #elif KP_DTYPE_F16
 #define KP_TN ushort
 typedef ushort KP_T;
@@ -137,10 +142,15 @@ typedef KP_RAW kp_raw;
 #define KP_TV KP_TN
 #define KP_LANE(v, k) (v)
 #define KP_VLOAD(v, p, i) ((v) = (p)[i])
+#define KP_VSTORE(v, p, i) ((p)[i] = (v))
 #else
 #define KP_TV KP_XCAT(KP_TN, KP_VEC)
 #define KP_LANE(v, k) ((v).s##k)
 #define KP_VLOAD(v, p, i) ((v) = KP_XCAT(vload, KP_VEC)(i, p))
+#define KP_VSTORE(v, p, i) KP_XCAT(vstore, KP_VEC)(v, i, p)
+#endif
+#if KP_OUT_F8
+#error "FP8 output is for CUDA only"
 #endif
 typedef KP_TV kp_vec;
 #define KP_SET_RAW(v, r) ((v) = KP_XCAT(as_, KP_TV)(r))

@@ -141,3 +141,71 @@ def test_prepared_launcher_gives_the_bits_of_forward_and_backward(cl_queue):
         _core.Launcher.opencl("selux", _core.F32, False, False, q)
     with pytest.raises(kplay.UnsupportedError, match="saved output"):
         _core.Launcher.opencl("gelu", _core.F32, True, True, q)
+
+
+def silu(x):
+    x = x.astype(np.float64)
+    return x / (1 + np.exp(-x))
+
+
+def silu_grad(x):
+    x = x.astype(np.float64)
+    s = 1 / (1 + np.exp(-x))
+    return s * (1 + x * (1 - s))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gated_forward_and_backward_match_numpy(cl_queue, dtype):
+    rows, d = 37, 101
+    xh = mixed(rows * 2 * d, dtype).reshape(rows, 2 * d)
+    x = cla.to_device(cl_queue, xh)
+    a, b = xh[:, :d].astype(np.float64), xh[:, d:].astype(np.float64)
+    y = kplay.gated_forward("silu", x)
+    assert y.shape == (rows, d)
+    assert np.allclose(y.get(), silu(a) * b, rtol=TOL[dtype], atol=TOL[dtype])
+    # The two-tensor form and "gated(silu)" give the same.
+    ad, bd = cla.to_device(cl_queue, np.ascontiguousarray(xh[:, :d])), cla.to_device(cl_queue, np.ascontiguousarray(xh[:, d:]))
+    y2 = kplay.gated_forward("gated(silu)", a=ad, b=bd)
+    assert np.array_equal(y.get(), y2.get())
+    gh = mixed(rows * d, dtype, seed=3).reshape(rows, d)
+    g = cla.to_device(cl_queue, gh)
+    gx = kplay.gated_backward("silu", g, x)
+    assert gx.shape == (rows, 2 * d)
+    want_a, want_b = gh * silu_grad(a) * b, gh * silu(a)
+    assert np.allclose(gx.get()[:, :d], want_a, rtol=TOL[dtype], atol=TOL[dtype])
+    assert np.allclose(gx.get()[:, d:], want_b, rtol=TOL[dtype], atol=TOL[dtype])
+    ga, gb = kplay.gated_backward("silu", g, a=ad, b=bd)
+    assert np.array_equal(ga.get(), gx.get()[:, :d]) and np.array_equal(gb.get(), gx.get()[:, d:])
+
+
+def test_gated_raw_core_pointers_with_pitches(cl_queue):
+    """The core binding takes buffers, element offsets and row pitches, as a framework layer does."""
+    rows, d, ld = 9, 50, 130
+    xh = mixed(rows * ld, np.float32).reshape(rows, ld)
+    x = cla.to_device(cl_queue, xh)
+    out = cla.zeros(cl_queue, (rows, 64), np.float32)
+    # a = columns 10..59, b = columns 70..119 of each row; out into columns 0..49 of a [rows, 64].
+    kplay._core.gated_forward("silu", kplay._core.F32, x.base_data.int_ptr, 10, ld, x.base_data.int_ptr, 70, ld,
+                              out.base_data.int_ptr, 0, 64, rows, d, kplay._core.BACKEND_OPENCL, cl_queue.int_ptr)
+    got = out.get()
+    want = silu(xh[:, 10:60]) * xh[:, 70:120]
+    assert np.allclose(got[:, :d], want, rtol=2e-6, atol=2e-6)
+    assert np.all(got[:, d:] == 0)
+
+
+def test_gated_bad_input_raises(cl_queue):
+    x = cla.to_device(cl_queue, mixed(4 * 7, np.float32).reshape(4, 7))
+    with pytest.raises(kplay.InvalidArgumentError, match="last dimension must be even"):
+        kplay.gated_forward("silu", x)
+    a = cla.to_device(cl_queue, mixed(4 * 6, np.float32).reshape(4, 6))
+    b = cla.to_device(cl_queue, mixed(4 * 5, np.float32).reshape(4, 5))
+    with pytest.raises(kplay.InvalidArgumentError, match="shape"):
+        kplay.gated_forward("silu", a=a, b=b)
+    with pytest.raises(kplay.InvalidArgumentError, match="gate another gated"):
+        kplay.gated_forward("gated(gated(silu))", a=a, b=a)
+    with pytest.raises(TypeError):
+        kplay.gated_forward("silu", x, a=a, b=a)
+    with pytest.raises(kplay.UnsupportedError, match="FP8 output is for CUDA only"):
+        kplay._core.gated_forward("silu", kplay._core.F32, a.base_data.int_ptr, 0, 6, a.base_data.int_ptr, 3, 6,
+                                  b.base_data.int_ptr, 0, 3, 4, 3, kplay._core.BACKEND_OPENCL, cl_queue.int_ptr,
+                                  kplay._core.OUT_F8E4M3, 0, 1.0)
