@@ -262,4 +262,11 @@ def register() -> None:
         # the op to a call of its kernel; made here, since Inductor refuses to make a fallback of
         # its own for an op that is in its decomposition table.
         lowering.make_fallback(op, warn=False, override_decomp=True)
+    # Inductor hands AOTAutograd a copy of its table made at its first compile in the process
+    # (select_decomp_table: fast_random_decomps is cached); where a graph without kplay was
+    # compiled before this, that copy lacks kplay's formulas and every later graph would keep the
+    # kernel whatever the mode. Dropping the copy makes the next compile take the table as it is.
+    cached = getattr(inductor, "fast_random_decomps", None)
+    if cached is not None and hasattr(cached, "cache_clear"):
+        cached.cache_clear()
     _registered = True

@@ -1,6 +1,8 @@
 """torch's own test inputs through kplay.torch: the OpInfo samples (torch.testing._internal's
 op_db) of every torch activation kplay has, compared with torch on CUDA with torch's default
-tolerances (torch.testing.assert_close, per dtype). Forward in every dtype kplay and the OpInfo
+tolerances (torch.testing.assert_close, per dtype); where they differ by more, kplay must be within
+those tolerances of the exact result (torch's formula in float64 on the same input, rounded to the
+dtype), as torch's own reference tests judge a kernel. Forward in every dtype kplay and the OpInfo
 share; backward in float32 and float64 (16-bit gradients are held to kplay's own tolerances in
 test_torch.py: torch's 16-bit defaults are below the 2-ulp spread of torch's own gradients).
 
@@ -114,7 +116,15 @@ def test_forward_matches_torch_on_its_samples(key, dtype, cuda):
         try:
             expected = opinfo.op(sample.input, *sample.args, **sample.kwargs)
             actual = ours(sample.input, *sample.args, **sample.kwargs)
-            torch.testing.assert_close(actual, expected, equal_nan=True)  # torch's dtype tolerances
+            try:
+                torch.testing.assert_close(actual, expected, equal_nan=True)  # torch's dtype tolerances
+            except AssertionError:
+                # Where the two differ by more than torch's tolerance, the exact result decides:
+                # torch's formula evaluated in float64 on the same input, rounded to the dtype
+                # (torch's 16-bit tanhshrink, x - tanh(x) in float, loses bits to cancellation
+                # that kplay keeps). kplay passes when it is within the same tolerance of it.
+                exact = opinfo.op(sample.input.double(), *sample.args, **sample.kwargs).to(dtype)
+                torch.testing.assert_close(actual, exact, equal_nan=True)
         except Exception as e:  # noqa: BLE001  (a refusal counts as a failure, with its message)
             failures.append(f"{_describe(sample)}: {type(e).__name__}: {str(e).strip().splitlines()[0:4]}")
     assert not failures, f"{len(failures)} of {len(samples)} samples differ:\n" + "\n".join(failures)

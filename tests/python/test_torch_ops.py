@@ -226,6 +226,30 @@ def test_direct_op_calls_decompose_once_registered(compile_mode):
     assert len(graphs) == 2 and not any(t.startswith("kplay.") for g in graphs for t in g)
 
 
+def test_decompositions_apply_after_a_graph_without_kplay_was_compiled(tmp_path):
+    # Inductor caches its decomposition table at the first compile of the process; a model whose
+    # torch variant compiles first (kplay.bench_models, examples/overhead.py) must still get
+    # kplay's formulas. A fresh process, since this one may have registered them long ago, and
+    # fresh on-disk caches, which are keyed on the graph before decomposition.
+    code = """
+import torch
+import kplay.torch as kt
+from torch._inductor.utils import run_and_get_code
+torch.compile(lambda t: torch.selu(t) * 2, fullgraph=True)(torch.randn(64))
+kt.set_compile_mode("decompose")
+def chain(t):
+    for _ in range(3):
+        t = kt.selu(t)
+    return t
+_, sources = run_and_get_code(torch.compile(chain, fullgraph=True), torch.randn(64))
+print(sum(s.count("kplay.forward") for s in sources))
+"""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "0", out.stdout[-2000:]
+
+
 def test_inductor_lowers_a_kept_kernel_to_a_call_of_it():
     # Where the mode keeps kplay's kernel, the decomposition declines and the op reaches Inductor,
     # which refuses to make a fallback of its own for an op in its decomposition table ("both a
