@@ -501,7 +501,7 @@ def test_patched_llama_gives_the_same_logits_and_gradients():
 def test_compiled_gated_matches_eager(compile_mode, mode, dtype):
     compile_mode(mode)
     tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]
-    for act in ("silu", "relu", "gelu(approximate=tanh)"):
+    for act in ("silu", "relu"):  # a transcendental and a select: "auto" decomposes them differently
         def f(t):
             return kt.gated(t * 1.5, act) * 2
 
