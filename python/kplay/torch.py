@@ -9,7 +9,9 @@ built-in of the registry its name and parameters (torch's, where torch has the a
     kplay.torch.selu(x), kplay.torch.selu_(x), kplay.torch.leaky_relu(x, negative_slope=0.2), ...
     kplay.torch.activation(x, "leaky_relu(negative_slope=0.2)")
 One op per activation string would register a new op for every parameter value; the generic op
-keeps the string as a graph constant, so torch.compile specializes on it all the same.
+keeps the string as a graph constant, so torch.compile specializes on it all the same. The gated
+form, out = act(a) * b, has two ops of its own (gated_forward, gated_backward; their block at the
+end of this module) behind kplay.torch.gated, swiglu, geglu and glu.
 
 Where they run: the C++ extension kplay._torch_ops (python/src/torch_ops.cpp) registers the ops
 with PyTorch's dispatcher, with kernels for CUDA, Meta (fake tensors) and CPU (a refusal) and the
