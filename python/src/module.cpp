@@ -212,9 +212,9 @@ const KplayTorchBridge torch_bridge = {
        std::int64_t ld_b, void* ga, std::int64_t ld_ga, void* gb, std::int64_t ld_gb, std::int64_t rows, std::int64_t d,
        void* stream, const char** msg) {
       return bridged(msg, [&] {
-        static_cast<const kplay::Launcher*>(launcher)->launch_gated_backward(
-            {g, ld_g, 0}, {a, ld_a, 0}, {b, ld_b, 0}, {ga, ld_ga, 0}, {gb, ld_gb, 0}, rows, d, stream,
-            kplay::PointerChecks::vouched);
+        static_cast<const kplay::Launcher*>(launcher)->launch_gated_backward({g, ld_g, 0}, {a, ld_a, 0}, {b, ld_b, 0},
+                                                                             {ga, ld_ga, 0}, {gb, ld_gb, 0}, rows, d,
+                                                                             stream, kplay::PointerChecks::vouched);
       });
     },
 };

@@ -39,12 +39,12 @@ struct KplayTorchBridge {
                              void** launcher, const char** message);
   // out = act(a) * b over rows x d, each operand a CUDA pointer (its first element) and a row pitch
   // in elements; vouched pointer checks (kplay's checks of pitches and overlap still run). scale: FP8's.
-  int (*launch_gated_forward)(const void* launcher, const void* a, std::int64_t ld_a, const void* b,
-                              std::int64_t ld_b, void* out, std::int64_t ld_out, std::int64_t rows, std::int64_t d,
-                              float scale, void* stream, const char** message);
+  int (*launch_gated_forward)(const void* launcher, const void* a, std::int64_t ld_a, const void* b, std::int64_t ld_b,
+                              void* out, std::int64_t ld_out, std::int64_t rows, std::int64_t d, float scale,
+                              void* stream, const char** message);
   // grad_a = g act'(a) b, grad_b = g act(a), in one kernel.
   int (*launch_gated_backward)(const void* launcher, const void* grad_out, std::int64_t ld_grad_out, const void* a,
-                               std::int64_t ld_a, const void* b, std::int64_t ld_b, void* grad_a, std::int64_t ld_grad_a,
-                               void* grad_b, std::int64_t ld_grad_b, std::int64_t rows, std::int64_t d, void* stream,
-                               const char** message);
+                               std::int64_t ld_a, const void* b, std::int64_t ld_b, void* grad_a,
+                               std::int64_t ld_grad_a, void* grad_b, std::int64_t ld_grad_b, std::int64_t rows,
+                               std::int64_t d, void* stream, const char** message);
 };

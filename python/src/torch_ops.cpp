@@ -601,9 +601,9 @@ at::Tensor gated_forward_cuda(const at::Tensor& x, const std::optional<at::Tenso
   const Rows xb = b ? as_rows(*b) : Rows{xa.t, xa.pitch};
   const void* pb = b ? xb.t.const_data_ptr() : advanced(xa.t, d);
   const char* message = nullptr;
-  check(bridge->launch_gated_forward(gated_launcher(gated_entry(activation), slot, kind, device),
-                                     xa.t.const_data_ptr(), xa.pitch, pb, xb.pitch, out.data_ptr(), d,
-                                     out.numel() / d, d, static_cast<float>(scale), current_stream(device), &message),
+  check(bridge->launch_gated_forward(gated_launcher(gated_entry(activation), slot, kind, device), xa.t.const_data_ptr(),
+                                     xa.pitch, pb, xb.pitch, out.data_ptr(), d, out.numel() / d, d,
+                                     static_cast<float>(scale), current_stream(device), &message),
         message);
   return out;
 }
@@ -616,7 +616,8 @@ void check_gated_grad(const at::Tensor& grad, const at::Tensor& x, std::int64_t 
   const auto want = gated_out_sizes(x, d);
   if (grad.sizes() != c10::IntArrayRef(want))
     invalid("grad has shape " + shape_text(grad) + "; expected " + c10::str(c10::IntArrayRef(want)));
-  if (grad.device() != x.device()) invalid("grad is on " + grad.device().str() + " but the inputs on " + x.device().str());
+  if (grad.device() != x.device())
+    invalid("grad is on " + grad.device().str() + " but the inputs on " + x.device().str());
 }
 
 std::vector<at::Tensor> gated_backward_cuda(const at::Tensor& grad, const at::Tensor& x,
@@ -626,9 +627,9 @@ std::vector<at::Tensor> gated_backward_cuda(const at::Tensor& grad, const at::Te
   const std::int64_t d = gated_d(x, b);
   check_gated_grad(grad, x, d);
   // Packed: one gradient of x's shape, grad_a its first half and grad_b its second.
-  std::vector<at::Tensor> out = b ? std::vector<at::Tensor>{at::empty(x.sizes(), x.options()),
-                                                            at::empty(x.sizes(), x.options())}
-                                  : std::vector<at::Tensor>{at::empty(x.sizes(), x.options())};
+  std::vector<at::Tensor> out =
+      b ? std::vector<at::Tensor>{at::empty(x.sizes(), x.options()), at::empty(x.sizes(), x.options())}
+        : std::vector<at::Tensor>{at::empty(x.sizes(), x.options())};
   if (grad.numel() == 0) return out;
   const int slot = dtype_slot(x.scalar_type());
   const c10::DeviceIndex device = x.device().index();
