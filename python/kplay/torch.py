@@ -275,6 +275,8 @@ def replace_activations(model: torch.nn.Module, only_available: bool = True,
 # packed form: one [..., 2d] gradient). FP8 output is forward only.
 
 _gated_forward = torch.ops.kplay.gated_forward.default
+if EXTENSION:  # eager calls without FP8 output: the extension's entry point, straight to the typed call
+    from ._torch_ops import gated_forward as _gated_raw
 
 __all__ += ["gated", "swiglu", "geglu", "glu", "gated_mlp_activation"]
 
@@ -296,6 +298,8 @@ def gated(x: Tensor, b: Any = None, activation: Optional[str] = None, *, out_dty
         raise TypeError(f"activation must be a str such as 'silu', not {type(activation).__name__}")
     if _is_compiling():
         _prepare_compile(activation)
+    elif EXTENSION and out_dtype is None and scale == 1.0:
+        return _gated_raw(x, b, activation)
     return _gated_forward(x, b, activation, out_dtype, scale)
 
 

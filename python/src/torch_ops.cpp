@@ -811,11 +811,39 @@ PyObject* py_forward_inplace(PyObject* /*self*/, PyObject* const* args, Py_ssize
   return args[0];
 }
 
+// torch.ops.kplay.gated_forward.default, and gated_forward(x, b, activation) as it computes it: a
+// plain tensor, None or a plain tensor, and a str to the typed call (kplay.torch.gated without FP8
+// output); anything else to the OpOverload.
+PyObject* gated_forward_overload = nullptr;
+
+PyObject* py_gated_forward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
+  const bool plain = nargs == 3 && THPVariable_CheckExact(args[0]) &&
+                     (args[1] == Py_None || THPVariable_CheckExact(args[1])) && PyUnicode_Check(args[2]) &&
+                     !at::impl::torch_function_mode_enabled();
+  if (!plain) return PyObject_Vectorcall(gated_forward_overload, args, static_cast<size_t>(nargs), nullptr);
+  HANDLE_TH_ERRORS
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(args[2], &size);
+  if (text == nullptr) return nullptr;
+  const at::Tensor& x = THPVariable_Unpack(args[0]);
+  std::optional<at::Tensor> b;
+  if (args[1] != Py_None) b = THPVariable_Unpack(args[1]);
+  at::Tensor y;
+  {
+    pybind11::gil_scoped_release no_gil;
+    y = gated_forward_op().call(x, b, c10::string_view(text, static_cast<std::size_t>(size)), std::nullopt, 1.0);
+  }
+  return THPVariable_Wrap(std::move(y));
+  END_HANDLE_TH_ERRORS
+}
+
 PyMethodDef methods[] = {
     {"forward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_forward)), METH_FASTCALL,
      "forward(x, activation) -> Tensor: torch.ops.kplay.forward, called without its Python layers"},
     {"forward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_forward_inplace)), METH_FASTCALL,
      "forward_(x, activation) -> x: torch.ops.kplay.forward_, called without its Python layers"},
+    {"gated_forward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_gated_forward)), METH_FASTCALL,
+     "gated_forward(x, b, activation) -> Tensor: torch.ops.kplay.gated_forward, called without its Python layers"},
     {nullptr, nullptr, 0, nullptr}};
 
 // The object at a dotted path below a module, a new reference.
@@ -866,6 +894,8 @@ PyMODINIT_FUNC PyInit__torch_ops() {  // NOLINT(bugprone-reserved-identifier): P
   forward_overload = attribute_path("torch", {"ops", "kplay", "forward", "default"});
   forward_inplace_overload = attribute_path("torch", {"ops", "kplay", "forward_", "default"});
   if (forward_overload == nullptr || forward_inplace_overload == nullptr) return nullptr;
+  gated_forward_overload = attribute_path("torch", {"ops", "kplay", "gated_forward", "default"});
+  if (gated_forward_overload == nullptr) return nullptr;
   PyObject* m = PyModule_Create(&def);
   if (m == nullptr) return nullptr;
   if (PyModule_AddStringConstant(m, "TORCH_VERSION", KPLAY_TORCH_VERSION) < 0) return nullptr;
