@@ -49,7 +49,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m kplay.bench_gated", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated ROWSx2D (default: %(default)s)")
-    p.add_argument("--dtypes", default="bf16,f32", help=f"comma-separated of {', '.join(DTYPES)} (default: %(default)s)")
+    p.add_argument("--dtypes", default="bf16,f32",
+                   help=f"comma-separated of {', '.join(DTYPES)} (default: %(default)s)")
     p.add_argument("--directions", default="forward,backward", help="forward, backward or both (default)")
     p.add_argument("--rounds", type=int, default=7, help="timed rounds per variant (default %(default)s)")
     p.add_argument("--reps", type=int, default=0,

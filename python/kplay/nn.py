@@ -3,7 +3,9 @@ kplay.nn.LeakyReLU(0.2, inplace=True), ... with torch's class names, arguments a
 for every built-in whose registry entry names a torch.nn class (kplay/_table.py's TABLE). Each
 module's `activation` attribute is the kplay string it runs; Activation runs any other (the
 built-ins torch has no class for, as Activation("quick_gelu")). from_foreign() gives the module for
-a transformers or timm activation class (kplay/_foreign.py).
+a transformers or timm activation class (kplay/_foreign.py). The gated forms: GLU (torch.nn.GLU's),
+Gated (act(a) * b for any activation) and GatedMLP (a LLaMA-style MLP around one gated kernel,
+which replace_activations makes from Hugging Face's).
 """
 from __future__ import annotations
 

@@ -236,18 +236,18 @@ def replace_activations(model: torch.nn.Module, only_available: bool = True,
     """Swaps every activation module of `model` (recursively, in place) that kplay computes for its
     kplay.nn counterpart with the same parameters, and returns the model: torch.nn's classes
     (kplay/_table.py) and transformers' and timm's activation classes (NewGELUActivation,
-    QuickGELUActivation, ...: kplay/_foreign.py, which also says which it leaves alone and why).
-    gated_mlp=True also swaps each LLaMA-style gated MLP (down_proj(act_fn(gate_proj(x)) *
-    up_proj(x)): LlamaMLP, MistralMLP, Qwen2MLP, GemmaMLP, ...; gated_mlp_activation() says what
-    is taken) for kplay.nn.GatedMLP, the same Linear children (weights, names) around one fused
-    gated kernel. only_available=True keeps the original module where this kplay build lacks the
-    activation (kplay.activations())."""
+    QuickGELUActivation, ...: kplay/_foreign.py, which also says which it leaves alone and why),
+    and torch.nn.GLU for kplay.nn.GLU. gated_mlp=True also swaps each LLaMA-style gated MLP
+    (down_proj(act_fn(gate_proj(x)) * up_proj(x)): LlamaMLP, MistralMLP, Qwen2MLP, GemmaMLP, ...;
+    gated_mlp_activation() says what is taken) for kplay.nn.GatedMLP, the same Linear children
+    (weights, names) around one fused gated kernel. only_available=True keeps the original module
+    where this kplay build lacks the activation (kplay.activations())."""
     from . import nn as knn
 
     available = set(_core.activations())
     for name, child in list(model.named_children()):
-        fused = _fused_mlp(child, available, only_available) if gated_mlp else None
-        if fused is not None:  # the gated MLP as one kernel (its block below)
+        fused = _gated_replacement(child, available, only_available, gated_mlp)
+        if fused is not None:  # torch.nn.GLU, or a gated MLP as one kernel (their block below)
             setattr(model, name, fused)
             continue
         cls = type(child)
@@ -411,10 +411,15 @@ def gated_mlp_activation(module: torch.nn.Module) -> Optional[str]:
     return _activation_of(act)
 
 
-def _fused_mlp(module: torch.nn.Module, available: Any, only_available: bool) -> Optional[torch.nn.Module]:
-    text = gated_mlp_activation(module)
-    if text is None or (only_available and text.split("(", 1)[0].strip() not in available):
-        return None
+def _gated_replacement(module: torch.nn.Module, available: Any, only_available: bool,
+                       gated_mlp: bool) -> Optional[torch.nn.Module]:
+    """kplay's module for torch.nn.GLU (kplay.nn.GLU) or, with gated_mlp, a LLaMA-style gated MLP
+    (kplay.nn.GatedMLP); None for any other module."""
     from . import nn as knn
 
+    if type(module) is torch.nn.GLU:
+        return knn.GLU(module.dim) if "sigmoid" in available or not only_available else None
+    text = gated_mlp_activation(module) if gated_mlp else None
+    if text is None or (only_available and text.split("(", 1)[0].strip() not in available):
+        return None
     return knn.GatedMLP.from_module(module, text)

@@ -307,6 +307,9 @@ def test_replace_activations_leaves_other_mlps_alone():
     assert isinstance(tree["gated"], knn.GatedMLP)
     assert type(tree["swapped"]) is Swapped and isinstance(tree["swapped"].act_fn, knn.SiLU)  # only the activation
     assert type(tree["other"]) is NoKplayActivation
+    glu = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GLU(0))
+    kt.replace_activations(glu)
+    assert isinstance(glu[1], knn.GLU) and glu[1].dim == 0
     plain = torch.nn.ModuleDict({"gated": Gated()})
     kt.replace_activations(plain, gated_mlp=False)
     assert type(plain["gated"]) is Gated and isinstance(plain["gated"].act_fn, knn.SiLU)
@@ -388,7 +391,8 @@ def test_gradcheck_float64():
         assert torch.autograd.gradcheck(lambda t: kt.gated(t, act), (x,))
         assert torch.autograd.gradcheck(lambda u, v: kt.gated(u, v, act), (a, b))
     for dim in (0, 1, -1):
-        assert torch.autograd.gradcheck(lambda t: kt.glu(t, dim), (mixed((4, 6, 8), torch.float64, 3).requires_grad_(),))
+        t = mixed((4, 6, 8), torch.float64, 3).requires_grad_()
+        assert torch.autograd.gradcheck(lambda u: kt.glu(u, dim), (t,))
 
 
 @cuda
