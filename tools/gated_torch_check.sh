@@ -43,7 +43,7 @@ assert kt.EXTENSION and torch.cuda.is_available()
 assert 'gated_forward' in dir(torch.ops.kplay)" || exit 1
 cd "$root" || exit 1
 step pytest timeout 600 "$PY" -m pytest -q -rfs -p no:cacheprovider tests/python/test_gated_torch.py
-step bench_gated timeout 400 "$PY" -m kplay.bench_gated --json "$OUT/bench_gated.json"
+step bench_gated timeout 400 "$PY" -m kplay.bench_gated --rounds 5 --json "$OUT/bench_gated.json"
 step llama timeout 300 "$PY" -m kplay.bench_models --models llama --modes eager_bf16 --rounds 5 --steps 2 \
   --warmup 2 --profile-steps 1 --json "$OUT/llama.json"
 echo
