@@ -177,7 +177,7 @@ def table_row(row: Dict[str, Any]) -> List[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
-    torch = _bench.require_cuda("kplay.bench_gated")
+    torch = _bench.require_cuda("kplay.bench_gated", "gated kernels")
     import kplay.torch  # noqa: F401  (fails here, before any work, where kplay.torch cannot load)
 
     torch.cuda.set_device(args.device)
