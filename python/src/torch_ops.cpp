@@ -506,7 +506,9 @@ const void* gated_launcher(Gated& g, int slot, GatedKind kind, c10::DeviceIndex 
   return l;
 }
 
-std::string shape_text(const at::Tensor& t) { return c10::str(t.sizes()); }
+// Sizes as symbols where torch.compile traces with dynamic shapes: the Meta kernels then add guards
+// (an even last dimension, equal shapes) instead of specializing on the sizes.
+std::string shape_text(const at::Tensor& t) { return c10::str(t.sym_sizes()); }
 
 // The row pitch of t taken as rows of its last dimension (unit stride along it, the leading
 // dimensions folding into rows of one pitch, at least the last dimension); nullopt otherwise.
@@ -545,26 +547,25 @@ void* advanced_mut(const at::Tensor& t, std::int64_t elements) {
 
 // The checks every kernel of the gated ops makes (Meta too), and d: dtypes, shapes, an even last
 // dimension for the [..., 2d] form.
-std::int64_t gated_d(const at::Tensor& x, const std::optional<at::Tensor>& b) {
+c10::SymInt gated_d(const at::Tensor& x, const std::optional<at::Tensor>& b) {
   checked_slot(x, b ? "a" : "x");
   if (x.dim() == 0) invalid("a gated activation takes [..., 2d] or [..., d] tensors; x has no dimensions");
   if (!b) {
-    const std::int64_t last = x.size(-1);
+    const c10::SymInt last = x.sym_size(-1);
     if (last % 2 != 0)
-      invalid("x's last dimension must be even ([..., 2d]: a is its first half, b its second), got " +
-              std::to_string(last));
+      invalid("x's last dimension must be even ([..., 2d]: a is its first half, b its second), got " + c10::str(last));
     return last / 2;
   }
   if (b->scalar_type() != x.scalar_type())
     invalid(std::string("a is ") + c10::toString(x.scalar_type()) + " but b is " + c10::toString(b->scalar_type()) +
             "; kplay does not convert");
-  if (b->sizes() != x.sizes()) invalid("a has shape " + shape_text(x) + " but b has shape " + shape_text(*b));
+  if (b->sym_sizes() != x.sym_sizes()) invalid("a has shape " + shape_text(x) + " but b has shape " + shape_text(*b));
   if (b->device() != x.device()) invalid("a is on " + x.device().str() + " but b on " + b->device().str());
-  return x.size(-1);
+  return x.sym_size(-1);
 }
 
-std::vector<std::int64_t> gated_out_sizes(const at::Tensor& x, std::int64_t d) {
-  std::vector<std::int64_t> sizes(x.sizes().begin(), x.sizes().end());
+c10::SymDimVector gated_out_sizes(const at::Tensor& x, const c10::SymInt& d) {
+  c10::SymDimVector sizes(x.sym_sizes().begin(), x.sym_sizes().end());
   sizes.back() = d;
   return sizes;
 }
@@ -591,9 +592,9 @@ at::Tensor gated_forward_cuda(const at::Tensor& x, const std::optional<at::Tenso
                               std::optional<at::ScalarType> out_dtype, double scale) {
   check_cuda(x, b ? "a" : "x");
   if (b) check_cuda(*b, "b");
-  const std::int64_t d = gated_d(x, b);
+  const std::int64_t d = gated_d(x, b).expect_int();
   const auto [dtype, kind] = gated_output(x, out_dtype, scale);
-  at::Tensor out = at::empty(gated_out_sizes(x, d), x.options().dtype(dtype));
+  at::Tensor out = at::empty_symint(gated_out_sizes(x, d), x.options().dtype(dtype));
   if (out.numel() == 0) return out;
   const int slot = dtype_slot(x.scalar_type());
   const c10::DeviceIndex device = x.device().index();
@@ -608,14 +609,14 @@ at::Tensor gated_forward_cuda(const at::Tensor& x, const std::optional<at::Tenso
   return out;
 }
 
-void check_gated_grad(const at::Tensor& grad, const at::Tensor& x, std::int64_t d) {
+void check_gated_grad(const at::Tensor& grad, const at::Tensor& x, const c10::SymInt& d) {
   check_cuda(grad, "grad");
   if (grad.scalar_type() != x.scalar_type())
     invalid(std::string("grad is ") + c10::toString(grad.scalar_type()) + " but the inputs are " +
             c10::toString(x.scalar_type()));
   const auto want = gated_out_sizes(x, d);
-  if (grad.sizes() != c10::IntArrayRef(want))
-    invalid("grad has shape " + shape_text(grad) + "; expected " + c10::str(c10::IntArrayRef(want)));
+  if (grad.sym_sizes() != c10::SymIntArrayRef(want))
+    invalid("grad has shape " + shape_text(grad) + "; expected " + c10::str(c10::SymIntArrayRef(want)));
   if (grad.device() != x.device())
     invalid("grad is on " + grad.device().str() + " but the inputs on " + x.device().str());
 }
@@ -624,7 +625,7 @@ std::vector<at::Tensor> gated_backward_cuda(const at::Tensor& grad, const at::Te
                                             const std::optional<at::Tensor>& b, c10::string_view activation) {
   check_cuda(x, b ? "a" : "x");
   if (b) check_cuda(*b, "b");
-  const std::int64_t d = gated_d(x, b);
+  const std::int64_t d = gated_d(x, b).expect_int();
   check_gated_grad(grad, x, d);
   // Packed: one gradient of x's shape, grad_a its first half and grad_b its second.
   std::vector<at::Tensor> out =
@@ -650,18 +651,18 @@ std::vector<at::Tensor> gated_backward_cuda(const at::Tensor& grad, const at::Te
 
 at::Tensor gated_forward_meta(const at::Tensor& x, const std::optional<at::Tensor>& b, c10::string_view,
                               std::optional<at::ScalarType> out_dtype, double scale) {
-  const std::int64_t d = gated_d(x, b);
-  return at::empty(gated_out_sizes(x, d), x.options().dtype(gated_output(x, out_dtype, scale).first));
+  return at::empty_symint(gated_out_sizes(x, gated_d(x, b)),
+                          x.options().dtype(gated_output(x, out_dtype, scale).first));
 }
 
 std::vector<at::Tensor> gated_backward_meta(const at::Tensor& grad, const at::Tensor& x,
                                             const std::optional<at::Tensor>& b, c10::string_view) {
-  const std::int64_t d = gated_d(x, b);
   checked_slot(grad, "grad");
-  if (grad.sizes() != c10::IntArrayRef(gated_out_sizes(x, d)))
-    invalid("grad has shape " + shape_text(grad) + "; expected " + c10::str(c10::IntArrayRef(gated_out_sizes(x, d))));
-  if (b) return {at::empty(x.sizes(), x.options()), at::empty(x.sizes(), x.options())};
-  return {at::empty(x.sizes(), x.options())};
+  const auto want = gated_out_sizes(x, gated_d(x, b));
+  if (grad.sym_sizes() != c10::SymIntArrayRef(want))
+    invalid("grad has shape " + shape_text(grad) + "; expected " + c10::str(c10::SymIntArrayRef(want)));
+  if (b) return {at::empty_symint(x.sym_sizes(), x.options()), at::empty_symint(x.sym_sizes(), x.options())};
+  return {at::empty_symint(x.sym_sizes(), x.options())};
 }
 
 at::Tensor gated_forward_cpu(const at::Tensor& x, const std::optional<at::Tensor>& b, c10::string_view,

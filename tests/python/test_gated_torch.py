@@ -207,6 +207,36 @@ def test_compile_traces_and_decomposes_as_the_mode_says(compile_mode, mode, dtyp
     assert kplay_ops == ([] if decomposes else ["kplay.gated_forward.default", "kplay.gated_backward.default"])
 
 
+@pytest.mark.parametrize("form", ["packed", "two"])
+def test_compile_with_dynamic_shapes_traces_once(compile_mode, form):
+    # The Meta kernels keep the sizes symbolic (guards, no specialization): a second size reuses the
+    # graphs compiled for the first.
+    compile_mode("kernel")
+    graphs = []
+
+    def make(n):
+        if form == "packed":
+            return (meta(n, 2 * n + 2, grad=True),)
+        return meta(n, n + 1, grad=True), meta(n, n + 1, grad=True)
+
+    from functorch.compile import make_boxed_func
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    def keep(gm, _):
+        graphs.append(gm)
+        return make_boxed_func(gm.forward)
+
+    torch._dynamo.reset()
+    f = torch.compile(lambda *t: kt.gated(*t) * 2, fullgraph=True, dynamic=True,
+                      backend=lambda gm, ex: aot_module_simplified(gm, ex, fw_compiler=keep, bw_compiler=keep))
+    for n in (5, 7):
+        inputs = make(n)
+        y = f(*inputs)
+        y.sum().backward()
+        assert y.shape == (n, n + 1) and all(t.grad.shape == t.shape for t in inputs)
+    assert len(graphs) == 2  # one forward and one backward graph, for both sizes
+
+
 def test_compile_keeps_the_kernel_for_fp8_and_glu_traces(compile_mode):
     compile_mode("decompose")
     with torch.no_grad():
