@@ -106,7 +106,7 @@ def _calls(torch: Any, rows: int, cols: int, dtype: Any, direction: str, compile
     return calls, moved
 
 
-def _check(torch: Any, calls: Dict[str, Callable[[], Any]], dtype: Any) -> float:
+def _check(calls: Dict[str, Callable[[], Any]]) -> float:
     """The largest difference of kplay's result from torch eager's, relative to its largest value (a
     sanity check that the timed calls compute the same thing)."""
     want, got = calls["torch"]().double(), calls["kplay"]().double()
@@ -138,7 +138,7 @@ def run_row(torch: Any, rows: int, cols: int, dtype_name: str, direction: str, c
     dtype = getattr(torch, DTYPES[dtype_name])
     calls, moved = _calls(torch, rows, cols, dtype, direction, compiled, device)
     row: Dict[str, Any] = {"shape": f"{rows}x{cols}", "dtype": dtype_name, "direction": direction,
-                           "bytes": moved, "kplay_vs_torch_rel_diff": _check(torch, calls, dtype)}
+                           "bytes": moved, "kplay_vs_torch_rel_diff": _check(calls)}
     for call in calls.values():  # compile, load, warm
         call()
     torch.cuda.synchronize()
