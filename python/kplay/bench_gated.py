@@ -157,7 +157,7 @@ def run_row(torch: Any, rows: int, cols: int, dtype_name: str, direction: str, c
 
 
 HEADERS = ("shape", "dtype", "dir", "torch µs", "compile µs", "kplay µs", "copy µs", "kplay GB/s", "copy GB/s",
-           "torch %copy", "compile %copy", "kplay %copy", "kplay/compile")
+           "torch %copy", "compile %copy", "kplay %copy", "kplay/compile", "diff")
 
 
 _DIR = {"forward": "fwd", "backward": "bwd"}
@@ -172,7 +172,8 @@ def table_row(row: Dict[str, Any]) -> List[str]:
     return [row["shape"], row["dtype"], _DIR[row["direction"]], f(t["median"], ".1f"), f(c["median"], ".1f"),
             f(k["median"], ".1f"), f(cp["median"], ".1f"), f(k["gb_s"], ".0f"), f(cp["gb_s"], ".0f"),
             f(t["of_copy"], ".0%"), f(c["of_copy"], ".0%"), f(k["of_copy"], ".0%"),
-            f(k["median"] / c["median"] if c["median"] else float("nan"), ".3f")]
+            f(k["median"] / c["median"] if c["median"] else float("nan"), ".3f"),
+            f(row["kplay_vs_torch_rel_diff"], ".1e")]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -202,7 +203,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print()
     print(_bench.table(HEADERS, [table_row(r) for r in doc["rows"]]))
     print("µs: median per call over the rounds; GB/s: the gated kernel's bytes (forward 3d, backward 5d elements "
-          "per row) over the time; %copy: a copy of those bytes' time over the variant's; kplay/compile: time ratio")
+          "per row) over the time; %copy: a copy of those bytes' time over the variant's; kplay/compile: time ratio; "
+          "diff: kplay's largest difference from torch eager's result, relative to its largest value")
     print(f"total {doc['total_s']:.0f} s")
     if args.json:
         _bench.write_json(args.json, doc)
