@@ -570,6 +570,19 @@ c10::SymDimVector gated_out_sizes(const at::Tensor& x, const c10::SymInt& d) {
   return sizes;
 }
 
+// torch's Python name of a dtype, as users write out_dtype.
+std::string dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat8_e4m3fn: return "torch.float8_e4m3fn";
+    case at::kFloat8_e5m2: return "torch.float8_e5m2";
+    case at::kFloat: return "torch.float32";
+    case at::kHalf: return "torch.float16";
+    case at::kBFloat16: return "torch.bfloat16";
+    case at::kDouble: return "torch.float64";
+    default: return c10::toString(t);
+  }
+}
+
 // The output dtype and its launcher kind; FP8 needs a scale above 0, and a scale needs FP8.
 std::pair<at::ScalarType, GatedKind> gated_output(const at::Tensor& x, std::optional<at::ScalarType> out_dtype,
                                                   double scale) {
@@ -581,8 +594,8 @@ std::pair<at::ScalarType, GatedKind> gated_output(const at::Tensor& x, std::opti
     return {in, gated_same};
   }
   if (*out_dtype != at::kFloat8_e4m3fn && *out_dtype != at::kFloat8_e5m2)
-    invalid(std::string("out_dtype must be None, the input's dtype, torch.float8_e4m3fn or torch.float8_e5m2; got ") +
-            c10::toString(*out_dtype));
+    invalid("out_dtype must be None, the input's dtype, torch.float8_e4m3fn or torch.float8_e5m2; got " +
+            dtype_name(*out_dtype));
   if (!(scale > 0 && scale <= 3.4e38))
     invalid("the FP8 scale must be a finite number above 0 (got " + std::to_string(scale) + ")");
   return {*out_dtype, *out_dtype == at::kFloat8_e4m3fn ? gated_e4m3 : gated_e5m2};
@@ -726,7 +739,7 @@ at::Tensor gated_forward_autograd(const at::Tensor& x, const std::optional<at::T
     return gated_forward_op().call(x, b, activation, out_dtype, scale);
   }
   if (out_dtype && *out_dtype != x.scalar_type())
-    invalid(std::string("FP8 output (out_dtype ") + c10::toString(*out_dtype) +
+    invalid("FP8 output (out_dtype " + dtype_name(*out_dtype) +
             ") has no backward: call it under torch.no_grad() or torch.inference_mode(), or on inputs that do not "
             "require grad");
   if (scale != 1.0) gated_output(x, out_dtype, scale);  // raises: a scale without FP8 output
