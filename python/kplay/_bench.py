@@ -69,7 +69,7 @@ def rel_diff(a: float, b: float) -> float:
     return abs(a - b) / abs(b) if b != 0 else math.inf
 
 
-def require_cuda(prog: str) -> Any:
+def require_cuda(prog: str, what: str = "training steps") -> Any:
     """torch, where a CUDA device is there; otherwise a message on stderr and exit status 3."""
     try:
         import torch
@@ -78,7 +78,7 @@ def require_cuda(prog: str) -> Any:
         raise SystemExit(NO_CUDA_STATUS)
     if not torch.cuda.is_available():
         sys.stderr.write(f"{prog}: needs a CUDA device: torch {torch.__version__} sees none "
-                         f"(torch.cuda.is_available() is False). It times training steps on the GPU; "
+                         f"(torch.cuda.is_available() is False). It times {what} on the GPU; "
                          f"nothing was run.\n")
         raise SystemExit(NO_CUDA_STATUS)
     return torch

@@ -262,6 +262,7 @@ def register() -> None:
         # the op to a call of its kernel; made here, since Inductor refuses to make a fallback of
         # its own for an op that is in its decomposition table.
         lowering.make_fallback(op, warn=False, override_decomp=True)
+    _register_gated(inductor, lowering)
     # Inductor hands AOTAutograd a copy of its table made at its first compile in the process
     # (select_decomp_table: fast_random_decomps is cached); where a graph without kplay was
     # compiled before this, that copy lacks kplay's formulas and every later graph would keep the
@@ -270,3 +271,65 @@ def register() -> None:
     if cached is not None and hasattr(cached, "cache_clear"):
         cached.cache_clear()
     _registered = True
+
+
+# ---- gated activations: kplay::gated_forward and kplay::gated_backward --------------------------
+#
+# gated(ACT) decomposes into ACT's formula times b: forward act(a) * b, backward grad_a =
+# (g * act'(a)) * b and grad_b = g * act(a) (one [..., 2d] gradient where the input was). The
+# kernel computes float32 in double and rounds act(a) * b once, so in float32 and float64 "auto"
+# decomposes only the activations that are selects (the product is then the one rounding, as in
+# the kernel); float16 and bfloat16 compute in float32 and round once, as the kernel does, and
+# decompose for every built-in. FP8 output always keeps the kernel.
+GATED_EXACT = frozenset({"relu", "relu6", "hardtanh", "threshold", "hardshrink"})
+
+
+def _gated_inner(activation: str) -> str:
+    text = activation.strip()
+    return text[len("gated("):-1].strip() if text.startswith("gated(") and text.endswith(")") else text
+
+
+@torch.compiler.assume_constant_result
+def gated_decomposes(activation: str, dtype: torch.dtype) -> bool:
+    """Whether a compiled graph computes gated(activation) with its formula (the mode's choice)."""
+    if _mode == "kernel":
+        return False
+    parsed = parse(_gated_inner(activation))
+    if parsed is None:
+        return False
+    return _mode == "decompose" or parsed[0] in GATED_EXACT or dtype in (torch.float16, torch.bfloat16)
+
+
+def _gated_operands(x: Tensor, b: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    if b is not None:
+        return x, b
+    d = x.shape[-1] // 2
+    return x[..., :d], x[..., d:]
+
+
+def gated_forward(x: Tensor, b: Optional[Tensor], activation: str, out_dtype: Optional[torch.dtype] = None,
+                  scale: float = 1.0) -> Any:
+    if (out_dtype is not None and out_dtype != x.dtype) or not gated_decomposes(activation, x.dtype):
+        return NotImplemented
+    name, p = parse(_gated_inner(activation))  # type: ignore[misc]
+    a, bb = _gated_operands(x, b)
+    return (FORMULAS[name][0](_compute(a), p) * _compute(bb)).to(x.dtype)
+
+
+def gated_backward(grad: Tensor, x: Tensor, b: Optional[Tensor], activation: str) -> Any:
+    if grad.dtype != x.dtype or not gated_decomposes(activation, x.dtype):
+        return NotImplemented
+    name, p = parse(_gated_inner(activation))  # type: ignore[misc]
+    fwd, bwd_in, _ = FORMULAS[name]
+    a, bb = _gated_operands(x, b)
+    g, a = _compute(grad), _compute(a)
+    grad_a = (bwd_in(g, a, p) * _compute(bb)).to(x.dtype)
+    grad_b = (g * fwd(a, p)).to(x.dtype)
+    return [grad_a, grad_b] if b is not None else [torch.cat([grad_a, grad_b], dim=-1)]
+
+
+def _register_gated(inductor: Any, lowering: Any) -> None:
+    for op, fn in ((torch.ops.kplay.gated_forward.default, gated_forward),
+                   (torch.ops.kplay.gated_backward.default, gated_backward)):
+        inductor.decompositions[op] = fn
+        lowering.make_fallback(op, warn=False, override_decomp=True)

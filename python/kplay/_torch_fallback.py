@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import atexit
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.autograd.graph
@@ -273,3 +273,176 @@ def activation_(x: Tensor, activation: str) -> Tensor:
         return x
     torch.ops.kplay.forward_(x, activation)
     return x
+
+
+# ---- gated activations: out = act(a) * b (the C++ block's notes, python/src/torch_ops.cpp) -----
+
+_FP8_OUT = {torch.float8_e4m3fn: _core.OUT_F8E4M3, torch.float8_e5m2: _core.OUT_F8E5M2}
+# Launchers of gated(ACT) by (activation, dtype, device, backward, FP8 output code).
+_gated_launchers: Dict[Tuple[str, torch.dtype, int, bool, int], Any] = {}
+atexit.register(_gated_launchers.clear)
+
+
+def _gated_launcher(activation: str, dtype: torch.dtype, device: int, backward: bool, out_code: int = 0) -> Any:
+    key = (activation, dtype, device, backward, out_code)
+    launcher = _gated_launchers.get(key)
+    if launcher is None:
+        text = activation if activation.lstrip().startswith("gated(") else f"gated({activation})"
+        launcher = _gated_launchers[key] = _core.Launcher.cuda(text, _DTYPES[dtype], backward, False, device,
+                                                               out_code)
+    return launcher
+
+
+def _rows_pitch(t: Tensor) -> Optional[int]:
+    """The row pitch of t as rows of its last dimension (kplay::gated's operand); None where its
+    leading dimensions do not fold into one pitch or its last stride is not 1."""
+    d = t.shape[-1]
+    if t.numel() == 0:
+        return d
+    if d != 1 and t.stride(-1) != 1:
+        return None
+    lead = [(n, s) for n, s in zip(t.shape[:-1], t.stride()[:-1]) if n != 1]
+    if not lead:
+        return d
+    for (_, s), (n_in, s_in) in zip(lead[:-1], lead[1:]):
+        if s != s_in * n_in:
+            return None
+    return lead[-1][1] if lead[-1][1] >= d else None
+
+
+def _as_rows(t: Tensor) -> Tuple[Tensor, int]:
+    p = _rows_pitch(t)
+    if p is None:
+        t = t.contiguous()
+        p = t.shape[-1]
+    return t, p
+
+
+def _gated_d(x: Tensor, b: Optional[Tensor]) -> int:
+    if x.dtype not in _DTYPES:
+        raise _core.InvalidArgumentError(
+            f"kplay.torch takes float32, float16, bfloat16 or float64 tensors; {'a' if b is not None else 'x'} is "
+            f"{x.dtype}")
+    if x.dim() == 0:
+        raise _core.InvalidArgumentError("a gated activation takes [..., 2d] or [..., d] tensors; x has no dimensions")
+    if b is None:
+        if x.shape[-1] % 2:
+            raise _core.InvalidArgumentError(f"x's last dimension must be even ([..., 2d]: a is its first half, b its "
+                                             f"second), got {x.shape[-1]}")
+        return x.shape[-1] // 2
+    if b.dtype != x.dtype:
+        raise _core.InvalidArgumentError(f"a is {x.dtype} but b is {b.dtype}; kplay does not convert")
+    if b.shape != x.shape:
+        raise _core.InvalidArgumentError(f"a has shape {list(x.shape)} but b has shape {list(b.shape)}")
+    if b.device != x.device:
+        raise _core.InvalidArgumentError(f"a is on {x.device} but b on {b.device}")
+    return x.shape[-1]
+
+
+def _gated_output(x: Tensor, out_dtype: Optional[torch.dtype], scale: float) -> Tuple[torch.dtype, int]:
+    if out_dtype is None or out_dtype == x.dtype:
+        if scale != 1.0:
+            raise _core.InvalidArgumentError(f"scale is for FP8 output (out_dtype torch.float8_e4m3fn or "
+                                             f"torch.float8_e5m2); got scale {scale} without it")
+        return x.dtype, 0
+    if out_dtype not in _FP8_OUT:
+        raise _core.InvalidArgumentError(f"out_dtype must be None, the input's dtype, torch.float8_e4m3fn or "
+                                         f"torch.float8_e5m2; got {out_dtype}")
+    if not (0 < scale <= 3.4e38):
+        raise _core.InvalidArgumentError(f"the FP8 scale must be a finite number above 0 (got {scale})")
+    return out_dtype, _FP8_OUT[out_dtype]
+
+
+def _check_cuda(x: Tensor, b: Optional[Tensor]) -> None:
+    _dtype_code(x, "a" if b is not None else "x")
+    if b is not None:
+        _dtype_code(b, "b")
+
+
+@torch.library.custom_op("kplay::gated_forward", mutates_args=())
+def _gated_forward(x: Tensor, b: Optional[Tensor], activation: str, out_dtype: Optional[torch.dtype] = None,
+                   scale: float = 1.0) -> Tensor:
+    _check_cuda(x, b)
+    d = _gated_d(x, b)
+    dtype, out_code = _gated_output(x, out_dtype, scale)
+    out = torch.empty(x.shape[:-1] + (d,), dtype=dtype, device=x.device)
+    if out.numel():
+        device = x.get_device()
+        xa, pa = _as_rows(x)
+        if b is None:
+            pb_ptr, pb = xa.data_ptr() + d * xa.element_size(), pa
+        else:
+            xb, pb = _as_rows(b)
+            pb_ptr = xb.data_ptr()
+        _gated_launcher(activation, x.dtype, device, False, out_code).launch_gated_forward(
+            xa.data_ptr(), 0, pa, pb_ptr, 0, pb, out.data_ptr(), 0, d, out.numel() // d, d, _raw_stream(device), True,
+            0, scale)
+    return out
+
+
+@_gated_forward.register_fake
+def _(x: Tensor, b: Optional[Tensor], activation: str, out_dtype: Optional[torch.dtype] = None,
+      scale: float = 1.0) -> Tensor:
+    d = _gated_d(x, b)
+    return x.new_empty(x.shape[:-1] + (d,), dtype=_gated_output(x, out_dtype, scale)[0])
+
+
+def _gated_grad_check(grad: Tensor, x: Tensor, d: int) -> None:
+    want = x.shape[:-1] + (d,)
+    if grad.dtype != x.dtype:
+        raise _core.InvalidArgumentError(f"grad is {grad.dtype} but the inputs are {x.dtype}")
+    if grad.shape != want:
+        raise _core.InvalidArgumentError(f"grad has shape {list(grad.shape)}; expected {list(want)}")
+
+
+@torch.library.custom_op("kplay::gated_backward", mutates_args=())
+def _gated_backward(grad: Tensor, x: Tensor, b: Optional[Tensor], activation: str) -> List[Tensor]:
+    _check_cuda(x, b)
+    _dtype_code(grad, "grad")
+    d = _gated_d(x, b)
+    _gated_grad_check(grad, x, d)
+    if grad.device != x.device:
+        raise _core.InvalidArgumentError(f"grad is on {grad.device} but the inputs on {x.device}")
+    out = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for _ in range(1 if b is None else 2)]
+    if grad.numel():
+        device = x.get_device()
+        g, pg = _as_rows(grad)
+        xa, pa = _as_rows(x)
+        if b is None:
+            pb_ptr, pb = xa.data_ptr() + d * xa.element_size(), pa
+            ga, gb, ld = out[0].data_ptr(), out[0].data_ptr() + d * xa.element_size(), 2 * d
+        else:
+            xb, pb = _as_rows(b)
+            pb_ptr = xb.data_ptr()
+            ga, gb, ld = out[0].data_ptr(), out[1].data_ptr(), d
+        _gated_launcher(activation, x.dtype, device, True).launch_gated_backward(
+            g.data_ptr(), 0, pg, xa.data_ptr(), 0, pa, pb_ptr, 0, pb, ga, 0, ld, gb, 0, ld, grad.numel() // d, d,
+            _raw_stream(device), True)
+    return out
+
+
+@_gated_backward.register_fake
+def _(grad: Tensor, x: Tensor, b: Optional[Tensor], activation: str) -> List[Tensor]:
+    d = _gated_d(x, b)
+    _gated_grad_check(grad, x, d)
+    return [torch.empty_like(x, memory_format=torch.contiguous_format) for _ in range(1 if b is None else 2)]
+
+
+def _gated_setup_context(ctx: Any, inputs: Any, output: Tensor) -> None:
+    x, b, activation, out_dtype, _ = inputs
+    if out_dtype is not None and out_dtype != x.dtype:
+        raise _core.InvalidArgumentError(
+            f"FP8 output (out_dtype {out_dtype}) has no backward: call it under torch.no_grad() or "
+            "torch.inference_mode(), or on inputs that do not require grad")
+    ctx.activation = activation
+    ctx.two = b is not None
+    ctx.save_for_backward(x, b)
+
+
+def _gated_forward_grad(ctx: Any, grad: Tensor):
+    x, b = ctx.saved_tensors
+    r = torch.ops.kplay.gated_backward(grad, x, b if ctx.two else None, ctx.activation)
+    return r[0], (r[1] if ctx.two else None), None, None, None
+
+
+_gated_forward.register_autograd(_gated_forward_grad, setup_context=_gated_setup_context)

@@ -4,7 +4,8 @@
 Each model (torchvision's resnet50, mobilenet_v3_large, efficientnet_b0, convnext_tiny, random
 init; a 4-layer GPT-2 and a 4-layer LLaMA-style model from transformers configs, no downloads) is
 built once; kplay's variant is kplay.torch.replace_activations on a deep copy, so both have the
-same weights. Per mode (eager float32, eager bfloat16 autocast, torch.compile with bfloat16
+same weights (in the LLaMA model that swaps each gated MLP for kplay.nn.GatedMLP: silu(gate) * up
+as one fused kernel each way). Per mode (eager float32, eager bfloat16 autocast, torch.compile with bfloat16
 autocast; compile_f32 on request) the two variants take training steps (forward, loss, backward,
 SGD step) in interleaved rounds, the order swapped every round (A B, B A, A B, ...); a round's
 time is its steps' wall time over the step count, synchronized only at its ends, as a training
@@ -153,8 +154,10 @@ def kplay_variant(model: Any) -> Tuple[Any, Dict[str, Any]]:
         if isinstance(m, knn.Activation):
             swapped[m.activation] = swapped.get(m.activation, 0) + 1
     left = activation_census(ours)
+    # gated MLPs fused into one kernel (their act_fn, kplay's too, counts among the swapped above)
+    fused = sum(isinstance(m, knn.GatedMLP) for m in ours.modules())
     return ours, {"swapped": sum(swapped.values()), "swapped_by_activation": swapped, "activations_before": before,
-                  "left": left}
+                  "left": left, "fused_gated_mlps": fused}
 
 
 # ---- options -------------------------------------------------------------------------------------
@@ -374,8 +377,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     built[name] = (base, *kplay_variant(base))
                     census = built[name][2]
                     print(f"{name}: {census['swapped']} activation modules swapped "
-                          f"{census['swapped_by_activation']}; left as they were: {census['left'] or 'none'}",
-                          flush=True)
+                          f"{census['swapped_by_activation']}, {census['fused_gated_mlps']} gated MLPs fused; "
+                          f"left as they were: {census['left'] or 'none'}", flush=True)
                 except Exception as e:  # noqa: BLE001  (a missing package or a failing builder: its rows say so)
                     built[name] = f"build: {type(e).__name__}: {e}"
             if isinstance(built[name], str):

@@ -3,11 +3,13 @@ kplay.nn.LeakyReLU(0.2, inplace=True), ... with torch's class names, arguments a
 for every built-in whose registry entry names a torch.nn class (kplay/_table.py's TABLE). Each
 module's `activation` attribute is the kplay string it runs; Activation runs any other (the
 built-ins torch has no class for, as Activation("quick_gelu")). from_foreign() gives the module for
-a transformers or timm activation class (kplay/_foreign.py).
+a transformers or timm activation class (kplay/_foreign.py). The gated forms: GLU (torch.nn.GLU's),
+Gated (act(a) * b for any activation) and GatedMLP (a LLaMA-style MLP around one gated kernel,
+which replace_activations makes from Hugging Face's).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -82,3 +84,79 @@ def from_foreign(module: torch.nn.Module) -> Activation:
             kwargs["inplace"] = inplace
         return globals()[entry.torch_class](**kwargs)
     return Activation(_foreign.activation_text(row), inplace)
+
+
+# ---- gated activations ---------------------------------------------------------------------------
+
+__all__ += ["GLU", "Gated", "GatedMLP"]
+
+
+class GLU(torch.nn.Module):
+    """kplay's torch.nn.GLU(dim=-1): x halved along dim into u and v, u * sigmoid(v)
+    (kplay.torch.glu: gated(sigmoid) in one kernel)."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ktorch.glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Gated(torch.nn.Module):
+    """act(a) * b as a module (kplay.torch.gated): Gated("silu")(x) on x of shape [..., 2d], or
+    Gated("silu")(a, b)."""
+
+    def __init__(self, activation: str = "silu") -> None:
+        super().__init__()
+        self.activation = activation
+
+    def forward(self, x: torch.Tensor, b: Optional[torch.Tensor] = None) -> torch.Tensor:
+        return ktorch.gated(x, b, self.activation)
+
+    def extra_repr(self) -> str:
+        return repr(self.activation)
+
+
+class GatedMLP(torch.nn.Module):
+    """A LLaMA-style gated MLP, down_proj(act(gate_proj(x)) * up_proj(x)), with act(a) * b as one
+    kplay kernel (forward and backward). kplay.torch.replace_activations makes it from Hugging
+    Face's LlamaMLP, MistralMLP, Qwen2MLP, GemmaMLP, ... (from_module): the same Linear children,
+    so the weights and their names stay as they were; act_fn is kplay's module of the activation,
+    kept for code that reads it (forward computes it inside the fused kernel)."""
+
+    def __init__(self, gate_proj: torch.nn.Module, up_proj: torch.nn.Module, down_proj: torch.nn.Module,
+                 activation: str = "silu") -> None:
+        super().__init__()
+        self.gate_proj = gate_proj
+        self.up_proj = up_proj
+        self.down_proj = down_proj
+        self.activation = activation
+        self.act_fn = Activation(activation)
+
+    @classmethod
+    def from_module(cls, module: torch.nn.Module, activation: str) -> "GatedMLP":
+        """The fused MLP over `module`'s own gate_proj, up_proj and down_proj, with its plain
+        attributes (config, hidden_size, ...) and its training flag."""
+        fused = cls(module.gate_proj, module.up_proj, module.down_proj, activation)
+        act = getattr(module, "act_fn", None)
+        if isinstance(act, torch.nn.Module):
+            try:  # kplay.nn's torch-named class where there is one (SiLU, GELU(approximate="tanh"), ...)
+                fused.act_fn = (act if isinstance(act, Activation) else
+                                from_torch(act) if type(act).__module__.startswith("torch.nn") else from_foreign(act))
+            except TypeError:
+                pass
+        for key, value in vars(module).items():
+            if not key.startswith("_") and key != "training" and not hasattr(fused, key):
+                setattr(fused, key, value)
+        fused.replaced = f"{type(module).__module__}.{type(module).__name__}"
+        return fused.train(module.training)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(ktorch.gated(self.gate_proj(x), self.up_proj(x), self.activation))
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"

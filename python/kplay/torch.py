@@ -9,7 +9,9 @@ built-in of the registry its name and parameters (torch's, where torch has the a
     kplay.torch.selu(x), kplay.torch.selu_(x), kplay.torch.leaky_relu(x, negative_slope=0.2), ...
     kplay.torch.activation(x, "leaky_relu(negative_slope=0.2)")
 One op per activation string would register a new op for every parameter value; the generic op
-keeps the string as a graph constant, so torch.compile specializes on it all the same.
+keeps the string as a graph constant, so torch.compile specializes on it all the same. The gated
+form, out = act(a) * b, has two ops of its own (gated_forward, gated_backward; their block at the
+end of this module) behind kplay.torch.gated, swiglu, geglu and glu.
 
 Where they run: the C++ extension kplay._torch_ops (python/src/torch_ops.cpp) registers the ops
 with PyTorch's dispatcher, with kernels for CUDA, Meta (fake tensors) and CPU (a refusal) and the
@@ -63,7 +65,7 @@ import os
 import sys
 import warnings
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import torch
 from torch import Tensor
@@ -229,17 +231,25 @@ for _entry in _table.BUILTINS:  # every built-in, torch class or not
     _make_functions(_entry)
 
 
-def replace_activations(model: torch.nn.Module, only_available: bool = True) -> torch.nn.Module:
+def replace_activations(model: torch.nn.Module, only_available: bool = True,
+                        gated_mlp: bool = True) -> torch.nn.Module:
     """Swaps every activation module of `model` (recursively, in place) that kplay computes for its
     kplay.nn counterpart with the same parameters, and returns the model: torch.nn's classes
     (kplay/_table.py) and transformers' and timm's activation classes (NewGELUActivation,
-    QuickGELUActivation, ...: kplay/_foreign.py, which also says which it leaves alone and why).
-    only_available=True keeps the original module where this kplay build lacks the activation
-    (kplay.activations())."""
+    QuickGELUActivation, ...: kplay/_foreign.py, which also says which it leaves alone and why),
+    and torch.nn.GLU for kplay.nn.GLU. gated_mlp=True also swaps each LLaMA-style gated MLP
+    (down_proj(act_fn(gate_proj(x)) * up_proj(x)): LlamaMLP, MistralMLP, Qwen2MLP, GemmaMLP, ...;
+    gated_mlp_activation() says what is taken) for kplay.nn.GatedMLP, the same Linear children
+    (weights, names) around one fused gated kernel. only_available=True keeps the original module
+    where this kplay build lacks the activation (kplay.activations())."""
     from . import nn as knn
 
     available = set(_core.activations())
     for name, child in list(model.named_children()):
+        fused = _gated_replacement(child, available, only_available, gated_mlp)
+        if fused is not None:  # torch.nn.GLU, or a gated MLP as one kernel (their block below)
+            setattr(model, name, fused)
+            continue
         cls = type(child)
         if cls.__module__.startswith("torch.nn"):
             entry = _table.BY_CLASS.get(cls.__name__)
@@ -250,5 +260,166 @@ def replace_activations(model: torch.nn.Module, only_available: bool = True) -> 
         if activation is not None and (activation in available or not only_available):
             setattr(model, name, make(child))
         else:
-            replace_activations(child, only_available)
+            replace_activations(child, only_available, gated_mlp)
     return model
+
+
+# ---- gated activations: out = act(a) * b ------------------------------------------------------
+#
+# torch.ops.kplay.gated_forward(x, b, activation, out_dtype=None, scale=1.) and gated_backward
+# (python/src/torch_ops.cpp, their block): b None takes x as [..., 2d] (a its first half, b its
+# second, vLLM's layout), else x is a and b is b, both [..., d] (Hugging Face's gate_proj and
+# up_proj outputs). Each operand is read as rows of its last dimension with its own row pitch: a
+# column slice (x[..., :d] of a wider tensor) is read where it is, no copy; other layouts are
+# copied first. Autograd saves a and b, and its backward is one kernel writing both gradients (the
+# packed form: one [..., 2d] gradient). FP8 output is forward only.
+
+_gated_forward = torch.ops.kplay.gated_forward.default
+if EXTENSION:  # eager calls without FP8 output: the extension's entry point, straight to the typed call
+    from ._torch_ops import gated_forward as _gated_raw
+
+__all__ += ["gated", "swiglu", "geglu", "glu", "gated_mlp_activation"]
+
+
+def gated(x: Tensor, b: Any = None, activation: Optional[str] = None, *, out_dtype: Optional[torch.dtype] = None,
+          scale: float = 1.0) -> Tensor:
+    """act(a) * b in one kernel: gated(x) and gated(x, "gelu") take x of shape [..., 2d] (a its first
+    half along the last dimension, b its second) and return [..., d]; gated(a, b, "silu") takes two
+    tensors of one shape. activation: any kplay activation text, "silu" by default (SwiGLU).
+    out_dtype=torch.float8_e4m3fn or torch.float8_e5m2 writes fp8(act(a) * b / scale), saturating
+    (CUDA sm_89 and newer; forward only, no autograd)."""
+    if isinstance(b, str):
+        if activation is not None:
+            raise TypeError("gated() got the activation twice: as b and as activation=")
+        activation, b = b, None
+    if activation is None:
+        activation = "silu"
+    elif not isinstance(activation, str):
+        raise TypeError(f"activation must be a str such as 'silu', not {type(activation).__name__}")
+    if _is_compiling():
+        _prepare_compile(activation)
+    elif EXTENSION and out_dtype is None and scale == 1.0:
+        return _gated_raw(x, b, activation)
+    return _gated_forward(x, b, activation, out_dtype, scale)
+
+
+def swiglu(x: Tensor, b: Optional[Tensor] = None, *, out_dtype: Optional[torch.dtype] = None,
+           scale: float = 1.0) -> Tensor:
+    """silu(a) * b: gated(x, b, "silu")."""
+    return gated(x, b, "silu", out_dtype=out_dtype, scale=scale)
+
+
+def geglu(x: Tensor, b: Optional[Tensor] = None, approximate: str = "none", *,
+          out_dtype: Optional[torch.dtype] = None, scale: float = 1.0) -> Tensor:
+    """gelu(a) * b, with torch's gelu's approximate ("none" or "tanh"): gated(x, b, "gelu")."""
+    if approximate not in ("none", "tanh"):
+        raise _core.InvalidArgumentError(f"approximate must be 'none' or 'tanh'; got {approximate!r}")
+    act = "gelu" if approximate == "none" else "gelu(approximate=tanh)"
+    return gated(x, b, act, out_dtype=out_dtype, scale=scale)
+
+
+def glu(x: Tensor, dim: int = -1) -> Tensor:
+    """torch.nn.functional.glu: x halved along dim into u and v, u * sigmoid(v). torch puts the
+    sigmoid on the second half, so this is gated(sigmoid) with a = v and b = u, read as column
+    slices of x where dim is the last dimension; another dim is moved last and copied once."""
+    if not isinstance(x, Tensor) or x.dim() == 0:
+        raise _core.InvalidArgumentError("glu halves a dimension: it takes a tensor of at least one dimension")
+    ndim = x.dim()
+    if not -ndim <= dim < ndim:
+        raise _core.InvalidArgumentError(f"dim {dim} is out of range for a tensor of {ndim} dimensions")
+    dim %= ndim
+    n = x.shape[dim]
+    if n % 2:
+        raise _core.InvalidArgumentError(f"glu halves dimension {dim}, which must be even; its size is {n}")
+    t = x if dim == ndim - 1 else x.movedim(dim, -1).contiguous()
+    h = n // 2
+    out = gated(t[..., h:], t[..., :h], "sigmoid")
+    return out if dim == ndim - 1 else out.movedim(-1, dim)
+
+
+# ---- replace_activations: LLaMA-style gated MLPs ------------------------------------------------
+
+_gated_forward_source: Dict[type, bool] = {}
+
+
+def _computes_gated_mlp(cls: type) -> bool:
+    """Whether cls.forward(self, x) is `return self.down_proj(self.act_fn(self.gate_proj(x)) *
+    self.up_proj(x))` (or assigns that to a name and returns it): Hugging Face's LlamaMLP,
+    MistralMLP, Qwen2MLP, GemmaMLP, ... Read from its source once per class; a forward whose
+    source is not there (compiled, generated) is not taken."""
+    known = _gated_forward_source.get(cls)
+    if known is not None:
+        return known
+    import ast
+    import inspect
+    import textwrap
+
+    ok = False
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.forward)))
+        fn = tree.body[0]
+        if isinstance(fn, ast.FunctionDef) and len(fn.args.args) == 2 and not (
+                fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or fn.args.posonlyargs or fn.decorator_list):
+            x = fn.args.args[1].arg
+            want = ast.dump(ast.parse(f"self.down_proj(self.act_fn(self.gate_proj({x})) * self.up_proj({x}))",
+                                      mode="eval").body)
+            body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+                ok = ast.dump(body[0].value) == want
+            elif (len(body) == 2 and isinstance(body[0], ast.Assign) and len(body[0].targets) == 1
+                  and isinstance(body[0].targets[0], ast.Name) and isinstance(body[1], ast.Return)
+                  and isinstance(body[1].value, ast.Name)):
+                ok = body[1].value.id == body[0].targets[0].id and ast.dump(body[0].value) == want
+    except (OSError, TypeError, SyntaxError, IndexError):
+        ok = False
+    _gated_forward_source[cls] = ok
+    return ok
+
+
+def _activation_of(module: Any) -> Optional[str]:
+    """The kplay activation text a module computes (torch.nn's classes, transformers' and timm's,
+    kplay.nn's own); None where kplay has none."""
+    from . import nn as knn
+
+    if isinstance(module, knn.Activation):
+        return module.activation
+    cls = type(module)
+    if cls.__module__.startswith("torch.nn"):
+        entry = _table.BY_CLASS.get(cls.__name__)
+        if entry is None:
+            return None
+        return _table.activation_string(entry.activation, {n: getattr(module, n) for n, _ in entry.params})
+    row = _foreign.find(module)
+    return _foreign.activation_text(row) if row is not None else None
+
+
+def gated_mlp_activation(module: torch.nn.Module) -> Optional[str]:
+    """The activation of a LLaMA-style gated MLP, down_proj(act_fn(gate_proj(x)) * up_proj(x)),
+    found by its structure: gate_proj, up_proj and down_proj torch.nn.Linear children of matching
+    widths, an act_fn that kplay computes, and a forward that is that expression (its source);
+    None for any other module."""
+    lin = torch.nn.Linear
+    gate, up, down = (getattr(module, n, None) for n in ("gate_proj", "up_proj", "down_proj"))
+    if not (isinstance(gate, lin) and isinstance(up, lin) and isinstance(down, lin)):
+        return None
+    if (gate.in_features, gate.out_features) != (up.in_features, up.out_features) or \
+            down.in_features != gate.out_features:
+        return None
+    act = getattr(module, "act_fn", None)
+    if not isinstance(act, torch.nn.Module) or not _computes_gated_mlp(type(module)):
+        return None
+    return _activation_of(act)
+
+
+def _gated_replacement(module: torch.nn.Module, available: Any, only_available: bool,
+                       gated_mlp: bool) -> Optional[torch.nn.Module]:
+    """kplay's module for torch.nn.GLU (kplay.nn.GLU) or, with gated_mlp, a LLaMA-style gated MLP
+    (kplay.nn.GatedMLP); None for any other module."""
+    from . import nn as knn
+
+    if type(module) is torch.nn.GLU:
+        return knn.GLU(module.dim) if "sigmoid" in available or not only_available else None
+    text = gated_mlp_activation(module) if gated_mlp else None
+    if text is None or (only_available and text.split("(", 1)[0].strip() not in available):
+        return None
+    return knn.GatedMLP.from_module(module, text)

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kplay/admin.hpp"
@@ -154,6 +155,14 @@ bool builtin_saves_input(const std::string& activation) {
   return false;
 }
 
+// The gated text of ACT: ACT itself where it is gated(...) already (a launcher of gated(ACT) is
+// made from its text; kplay::gated_forward takes either form, and so does the torch op).
+std::string gated_text(const char* activation) {
+  std::string_view t(activation);
+  while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+  return t.substr(0, 6) == "gated(" ? std::string(t) : "gated(" + std::string(t) + ")";
+}
+
 const KplayTorchBridge torch_bridge = {
     KPLAY_TORCH_BRIDGE_VERSION,
     [](const char* act, int dtype, int backward, int saved_output, int device, void** launcher, const char** msg) {
@@ -180,6 +189,32 @@ const KplayTorchBridge torch_bridge = {
       return bridged(msg, [&] {
         const bool can = kplay::supports_saved_output(act);  // also refuses unknown names and bad parameters
         *result = can && !builtin_saves_input(act) ? 1 : 0;
+      });
+    },
+    // ---- gated activations ----
+    [](const char* act, int dtype, int backward, int out_dtype, int device, void** launcher, const char** msg) {
+      return bridged(msg, [&] {
+        *launcher = new kplay::Launcher(kplay::Launcher::cuda(
+            gated_text(act), dtype_from_code(dtype), backward ? kplay::Direction::backward : kplay::Direction::forward,
+            kplay::Saved::input, device, out_dtype_from_code(out_dtype)));
+      });
+    },
+    [](const void* launcher, const void* a, std::int64_t ld_a, const void* b, std::int64_t ld_b, void* out,
+       std::int64_t ld_out, std::int64_t rows, std::int64_t d, float scale, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::Fp8Output o;
+        o.scale = scale;
+        static_cast<const kplay::Launcher*>(launcher)->launch_gated_forward(
+            {a, ld_a, 0}, {b, ld_b, 0}, {out, ld_out, 0}, rows, d, stream, kplay::PointerChecks::vouched, o);
+      });
+    },
+    [](const void* launcher, const void* g, std::int64_t ld_g, const void* a, std::int64_t ld_a, const void* b,
+       std::int64_t ld_b, void* ga, std::int64_t ld_ga, void* gb, std::int64_t ld_gb, std::int64_t rows, std::int64_t d,
+       void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        static_cast<const kplay::Launcher*>(launcher)->launch_gated_backward({g, ld_g, 0}, {a, ld_a, 0}, {b, ld_b, 0},
+                                                                             {ga, ld_ga, 0}, {gb, ld_gb, 0}, rows, d,
+                                                                             stream, kplay::PointerChecks::vouched);
       });
     },
 };

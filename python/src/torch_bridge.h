@@ -12,7 +12,7 @@
 
 #define KPLAY_TORCH_BRIDGE_NAME "kplay._core.torch_bridge"
 // Bumped whenever the table below changes; _torch_ops refuses a table of another version.
-#define KPLAY_TORCH_BRIDGE_VERSION 1
+#define KPLAY_TORCH_BRIDGE_VERSION 2
 
 struct KplayTorchBridge {
   int version;
@@ -31,4 +31,20 @@ struct KplayTorchBridge {
   // (kplay.torch.saves_output says the same in Python). Fails for an unknown activation or bad
   // parameters.
   int (*saves_output)(const char* activation, int* result, const char** message);
+
+  // ---- gated activations (kplay::Launcher's launch_gated_forward/backward) ----
+  // A prepared launcher of gated(ACT) for CUDA device `device`, never freed; `activation` is ACT or
+  // gated(ACT). out_dtype: 0 (the input's) or KPLAY_FP8_E4M3 / KPLAY_FP8_E5M2 (forward only).
+  int (*gated_launcher_cuda)(const char* activation, int dtype, int backward, int out_dtype, int device,
+                             void** launcher, const char** message);
+  // out = act(a) * b over rows x d, each operand a CUDA pointer (its first element) and a row pitch
+  // in elements; vouched pointer checks (kplay's checks of pitches and overlap still run). scale: FP8's.
+  int (*launch_gated_forward)(const void* launcher, const void* a, std::int64_t ld_a, const void* b, std::int64_t ld_b,
+                              void* out, std::int64_t ld_out, std::int64_t rows, std::int64_t d, float scale,
+                              void* stream, const char** message);
+  // grad_a = g act'(a) b, grad_b = g act(a), in one kernel.
+  int (*launch_gated_backward)(const void* launcher, const void* grad_out, std::int64_t ld_grad_out, const void* a,
+                               std::int64_t ld_a, const void* b, std::int64_t ld_b, void* grad_a,
+                               std::int64_t ld_grad_a, void* grad_b, std::int64_t ld_grad_b, std::int64_t rows,
+                               std::int64_t d, void* stream, const char** message);
 };

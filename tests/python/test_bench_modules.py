@@ -6,7 +6,7 @@ on torch's meta device: no memory, no initialization time. What needs torch, tor
 transformers is skipped visibly without them."""
 import pytest
 
-from kplay import _bench, bench_ddp, bench_models
+from kplay import _bench, bench_ddp, bench_gated, bench_models
 
 
 # ---- options --------------------------------------------------------------------------------------
@@ -179,6 +179,10 @@ def test_gpt2_and_llama_swap_to_their_kplay_activations():
     ours, info = bench_models.kplay_variant(llama)
     assert set(info["swapped_by_activation"]) == {"silu"}
     assert all(isinstance(m, knn.SiLU) for m in ours.modules() if isinstance(m, knn.Activation))
+    # each layer's gated MLP is one fused kernel in kplay's variant
+    assert info["fused_gated_mlps"] == llama.config.num_hidden_layers
+    assert all(isinstance(layer.mlp, knn.GatedMLP) for layer in ours.model.layers)
+    assert bench_models.kplay_variant(gpt2)[1]["fused_gated_mlps"] == 0
 
 
 @pytest.mark.parametrize("activation", bench_ddp.ACTIVATIONS)
@@ -196,3 +200,30 @@ def test_ddp_mlp_has_its_activation_and_kplay_swaps_it(activation):
     ours = kt.replace_activations(mlp)
     assert all(m.activation == activation for m in ours if isinstance(m, knn.Activation))
     assert sum(isinstance(m, knn.Activation) for m in ours) == len(acts)
+
+
+# ---- kplay.bench_gated ------------------------------------------------------------------------------
+
+def test_bench_gated_options():
+    args = bench_gated.parse_args([])
+    assert [f"{r}x{c}" for r, c in args.shapes] == list(bench_gated.SHAPES)
+    assert args.dtypes == ["bf16", "f32"] and args.directions == ["forward", "backward"]
+    picked = bench_gated.parse_args(["--shapes", "2x8,3x4", "--dtypes", "f16", "--directions", "backward"])
+    assert picked.shapes == [(2, 8), (3, 4)] and picked.dtypes == ["f16"] and picked.directions == ["backward"]
+
+
+@pytest.mark.parametrize("argv, words", [(["--shapes", "4x7"], "even"), (["--shapes", "4by8"], "ROWSxCOLS"),
+                                         (["--dtypes", "f8"], "unknown dtype 'f8'"),
+                                         (["--rounds", "0"], "--rounds must be at least 1")])
+def test_bench_gated_refuses_bad_options(argv, words, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench_gated.parse_args(argv)
+    assert e.value.code == 2 and words in capsys.readouterr().err
+
+
+@pytest.mark.skipif(_cuda_present(), reason="a CUDA device is present: the benchmark would run")
+def test_bench_gated_refuses_without_cuda(capsys):
+    with pytest.raises(SystemExit) as e:
+        bench_gated.main(["--shapes", "2x8"])
+    assert e.value.code == _bench.NO_CUDA_STATUS
+    assert "needs a CUDA device" in capsys.readouterr().err

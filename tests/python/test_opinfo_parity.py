@@ -6,7 +6,7 @@ dtype), as torch's own reference tests judge a kernel. Forward in every dtype kp
 share; backward in float32 and float64 (16-bit gradients are held to kplay's own tolerances in
 test_torch.py: torch's 16-bit defaults are below the 2-ulp spread of torch's own gradients).
 
-OpInfo activations kplay lacks (rrelu, prelu, glu) and variants it does not compute (complex
+OpInfo activations kplay lacks (rrelu, prelu) or tests elsewhere (glu) and variants it does not compute (complex
 silu) are listed with a reason and skip visibly. Without a GPU, every sample's parameters are
 still resolved by kplay (a refusal where torch accepts is a failure there too). Needs torch and the
 packages torch.testing._internal imports (expecttest, hypothesis), the comparisons a CUDA device;
@@ -30,7 +30,7 @@ BACKWARD_DTYPES = (torch.float32, torch.float64)
 NOT_KPLAY = {
     "nn.functional.rrelu": "rrelu draws a random slope per element in training: not a kplay built-in yet",
     "nn.functional.prelu": "prelu's slope is a learned weight tensor: not a kplay built-in yet",
-    "nn.functional.glu": "glu halves a dimension (a gate, not element-wise): not a kplay built-in yet",
+    "nn.functional.glu": "glu halves a dimension: kplay.torch.glu, whose samples test_gated_torch.py runs",
 }
 NOT_KPLAY_VARIANTS = {("nn.functional.silu", "complex"): "complex dtypes: kplay computes real floating types only"}
 
