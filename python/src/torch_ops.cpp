@@ -24,6 +24,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/library.h>
 
@@ -339,24 +340,41 @@ variable_list backward_of(AutogradContext* ctx, const variable_list& grads, bool
   return {backward_op().call(grads[0], saved, a.name, saved_output), at::Tensor()};
 }
 
-// y = f(x), saving y or x as saves_output says.
-struct ActivationFunction : public torch::autograd::Function<ActivationFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Activation* a) {
-    at::Tensor y;
-    {
-      at::AutoDispatchBelowADInplaceOrView guard;
-      y = forward_op().call(x, a->name);
-    }
-    const bool keep_output = saves_output(*a);
-    ctx->saved_data["entry"] = reinterpret_cast<std::int64_t>(a);
-    ctx->saved_data["output"] = keep_output;
-    ctx->save_for_backward({keep_output ? y : x});
-    return y;
+// y = f(x), saving y or x as saves_output says: the autograd node torch's generated code makes
+// for its own activations (SeluBackward0 and the like), not a torch::autograd::Function, whose
+// context map, output wrapping and bookkeeping cost about 2 us more per call with grad.
+struct ActivationBackward : public torch::autograd::Node {
+  Activation* entry = nullptr;
+  bool saved_output = false;
+  torch::autograd::SavedVariable saved;
+
+  variable_list apply(variable_list&& grads) override {
+    const at::Tensor s = saved.unpack(shared_from_this());
+    at::Tensor grad;
+    // kplay::backward has no derivative (autogradNotImplementedFallback): a double backward raises.
+    if (should_compute_output(0) && grads[0].defined())
+      grad = backward_op().call(grads[0], s, entry->name, saved_output);
+    return {grad};
   }
-  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
-    return backward_of(ctx, grads, ctx->saved_data["output"].toBool());
-  }
+  std::string name() const override { return "KplayActivationBackward"; }
+  void release_variables() override { saved.reset_data(); }
 };
+
+at::Tensor activation_with_grad(const at::Tensor& x, Activation& a) {
+  at::Tensor y;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    y = forward_op().call(x, a.name);
+  }
+  const std::shared_ptr<ActivationBackward> node(new ActivationBackward(), torch::autograd::deleteNode);
+  node->entry = &a;
+  node->saved_output = saves_output(a);
+  node->set_next_edges(torch::autograd::collect_next_edges(x));
+  if (!node->saved_output) node->saved = torch::autograd::SavedVariable(x, false);
+  torch::autograd::set_history(y, node);
+  if (node->saved_output) node->saved = torch::autograd::SavedVariable(y, true);  // after its history
+  return y;
+}
 
 // x = f(x) in place, as torch's in-place activations do under autograd: backward reads either x
 // itself (now the output, where saves_output says so, as torch's relu_) or a copy of x taken
@@ -390,7 +408,7 @@ at::Tensor forward_autograd(const at::Tensor& x, c10::string_view activation) {
     at::AutoDispatchBelowADInplaceOrView guard;
     return forward_op().call(x, activation);
   }
-  return ActivationFunction::apply(x, &activation_entry(activation));
+  return activation_with_grad(x, activation_entry(activation));
 }
 
 void forward_inplace_autograd(const at::Tensor& x, c10::string_view activation) {
@@ -410,7 +428,7 @@ void forward_inplace_autograd(const at::Tensor& x, c10::string_view activation) 
     InplaceFunction::apply(x, &a, keep_output);
     return;
   }
-  const at::Tensor y = ActivationFunction::apply(keep_output ? x : x.clone(), &a);
+  const at::Tensor y = activation_with_grad(keep_output ? x : x.clone(), a);
   x.copy_(y);
 }
 
