@@ -70,7 +70,8 @@ ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const Kerne
         ConfigChoice c;
         c.config = rec->best;
         c.layer = "user";
-        c.source = fp8_note(spec) + (rec->match == "device" ? "tuned on this device " : "tuned on another " + dev.name + " ") +
+        c.source = fp8_note(spec) +
+                   (rec->match == "device" ? "tuned on this device " : "tuned on another " + dev.name + " ") +
                    bucket_text(*rec, n) + " (" + db->path() + ")";
         return c;
       }
