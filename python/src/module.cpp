@@ -294,6 +294,57 @@ NB_MODULE(_core, m) {
       "grad_b_offset"_a, "ld_grad_b"_a, "rows"_a, "d"_a, "backend"_a, "stream"_a,
       nb::call_guard<nb::gil_scoped_release>());
 
+  // ---- PReLU and RReLU (kplay/kplay.hpp: prelu_forward/backward, rrelu_forward/backward) ----
+  // prelu: contiguous x of n elements, weight of `channels` elements (one per channel of dim 1, or
+  // one), inner = the elements per (sample, channel); backward writes grad_in and/or grad_weight
+  // (0: not computed) and needs `workspace` of prelu_workspace_bytes. rrelu: training draws each
+  // slope from (seed, offset + i); evaluation is leaky_relu with the mean slope.
+  m.def(
+      "prelu_forward",
+      [](int dtype, std::uintptr_t in, std::uintptr_t weight, std::uintptr_t out, std::int64_t n,
+         std::int64_t channels, std::int64_t inner, int backend, std::uintptr_t stream) {
+        kplay::prelu_forward(dtype_from_code(dtype), as_ptr(in), as_ptr(weight), as_mut(out), {n, channels, inner},
+                             make_stream(backend, stream));
+      },
+      "dtype"_a, "in_ptr"_a, "weight_ptr"_a, "out_ptr"_a, "n"_a, "channels"_a, "inner"_a, "backend"_a, "stream"_a,
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "prelu_workspace_bytes",
+      [](int dtype, std::int64_t n, std::int64_t channels, std::int64_t inner) {
+        return kplay::prelu_workspace_bytes(dtype_from_code(dtype), {n, channels, inner});
+      },
+      "dtype"_a, "n"_a, "channels"_a, "inner"_a);
+  m.def(
+      "prelu_backward",
+      [](int dtype, std::uintptr_t grad_out, std::uintptr_t in, std::uintptr_t weight, std::uintptr_t grad_in,
+         std::uintptr_t grad_weight, std::uintptr_t workspace, std::int64_t n, std::int64_t channels,
+         std::int64_t inner, int backend, std::uintptr_t stream) {
+        kplay::prelu_backward(dtype_from_code(dtype), as_ptr(grad_out), as_ptr(in), as_ptr(weight), as_mut(grad_in),
+                              as_mut(grad_weight), as_mut(workspace), {n, channels, inner},
+                              make_stream(backend, stream));
+      },
+      "dtype"_a, "grad_out_ptr"_a, "in_ptr"_a, "weight_ptr"_a, "grad_in_ptr"_a, "grad_weight_ptr"_a,
+      "workspace_ptr"_a, "n"_a, "channels"_a, "inner"_a, "backend"_a, "stream"_a,
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "rrelu_forward",
+      [](int dtype, std::uintptr_t in, std::uintptr_t out, std::int64_t n, double lower, double upper, bool training,
+         std::uint64_t seed, std::uint64_t offset, int backend, std::uintptr_t stream) {
+        kplay::rrelu_forward(dtype_from_code(dtype), as_ptr(in), as_mut(out), n, lower, upper, training, seed, offset,
+                             make_stream(backend, stream));
+      },
+      "dtype"_a, "in_ptr"_a, "out_ptr"_a, "n"_a, "lower"_a, "upper"_a, "training"_a, "seed"_a, "offset"_a,
+      "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "rrelu_backward",
+      [](int dtype, std::uintptr_t grad_out, std::uintptr_t in, std::uintptr_t grad_in, std::int64_t n, double lower,
+         double upper, bool training, std::uint64_t seed, std::uint64_t offset, int backend, std::uintptr_t stream) {
+        kplay::rrelu_backward(dtype_from_code(dtype), as_ptr(grad_out), as_ptr(in), as_mut(grad_in), n, lower, upper,
+                              training, seed, offset, make_stream(backend, stream));
+      },
+      "dtype"_a, "grad_out_ptr"_a, "in_ptr"_a, "grad_in_ptr"_a, "n"_a, "lower"_a, "upper"_a, "training"_a, "seed"_a,
+      "offset"_a, "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+
   // A prepared launch path (kplay/launcher.hpp) for one (activation, dtype, direction, saved kind)
   // on one device; launch() takes integers only. vouched=True skips the pointer checks (device
   // memory of this device, primary context, overlap) for callers that know them to hold.
