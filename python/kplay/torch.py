@@ -259,7 +259,8 @@ def replace_activations(model: torch.nn.Module, only_available: bool = True) -> 
 
 # ---- PReLU and RReLU (kplay/_torch_slope.py: their ops) ----------------------------------------
 
-from . import _torch_slope  # noqa: E402,F401  (registers torch.ops.kplay.prelu, rrelu_train and their backwards)
+if not (EXTENSION and getattr(sys.modules.get("kplay._torch_ops"), "PRELU_RRELU_OPS", 0)):
+    from . import _torch_slope  # noqa: E402,F401  (registers torch.ops.kplay.prelu, rrelu_train, backwards)
 
 __all__.extend(["prelu", "rrelu_seed"])  # rrelu and rrelu_ are the registry's, redefined below
 

@@ -182,6 +182,38 @@ const KplayTorchBridge torch_bridge = {
         *result = can && !builtin_saves_input(act) ? 1 : 0;
       });
     },
+    // PReLU and RReLU (training), on CUDA.
+    [](int dtype, const void* in, const void* weight, void* out, std::int64_t n, std::int64_t channels,
+       std::int64_t inner, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::prelu_forward(dtype_from_code(dtype), in, weight, out, {n, channels, inner},
+                             {kplay::Backend::cuda, stream});
+      });
+    },
+    [](int dtype, std::int64_t n, std::int64_t channels, std::int64_t inner, std::int64_t* bytes, const char** msg) {
+      return bridged(msg, [&] { *bytes = kplay::prelu_workspace_bytes(dtype_from_code(dtype), {n, channels, inner}); });
+    },
+    [](int dtype, const void* grad_out, const void* in, const void* weight, void* grad_in, void* grad_weight,
+       void* workspace, std::int64_t n, std::int64_t channels, std::int64_t inner, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::prelu_backward(dtype_from_code(dtype), grad_out, in, weight, grad_in, grad_weight, workspace,
+                              {n, channels, inner}, {kplay::Backend::cuda, stream});
+      });
+    },
+    [](int dtype, const void* in, void* out, std::int64_t n, double lower, double upper, std::uint64_t seed,
+       std::uint64_t offset, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::rrelu_forward(dtype_from_code(dtype), in, out, n, lower, upper, true, seed, offset,
+                             {kplay::Backend::cuda, stream});
+      });
+    },
+    [](int dtype, const void* grad_out, const void* in, void* grad_in, std::int64_t n, double lower, double upper,
+       std::uint64_t seed, std::uint64_t offset, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::rrelu_backward(dtype_from_code(dtype), grad_out, in, grad_in, n, lower, upper, true, seed, offset,
+                              {kplay::Backend::cuda, stream});
+      });
+    },
 };
 
 }  // namespace
