@@ -454,8 +454,8 @@ std::vector<float> launch_f32(Engine& engine, const KernelSpec& spec, const std:
   be.upload(a.ptr(), in0.data(), bytes);
   if (!in1.empty()) be.upload(b.ptr(), in1.data(), bytes);
   auto k = engine.prepare(spec, {});
-  rt::KernelArgs args = flat_args(*k, out.ptr().at(offset * 4), a.ptr().at(offset * 4),
-                                  (in1.empty() ? a : b).ptr().at(offset * 4), n);
+  rt::KernelArgs args =
+      flat_args(*k, out.ptr().at(offset * 4), a.ptr().at(offset * 4), (in1.empty() ? a : b).ptr().at(offset * 4), n);
   args.slope = resolve_activation(spec.activation).slope != SlopeForm::none;
   args.weight = a.ptr();
   args.seed = seed;
@@ -500,8 +500,7 @@ void check_backend_slope(Engine& engine, const std::vector<Dtype>& dtypes) {
   const double lower = 0.1, upper = 0.6;
   const std::uint64_t n = 1u << 16;
   std::vector<float> x(n), none;
-  for (std::uint64_t i = 0; i < n; ++i)
-    x[i] = static_cast<float>(generate_input(Dtype::f32, 7, InputStream::x, i));
+  for (std::uint64_t i = 0; i < n; ++i) x[i] = static_cast<float>(generate_input(Dtype::f32, 7, InputStream::x, i));
   KernelSpec eval;
   eval.activation = "rrelu(lower=0.1, upper=0.6)";
   const std::vector<float> y_eval = launch_f32(engine, eval, x, none, 0, 0);

@@ -69,7 +69,8 @@ TEST_CASE("prelu and training(...) refuse what they cannot be, saying why") {
     forward("prelu", Dtype::f32, buf, buf, 4, {Backend::opencl, nullptr});
     FAIL("prelu through forward() was accepted");
   } catch (const Error& e) {
-    CHECK_MESSAGE(std::string(e.what()).find("prelu takes a weight tensor") != std::string::npos, std::string(e.what()));
+    CHECK_MESSAGE(std::string(e.what()).find("prelu takes a weight tensor") != std::string::npos,
+                  std::string(e.what()));
   }
 }
 

@@ -333,8 +333,8 @@ NB_MODULE(_core, m) {
   // slope from (seed, offset + i); evaluation is leaky_relu with the mean slope.
   m.def(
       "prelu_forward",
-      [](int dtype, std::uintptr_t in, std::uintptr_t weight, std::uintptr_t out, std::int64_t n,
-         std::int64_t channels, std::int64_t inner, int backend, std::uintptr_t stream) {
+      [](int dtype, std::uintptr_t in, std::uintptr_t weight, std::uintptr_t out, std::int64_t n, std::int64_t channels,
+         std::int64_t inner, int backend, std::uintptr_t stream) {
         kplay::prelu_forward(dtype_from_code(dtype), as_ptr(in), as_ptr(weight), as_mut(out), {n, channels, inner},
                              make_stream(backend, stream));
       },
@@ -355,9 +355,8 @@ NB_MODULE(_core, m) {
                               as_mut(grad_weight), as_mut(workspace), {n, channels, inner},
                               make_stream(backend, stream));
       },
-      "dtype"_a, "grad_out_ptr"_a, "in_ptr"_a, "weight_ptr"_a, "grad_in_ptr"_a, "grad_weight_ptr"_a,
-      "workspace_ptr"_a, "n"_a, "channels"_a, "inner"_a, "backend"_a, "stream"_a,
-      nb::call_guard<nb::gil_scoped_release>());
+      "dtype"_a, "grad_out_ptr"_a, "in_ptr"_a, "weight_ptr"_a, "grad_in_ptr"_a, "grad_weight_ptr"_a, "workspace_ptr"_a,
+      "n"_a, "channels"_a, "inner"_a, "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "rrelu_forward",
       [](int dtype, std::uintptr_t in, std::uintptr_t out, std::int64_t n, double lower, double upper, bool training,
@@ -365,8 +364,8 @@ NB_MODULE(_core, m) {
         kplay::rrelu_forward(dtype_from_code(dtype), as_ptr(in), as_mut(out), n, lower, upper, training, seed, offset,
                              make_stream(backend, stream));
       },
-      "dtype"_a, "in_ptr"_a, "out_ptr"_a, "n"_a, "lower"_a, "upper"_a, "training"_a, "seed"_a, "offset"_a,
-      "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+      "dtype"_a, "in_ptr"_a, "out_ptr"_a, "n"_a, "lower"_a, "upper"_a, "training"_a, "seed"_a, "offset"_a, "backend"_a,
+      "stream"_a, nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "rrelu_backward",
       [](int dtype, std::uintptr_t grad_out, std::uintptr_t in, std::uintptr_t grad_in, std::int64_t n, double lower,

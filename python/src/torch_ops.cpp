@@ -37,8 +37,8 @@
 #include <string>
 #include <string_view>
 #include <tuple>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 
 #include "kplay/kplay.h"
 #include "torch_bridge.h"
@@ -491,7 +491,9 @@ void check_grad(const at::Tensor& grad, const at::Tensor& x) {
             std::string(c10::toString(x.scalar_type())) + ", " + c10::str(x.sizes()) + ") must match");
 }
 
-int code_of(const at::Tensor& t, const char* what) { return dtype_codes[static_cast<std::size_t>(checked_slot(t, what))]; }
+int code_of(const at::Tensor& t, const char* what) {
+  return dtype_codes[static_cast<std::size_t>(checked_slot(t, what))];
+}
 
 at::Tensor prelu_cuda(const at::Tensor& x_in, const at::Tensor& weight_in) {
   const auto [channels, inner] = prelu_channels(x_in, weight_in);
@@ -528,7 +530,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda(const at::Tensor& grad_in
   return {grad_x, grad_w};
 }
 
-at::Tensor rrelu_train_cuda(const at::Tensor& x_in, double lower, double upper, std::int64_t seed, std::int64_t offset) {
+at::Tensor rrelu_train_cuda(const at::Tensor& x_in, double lower, double upper, std::int64_t seed,
+                            std::int64_t offset) {
   check_bounds(lower, upper);
   check_cuda(x_in, "x");
   const int code = code_of(x_in, "x");
@@ -594,7 +597,8 @@ at::Tensor rrelu_train_cpu(const at::Tensor& x, double lower, double upper, std:
   check_cuda(x, "x");
   return {};
 }
-at::Tensor rrelu_train_backward_cpu(const at::Tensor&, const at::Tensor& x, double, double, std::int64_t, std::int64_t) {
+at::Tensor rrelu_train_backward_cpu(const at::Tensor&, const at::Tensor& x, double, double, std::int64_t,
+                                    std::int64_t) {
   check_cuda(x, "x");
   return {};
 }

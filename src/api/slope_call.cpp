@@ -60,7 +60,8 @@ api::DeviceEngine& engine_for(const std::vector<Buffer>& buffers, Stream& stream
 
 void check_prelu(const PreluShape& s) {
   if (s.n < 0) invalid("n must be >= 0 (got " + std::to_string(s.n) + ")");
-  if (s.channels < 1) invalid("prelu's weight needs at least one element (channels " + std::to_string(s.channels) + ")");
+  if (s.channels < 1)
+    invalid("prelu's weight needs at least one element (channels " + std::to_string(s.channels) + ")");
   if (s.inner < 1) invalid("inner must be >= 1 (got " + std::to_string(s.inner) + ")");
   if (s.channels > 1 && s.n % (s.channels * s.inner) != 0)
     invalid("prelu: n = " + std::to_string(s.n) + " is not a whole number of " + std::to_string(s.channels) +
@@ -89,8 +90,7 @@ rt::KernelArgs flat(const void* out, const void* in0, const void* in1, std::uint
 }
 
 std::string rrelu_text(double lower, double upper) {
-  if (!std::isfinite(lower) || !std::isfinite(upper))
-    invalid("rrelu's lower and upper must be finite numbers");
+  if (!std::isfinite(lower) || !std::isfinite(upper)) invalid("rrelu's lower and upper must be finite numbers");
   char buf[96];
   std::snprintf(buf, sizeof buf, "rrelu(lower=%.17g, upper=%.17g)", lower, upper);
   return buf;
@@ -116,8 +116,8 @@ void prelu_forward(Dtype dtype, const void* in, const void* weight, void* out, c
 
 std::int64_t prelu_workspace_bytes(Dtype dtype, const PreluShape& shape) {
   check_prelu(shape);
-  return static_cast<std::int64_t>(prelu_workspace_bytes(dtype, static_cast<std::uint64_t>(shape.n),
-                                                         static_cast<std::uint64_t>(shape.channels)));
+  return static_cast<std::int64_t>(
+      prelu_workspace_bytes(dtype, static_cast<std::uint64_t>(shape.n), static_cast<std::uint64_t>(shape.channels)));
 }
 
 void prelu_backward(Dtype dtype, const void* grad_out, const void* in, const void* weight, void* grad_in,

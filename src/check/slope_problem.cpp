@@ -41,8 +41,8 @@ class SlopeProblem : public DeviceProblem {
     shape_.inner = std::max<std::uint64_t>(shape_.inner, 1);
     if (shape_.n % (c * shape_.inner) != 0)
       throw Error(ErrorCode::invalid_argument, std::to_string(shape_.n) + " elements are not a whole number of " +
-                                                   std::to_string(c) + " channels of " +
-                                                   std::to_string(shape_.inner) + " elements");
+                                                   std::to_string(c) + " channels of " + std::to_string(shape_.inner) +
+                                                   " elements");
     if (shape_.in_place) shape_.in_offset = shape_.out_offset;
     if (shape_.n > 2 * kInputPeriod) ref_.period = kInputPeriod;
     out_ = rt::DeviceBuffer(backend_, (shape_.out_offset + shape_.n + kGuardElements) * esize_);
@@ -143,7 +143,8 @@ class SlopeProblem : public DeviceProblem {
         std::mutex m;
         parallel_for(e - b, [&](std::uint64_t lo, std::uint64_t hi) {
           ErrorStats s(total.dtype, total.bound_ulps, total.backward);
-          for (std::uint64_t i = lo; i < hi; ++i) s.add(b + i, load_element(spec_.dtype, host.data(), i), expected(b + i));
+          for (std::uint64_t i = lo; i < hi; ++i)
+            s.add(b + i, load_element(spec_.dtype, host.data(), i), expected(b + i));
           std::lock_guard<std::mutex> lock(m);
           total.merge(s);
         });
@@ -225,8 +226,7 @@ class SlopeProblem : public DeviceProblem {
       } else if (overflow[k] || mag[k] > top || std::isinf(round_to(spec_.dtype, static_cast<double>(exact)))) {
         ok = !std::isfinite(got) || std::fabs(got - static_cast<double>(exact)) <= gamma * mag[k];
       } else {
-        const double allowed =
-            static_cast<double>(gamma * mag[k]) + ulp_of(spec_.dtype, static_cast<double>(exact));
+        const double allowed = static_cast<double>(gamma * mag[k]) + ulp_of(spec_.dtype, static_cast<double>(exact));
         const double err = std::fabs(static_cast<double>(got - exact));
         ok = err <= allowed;
         if (allowed > 0) worst = std::max(worst, err / allowed);
@@ -240,8 +240,8 @@ class SlopeProblem : public DeviceProblem {
                                     [](unsigned char b) { return b == kPoisonByte; });
     if (!intact) stats.add(n + c, std::numeric_limits<double>::infinity(), 0.0);
     note_ = "weight gradient: " + std::to_string(c) + " channel(s) in " + std::to_string(parts) +
-            " part(s) each, largest error " + format_ratio(worst) +
-            " of the summation bound; " + (stats.mismatches ? "FAIL" : "within it");
+            " part(s) each, largest error " + format_ratio(worst) + " of the summation bound; " +
+            (stats.mismatches ? "FAIL" : "within it");
     return stats;
   }
 

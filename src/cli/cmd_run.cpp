@@ -149,7 +149,8 @@ class RunCommand : public Command {
     // prelu: the weight's length and the elements per channel position (torch's channel is dim 1).
     bool any_prelu = false;
     for (const auto& spec : specs) any_prelu |= resolve_activation(spec.activation).slope == SlopeForm::weight;
-    const std::vector<std::uint64_t> dims = shape_text_.empty() ? std::vector<std::uint64_t>{n} : parse_shape(shape_text_);
+    const std::vector<std::uint64_t> dims =
+        shape_text_.empty() ? std::vector<std::uint64_t>{n} : parse_shape(shape_text_);
     std::uint64_t channels = dims.size() >= 2 ? dims[1] : 1, inner = 1;
     if (app_->count("--channels")) {
       if (!any_prelu) throw Error(ErrorCode::invalid_argument, "--channels is for prelu");

@@ -110,8 +110,8 @@ void Engine::launch(const PreparedKernel& k, const rt::KernelArgs& args, void* s
   if (run.layout == Layout::wgrad_parts || run.layout == Layout::wgrad_sum) {
     rt::LaunchDims dims;
     dims.block = static_cast<unsigned>(run.config.block);
-    dims.grid_x = run.layout == Layout::wgrad_parts ? args.channels * args.parts
-                                                    : (args.channels + dims.block - 1) / dims.block;
+    dims.grid_x =
+        run.layout == Layout::wgrad_parts ? args.channels * args.parts : (args.channels + dims.block - 1) / dims.block;
     backend_.launch(*run.loaded, dims, args, stream);
   } else if (run.layout == Layout::flat) {  // one run of n elements
     rt::KernelArgs flat = args;

@@ -275,9 +275,9 @@ const Activation& find_activation(const std::string& name) {
   for (const auto& a : activations())
     if (name == a.name) return a;
   if (const Activation* user = find_user_activation(name)) return *user;
-  throw Error(ErrorCode::invalid_argument,
-              "unknown activation '" + name + "' (known: " + activation_names() +
-                  "; gated(ACT) of any of them; prelu; training(rrelu); or a snippet file: --act ./my_act.h, see docs/user-activations.md)");
+  throw Error(ErrorCode::invalid_argument, "unknown activation '" + name + "' (known: " + activation_names() +
+                                               "; gated(ACT) of any of them; prelu; training(rrelu); or a snippet "
+                                               "file: --act ./my_act.h, see docs/user-activations.md)");
 }
 
 namespace {
@@ -336,7 +336,8 @@ ResolvedActivation resolve_uncached(const std::string& text) {
   if (call.name == "training") {
     if (call.args.size() != 1 || !call.args[0].first.empty() ||
         split_activation_call(call.args[0].second).name != "rrelu")
-      bad_param(text, "training takes rrelu, with its parameters: training(rrelu), training(rrelu(lower=0.1, upper=0.3))");
+      bad_param(text,
+                "training takes rrelu, with its parameters: training(rrelu), training(rrelu(lower=0.1, upper=0.3))");
     ResolvedActivation r = resolve_uncached(call.args[0].second);
     r.slope = SlopeForm::random;
     r.inner = r.canonical;

@@ -58,7 +58,7 @@ def test_cpu_tensors_and_bad_arguments_are_refused_with_kplay_errors():
 
 def test_modules_and_replace_activations_take_torchs_parameters():
     p = knn.PReLU(3, init=0.1)
-    assert p.weight.shape == (3,) and float(p.weight[0]) == pytest.approx(0.1)
+    assert p.weight.shape == (3,) and float(p.weight.detach()[0]) == pytest.approx(0.1)
     r = knn.RReLU(0.1, 0.4)
     assert r.activation == "rrelu(lower=0.1, upper=0.4)" and (r.lower, r.upper) == (0.1, 0.4)
     prelu = torch.nn.PReLU(4, init=0.3)
