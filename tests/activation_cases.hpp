@@ -16,7 +16,6 @@ inline const std::vector<std::string>& activation_cases() {
       "leaky_relu(negative_slope=0.2)",
       "leaky_relu(negative_slope=-0.5)",
       "rrelu",
-      "rrelu(lower=0.1, upper=0.7)",
       "elu",
       "elu(alpha=0.5)",
       "celu",
