@@ -490,6 +490,9 @@ void check_backend_slope(Engine& engine, const std::vector<Dtype>& dtypes) {
       misaligned.in_offset = 1;
       misaligned.out_offset = 3;
       if (d == Dtype::f32) KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, misaligned);
+      ProblemShape in_place = per_channel;  // backward: the weight's gradient reads g before grad_x replaces it
+      in_place.in_place = true;
+      if (d == Dtype::f32) KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, in_place);
       spec.activation = "training(rrelu(lower=0.1, upper=0.6))";
       KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, single);
       if (d == Dtype::f32) KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, misaligned);

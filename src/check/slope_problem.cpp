@@ -88,8 +88,8 @@ class SlopeProblem : public DeviceProblem {
   }
 
   void launch(Engine& engine, const PreparedKernel& kernel, void* stream = nullptr) const override {
-    engine.launch(kernel, args(), stream);
-    if (!(prelu_ && backward_) || shape_.n == 0) return;
+    if (!(prelu_ && backward_) || shape_.n == 0) return engine.launch(kernel, args(), stream);
+    // The weight's gradient first: in place, grad_x is written over the gradient it reads.
     rt::KernelArgs a = args();
     a.parts = prelu_weight_grad_parts(shape_.n, shape_.channels);
     a.out = ws_.ptr();
@@ -99,6 +99,7 @@ class SlopeProblem : public DeviceProblem {
     a.out = gw_.ptr();
     a.in0 = ws_.ptr();
     engine.launch(*engine.prepare(spec_, kernel.config, Layout::wgrad_sum), a, stream);
+    engine.launch(kernel, args(), stream);
   }
 
   // prelu's backward reads g and x twice (the weight's gradient) and writes grad_input.
