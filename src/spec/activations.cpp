@@ -35,6 +35,8 @@ std::string rrelu_check(const double* p) {
                             "), as torch's rrelu requires";
 }
 double rrelu_mean_slope(const double* p) { return (p[0] + p[1]) / 2; }
+// The output has the input's sign only where the mean slope is positive (leaky_relu's condition).
+bool rrelu_positive_mean(const double* p) { return rrelu_mean_slope(p) > 0; }
 double rrelu_span(const double* p) { return p[1] - p[0]; }
 std::string celu_check(const double* p) { return p[0] == 0 ? "alpha must not be 0" : ""; }
 std::string positive_beta(const double* p) { return p[0] > 0 ? "" : "beta must be > 0"; }
@@ -209,7 +211,8 @@ const std::vector<Activation>& activations() {
               Torch{"LeakyReLU", kInplace, kSavesOutput}, positive_first_param, finite_slope, zero_edge, bounds(1)),
       // Evaluation: leaky_relu with the mean slope; training is the training(rrelu) form.
       with_derived(builtin("rrelu", "activations/rrelu.h", {{"lower", 0.125, {}}, {"upper", 1.0 / 3.0, {}}},
-                           Torch{"RReLU", kInplace, kSavesInput}, nullptr, rrelu_check, zero_edge, bounds(1)),
+                           Torch{"RReLU", kInplace, kSavesInput}, rrelu_positive_mean, rrelu_check, zero_edge,
+                           bounds(1)),
                    {{"slope", rrelu_mean_slope}, {"span", rrelu_span}}),
       builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
               nonnegative_first_param, nullptr, zero_edge, bounds(1)),
