@@ -285,7 +285,8 @@ def rrelu(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: b
     """torch.nn.functional.rrelu. Evaluation (training=False): leaky_relu with the slope
     (lower + upper) / 2, exactly as torch. Training: each x <= 0 times its own slope, uniform in
     [lower, upper], drawn in the kernel from `seed` (else rrelu_seed(generator)) and the element's
-    index, and drawn again by backward: nothing but x is saved."""
+    index, and drawn again by backward: nothing but x is saved. Under torch.compile drawing the
+    seed (.item()) breaks the graph: pass seed= to keep one graph."""
     if not lower <= upper:
         raise _core.InvalidArgumentError(
             f"rrelu's lower ({lower}) must be <= upper ({upper}), as torch's rrelu requires")

@@ -478,6 +478,23 @@ std::pair<std::int64_t, std::int64_t> prelu_channels(const at::Tensor& x, const 
   return {channels, inner};
 }
 
+// The same check on sizes that may be symbolic (a compiled graph with dynamic shapes): SymInt's
+// comparisons guard on the values they compare.
+void check_prelu_sym(const at::Tensor& x, const at::Tensor& weight) {
+  checked_slot(x, "x");
+  if (weight.scalar_type() != x.scalar_type())
+    invalid("prelu's weight is " + std::string(c10::toString(weight.scalar_type())) + " but x is " +
+            std::string(c10::toString(x.scalar_type())) + "; kplay does not convert");
+  const c10::SymInt size = weight.sym_numel();
+  if (size == 1) return;
+  const c10::SymInt channels = x.dim() >= 2 ? x.sym_size(1) : c10::SymInt(1);
+  if (size != channels)
+    invalid("prelu's weight has " + c10::str(size) + " elements but the input of shape " + c10::str(x.sym_sizes()) +
+            (x.dim() >= 2 ? " has " + c10::str(channels) + " channels (dim 1)"
+                          : std::string(" has no channel dimension, so the weight needs one element")) +
+            ": a weight has one element or one per channel");
+}
+
 void check_bounds(double lower, double upper) {
   if (!(lower <= upper))
     invalid("rrelu's lower (" + std::to_string(lower) + ") must be <= upper (" + std::to_string(upper) +
@@ -563,12 +580,12 @@ at::Tensor rrelu_train_backward_cuda(const at::Tensor& grad_in, const at::Tensor
 }
 
 at::Tensor prelu_meta(const at::Tensor& x, const at::Tensor& weight) {
-  prelu_channels(x, weight);
+  check_prelu_sym(x, weight);
   return at::empty_like(x, at::MemoryFormat::Contiguous);
 }
 std::tuple<at::Tensor, at::Tensor> prelu_backward_meta(const at::Tensor& grad, const at::Tensor& x,
                                                        const at::Tensor& weight) {
-  prelu_channels(x, weight);
+  check_prelu_sym(x, weight);
   checked_slot(grad, "grad");
   return {at::empty_like(x, at::MemoryFormat::Contiguous), at::empty_like(weight, at::MemoryFormat::Contiguous)};
 }

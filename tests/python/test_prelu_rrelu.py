@@ -45,6 +45,19 @@ def test_meta_kernels_give_shapes_and_refuse_a_weight_of_the_wrong_length():
         torch.ops.kplay.rrelu_train(x, 0.5, 0.3, 5, 0)
 
 
+def test_autograd_and_compiled_graphs_on_meta_tensors():
+    x = torch.randn(2, 3, 4, device="meta", requires_grad=True)
+    w = torch.full((3,), 0.25, device="meta", requires_grad=True)
+    gx, gw = torch.autograd.grad(kt.prelu(x, w).sum(), (x, w))
+    assert gx.shape == x.shape and gw.shape == w.shape
+    (g,) = torch.autograd.grad(kt.rrelu(x, training=True, seed=3).sum(), x)
+    assert g.shape == x.shape
+    f = torch.compile(lambda a, b: kt.prelu(a, b) * 2, fullgraph=True, backend="eager")
+    assert f(torch.randn(2, 3, 4, device="meta"), torch.empty(3, device="meta")).shape == (2, 3, 4)
+    with pytest.raises(Exception, match="one per channel"):  # refused at trace time, by the fake kernel
+        f(torch.randn(2, 3, 4, device="meta"), torch.empty(2, device="meta"))
+
+
 def test_cpu_tensors_and_bad_arguments_are_refused_with_kplay_errors():
     with pytest.raises(kplay.InvalidArgumentError, match="CUDA tensors"):
         kt.prelu(torch.randn(2, 3), torch.full((3,), 0.25))
