@@ -210,10 +210,10 @@ const std::vector<Activation>& activations() {
       builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}},
               Torch{"LeakyReLU", kInplace, kSavesOutput}, positive_first_param, finite_slope, zero_edge, bounds(1)),
       // Evaluation: leaky_relu with the mean slope; training is the training(rrelu) form.
-      with_derived(builtin("rrelu", "activations/rrelu.h", {{"lower", 0.125, {}}, {"upper", 1.0 / 3.0, {}}},
-                           Torch{"RReLU", kInplace, kSavesInput}, rrelu_positive_mean, rrelu_check, zero_edge,
-                           bounds(1)),
-                   {{"slope", rrelu_mean_slope}, {"span", rrelu_span}}),
+      with_derived(
+          builtin("rrelu", "activations/rrelu.h", {{"lower", 0.125, {}}, {"upper", 1.0 / 3.0, {}}},
+                  Torch{"RReLU", kInplace, kSavesInput}, rrelu_positive_mean, rrelu_check, zero_edge, bounds(1)),
+          {{"slope", rrelu_mean_slope}, {"span", rrelu_span}}),
       builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
               nonnegative_first_param, nullptr, zero_edge, bounds(1)),
       builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, Torch{"CELU", kInplace, kSavesInput},
