@@ -206,3 +206,23 @@ def test_rrelu_module_trains_with_torchs_seed(cuda):
     assert torch.equal(m(x), a)
     assert not torch.equal(m(x), a)
     assert torch.equal(m.eval()(x), torch.full_like(x, -(1 / 8 + 1 / 3) / 2))
+
+
+def test_core_functions_on_torch_cuda_tensors(cuda):
+    # kplay.prelu / prelu_backward / rrelu / rrelu_backward: the package's own entry points (any
+    # DLPack or __cuda_array_interface__ array), without kplay.torch's autograd.
+    x = _mixed((4, 3, 6), torch.float32)
+    w = torch.tensor([0.25, -0.5, 1.5], device="cuda")
+    assert torch.equal(kplay.prelu(x, w), F.prelu(x, w))
+    g = _mixed((4, 3, 6), torch.float32, 1)
+    gx, gw = kplay.prelu_backward(g, x, w)
+    xt, wt = x.clone().requires_grad_(), w.clone().requires_grad_()
+    gxt, gwt = torch.autograd.grad(F.prelu(xt, wt), (xt, wt), g)
+    assert torch.equal(gx, gxt)
+    torch.testing.assert_close(gw, gwt)
+    with pytest.raises(kplay.InvalidArgumentError, match="weight has 2 elements"):
+        kplay.prelu(x, w[:2])
+    minus = -torch.ones(1000, device="cuda")
+    a = kplay.rrelu(minus, 0.1, 0.6, training=True, seed=4, offset=10)
+    assert torch.equal(kplay.rrelu_backward(torch.ones_like(minus), minus, 0.1, 0.6, True, 4, 10), -a)
+    assert torch.equal(kplay.rrelu(minus, 0.1, 0.6), torch.full_like(minus, -0.35))
