@@ -74,6 +74,15 @@ struct KernelArgs {
   bool scaled = false;
   DevicePtr scale_ptr;
   float scale = 1.0f;
+  // A per-element slope (PReLU's weight, RReLU's training noise: KP_SLOPE) and PReLU's weight
+  // gradient kernels take six more after everything above: the weight buffer, the elements per
+  // channel position (inner: the product of the dimensions after the channel's), the channels
+  // (the weight's length, 1 for one weight in all), RReLU's seed and the index its counter starts
+  // at (the element index of the launch's first element), and the weight gradient's parts per
+  // channel (templates/common/slope.h).
+  bool slope = false;
+  DevicePtr weight;
+  std::uint64_t inner = 1, channels = 1, seed = 0, counter = 0, parts = 1;
 };
 
 struct LaunchDims {

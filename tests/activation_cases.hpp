@@ -15,6 +15,7 @@ inline const std::vector<std::string>& activation_cases() {
       "leaky_relu",
       "leaky_relu(negative_slope=0.2)",
       "leaky_relu(negative_slope=-0.5)",
+      "rrelu",
       "elu",
       "elu(alpha=0.5)",
       "celu",

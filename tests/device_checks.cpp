@@ -14,6 +14,7 @@
 #include "codegen/config_validation.hpp"
 #include "hopper_device.hpp"
 #include "spec/activations.hpp"
+#include "spec/slope_noise.hpp"
 #include "spec/user_activations.hpp"
 #include "tuner/default_model.hpp"
 #include "util/host_dtype.hpp"
@@ -437,6 +438,142 @@ void check_backend_gated_fp8(Engine& engine) {
       flat.scale = scale;
       KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, flat);
     }
+}
+
+}  // namespace kplay::test
+
+namespace kplay::test {
+
+namespace {
+std::vector<float> launch_f32(Engine& engine, const KernelSpec& spec, const std::vector<float>& in0,
+                              const std::vector<float>& in1, std::uint64_t seed, std::uint64_t counter,
+                              std::uint64_t offset = 0) {
+  rt::Backend& be = engine.backend();
+  const std::uint64_t n = in0.size() - offset, bytes = in0.size() * 4;
+  rt::DeviceBuffer a(be, bytes), b(be, bytes), out(be, bytes);
+  be.upload(a.ptr(), in0.data(), bytes);
+  if (!in1.empty()) be.upload(b.ptr(), in1.data(), bytes);
+  auto k = engine.prepare(spec, {});
+  rt::KernelArgs args =
+      flat_args(*k, out.ptr().at(offset * 4), a.ptr().at(offset * 4), (in1.empty() ? a : b).ptr().at(offset * 4), n);
+  args.slope = resolve_activation(spec.activation).slope != SlopeForm::none;
+  args.weight = a.ptr();
+  args.seed = seed;
+  args.counter = counter;
+  engine.launch(*k, args);
+  be.synchronize();
+  std::vector<float> host(in0.size(), 0.0f);
+  be.download(host.data() + offset, out.ptr().at(offset * 4), n * 4);
+  return host;
+}
+}  // namespace
+
+void check_backend_slope(Engine& engine, const std::vector<Dtype>& dtypes) {
+  for (Dtype d : dtypes) {
+    for (Direction dir : {Direction::forward, Direction::backward}) {
+      KernelSpec spec;
+      spec.activation = "prelu";
+      spec.dtype = d;
+      spec.direction = dir;
+      ProblemShape per_channel;  // [2, 5, 37]: channel = (i / 37) % 5
+      per_channel.n = 2 * 5 * 37;
+      per_channel.channels = 5;
+      per_channel.inner = 37;
+      KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, per_channel);
+      ProblemShape single;  // one weight for 3001 elements: the gradient in one sum
+      single.n = 3001;
+      KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, single);
+      ProblemShape big_single;  // 2^18 + 3 elements: the weight's gradient in 17 parts
+      big_single.n = (1u << 18) + 3;
+      if (d == Dtype::f32) KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, big_single);
+      ProblemShape misaligned = per_channel;  // the general kernel
+      misaligned.in_offset = 1;
+      misaligned.out_offset = 3;
+      if (d == Dtype::f32) KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, misaligned);
+      ProblemShape in_place = per_channel;  // backward: the weight's gradient reads g before grad_x replaces it
+      in_place.in_place = true;
+      if (d == Dtype::f32) KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, in_place);
+      spec.activation = "training(rrelu(lower=0.1, upper=0.6))";
+      KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, single);
+      if (d == Dtype::f32) KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, misaligned);
+    }
+  }
+
+  // Evaluation: torch's leaky_relu with the slope (lower + upper) / 2 formed in double.
+  const double lower = 0.1, upper = 0.6;
+  const std::uint64_t n = 1u << 16;
+  std::vector<float> x(n), none;
+  for (std::uint64_t i = 0; i < n; ++i) x[i] = static_cast<float>(generate_input(Dtype::f32, 7, InputStream::x, i));
+  KernelSpec eval;
+  eval.activation = "rrelu(lower=0.1, upper=0.6)";
+  const std::vector<float> y_eval = launch_f32(engine, eval, x, none, 0, 0);
+  const float mean = static_cast<float>((lower + upper) / 2);
+  std::uint64_t differ = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const float want = x[i] > 0 ? x[i] : x[i] * mean;
+    if (!(std::memcmp(&want, &y_eval[i], 4) == 0 || (std::isnan(want) && std::isnan(y_eval[i])))) ++differ;
+  }
+  CHECK_MESSAGE(differ == 0, differ << " of " << n << " rrelu evaluation outputs differ from x * float(mean slope)");
+
+  // Training: x = -1 everywhere, so each output is minus its slope.
+  KernelSpec train;
+  train.activation = "training(rrelu(lower=0.1, upper=0.6))";
+  const std::vector<float> minus_one(n, -1.0f);
+  const std::uint64_t seed = 0x1234abcdull;
+  const std::vector<float> y1 = launch_f32(engine, train, minus_one, none, seed, 0);
+  const std::vector<float> y2 = launch_f32(engine, train, minus_one, none, seed, 0);
+  const std::vector<float> y3 = launch_f32(engine, train, minus_one, none, seed + 1, 0);
+  CHECK(std::memcmp(y1.data(), y2.data(), n * 4) == 0);  // same seed, same slopes
+  std::uint64_t same_as_other_seed = 0, outside = 0, not_host = 0;
+  std::vector<double> u(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const float s = -y1[i];
+    if (y3[i] == y1[i]) ++same_as_other_seed;
+    if (!(s >= static_cast<float>(lower) && s <= static_cast<float>(upper))) ++outside;
+    if (static_cast<double>(s) != rrelu_slope(seed, i, lower, upper, Dtype::f32)) ++not_host;
+    u[i] = (static_cast<double>(s) - lower) / (upper - lower);
+  }
+  CHECK(outside == 0);
+  CHECK(not_host == 0);
+  // Two draws of 24 bits agree by chance about once in 2^24 / (upper - lower) float steps.
+  CHECK_MESSAGE(same_as_other_seed < 8, same_as_other_seed << " slopes equal under another seed");
+  // Uniform on [lower, upper]: the Kolmogorov-Smirnov statistic below its 1 % critical value
+  // 1.628 / sqrt(n), and the lag-1 correlation within 4 standard deviations (1 / sqrt(n)) of 0.
+  std::vector<double> sorted = u;
+  std::sort(sorted.begin(), sorted.end());
+  double ks = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const double v = std::min(std::max(sorted[i], 0.0), 1.0);
+    ks = std::max({ks, std::fabs(static_cast<double>(i + 1) / n - v), std::fabs(v - static_cast<double>(i) / n)});
+  }
+  CHECK_MESSAGE(ks < 1.628 / std::sqrt(static_cast<double>(n)), "KS statistic " << ks);
+  double mean_u = 0, var = 0, cov = 0;
+  for (double v : u) mean_u += v / n;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    var += (u[i] - mean_u) * (u[i] - mean_u);
+    if (i + 1 < n) cov += (u[i] - mean_u) * (u[i + 1] - mean_u);
+  }
+  CHECK_MESSAGE(std::fabs(cov / var) < 4 / std::sqrt(static_cast<double>(n)), "lag-1 correlation " << cov / var);
+  // The second half launched alone, its counter starting at n / 2, draws what the whole drew.
+  const std::vector<float> half = launch_f32(engine, train, minus_one, none, seed, n / 2, n / 2);
+  CHECK(std::memcmp(half.data() + n / 2, y1.data() + n / 2, n / 2 * 4) == 0);
+
+  // Backward recomputes forward's slopes: with g = 1 it writes the slope itself where x <= 0 (and 1
+  // elsewhere), and forward's output is x times it.
+  KernelSpec train_bwd = train;
+  train_bwd.direction = Direction::backward;
+  const std::vector<float> ones(n, 1.0f);
+  const std::vector<float> y = launch_f32(engine, train, x, none, seed, 0);
+  const std::vector<float> slopes = launch_f32(engine, train_bwd, ones, x, seed, 0);
+  std::uint64_t inconsistent = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (std::isnan(x[i])) continue;
+    const float want_y = x[i] <= 0 ? x[i] * slopes[i] : x[i];
+    const bool slope_ok = x[i] <= 0 ? slopes[i] >= static_cast<float>(lower) && slopes[i] <= static_cast<float>(upper)
+                                    : slopes[i] == 1.0f;
+    if (!slope_ok || std::memcmp(&want_y, &y[i], 4) != 0) ++inconsistent;
+  }
+  CHECK_MESSAGE(inconsistent == 0, inconsistent << " backward slopes disagree with the forward output");
 }
 
 }  // namespace kplay::test

@@ -84,4 +84,15 @@ void check_backend_gated(Engine& engine, const std::vector<Dtype>& dtypes, bool 
 // checked in FP8 ulps against the exact result (verification.hpp).
 void check_backend_gated_fp8(Engine& engine);
 
+// PReLU and RReLU in training (the per-element slope forms, templates/common/slope.h), in every
+// dtype of `dtypes`: prelu forward and backward with a weight per channel and one in all (its
+// weight gradient against the long double sum, slope_problem.cpp), training(rrelu) forward and
+// backward against the same draws on the host; float32 also through the general kernel
+// (misaligned) and prelu in place. Then, in float32, RReLU's properties: evaluation is x * float((lower + upper) / 2)
+// bit for bit, as torch's leaky_relu; training's slopes lie in [lower, upper], are uniform there
+// (a Kolmogorov-Smirnov statistic within its 1 % critical value for 2^16 draws) and uncorrelated
+// from one element to the next, are the same for the same seed and offset and others for another
+// seed, a tensor in two pieces (offset) draws as the whole, and backward's slope is forward's.
+void check_backend_slope(Engine& engine, const std::vector<Dtype>& dtypes);
+
 }  // namespace kplay::test

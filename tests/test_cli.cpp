@@ -114,8 +114,11 @@ TEST_CASE("kplay list prints every built-in of the registry, and --names, --text
   INFO(table.output);
   REQUIRE(table.status == 0);
   const std::vector<std::string> rows = lines(table.output);
-  REQUIRE(rows.size() == expected.size() + 3);  // a header, one line per built-in, then the gated form
-  CHECK(rows.back().find("gated(ACT)") != std::string::npos);
+  // A header, one line per built-in, then the gated form and the per-element slope forms.
+  REQUIRE(rows.size() == expected.size() + 4);
+  CHECK(rows[rows.size() - 2].find("gated(ACT)") != std::string::npos);
+  CHECK(rows.back().find("prelu") != std::string::npos);
+  CHECK(rows.back().find("training(rrelu)") != std::string::npos);
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const kplay::Activation& a = kplay::activations()[i];
     CAPTURE(rows[i + 1]);

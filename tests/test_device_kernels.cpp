@@ -70,6 +70,13 @@ TEST_SUITE("cuda") {
     test::check_backend_gated(engine, be->limits().dtypes, true);
   }
 
+  TEST_CASE("CUDA: prelu and training(rrelu), forward and backward, every dtype; RReLU's slopes and draws") {
+    rt::Backend* be = test::shared_backend("cuda");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    test::check_backend_slope(engine, be->limits().dtypes);
+  }
+
   TEST_CASE("CUDA: gated FP8 output (e4m3, e5m2) from every dtype, scaled, within half an FP8 ulp") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);

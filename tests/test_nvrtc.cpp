@@ -173,6 +173,37 @@ TEST_SUITE("nvrtc") {
     CHECK(precise != approx);
   }
 
+  TEST_CASE("prelu and training(rrelu) compile in every dtype, direction and layout, prelu's weight gradient too") {
+    for (const char* act : {"prelu", "training(rrelu(lower=0.1, upper=0.6))"})
+      for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+        for (Direction dir : {Direction::forward, Direction::backward}) {
+          KernelSpec s;
+          s.activation = act;
+          s.dtype = d;
+          s.direction = dir;
+          std::vector<Layout> layouts = {Layout::flat, Layout::general};
+          if (dir == Direction::backward && std::string(act) == "prelu")
+            layouts.insert(layouts.end(), {Layout::wgrad_parts, Layout::wgrad_sum});
+          for (Layout layout : layouts) {
+            INFO(to_string(s) << " " << to_string(layout));
+            const RenderedKernel k =
+                render_kernel(s, resolve_config(s, {}, TargetLimits{}), rt::dialect_of("cuda"), layout);
+            CompileTarget t;
+            t.arch = 90;
+            t.ptx = true;
+            const std::string ptx = Nvrtc::get().compile(k, t).bytes;
+            CHECK(ptx.find(k.entry) != std::string::npos);
+            // The weight gradient sums through shared memory with barriers, and never atomically.
+            if (layout == Layout::wgrad_parts) {
+              CHECK(ptx.find(".shared") != std::string::npos);
+              CHECK(ptx.find("bar.sync") != std::string::npos);
+            }
+            if (layout == Layout::wgrad_parts || layout == Layout::wgrad_sum)
+              CHECK(ptx.find("atom.") == std::string::npos);
+          }
+        }
+  }
+
   TEST_CASE("a compile error carries the log with the template file and line, and the options") {
     test::TempTemplates dir;
     const std::string broken = template_text("activations/selu.h") + "\nthis is not C;\n";

@@ -230,6 +230,12 @@ TEST_SUITE("opencl") {
     test::check_backend_gated(engine, be.limits().dtypes, false);
   }
 
+  TEST_CASE("OpenCL: prelu and training(rrelu), forward and backward, every dtype; RReLU's slopes and draws") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    test::check_backend_slope(engine, be.limits().dtypes);
+  }
+
   TEST_CASE("OpenCL: FP8 output is refused with a reason: CUDA only") {
     rt::Backend& be = opencl_backend();
     Engine engine(be);

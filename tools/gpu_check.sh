@@ -27,6 +27,11 @@
 #               e5m2) timed and checked over every bfloat16 input; a compact table of the ratios.
 #               GATED_FULL=1 adds tuning, padded tensors, other gates, every 16-bit input of every
 #               gated built-in, float32 samples and a size sweep
+#     prelu     PReLU and RReLU (prelu, rrelu, training(rrelu)): their CUDA and unit test cases;
+#               kplay run at PRELU_SHAPE (a weight per channel of dim 1, and one weight) forward and
+#               backward (prelu's with its weight gradient) in bf16 and f32 against a same-run copy;
+#               kplay check over every 16-bit and float32 input, both directions; the torch tests
+#               (tests/python/test_prelu_rrelu.py, and the OpInfo parity of prelu and rrelu)
 # Environment:
 #   KPLAY_SHAPE   size of the timed runs (default 4096x393216)
 #   KPLAY_ACTS    ';'-separated activation texts for the per-activation steps (default: every line
@@ -37,9 +42,10 @@
 #   TORCH_LIMIT   seconds the torch table may take (default 900)
 #   GATED_SHAPE   the gated runs' input shape, rows x 2d (default 16384x28672: d = 14336)
 #   GATED_FULL    1: the gated capability's longer steps too (see above)
+#   PRELU_SHAPE   the prelu runs' input shape, N x C x H x W (default 32x256x128x128)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-CAPS_ALL="build tests accuracy perf torch tuning opencl python multigpu gated"
+CAPS_ALL="build tests accuracy perf torch tuning opencl python multigpu gated prelu"
 if [ "${1:-}" = --list ]; then tr ' ' '\n' <<<"$CAPS_ALL"; exit 0; fi
 BIN=${1:?usage: gpu_check.sh BIN_DIR [OUT_DIR] [CAPABILITY ...]   (gpu_check.sh --list: the capabilities)}
 BIN="$(cd "$BIN" && pwd)"
@@ -385,6 +391,46 @@ if want gated; then
   for f in "$LOGS"/gated_silu_*.log "$LOGS"/gated_others_bf16.log; do
     [ -e "$f" ] || continue
     awk -v run="$(basename "$f" .log)" '/^== /{spec=substr($0, 4)} /^verdict:/{v=$2} /^ratio:/{printf "  %-30s %-58s %7s %% %s\n", run, spec, $2, v}' \
+      "$f" | tee -a "$summary"
+  done
+fi
+
+if want prelu; then
+  heading prelu
+  PSHAPE=${PRELU_SHAPE:-32x256x128x128}
+  run_logged prelu_tests_cuda "$BIN/kplay_tests" --test-suite=cuda -tc='*prelu*'
+  run_logged prelu_tests_unit "$BIN/kplay_tests" --test-suite-exclude=nvrtc,cuda,opencl \
+    -tc='*prelu*,*rrelu*,*RReLU*,*--channels*'
+  grep -hE '^\[doctest\] (test cases|assertions)' "$LOGS"/prelu_tests_*.log >>"$summary"
+  for d in bf16 f32; do
+    for dir in forward backward; do
+      run_logged "prelu_${d}_${dir}" "$K" run --no-db --act prelu --shape "$PSHAPE" --dtype $d --direction $dir \
+        --repeat 25
+      run_logged "prelu_one_${d}_${dir}" "$K" run --no-db --act prelu --shape "$PSHAPE" --channels 1 --dtype $d \
+        --direction $dir --repeat 25
+      run_logged "rrelu_train_${d}_${dir}" "$K" run --no-db --act 'training(rrelu)' --shape "$PSHAPE" --dtype $d \
+        --direction $dir --repeat 25
+    done
+  done
+  for d in f16 bf16 f32; do
+    check_logged "prelu_acc_${d}_forward" --act 'prelu,rrelu,training(rrelu)' --dtype $d
+    check_logged "prelu_acc_${d}_backward" --act 'prelu,rrelu,training(rrelu)' --dtype $d --direction backward
+  done
+  check_logged prelu_acc_f64 --act 'prelu,training(rrelu)' --dtype f64 --sample 16777216
+  grep -h "^weight gradient" "$LOGS"/prelu_*_backward.log | tee -a "$summary"
+  if python_setup; then
+    pushd "$root" >/dev/null || exit 1
+    export KPLAY_DB="$OUT/python.db"
+    run_logged prelu_pytest timeout 600 "$PY" -m pytest -q -rfs tests/python/test_prelu_rrelu.py
+    run_logged prelu_opinfo timeout 900 "$PY" -m pytest -q -rfs tests/python/test_opinfo_parity.py -k "prelu or rrelu"
+    grep -hE "^FAILED|passed|failed" "$LOGS"/prelu_pytest.log "$LOGS"/prelu_opinfo.log | tail -n 20 >>"$summary"
+    export KPLAY_DB="$OUT/default.db"
+    popd >/dev/null || exit 1
+  fi
+  echo "prelu and rrelu (% of a same-run copy; prelu backward counts g and x read twice):" | tee -a "$summary"
+  for f in "$LOGS"/prelu_*_forward.log "$LOGS"/prelu_*_backward.log "$LOGS"/rrelu_train_*.log; do
+    [ -e "$f" ] || continue
+    awk -v run="$(basename "$f" .log)" '/^== /{spec=substr($0, 4)} /^verdict:/{v=$2} /^ratio:/{printf "  %-30s %-50s %7s %% %s\n", run, spec, $2, v}' \
       "$f" | tee -a "$summary"
   done
 fi

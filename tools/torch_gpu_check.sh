@@ -5,8 +5,9 @@
 # (tests/python/test_torch.py: opcheck on CUDA for every op and activation, gradcheck in float64,
 # CUDA graphs, layouts, values and gradients against torch; test_torch_ops.py: compiled graphs in
 # each compile mode against eager, the current stream, the extension against the Python
-# operators; test_foreign_activations.py; test_gated_torch.py, the gated ops), prints the
-# per-call host cost table (examples/overhead.py) and the training step of compiled models in each compile mode against
+# operators; test_foreign_activations.py; test_gated_torch.py, the gated ops; test_prelu_rrelu.py:
+# prelu and rrelu against torch), prints the per-call host cost table (examples/overhead.py) and
+# the training step of compiled models in each compile mode against
 # torch's compiled activations (examples/compile_modes.py). Exits 1 when a step failed.
 #
 # Build the wheel with a Python that has the GPU machine's torch (there: Python 3.12, torch 2.11)
@@ -45,7 +46,8 @@ print('C++ operators (kplay._torch_ops):', kt.EXTENSION, '| device:', torch.cuda
 assert kt.EXTENSION and torch.cuda.is_available()" || exit 1
 cd "$root" || exit 1
 step pytest timeout 1200 "$PY" -m pytest -q -rfs -p no:cacheprovider tests/python/test_torch.py \
-  tests/python/test_torch_ops.py tests/python/test_foreign_activations.py tests/python/test_gated_torch.py
+  tests/python/test_torch_ops.py tests/python/test_foreign_activations.py tests/python/test_gated_torch.py \
+  tests/python/test_prelu_rrelu.py
 step overhead timeout 600 "$PY" examples/overhead.py --json "$OUT/overhead.json"
 step compile_modes timeout 1800 "$PY" examples/compile_modes.py ${KPLAY_MODELS:+--models $KPLAY_MODELS}
 echo

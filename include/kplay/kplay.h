@@ -71,6 +71,24 @@ kplay_status kplay_gated_forward_fp8(kplay_backend backend, const char* activati
                                      int64_t ld_b, void* out, int64_t out_offset, int64_t ld_out, int64_t rows,
                                      int64_t d, const float* scale_device, float scale, void* stream);
 
+/* PReLU and RReLU (see kplay::prelu_forward and kplay::rrelu_forward in kplay.hpp): prelu's weight
+ * of `channels` elements (one per channel of dim 1, or one), `inner` elements per (sample,
+ * channel); its backward writes grad_in and/or grad_weight (NULL: not computed) through a workspace
+ * of kplay_prelu_workspace_bytes. rrelu in training (training != 0) draws each slope from
+ * (seed, offset + i), and its backward draws the same ones again. */
+int64_t kplay_prelu_workspace_bytes(kplay_dtype dtype, int64_t n, int64_t channels, int64_t inner);
+kplay_status kplay_prelu_forward(kplay_backend backend, kplay_dtype dtype, const void* in, const void* weight,
+                                 void* out, int64_t n, int64_t channels, int64_t inner, void* stream);
+kplay_status kplay_prelu_backward(kplay_backend backend, kplay_dtype dtype, const void* grad_out, const void* in,
+                                  const void* weight, void* grad_in, void* grad_weight, void* workspace, int64_t n,
+                                  int64_t channels, int64_t inner, void* stream);
+kplay_status kplay_rrelu_forward(kplay_backend backend, kplay_dtype dtype, const void* in, void* out, int64_t n,
+                                 double lower, double upper, int training, uint64_t seed, uint64_t offset,
+                                 void* stream);
+kplay_status kplay_rrelu_backward(kplay_backend backend, kplay_dtype dtype, const void* grad_out, const void* in,
+                                  void* grad_in, int64_t n, double lower, double upper, int training, uint64_t seed,
+                                  uint64_t offset, void* stream);
+
 /* 1 if backward accepts KPLAY_SAVED_OUTPUT for this activation, 0 if not or unknown. */
 int kplay_supports_saved_output(const char* activation);
 

@@ -101,6 +101,40 @@ void gated_backward_packed(const std::string& activation, Dtype dtype, const voi
                            const void* x, std::int64_t ld_x, void* grad_x, std::int64_t ld_grad_x, std::int64_t rows,
                            std::int64_t d, Stream stream = {});
 
+// PReLU and RReLU as torch defines them (docs/activations.md, "PReLU and RReLU").
+//
+// PReLU: out = x > 0 ? x : w[c] x over n contiguous elements, with torch's channel (dim 1): for
+// an input of shape [N, C, d2, ...], channels = C and inner = d2 * ... (1 for [N, C]); a weight of
+// one element (channels = 1) serves every element. n must be a multiple of channels * inner.
+// Backward writes grad_in = x > 0 ? g : w[c] g and grad_weight[c] = the sum of g x over channel
+// c's elements where x > 0 is false (torch's), either of them or both (nullptr: not computed).
+// The weight's gradient is deterministic: fixed ranges summed in float32 (float64 for f64)
+// into `workspace`, prelu_workspace_bytes(dtype, shape) bytes of device memory (8-byte aligned;
+// OpenCL: a cl_mem of its own), then added in order; its bound against the exact sum is
+// docs/activations.md's. The weight is in the input's dtype, as torch's.
+struct PreluShape {
+  std::int64_t n = 0;
+  std::int64_t channels = 1;  // the weight's length
+  std::int64_t inner = 1;     // elements per (sample, channel): the product of the dims after dim 1
+};
+void prelu_forward(Dtype dtype, const void* in, const void* weight, void* out, const PreluShape& shape,
+                   Stream stream = {});
+std::int64_t prelu_workspace_bytes(Dtype dtype, const PreluShape& shape);
+void prelu_backward(Dtype dtype, const void* grad_out, const void* in, const void* weight, void* grad_in,
+                    void* grad_weight, void* workspace, const PreluShape& shape, Stream stream = {});
+
+// RReLU (lower <= upper; torch's defaults 1/8 and 1/3). Evaluation (training false) is leaky_relu
+// with the mean slope (lower + upper) / 2, as forward("rrelu(lower=.., upper=..)"). Training
+// multiplies each x <= 0 by its own slope drawn uniformly in [lower, upper] from a counter-based
+// hash of (seed, offset + i) (templates/common/slope.h; not torch's Philox stream), computed in
+// the kernel and recomputed by backward from the same seed and offset, so nothing is saved
+// between them: grad_in = x <= 0 ? g s : g. `offset` numbers the first element, so that a tensor
+// processed in pieces draws as the whole would.
+void rrelu_forward(Dtype dtype, const void* in, void* out, std::int64_t n, double lower, double upper, bool training,
+                   std::uint64_t seed, std::uint64_t offset = 0, Stream stream = {});
+void rrelu_backward(Dtype dtype, const void* grad_out, const void* in, void* grad_in, std::int64_t n, double lower,
+                    double upper, bool training, std::uint64_t seed, std::uint64_t offset = 0, Stream stream = {});
+
 // Whether backward() accepts Saved::output for this activation (with its parameters; e.g.
 // leaky_relu only with a positive slope). Throws for an unknown activation.
 bool supports_saved_output(const std::string& activation);

@@ -15,13 +15,15 @@ from typing import Any, Dict, List
 
 from . import _core
 from ._api import backward, forward, gated_backward, gated_forward
+from ._slope import prelu, prelu_backward, rrelu, rrelu_backward
 from ._core import CompileError, Error, InvalidArgumentError, NoDeviceError, UnsupportedError
 from .database import db_clear, db_export, db_import, db_path, db_stats, db_tunings
 
 __version__ = _core.version()
 
 __all__ = [
-    "forward", "backward", "gated_forward", "gated_backward", "activations", "supports_saved_output", "devices", "backends", "autotune",
+    "forward", "backward", "gated_forward", "gated_backward", "prelu", "prelu_backward", "rrelu", "rrelu_backward",
+    "activations", "supports_saved_output", "devices", "backends", "autotune",
     "db_path", "db_stats", "db_tunings", "db_export", "db_import", "db_clear",
     "Error", "InvalidArgumentError", "NoDeviceError", "UnsupportedError", "CompileError", "__version__",
 ]

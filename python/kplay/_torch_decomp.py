@@ -36,7 +36,8 @@ _mode = "auto"
 
 # The decomposition computes what the kernel does, rounding included: selects, and at most one
 # rounding (x - lambd, x * slope, x * x), in every dtype.
-EXACT = frozenset({"relu", "relu6", "relu2", "leaky_relu", "hardtanh", "threshold", "hardshrink", "softshrink"})
+EXACT = frozenset({"relu", "relu6", "relu2", "leaky_relu", "rrelu", "hardtanh", "threshold", "hardshrink",
+                   "softshrink"})
 
 _SELU_L = 1.0507009873554804934193349852946
 _SELU_LA = 1.7580993408473768599402175208123
@@ -89,6 +90,10 @@ FORMULAS: Dict[str, Tuple[Fwd, Bwd, Optional[Bwd]]] = {
     "leaky_relu": (lambda x, p: torch.where(x > 0, x, x * p["negative_slope"]),
                    lambda g, x, p: torch.where(x > 0, g, g * p["negative_slope"]),
                    lambda g, y, p: torch.where(y > 0, g, g * p["negative_slope"])),
+    # rrelu in evaluation: leaky_relu with the mean slope, formed in double as the kernel's constant.
+    "rrelu": (lambda x, p: torch.where(x > 0, x, x * ((p["lower"] + p["upper"]) / 2)),
+              lambda g, x, p: torch.where(x > 0, g, g * ((p["lower"] + p["upper"]) / 2)),
+              lambda g, y, p: torch.where(y > 0, g, g * ((p["lower"] + p["upper"]) / 2))),
     "elu": (lambda x, p: torch.where(x <= 0, p["alpha"] * torch.expm1(x), x),
             lambda g, x, p: torch.where(x <= 0, g * (p["alpha"] * torch.exp(x)), g),
             lambda g, y, p: torch.where(y <= 0, g * (y + p["alpha"]), g)),

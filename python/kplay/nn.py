@@ -160,3 +160,54 @@ class GatedMLP(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"activation={self.activation!r}"
+
+
+# ---- PReLU and RReLU: a learned weight, and training's random slopes -----------------------------
+
+class PReLU(torch.nn.Module):
+    """kplay's torch.nn.PReLU(num_parameters=1, init=0.25): x > 0 ? x : weight[c] * x with a learned
+    weight of num_parameters elements (1, or the input's channels, dim 1)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = torch.nn.Parameter(torch.empty(num_parameters, device=device, dtype=dtype).fill_(init))
+
+    @classmethod
+    def from_torch(cls, module: torch.nn.PReLU) -> "PReLU":
+        """kplay's module in place of torch's, taking over its weight Parameter (its values, and the
+        place an optimizer made earlier holds)."""
+        new = cls.__new__(cls)
+        torch.nn.Module.__init__(new)
+        new.num_parameters = module.num_parameters
+        new.init = getattr(module, "init", 0.25)
+        new.weight = module.weight
+        return new
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ktorch.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Activation):
+    """kplay's torch.nn.RReLU(lower=1/8, upper=1/3, inplace=False): in training a slope per element,
+    uniform in [lower, upper], drawn in the kernel from a seed taken from torch's random state
+    (kplay.torch.rrelu_seed) and drawn again by backward; in evaluation the mean slope, as torch.
+    `activation` is the evaluation's kplay string."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__(_table.activation_string("rrelu", {"lower": float(lower), "upper": float(upper)}), inplace)
+        self.lower = lower
+        self.upper = upper
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ktorch.rrelu(x, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+__all__.append("PReLU")  # RReLU is in already: the registry's class, replaced by this one

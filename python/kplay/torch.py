@@ -251,6 +251,9 @@ def replace_activations(model: torch.nn.Module, only_available: bool = True,
             setattr(model, name, fused)
             continue
         cls = type(child)
+        if isinstance(child, torch.nn.PReLU) and cls.__module__.startswith("torch.nn"):
+            setattr(model, name, knn.PReLU.from_torch(child))  # takes over its weight Parameter
+            continue
         if cls.__module__.startswith("torch.nn"):
             entry = _table.BY_CLASS.get(cls.__name__)
             activation, make = (entry.activation, knn.from_torch) if entry is not None else (None, None)
@@ -423,3 +426,54 @@ def _gated_replacement(module: torch.nn.Module, available: Any, only_available: 
     if text is None or (only_available and text.split("(", 1)[0].strip() not in available):
         return None
     return knn.GatedMLP.from_module(module, text)
+
+
+# ---- PReLU and RReLU (kplay/_torch_slope.py: their ops) ----------------------------------------
+
+if not (EXTENSION and getattr(sys.modules.get("kplay._torch_ops"), "PRELU_RRELU_OPS", 0)):
+    from . import _torch_slope  # noqa: E402,F401  (registers torch.ops.kplay.prelu, rrelu_train, backwards)
+
+__all__.extend(["prelu", "rrelu_seed"])  # rrelu and rrelu_ are the registry's, redefined below
+
+
+def prelu(x: Tensor, weight: Tensor) -> Tensor:
+    """torch.nn.functional.prelu: x > 0 ? x : weight[c] * x, c the channel (dim 1), or weight's one
+    element for every x. A weight of any other length raises kplay.InvalidArgumentError (a
+    ValueError). Gradients for x and weight; the weight's is deterministic (docs/activations.md)."""
+    return torch.ops.kplay.prelu(x, weight)
+
+
+def rrelu_seed(generator: Any = None) -> int:
+    """A seed for RReLU's training draws from torch's random state: `generator`, else torch's default
+    CPU generator, which torch.manual_seed seeds (so a seeded run repeats; the draws are kplay's,
+    not torch's Philox stream). A CUDA generator costs a synchronization (.item())."""
+    device = generator.device if generator is not None else "cpu"
+    return int(torch.randint(0, 2**62, (), generator=generator, device=device).item())
+
+
+def rrelu(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False,
+          *, generator: Any = None, seed: Any = None) -> Tensor:
+    """torch.nn.functional.rrelu. Evaluation (training=False): leaky_relu with the slope
+    (lower + upper) / 2, exactly as torch. Training: each x <= 0 times its own slope, uniform in
+    [lower, upper], drawn in the kernel from `seed` (else rrelu_seed(generator)) and the element's
+    index, and drawn again by backward: nothing but x is saved. Under torch.compile drawing the
+    seed (.item()) breaks the graph: pass seed= to keep one graph."""
+    if not lower <= upper:
+        raise _core.InvalidArgumentError(
+            f"rrelu's lower ({lower}) must be <= upper ({upper}), as torch's rrelu requires")
+    if not training:
+        text = _table.activation_string("rrelu", {"lower": float(lower), "upper": float(upper)})
+        return activation_(x, text) if inplace else activation(x, text)
+    s = rrelu_seed(generator) if seed is None else int(seed)
+    if inplace:
+        # Backward reads x: the op takes a copy where x needs its gradient, as torch's rrelu_ keeps
+        # its noise apart from x.
+        needs = x.requires_grad and torch.is_grad_enabled()
+        return x.copy_(torch.ops.kplay.rrelu_train(x.clone() if needs else x, float(lower), float(upper), s, 0))
+    return torch.ops.kplay.rrelu_train(x, float(lower), float(upper), s, 0)
+
+
+def rrelu_(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, *,
+           generator: Any = None, seed: Any = None) -> Tensor:
+    """In-place rrelu; returns x."""
+    return rrelu(x, lower, upper, training, True, generator=generator, seed=seed)

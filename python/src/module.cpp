@@ -217,6 +217,38 @@ const KplayTorchBridge torch_bridge = {
                                                                              stream, kplay::PointerChecks::vouched);
       });
     },
+    // PReLU and RReLU (training), on CUDA.
+    [](int dtype, const void* in, const void* weight, void* out, std::int64_t n, std::int64_t channels,
+       std::int64_t inner, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::prelu_forward(dtype_from_code(dtype), in, weight, out, {n, channels, inner},
+                             {kplay::Backend::cuda, stream});
+      });
+    },
+    [](int dtype, std::int64_t n, std::int64_t channels, std::int64_t inner, std::int64_t* bytes, const char** msg) {
+      return bridged(msg, [&] { *bytes = kplay::prelu_workspace_bytes(dtype_from_code(dtype), {n, channels, inner}); });
+    },
+    [](int dtype, const void* grad_out, const void* in, const void* weight, void* grad_in, void* grad_weight,
+       void* workspace, std::int64_t n, std::int64_t channels, std::int64_t inner, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::prelu_backward(dtype_from_code(dtype), grad_out, in, weight, grad_in, grad_weight, workspace,
+                              {n, channels, inner}, {kplay::Backend::cuda, stream});
+      });
+    },
+    [](int dtype, const void* in, void* out, std::int64_t n, double lower, double upper, std::uint64_t seed,
+       std::uint64_t offset, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::rrelu_forward(dtype_from_code(dtype), in, out, n, lower, upper, true, seed, offset,
+                             {kplay::Backend::cuda, stream});
+      });
+    },
+    [](int dtype, const void* grad_out, const void* in, void* grad_in, std::int64_t n, double lower, double upper,
+       std::uint64_t seed, std::uint64_t offset, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        kplay::rrelu_backward(dtype_from_code(dtype), grad_out, in, grad_in, n, lower, upper, true, seed, offset,
+                              {kplay::Backend::cuda, stream});
+      });
+    },
 };
 
 }  // namespace
@@ -328,6 +360,56 @@ NB_MODULE(_core, m) {
       "ld_a"_a, "b_ptr"_a, "b_offset"_a, "ld_b"_a, "grad_a_ptr"_a, "grad_a_offset"_a, "ld_grad_a"_a, "grad_b_ptr"_a,
       "grad_b_offset"_a, "ld_grad_b"_a, "rows"_a, "d"_a, "backend"_a, "stream"_a,
       nb::call_guard<nb::gil_scoped_release>());
+
+  // ---- PReLU and RReLU (kplay/kplay.hpp: prelu_forward/backward, rrelu_forward/backward) ----
+  // prelu: contiguous x of n elements, weight of `channels` elements (one per channel of dim 1, or
+  // one), inner = the elements per (sample, channel); backward writes grad_in and/or grad_weight
+  // (0: not computed) and needs `workspace` of prelu_workspace_bytes. rrelu: training draws each
+  // slope from (seed, offset + i); evaluation is leaky_relu with the mean slope.
+  m.def(
+      "prelu_forward",
+      [](int dtype, std::uintptr_t in, std::uintptr_t weight, std::uintptr_t out, std::int64_t n, std::int64_t channels,
+         std::int64_t inner, int backend, std::uintptr_t stream) {
+        kplay::prelu_forward(dtype_from_code(dtype), as_ptr(in), as_ptr(weight), as_mut(out), {n, channels, inner},
+                             make_stream(backend, stream));
+      },
+      "dtype"_a, "in_ptr"_a, "weight_ptr"_a, "out_ptr"_a, "n"_a, "channels"_a, "inner"_a, "backend"_a, "stream"_a,
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "prelu_workspace_bytes",
+      [](int dtype, std::int64_t n, std::int64_t channels, std::int64_t inner) {
+        return kplay::prelu_workspace_bytes(dtype_from_code(dtype), {n, channels, inner});
+      },
+      "dtype"_a, "n"_a, "channels"_a, "inner"_a);
+  m.def(
+      "prelu_backward",
+      [](int dtype, std::uintptr_t grad_out, std::uintptr_t in, std::uintptr_t weight, std::uintptr_t grad_in,
+         std::uintptr_t grad_weight, std::uintptr_t workspace, std::int64_t n, std::int64_t channels,
+         std::int64_t inner, int backend, std::uintptr_t stream) {
+        kplay::prelu_backward(dtype_from_code(dtype), as_ptr(grad_out), as_ptr(in), as_ptr(weight), as_mut(grad_in),
+                              as_mut(grad_weight), as_mut(workspace), {n, channels, inner},
+                              make_stream(backend, stream));
+      },
+      "dtype"_a, "grad_out_ptr"_a, "in_ptr"_a, "weight_ptr"_a, "grad_in_ptr"_a, "grad_weight_ptr"_a, "workspace_ptr"_a,
+      "n"_a, "channels"_a, "inner"_a, "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "rrelu_forward",
+      [](int dtype, std::uintptr_t in, std::uintptr_t out, std::int64_t n, double lower, double upper, bool training,
+         std::uint64_t seed, std::uint64_t offset, int backend, std::uintptr_t stream) {
+        kplay::rrelu_forward(dtype_from_code(dtype), as_ptr(in), as_mut(out), n, lower, upper, training, seed, offset,
+                             make_stream(backend, stream));
+      },
+      "dtype"_a, "in_ptr"_a, "out_ptr"_a, "n"_a, "lower"_a, "upper"_a, "training"_a, "seed"_a, "offset"_a, "backend"_a,
+      "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "rrelu_backward",
+      [](int dtype, std::uintptr_t grad_out, std::uintptr_t in, std::uintptr_t grad_in, std::int64_t n, double lower,
+         double upper, bool training, std::uint64_t seed, std::uint64_t offset, int backend, std::uintptr_t stream) {
+        kplay::rrelu_backward(dtype_from_code(dtype), as_ptr(grad_out), as_ptr(in), as_mut(grad_in), n, lower, upper,
+                              training, seed, offset, make_stream(backend, stream));
+      },
+      "dtype"_a, "grad_out_ptr"_a, "in_ptr"_a, "grad_in_ptr"_a, "n"_a, "lower"_a, "upper"_a, "training"_a, "seed"_a,
+      "offset"_a, "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
 
   // A prepared launch path (kplay/launcher.hpp) for one (activation, dtype, direction, saved kind)
   // on one device; launch() takes integers only. vouched=True skips the pointer checks (device

@@ -12,7 +12,7 @@
 
 #define KPLAY_TORCH_BRIDGE_NAME "kplay._core.torch_bridge"
 // Bumped whenever the table below changes; _torch_ops refuses a table of another version.
-#define KPLAY_TORCH_BRIDGE_VERSION 2
+#define KPLAY_TORCH_BRIDGE_VERSION 3
 
 struct KplayTorchBridge {
   int version;
@@ -47,4 +47,20 @@ struct KplayTorchBridge {
                                std::int64_t ld_a, const void* b, std::int64_t ld_b, void* grad_a,
                                std::int64_t ld_grad_a, void* grad_b, std::int64_t ld_grad_b, std::int64_t rows,
                                std::int64_t d, void* stream, const char** message);
+  // PReLU and RReLU on CUDA (kplay/kplay.hpp's prelu_forward/backward, rrelu_forward/backward):
+  // contiguous operands of n elements; prelu's weight of `channels` elements with `inner` elements
+  // per (sample, channel); its backward writes grad_in and/or grad_weight (nullptr: not
+  // computed) through a workspace of prelu_workspace_bytes. rrelu's training draws from (seed,
+  // offset + i).
+  int (*prelu_forward)(int dtype, const void* in, const void* weight, void* out, std::int64_t n, std::int64_t channels,
+                       std::int64_t inner, void* stream, const char** message);
+  int (*prelu_workspace_bytes)(int dtype, std::int64_t n, std::int64_t channels, std::int64_t inner,
+                               std::int64_t* bytes, const char** message);
+  int (*prelu_backward)(int dtype, const void* grad_out, const void* in, const void* weight, void* grad_in,
+                        void* grad_weight, void* workspace, std::int64_t n, std::int64_t channels, std::int64_t inner,
+                        void* stream, const char** message);
+  int (*rrelu_forward)(int dtype, const void* in, void* out, std::int64_t n, double lower, double upper,
+                       std::uint64_t seed, std::uint64_t offset, void* stream, const char** message);
+  int (*rrelu_backward)(int dtype, const void* grad_out, const void* in, void* grad_in, std::int64_t n, double lower,
+                        double upper, std::uint64_t seed, std::uint64_t offset, void* stream, const char** message);
 };

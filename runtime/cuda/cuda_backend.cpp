@@ -166,7 +166,9 @@ class CudaBackend : public Backend {
     unsigned long long ld_out1 = a.ld_out1, ld2 = a.ld_in2;
     // The kernel's parameters in its order (templates/common/elementwise.h): buffers, sizes and
     // pitches, a gated backward's two more of each, FP8's scale.
-    void* params[16];
+    CUdeviceptr weight = a.weight.handle + a.weight.offset;
+    unsigned long long inner = a.inner, channels = a.channels, seed = a.seed, counter = a.counter, parts = a.parts;
+    void* params[24];
     unsigned count = 0;
     for (void* p : {static_cast<void*>(&out), static_cast<void*>(&in0), static_cast<void*>(&in1)}) params[count++] = p;
     if (a.gated_backward) {
@@ -184,6 +186,10 @@ class CudaBackend : public Backend {
       params[count++] = &scale_ptr;
       params[count++] = &scale;
     }
+    if (a.slope)
+      for (void* p : {static_cast<void*>(&weight), static_cast<void*>(&inner), static_cast<void*>(&channels),
+                      static_cast<void*>(&seed), static_cast<void*>(&counter), static_cast<void*>(&parts)})
+        params[count++] = p;
     ContextScope scope(ctx_);
     check(
         driver().cuLaunchKernel(k.fn(), static_cast<unsigned>(dims.grid_x), static_cast<unsigned>(dims.grid_y), 1,

@@ -106,7 +106,7 @@ class OpenClBackend : public Backend {
     const std::size_t esize = k.element_size();
     if (a.scaled)
       throw Error(ErrorCode::unsupported, "OpenCL launch of " + k.entry() + ": FP8 output is for CUDA only");
-    for (const DevicePtr* p : {&a.out, &a.in0, &a.in1, &a.out1, &a.in2})
+    for (const DevicePtr* p : {&a.out, &a.in0, &a.in1, &a.out1, &a.in2, &a.weight})
       if (p->offset % esize)
         throw Error(ErrorCode::invalid_argument, "OpenCL launch of " + k.entry() + ": byte offset " +
                                                      std::to_string(p->offset) +
@@ -117,6 +117,9 @@ class OpenClBackend : public Backend {
     const cl_ulong out1_off = a.out1.offset / esize, in2_off = a.in2.offset / esize;
     const cl_ulong rows = a.rows, cols = a.cols, ld_out = a.ld_out, ld0 = a.ld_in0, ld1 = a.ld_in1;
     const cl_ulong ld_out1 = a.ld_out1, ld2 = a.ld_in2;
+    const cl_mem weight = mem(a.slope ? a.weight : a.in0);
+    const cl_ulong weight_off = a.weight.offset / esize, inner = a.inner, channels = a.channels, seed = a.seed,
+                   counter = a.counter, parts = a.parts;
     const std::size_t global[2] = {static_cast<std::size_t>(dims.grid_x) * dims.block,
                                    static_cast<std::size_t>(dims.grid_y)};
     const std::size_t local[2] = {dims.block, 1};
@@ -129,7 +132,7 @@ class OpenClBackend : public Backend {
       std::size_t size;
       const void* value;
     };
-    Arg args[20];
+    Arg args[28];
     cl_uint count = 0;
     auto add = [&](std::initializer_list<Arg> list) {
       for (const Arg& arg : list) args[count++] = arg;
@@ -145,6 +148,14 @@ class OpenClBackend : public Backend {
       add({{sizeof out1, &out1}, {sizeof out1_off, &out1_off}, {sizeof in2, &in2}, {sizeof in2_off, &in2_off}});
     add({{sizeof rows, &rows}, {sizeof cols, &cols}, {sizeof ld_out, &ld_out}, {sizeof ld0, &ld0}, {sizeof ld1, &ld1}});
     if (a.gated_backward) add({{sizeof ld_out1, &ld_out1}, {sizeof ld2, &ld2}});
+    if (a.slope)
+      add({{sizeof weight, &weight},
+           {sizeof weight_off, &weight_off},
+           {sizeof inner, &inner},
+           {sizeof channels, &channels},
+           {sizeof seed, &seed},
+           {sizeof counter, &counter},
+           {sizeof parts, &parts}});
     // NOLINTEND(bugprone-sizeof-expression)
     for (cl_uint i = 0; i < count; ++i)
       check(clSetKernelArg(k.kernel(), i, args[i].size, args[i].value),

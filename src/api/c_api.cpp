@@ -145,6 +145,48 @@ kplay_status kplay_gated_backward(kplay_backend backend, const char* activation,
   });
 }
 
+int64_t kplay_prelu_workspace_bytes(kplay_dtype dtype, int64_t n, int64_t channels, int64_t inner) {
+  try {
+    return kplay::prelu_workspace_bytes(dtype_of(dtype), {n, channels, inner});
+  } catch (...) {
+    return -1;  // a shape prelu refuses; kplay_prelu_backward says why
+  }
+}
+
+kplay_status kplay_prelu_forward(kplay_backend backend, kplay_dtype dtype, const void* in, const void* weight,
+                                 void* out, int64_t n, int64_t channels, int64_t inner, void* stream) {
+  return guarded([&] {
+    kplay::prelu_forward(dtype_of(dtype), in, weight, out, {n, channels, inner}, stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_prelu_backward(kplay_backend backend, kplay_dtype dtype, const void* grad_out, const void* in,
+                                  const void* weight, void* grad_in, void* grad_weight, void* workspace, int64_t n,
+                                  int64_t channels, int64_t inner, void* stream) {
+  return guarded([&] {
+    kplay::prelu_backward(dtype_of(dtype), grad_out, in, weight, grad_in, grad_weight, workspace, {n, channels, inner},
+                          stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_rrelu_forward(kplay_backend backend, kplay_dtype dtype, const void* in, void* out, int64_t n,
+                                 double lower, double upper, int training, uint64_t seed, uint64_t offset,
+                                 void* stream) {
+  return guarded([&] {
+    kplay::rrelu_forward(dtype_of(dtype), in, out, n, lower, upper, training != 0, seed, offset,
+                         stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_rrelu_backward(kplay_backend backend, kplay_dtype dtype, const void* grad_out, const void* in,
+                                  void* grad_in, int64_t n, double lower, double upper, int training, uint64_t seed,
+                                  uint64_t offset, void* stream) {
+  return guarded([&] {
+    kplay::rrelu_backward(dtype_of(dtype), grad_out, in, grad_in, n, lower, upper, training != 0, seed, offset,
+                          stream_of(backend, stream));
+  });
+}
+
 kplay_status kplay_gated_forward_packed(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* x,
                                         int64_t ld_x, void* out, int64_t ld_out, int64_t rows, int64_t d,
                                         void* stream) {

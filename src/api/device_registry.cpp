@@ -71,6 +71,11 @@ std::shared_ptr<const PreparedKernel> DeviceEngine::kernel_for_launch(const Kern
 
 KernelSpec checked_spec(const std::string& activation, Dtype dtype, Direction direction, Saved saved) {
   const ResolvedActivation act = resolve_activation(activation);
+  if (act.slope == SlopeForm::weight)
+    throw Error(ErrorCode::invalid_argument, "prelu takes a weight tensor: kplay::prelu_forward / prelu_backward");
+  if (act.slope == SlopeForm::random)
+    throw Error(ErrorCode::invalid_argument,
+                "training(rrelu) takes a seed: kplay::rrelu_forward / rrelu_backward with training = true");
   if (direction == Direction::backward && !act.has_backward())
     throw Error(ErrorCode::unsupported, "activation '" + act.canonical + "' has no backward pass");
   if (direction == Direction::backward && saved == Saved::output && !act.has_grad_from_output())

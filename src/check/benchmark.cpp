@@ -22,9 +22,8 @@ BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, con
   const std::uint64_t copy_bytes = problem.copy_bytes();
   rt::DeviceBuffer scratch(be, copy_bytes);
   const rt::DevicePtr source = problem.copy_source();
-  const rt::KernelArgs args = problem.args();
-
-  auto run_kernel = [&] { engine.launch(kernel, args); };
+  // Through the problem: prelu's backward is three kernels (the weight's gradient).
+  auto run_kernel = [&] { problem.launch(engine, kernel); };
   auto run_copy = [&] { be.copy(scratch.ptr(), source, copy_bytes); };
   for (int i = 0; i < warmup; ++i) {
     run_kernel();

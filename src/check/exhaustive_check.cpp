@@ -11,6 +11,7 @@
 
 #include "kplay/error.hpp"
 #include "self_reference.hpp"
+#include "spec/slope_noise.hpp"
 #include "util/host_dtype.hpp"
 #include "verification.hpp"
 
@@ -291,6 +292,25 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
     return result;
   }
   auto kernel = engine.prepare(spec, config);
+  // The per-element slope forms: prelu with eight weights of mixed signs, one per channel of one
+  // element (element k takes weight k % 8), training(rrelu) with the sweep's seed and each
+  // element's index in the sweep (slope.h); the reference multiplies by that slope.
+  const SlopeForm form = ref.act.slope;
+  std::vector<double> weights;
+  rt::DeviceBuffer weight_buffer;
+  if (form == SlopeForm::weight) {
+    for (double w : {0.25, -0.5, 0.0, 1.5, 0.01, -3.0, 0.75, 2.0}) weights.push_back(round_to(d, w));
+    std::vector<unsigned char> hw(weights.size() * dtype_size(d));
+    for (std::size_t k = 0; k < weights.size(); ++k) store_element(d, hw.data(), k, weights[k]);
+    weight_buffer = rt::DeviceBuffer(backend, hw.size());
+    backend.upload(weight_buffer.ptr(), hw.data(), hw.size());
+  }
+  std::uint64_t slope_base = 0;
+  auto slope_of = [&](std::uint64_t k) {
+    return form == SlopeForm::weight
+               ? weights[k % weights.size()]
+               : rrelu_slope(options.seed, slope_base + k, ref.act.params[0], ref.act.params[1], d);
+  };
   std::unique_ptr<SelfReference> self;
   if (result.self_referenced) self = std::make_unique<SelfReference>(backend, spec);
   const std::size_t es = dtype_size(d);
@@ -321,7 +341,18 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
     pool.clear();
     backend.upload(in0.ptr(), h0.data(), n * es);
     if (backward) backend.upload(in1.ptr(), h1.data(), n * es);
-    engine.launch_flat(*kernel, out.ptr(), in0.ptr(), backward ? in1.ptr() : in0.ptr(), n);
+    slope_base = base;
+    if (form == SlopeForm::none) {
+      engine.launch_flat(*kernel, out.ptr(), in0.ptr(), backward ? in1.ptr() : in0.ptr(), n);
+    } else {
+      rt::KernelArgs a = flat_args(*kernel, out.ptr(), in0.ptr(), in1.ptr(), n);
+      a.slope = true;
+      a.weight = form == SlopeForm::weight ? weight_buffer.ptr() : in0.ptr();
+      a.channels = form == SlopeForm::weight ? weights.size() : 1;
+      a.seed = options.seed;
+      a.counter = base;
+      engine.launch(*kernel, a);
+    }
     backend.synchronize();
     backend.download(hout.data(), out.ptr(), n * es);
     if (self) {
@@ -342,7 +373,16 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
         const double o = load_element(d, hout.data(), k);
         T r;
         double scale = 0;
-        if (!backward) {
+        if (form != SlopeForm::none) {
+          const T sl = static_cast<T>(slope_of(k)), x = static_cast<T>(xs[k]);
+          if (!backward) {
+            r = xs[k] > 0 ? x : x * sl;
+          } else {
+            const T g = static_cast<T>(load_element(d, h0.data(), k));
+            const bool sloped = form == SlopeForm::weight ? !(xs[k] > 0) : xs[k] <= 0;
+            r = sloped ? g * sl : g;
+          }
+        } else if (!backward) {
           r = self ? self_out[k] : ref.forward_as<T>(xs[k]);
           if (self) scale = self_reference_floor(d);
         } else {

@@ -44,7 +44,9 @@ rt::KernelArgs Problem::args() const {
 }
 
 std::unique_ptr<DeviceProblem> make_problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape) {
-  if (resolve_activation(spec.activation).gated) return make_gated_problem(backend, spec, shape);
+  const ResolvedActivation act = resolve_activation(spec.activation);
+  if (act.gated) return make_gated_problem(backend, spec, shape);
+  if (act.slope != SlopeForm::none) return make_slope_problem(backend, spec, shape);
   return std::make_unique<Problem>(backend, spec, shape);
 }
 

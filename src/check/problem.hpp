@@ -31,6 +31,9 @@ struct ProblemShape {
   bool two_tensors = false;
   std::uint64_t pad_a = 0, pad_b = 0, pad_out = 0;
   double scale = 1;
+  // prelu only: the weight's length (1: one weight in all) and the elements after the channel's
+  // position (the product of the dimensions after dim 1); n is a multiple of their product.
+  std::uint64_t channels = 1, inner = 1;
 };
 
 // One problem on the device, as `kplay run`, the tuner and the tests use it: element-wise
@@ -47,9 +50,12 @@ class DeviceProblem {
   const KernelSpec& spec() const { return spec_; }
   // What a launch of the problem's kernel takes (the engine picks the flat or general kernel).
   virtual rt::KernelArgs args() const = 0;
-  void launch(Engine& engine, const PreparedKernel& kernel, void* stream = nullptr) const {
+  // prelu's backward launches the weight's gradient kernels after args()'s.
+  virtual void launch(Engine& engine, const PreparedKernel& kernel, void* stream = nullptr) const {
     engine.launch(kernel, args(), stream);
   }
+  // What verify() found beyond ErrorStats, for `kplay run` to print ("" if nothing).
+  virtual std::string note() const { return ""; }
   virtual std::uint64_t bytes_moved() const = 0;  // bytes read + written by one pass
   // The roofline: a device-to-device copy of copy_bytes() from copy_source() (benchmark.hpp).
   virtual rt::DevicePtr copy_source() const = 0;
@@ -111,7 +117,13 @@ class Problem : public DeviceProblem {
 std::unique_ptr<DeviceProblem> make_gated_problem(rt::Backend& backend, const KernelSpec& spec,
                                                   const ProblemShape& shape);
 
-// The problem of spec: element-wise or gated. Throws Error(invalid_argument) for a gated shape
+// A per-element slope form's problem (slope_problem.cpp): prelu with a weight of shape.channels
+// (per channel of shape.inner elements) or training(rrelu) with shape.seed as its seed; prelu's
+// backward also computes and checks the weight's gradient.
+std::unique_ptr<DeviceProblem> make_slope_problem(rt::Backend& backend, const KernelSpec& spec,
+                                                  const ProblemShape& shape);
+
+// The problem of spec: element-wise, gated or per-element slope. Throws Error(invalid_argument) for a gated shape
 // that does not divide (n not rows times an even number).
 std::unique_ptr<DeviceProblem> make_problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape);
 

@@ -82,6 +82,9 @@ class ListCommand : public Command {
     std::printf(
         "\nand the gated form of each, gated(ACT): out = act(a) * b, backward grad_a and grad_b (gated(silu) is "
         "SwiGLU; docs/activations.md)\n");
+    std::printf(
+        "and two forms with a slope per element: prelu (torch's PReLU, a weight per channel of dim 1 or one in all; "
+        "--channels) and training(rrelu) (RReLU in training, slopes drawn from --seed; rrelu is its evaluation)\n");
     return kExitOk;
   }
 

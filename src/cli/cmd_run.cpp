@@ -83,7 +83,11 @@ class RunCommand : public Command {
         ->capture_default_str();
     app_->add_option("--scale", scale_, "FP8 output (--out-dtype f8e4m3|f8e5m2): out = fp8(act(a) * b / SCALE)")
         ->capture_default_str();
-    app_->add_option("--seed", seed_, "input seed (default: fresh each run)")->check(whole_number());
+    app_->add_option("--channels", channels_text_,
+                     "prelu: the weight's length, the shape's dim 1 (the default for two dimensions or more) or 1 "
+                     "(one weight in all)");
+    app_->add_option("--seed", seed_, "input seed (default: fresh each run; training(rrelu): also its seed)")
+        ->check(whole_number());
     app_->add_option("--warmup", warmup_, "untimed launches first")
         ->capture_default_str()
         ->check(CLI::Range(0, kMaxLaunches));
@@ -142,6 +146,25 @@ class RunCommand : public Command {
                       std::to_string(last));
     if (!any_gated && (two_tensors_ || app_->count("--pad") || app_->count("--scale")))
       throw Error(ErrorCode::invalid_argument, "--two-tensors, --pad and --scale are for gated activations");
+    // prelu: the weight's length and the elements per channel position (torch's channel is dim 1).
+    bool any_prelu = false;
+    for (const auto& spec : specs) any_prelu |= resolve_activation(spec.activation).slope == SlopeForm::weight;
+    const std::vector<std::uint64_t> dims =
+        shape_text_.empty() ? std::vector<std::uint64_t>{n} : parse_shape(shape_text_);
+    std::uint64_t channels = dims.size() >= 2 ? dims[1] : 1, inner = 1;
+    if (app_->count("--channels")) {
+      if (!any_prelu) throw Error(ErrorCode::invalid_argument, "--channels is for prelu");
+      const std::uint64_t c = parse_count(channels_text_, "--channels");
+      if (c != 1 && c != channels)
+        throw Error(ErrorCode::invalid_argument,
+                    "--channels " + channels_text_ + ": prelu's weight has one element or one per channel, and the " +
+                        (dims.size() >= 2 ? "input's channel dimension (dim 1 of " + shape_text_ + ") has " +
+                                                std::to_string(channels)
+                                          : std::string("input has no channel dimension (one dimension): 1")));
+      channels = c;
+    }
+    if (channels > 1)
+      for (std::size_t k = 2; k < dims.size(); ++k) inner *= dims[k];
     specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
     std::uint64_t most_bytes = 0;
     for (const auto& spec : specs) most_bytes = std::max(most_bytes, launch_bytes(spec, n));
@@ -197,12 +220,18 @@ class RunCommand : public Command {
         shape.pad_out = pad ? pad + 1 : 0;
         shape.scale = scale_;
       }
+      const bool prelu = resolve_activation(spec.activation).slope == SlopeForm::weight;
+      if (prelu) {
+        shape.channels = channels;
+        shape.inner = inner;
+      }
       shape.seed = app_->count("--seed") ? seed_ : std::random_device{}() * 0x100000001ull ^ std::random_device{}();
       // A problem larger than the device holds (a CPU's OpenCL caps single allocations) runs as
       // slices, one after the other, each with its own buffers: each is checked and timed, and
       // the times and bytes add up to the whole problem's.
       // A gated problem is sliced by whole rows.
-      const std::uint64_t unit = gated ? last : 1;
+      // prelu by whole [channels, inner] blocks, so that each slice's channels line up.
+      const std::uint64_t unit = gated ? last : prelu ? channels * inner : 1;
       const std::uint64_t slices = std::min(slice_count(dev, spec, n, std::max(in_offset, out_offset) + 4 * pad),
                                             std::max<std::uint64_t>(n / unit, 1));
       const std::uint64_t per_slice = (n / unit + slices - 1) / slices * unit;
@@ -212,6 +241,7 @@ class RunCommand : public Command {
             static_cast<unsigned long long>(slices), static_cast<unsigned long long>(per_slice),
             alloc_limit(dev) / 1073741824.0, dev.memory_bytes / 1073741824.0);
       std::optional<ErrorStats> err;
+      std::string problem_note;
       std::vector<BenchResult> timed;
       TimingPlan plan{warmup_, repeat_};
       for (std::uint64_t s = 0; s < slices; ++s) {
@@ -230,11 +260,11 @@ class RunCommand : public Command {
                       runs.binary_format.c_str(), runs.binary_bytes / 1024.0,
                       runs.origin == "compiled" ? "compiled now" : "loaded from the database", runs.compile_ms);
         }
-        const rt::KernelArgs args = problem.args();
-        auto launch = [&] { engine.launch(*kernel, args); };
+        auto launch = [&] { problem.launch(engine, *kernel); };
         launch();
         backend->synchronize();
         const ErrorStats e = problem.verify(check_ == "sample");
+        if (s == 0) problem_note = problem.note();
         if (err)
           err->merge(e);
         else
@@ -251,6 +281,7 @@ class RunCommand : public Command {
                   check_ == "all" ? "every element" : "sample (head, tail, 64 random blocks) and guards",
                   static_cast<unsigned long long>(shape.seed), slices > 1 ? " (+1 per slice)" : "",
                   err->summary().c_str());
+      if (!problem_note.empty()) std::printf("%s\n", problem_note.c_str());
       if (!resolve_activation(spec.activation).act->forward)
         std::printf(
             "reference: the same snippet compiled for float64 and run on the same inputs; this checks "
@@ -281,6 +312,7 @@ class RunCommand : public Command {
   std::string n_text_, shape_text_;
   std::string in_offset_text_ = "0", out_offset_text_ = "0";
   std::string pad_text_ = "0";
+  std::string channels_text_;
   bool two_tensors_ = false;
   double scale_ = 1;
   std::uint64_t seed_ = 0;

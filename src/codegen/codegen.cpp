@@ -15,13 +15,24 @@ std::string RenderedKernel::options_string() const {
   return out;
 }
 
-const char* to_string(Layout layout) { return layout == Layout::flat ? "flat" : "general"; }
+const char* to_string(Layout layout) {
+  switch (layout) {
+    case Layout::flat: return "flat";
+    case Layout::wgrad_parts: return "wgrad-parts";
+    case Layout::wgrad_sum: return "wgrad-sum";
+    default: return "general";
+  }
+}
 
 std::string entry_name(const KernelSpec& spec, const KernelConfig& c, Layout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
   std::ostringstream os;
   // Parameters and user snippets add a hash of the activation's text: entry names stay identifiers.
-  os << "kplay_" << (act.gated ? "gated_" : "") << act.act->name << act.entry_suffix() << '_';
+  os << "kplay_" << (act.gated ? "gated_" : "");
+  if (act.slope == SlopeForm::weight)
+    os << "prelu_";
+  else
+    os << (act.slope == SlopeForm::random ? "training_" : "") << act.act->name << act.entry_suffix() << '_';
   if (spec.direction == Direction::forward)
     os << "fwd";
   else
@@ -34,6 +45,8 @@ std::string entry_name(const KernelSpec& spec, const KernelConfig& c, Layout lay
   os << (c.cache == CacheHint::streaming ? "_cs" : "_cd") << (c.fast_math ? "_fm" : "_pm");
   if (c.late_gradient) os << "_lg";
   if (layout == Layout::flat) os << "_flat";
+  if (layout == Layout::wgrad_parts) os << "_wparts";
+  if (layout == Layout::wgrad_sum) os << "_wsum";
   return os.str();
 }
 
@@ -90,6 +103,11 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FLAT " << (layout == Layout::flat ? 1 : 0) << '\n';
   os << "#define KP_LATE_GRAD " << (c.late_gradient ? 1 : 0) << '\n';
+  // Only the per-element slope forms name these: every other kernel's source stays as it was.
+  if (act.slope != SlopeForm::none) {
+    os << "#define KP_SLOPE " << (act.slope == SlopeForm::weight ? 1 : 2) << '\n';
+    os << "#define KP_WGRAD " << (layout == Layout::wgrad_parts ? 1 : layout == Layout::wgrad_sum ? 2 : 0) << '\n';
+  }
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
   // Only the float32 IEEE kernels have a double path: other kernels keep one hash on every device.
   os << "#define KP_FAST_FP64 " << (dialect.fast_fp64 && math == Dtype::f32 && !c.fast_math ? 1 : 0) << '\n';
@@ -110,7 +128,9 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
     append_text(os, act.act->origin.empty() ? "activation " + act.act->name : act.act->origin, act.act->snippet);
   else
     append_file(os, act.act->snippet);
-  append_file(os, dialect.kernel);
+  if (act.slope != SlopeForm::none) append_file(os, "common/slope.h");
+  // The weight gradient's kernels are all of slope.h: the generic kernel is left out.
+  if (layout != Layout::wgrad_parts && layout != Layout::wgrad_sum) append_file(os, dialect.kernel);
   k.source = os.str();
 
   k.options = dialect.options;

@@ -17,7 +17,10 @@ using rt::RenderedKernel;
 // Which kernel of the template: `general` takes any rows, pitches, offsets and sizes; `flat`
 // takes one row of fewer than 2^31 elements with every pointer vector-aligned (what contiguous
 // tensors give), and is shorter and faster. The engine picks one per launch (launch_layout.hpp).
-enum class Layout { general, flat };
+// prelu's backward has two more kernels for the weight's gradient (templates/common/slope.h):
+// `wgrad_parts` sums fixed ranges of each channel into a workspace, `wgrad_sum` adds each
+// channel's parts in order.
+enum class Layout { general, flat, wgrad_parts, wgrad_sum };
 const char* to_string(Layout layout);
 
 // `config` must come from resolve_config (vec filled in).

@@ -1,6 +1,8 @@
 // Kernel preparation and launch; see engine.hpp.
 #include "engine.hpp"
 
+#include <algorithm>
+
 #include "codegen/config_validation.hpp"
 #include "device_fingerprint.hpp"
 #include "kplay/error.hpp"
@@ -22,7 +24,7 @@ std::string Engine::fingerprint() const { return device_fingerprint(backend_.inf
 
 std::shared_ptr<const PreparedKernel> Engine::prepare(const KernelSpec& spec, const KernelConfig& config,
                                                       Layout layout) {
-  if (!config.flat) layout = Layout::general;
+  if (!config.flat && layout == Layout::flat) layout = Layout::general;
   const std::string key = request_key(spec, config, layout);
   std::promise<std::shared_ptr<PreparedKernel>> promise;
   std::shared_future<std::shared_ptr<PreparedKernel>> future;
@@ -92,7 +94,7 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
 }
 
 const PreparedKernel& Engine::kernel_for(const PreparedKernel& k, const rt::KernelArgs& args) {
-  if (k.layout == Layout::general) return k;
+  if (k.layout != Layout::flat) return k;
   const std::size_t vec_bytes = static_cast<std::size_t>(k.config.vec) * dtype_size(k.spec.dtype);
   const std::size_t out_vec_bytes = static_cast<std::size_t>(k.config.vec) * out_size(k.spec);
   const bool reads_in1 = k.gated || k.spec.direction == Direction::backward;
@@ -105,7 +107,13 @@ const PreparedKernel& Engine::kernel_for(const PreparedKernel& k, const rt::Kern
 void Engine::launch(const PreparedKernel& k, const rt::KernelArgs& args, void* stream) {
   if (args.rows == 0 || args.cols == 0) return;  // nothing to do; a zero-sized grid is an error
   const PreparedKernel& run = kernel_for(k, args);
-  if (run.layout == Layout::flat) {  // one run of n elements
+  if (run.layout == Layout::wgrad_parts || run.layout == Layout::wgrad_sum) {
+    rt::LaunchDims dims;
+    dims.block = static_cast<unsigned>(run.config.block);
+    dims.grid_x =
+        run.layout == Layout::wgrad_parts ? args.channels * args.parts : (args.channels + dims.block - 1) / dims.block;
+    backend_.launch(*run.loaded, dims, args, stream);
+  } else if (run.layout == Layout::flat) {  // one run of n elements
     rt::KernelArgs flat = args;
     flat.cols = flat.ld_out = flat.ld_in0 = flat.ld_in1 = flat.ld_out1 = flat.ld_in2 = args.rows * args.cols;
     flat.rows = 1;
@@ -113,6 +121,18 @@ void Engine::launch(const PreparedKernel& k, const rt::KernelArgs& args, void* s
   } else {
     backend_.launch(*run.loaded, launch_dims(run.config, args.rows, args.cols, backend_.info()), args, stream);
   }
+}
+
+std::uint64_t prelu_weight_grad_parts(std::uint64_t n, std::uint64_t channels) {
+  const std::uint64_t per_channel = channels ? n / channels : 0;
+  // About 16 Ki elements a block, and at most 256 parts: enough blocks to fill a GPU for one
+  // weight in all, few enough that the sums stay short.
+  const std::uint64_t parts = (per_channel + (1u << 14) - 1) >> 14;
+  return std::min<std::uint64_t>(std::max<std::uint64_t>(parts, 1), 256);
+}
+
+std::uint64_t prelu_workspace_bytes(Dtype dtype, std::uint64_t n, std::uint64_t channels) {
+  return channels * prelu_weight_grad_parts(n, channels) * (dtype == Dtype::f64 ? 8 : 4);
 }
 
 bool reads_second_input(const KernelSpec& spec) {

@@ -69,6 +69,14 @@ class Engine {
   std::unordered_map<std::string, std::shared_future<std::shared_ptr<PreparedKernel>>> cache_;
 };
 
+// PReLU's weight gradient (prelu backward's Layout::wgrad_parts and wgrad_sum kernels): the parts
+// each channel's n / channels elements are summed in (a function of the shape alone, so the sum's
+// order and its result do not depend on the device or the config's block size other than through
+// the tree within a block), and the workspace they need (channels x parts values of float; double
+// for float64).
+std::uint64_t prelu_weight_grad_parts(std::uint64_t n, std::uint64_t channels);
+std::uint64_t prelu_workspace_bytes(Dtype dtype, std::uint64_t n, std::uint64_t channels);
+
 // Whether spec's kernel reads in1: backward (the saved tensor) and gated (b) kernels do.
 bool reads_second_input(const KernelSpec& spec);
 

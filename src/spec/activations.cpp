@@ -28,6 +28,16 @@ std::vector<double> hard_edges(const double*) { return {-3.0, 3.0, -1.5}; }
 std::vector<double> softplus_edges(const double* p) { return {p[1] / p[0]}; }
 
 std::string finite_slope(const double*) { return ""; }
+// torch's rrelu refuses lower > upper ("Lower bound should be less than or equal to the upper bound").
+std::string rrelu_check(const double* p) {
+  return p[0] <= p[1] ? ""
+                      : "lower (" + format_number(p[0]) + ") must be <= upper (" + format_number(p[1]) +
+                            "), as torch's rrelu requires";
+}
+double rrelu_mean_slope(const double* p) { return (p[0] + p[1]) / 2; }
+// The output has the input's sign only where the mean slope is positive (leaky_relu's condition).
+bool rrelu_positive_mean(const double* p) { return rrelu_mean_slope(p) > 0; }
+double rrelu_span(const double* p) { return p[1] - p[0]; }
 std::string celu_check(const double* p) { return p[0] == 0 ? "alpha must not be 0" : ""; }
 std::string positive_beta(const double* p) { return p[0] > 0 ? "" : "beta must be > 0"; }
 std::string hardtanh_check(const double* p) {
@@ -151,6 +161,11 @@ UlpBounds gelu_bounds(UlpBounds b, const double* p) {
 // 5.8e3 next to it (counted against |grad| 2^-16, verification.hpp): silu's 4 and 2^17.
 UlpBounds quick_gelu_bounds() { return narrow_backward(f64(bounds(2), 4, 1 << 17), 2); }
 
+Activation with_derived(Activation a, std::vector<DerivedParam> derived) {
+  a.derived = std::move(derived);
+  return a;
+}
+
 Activation with_param_bounds(Activation a, UlpBounds (*param_bounds)(UlpBounds, const double*)) {
   a.param_bounds = param_bounds;
   return a;
@@ -194,6 +209,11 @@ const std::vector<Activation>& activations() {
               exact_both_ways()),
       builtin("leaky_relu", "activations/leaky_relu.h", {{"negative_slope", 0.01, {}}},
               Torch{"LeakyReLU", kInplace, kSavesOutput}, positive_first_param, finite_slope, zero_edge, bounds(1)),
+      // Evaluation: leaky_relu with the mean slope; training is the training(rrelu) form.
+      with_derived(
+          builtin("rrelu", "activations/rrelu.h", {{"lower", 0.125, {}}, {"upper", 1.0 / 3.0, {}}},
+                  Torch{"RReLU", kInplace, kSavesInput}, rrelu_positive_mean, rrelu_check, zero_edge, bounds(1)),
+          {{"slope", rrelu_mean_slope}, {"span", rrelu_span}}),
       builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
               nonnegative_first_param, nullptr, zero_edge, bounds(1)),
       builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, Torch{"CELU", kInplace, kSavesInput},
@@ -258,9 +278,9 @@ const Activation& find_activation(const std::string& name) {
   for (const auto& a : activations())
     if (name == a.name) return a;
   if (const Activation* user = find_user_activation(name)) return *user;
-  throw Error(ErrorCode::invalid_argument,
-              "unknown activation '" + name + "' (known: " + activation_names() +
-                  "; gated(ACT) of any of them; or a snippet file: --act ./my_act.h, see docs/user-activations.md)");
+  throw Error(ErrorCode::invalid_argument, "unknown activation '" + name + "' (known: " + activation_names() +
+                                               "; gated(ACT) of any of them; prelu; training(rrelu); or a snippet "
+                                               "file: --act ./my_act.h, see docs/user-activations.md)");
 }
 
 namespace {
@@ -302,9 +322,29 @@ ResolvedActivation resolve_uncached(const std::string& text) {
     if (split_activation_call(call.args[0].second).name == "gated")
       bad_param(text, "a gated activation cannot gate another gated one");
     ResolvedActivation r = resolve_uncached(call.args[0].second);
+    if (r.slope != SlopeForm::none) bad_param(text, r.canonical + " has no gated form");
     r.gated = true;
     r.inner = r.canonical;
     r.canonical = "gated(" + r.inner + ")";
+    return r;
+  }
+  if (call.name == "prelu") {
+    if (!call.args.empty())
+      bad_param(text, "prelu takes no parameters: its slopes are a weight tensor, one per channel or one in all");
+    ResolvedActivation r = resolve_uncached("leaky_relu");
+    r.slope = SlopeForm::weight;
+    r.canonical = "prelu";
+    return r;
+  }
+  if (call.name == "training") {
+    if (call.args.size() != 1 || !call.args[0].first.empty() ||
+        split_activation_call(call.args[0].second).name != "rrelu")
+      bad_param(text,
+                "training takes rrelu, with its parameters: training(rrelu), training(rrelu(lower=0.1, upper=0.3))");
+    ResolvedActivation r = resolve_uncached(call.args[0].second);
+    r.slope = SlopeForm::random;
+    r.inner = r.canonical;
+    r.canonical = "training(" + r.inner + ")";
     return r;
   }
   ResolvedActivation r;
@@ -398,7 +438,7 @@ UlpBounds gated_bounds(const UlpBounds& b) {
 bool gated_wide_math(Dtype dtype, bool fast_math) { return dtype == Dtype::f32 && !fast_math; }
 
 bool ResolvedActivation::has_grad_from_output() const {
-  if (gated) return false;
+  if (gated || slope != SlopeForm::none) return false;
   if (act->user) return user_backward_from_output;
   if (!act->grad_from_output) return false;
   return !act->output_determines_grad || act->output_determines_grad(params.data());
@@ -433,11 +473,21 @@ std::string ResolvedActivation::param_defines(Dtype dtype, Direction direction, 
       }
     }
   }
+  for (const DerivedParam& d : act->derived) {
+    std::string macro = "KP_P_";
+    for (const char* c = d.name; *c; ++c) macro += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+    // Formed in double from the parameters as given, then rounded to the compute type once.
+    const double exact = d.value(params.data());
+    const double value = dtype == Dtype::f64 ? exact : static_cast<double>(static_cast<float>(exact));
+    std::string v = format_number(value);
+    if (v.find_first_of(".eEn") == std::string::npos) v += ".0";
+    out.append("#define ").append(macro).append(" KP_LIT(").append(v).append(")\n");
+  }
   return out;
 }
 
 std::string ResolvedActivation::entry_suffix() const {
-  const std::string& own = gated ? inner : canonical;
+  const std::string& own = gated || slope == SlopeForm::random ? inner : canonical;
   if (own == act->name) return "";
   Hasher h;
   h.add(own);

@@ -48,10 +48,18 @@ struct UlpBounds {
   double get(Dtype d, Direction dir) const;
 };
 
+// A value the snippet takes as KP_P_<NAME> beside the parameters, derived from them in double and
+// rounded like a compute parameter (rrelu's mean slope (lower + upper) / 2, as torch forms it).
+struct DerivedParam {
+  const char* name;
+  double (*value)(const double* p);
+};
+
 struct Activation {
   std::string name;     // identifier: the CLI word, part of entry names
   std::string snippet;  // built-in: template path; user: the snippet text itself
   std::vector<ParamDef> params;
+  std::vector<DerivedParam> derived;
   RefForward forward = nullptr;        // nullptr for user activations (self-referenced)
   RefGrad grad_from_input = nullptr;   // nullptr: no backward
   RefGrad grad_from_output = nullptr;  // nullptr: the output does not determine the derivative
@@ -84,6 +92,13 @@ struct Activation {
   std::string source_hash;  // hash of the snippet text
 };
 
+// The kernel forms whose slope differs per element (templates/common/slope.h): x > 0 ? x : s x
+// with s read from PReLU's weight tensor (`prelu`: one per channel, channel = dim 1, or one in
+// all) or drawn per element from a counter-based hash of (seed, index) (`training(rrelu(...))`,
+// RReLU in training; plain `rrelu` is its evaluation, the mean slope). Their kernels take the
+// weight, the channel layout and the seed at run time (runtime/backend.hpp, KernelArgs::slope).
+enum class SlopeForm { none, weight, random };
+
 // An activation with its parameter values, as named by text (see activation_text.hpp).
 //
 // gated(ACT), for any built-in ACT with its parameters or a user snippet, is the gated form
@@ -95,7 +110,10 @@ struct ResolvedActivation {
   std::vector<double> params;  // one per act->params, defaults filled in
   std::string canonical;       // the text that names it everywhere; parameters at their default omitted
   bool gated = false;
-  std::string inner;  // gated: ACT's canonical text
+  std::string inner;  // gated: ACT's canonical text; training(rrelu): rrelu's
+  // prelu: act is leaky_relu (the family whose slope it reads from a tensor), params its default;
+  // training(rrelu(...)): act and params are rrelu's.
+  SlopeForm slope = SlopeForm::none;
 
   bool has_backward() const { return act->user ? user_backward : act->grad_from_input != nullptr; }
   bool has_grad_from_output() const;  // never for gated: its backward takes a and b

@@ -133,6 +133,24 @@ T leaky_relu_grad_from_output(T g, T y, const double* p) {
   return y > 0.0 ? g : g * p[0];
 }
 
+// rrelu(lower, upper) in evaluation, as torch's F.rrelu(training=False): leaky_relu with the mean
+// slope (lower + upper) / 2. (Training draws a slope per element: src/spec/slope_noise.hpp.)
+template <typename T>
+T rrelu(T x, const double* p) {
+  const T slope = (T(p[0]) + T(p[1])) / 2;
+  return x > 0.0 ? x : x * slope;
+}
+template <typename T>
+T rrelu_grad_from_input(T g, T x, const double* p) {
+  const T slope = (T(p[0]) + T(p[1])) / 2;
+  return x > 0.0 ? g : g * slope;
+}
+template <typename T>
+T rrelu_grad_from_output(T g, T y, const double* p) {
+  const T slope = (T(p[0]) + T(p[1])) / 2;
+  return y > 0.0 ? g : g * slope;
+}
+
 // elu(alpha): torch's elu decides on x <= 0: alpha * expm1(x) there, x elsewhere (NaN stays NaN).
 template <typename T>
 T elu(T x, const double* p) {
@@ -485,6 +503,7 @@ const std::vector<Named>& table() {
       KPLAY_REF_OUT(relu6),
       KPLAY_REF(relu2),
       KPLAY_REF_OUT(leaky_relu),
+      KPLAY_REF_OUT(rrelu),
       KPLAY_REF_OUT(elu),
       KPLAY_REF_OUT(celu),
       KPLAY_REF_OUT(selu),

@@ -1,7 +1,8 @@
 /* Generic element-wise kernel, one body for CUDA and OpenCL C 1.2. Codegen defines the knobs
  * (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK, KP_BACKWARD, KP_SAVED_OUTPUT, KP_STREAMING, KP_FLAT,
- * KP_LATE_GRAD, KP_GATED, KP_OUT_F8, KP_OUT_VEC_BYTES, KP_ENTRY) and puts the backend's prelude
- * and one activation snippet in front of this file. The prelude maps every difference between the
+ * KP_LATE_GRAD, KP_GATED, KP_OUT_F8, KP_OUT_VEC_BYTES, KP_SLOPE, KP_ENTRY) and puts the backend's
+ * prelude and one activation snippet (and for KP_SLOPE templates/common/slope.h) in front of this
+ * file. The prelude maps every difference between the
  * backends:
  *   kp_u64                  64-bit unsigned index
  *   KP_KERNEL               the kernel qualifiers up to the entry's name (return type included)
@@ -35,6 +36,9 @@
  *   backward                       out = g f'(saved), a = g, b = saved (input or output)
  *   gated forward (KP_GATED)       out = f(a) b; with KP_OUT_F8, fp8(f(a) b / scale)
  *   gated backward                 out = g f'(a) b, out1 = g f(a); a = g, b = a, c = b
+ *   per-element slope (KP_SLOPE)   out = a > 0 ? a : s(i) a; backward out = g (1 or s(i)), a = g,
+ *                                  b = x: s(i) from the element's index (slope.h), the index
+ *                                  counted as in a dense [rows, cols] tensor
  * A gated kernel's a and b are any two row-pitched operands: the halves of one [rows, 2d] tensor
  * (b starts d elements after a, both with pitch 2d) or two tensors, each with its own pitch; so
  * are a gated backward's two outputs.
@@ -75,6 +79,22 @@ typedef kp_u64 kp_idx;
 #endif
 #define KP_TWO_OUTPUTS (KP_GATED && KP_BACKWARD)
 
+/* A per-element slope (slope.h) needs each element's index: kp_step and kp_scalar take the slope's
+ * context, which every other kernel goes without. */
+#if KP_SLOPE
+#define KP_SC_PARAM , kp_slope_ctx sc
+#define KP_SC_ARG , sc
+#define KP_SC_ARG_AT(first_) , kp_sc_at(sc, first_)
+KP_FN kp_slope_ctx kp_sc_at(kp_slope_ctx sc, kp_u64 first) {
+  sc.first = first;
+  return sc;
+}
+#else
+#define KP_SC_PARAM
+#define KP_SC_ARG
+#define KP_SC_ARG_AT(first_)
+#endif
+
 /* The output is of the inputs' type unless the prelude says otherwise (FP8). */
 #if !KP_OUT_F8
 typedef KP_T KP_TO;
@@ -108,6 +128,18 @@ KP_FN KP_TO kp_apply(KP_T a, KP_T b, float scale) {
 #endif
 }
 
+#if KP_SLOPE
+KP_FN KP_T kp_apply_slope(KP_T a, KP_T b, kp_slope_ctx sc, kp_u64 i) {
+  const KP_C s = kp_slope_at(sc, sc.first + i);
+#if KP_BACKWARD
+  return kp_to_storage(kp_slope_backward(kp_to_compute(a), kp_to_compute(b), s));
+#else
+  (void)b;
+  return kp_to_storage(kp_slope_forward(kp_to_compute(a), s));
+#endif
+}
+#endif
+
 #if KP_TWO_OUTPUTS
 /* A gated backward: grad_a = g f'(a) b (the derivative times g first, so that a zero derivative
  * keeps a zero where g b overflows) and grad_b = g f(a). */
@@ -118,7 +150,7 @@ KP_FN KP_T kp_apply_gb(KP_T g, KP_T a) { return kp_to_storage(kp_to_compute(g) *
 #endif
 
 KP_FN void kp_scalar(KP_GLOBAL KP_TO* o, KP_GLOBAL KP_T* o1, KP_GLOBAL const KP_T* a, KP_GLOBAL const KP_T* b,
-                     KP_GLOBAL const KP_T* c, kp_u64 i, float scale) {
+                     KP_GLOBAL const KP_T* c, kp_u64 i, float scale KP_SC_PARAM) {
 #if KP_TWO_OUTPUTS
   (void)scale;
   const KP_T g = KP_LD(a + i), av = KP_LD(b + i), bv = KP_LD(c + i);
@@ -133,7 +165,12 @@ KP_FN void kp_scalar(KP_GLOBAL KP_TO* o, KP_GLOBAL KP_T* o1, KP_GLOBAL const KP_
   KP_T bv = 0;
   (void)b;
 #endif
+#if KP_SLOPE
+  (void)scale;
+  KP_ST(o + i, kp_apply_slope(KP_LD(a + i), bv, sc, i));
+#else
   KP_ST(o + i, kp_apply(KP_LD(a + i), bv, scale));
+#endif
 #endif
 }
 
@@ -151,6 +188,11 @@ KP_FN void kp_load(kp_vec* dst, KP_GLOBAL const KP_T* p, bool aligned, kp_idx v)
 #define KP_APPLY_LANE(k)                                                \
   KP_LANE(y, k) = kp_apply_ga(KP_LANE(x[j], k), KP_LANE(s[j], k), KP_LANE(t[j], k)); \
   KP_LANE(y1, k) = kp_apply_gb(KP_LANE(x[j], k), KP_LANE(s[j], k));
+#elif KP_SLOPE && KP_INPUTS >= 2
+#define KP_APPLY_LANE(k) \
+  KP_OLANE(y, k) = kp_apply_slope(KP_LANE(x[j], k), KP_LANE(s[j], k), sc, (kp_u64)v * KP_VEC + (k));
+#elif KP_SLOPE
+#define KP_APPLY_LANE(k) KP_OLANE(y, k) = kp_apply_slope(KP_LANE(x[j], k), 0, sc, (kp_u64)v * KP_VEC + (k));
 #elif KP_INPUTS >= 2
 #define KP_APPLY_LANE(k) KP_OLANE(y, k) = kp_apply(KP_LANE(x[j], k), KP_LANE(s[j], k), scale);
 #else
@@ -162,7 +204,7 @@ KP_FN void kp_load(kp_vec* dst, KP_GLOBAL const KP_T* p, bool aligned, kp_idx v)
  * o1_vec, else element by element. */
 KP_FN void kp_step(KP_GLOBAL kp_oraw* ov, KP_GLOBAL KP_T* o1, bool o1_vec, KP_GLOBAL const KP_T* a, bool a_vec,
                    KP_GLOBAL const KP_T* b, bool b_vec, KP_GLOBAL const KP_T* c, bool c_vec, kp_idx base,
-                   kp_idx nvec, float scale) {
+                   kp_idx nvec, float scale KP_SC_PARAM) {
   kp_vec x[KP_VPT];
 #if KP_INPUTS >= 2
   kp_vec s[KP_VPT];
@@ -236,9 +278,24 @@ KP_FN void kp_step(KP_GLOBAL kp_oraw* ov, KP_GLOBAL KP_T* o1, bool o1_vec, KP_GL
 #define KP_SCALE_PARAMS
 #define KP_SCALE 1.0f
 #endif
+#if KP_SLOPE
+#define KP_MORE_PARAMS KP_SLOPE_KERNEL_PARAMS
+#define KP_SLOPE_CTX                                                                                \
+  kp_slope_ctx sc;                                                                                  \
+  sc.w = weight + KP_OFFSET(weight);                                                                \
+  sc.inner = inner;                                                                                 \
+  sc.channels = channels;                                                                           \
+  sc.seed = seed;                                                                                   \
+  sc.counter = counter;                                                                             \
+  sc.first = 0;                                                                                     \
+  (void)parts;
+#else
+#define KP_MORE_PARAMS
+#define KP_SLOPE_CTX
+#endif
 #define KP_PARAMS                                                                                              \
   KP_BUFFER(KP_TO, out), KP_BUFFER(const KP_T, in0), KP_BUFFER(const KP_T, in1) KP_MORE_BUFFERS, kp_u64 rows, \
-      kp_u64 cols, kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1 KP_MORE_PITCHES KP_SCALE_PARAMS
+      kp_u64 cols, kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1 KP_MORE_PITCHES KP_SCALE_PARAMS KP_MORE_PARAMS
 
 #if KP_FLAT
 /* The flat kernel holds one copy of the activation's body where the general kernel holds an
@@ -254,6 +311,7 @@ KP_KERNEL KP_ENTRY(KP_PARAMS) {
   (void)ld_in0;
   (void)ld_in1;
   const float scale = KP_SCALE;
+  KP_SLOPE_CTX
   const unsigned n = (unsigned)cols;
   const unsigned nvec = n / KP_VEC;
   const unsigned chunk = KP_BLOCK * KP_VPT; /* vectors per block step */
@@ -270,13 +328,16 @@ KP_KERNEL KP_ENTRY(KP_PARAMS) {
   KP_GLOBAL const KP_T* c = a;
 #endif
   for (unsigned c_ = KP_GROUP_X; c_ * chunk < nvec; c_ += KP_NUM_GROUPS_X)
-    kp_step((KP_GLOBAL kp_oraw*)o, o1, true, a, true, b, true, c, true, c_ * chunk + KP_LOCAL_ID, nvec, scale);
+    kp_step((KP_GLOBAL kp_oraw*)o, o1, true, a, true, b, true, c, true, c_ * chunk + KP_LOCAL_ID, nvec,
+            scale KP_SC_ARG);
   /* The tail: fewer than KP_VEC elements, done by the first block. */
-  if (KP_GROUP_X == 0 && KP_LOCAL_ID < n - nvec * KP_VEC) kp_scalar(o, o1, a, b, c, nvec * KP_VEC + KP_LOCAL_ID, scale);
+  if (KP_GROUP_X == 0 && KP_LOCAL_ID < n - nvec * KP_VEC)
+    kp_scalar(o, o1, a, b, c, nvec * KP_VEC + KP_LOCAL_ID, scale KP_SC_ARG);
 }
 #else
 KP_KERNEL KP_ENTRY(KP_PARAMS) {
   const float scale = KP_SCALE;
+  KP_SLOPE_CTX
   const kp_u64 chunk = (kp_u64)KP_BLOCK * KP_VPT; /* vectors per block step */
   for (kp_u64 r = KP_GROUP_Y; r < rows; r += KP_NUM_GROUPS_Y) {
     const kp_u64 o_at = KP_OFFSET(out) + r * ld_out, a_at = KP_OFFSET(in0) + r * ld_in0,
@@ -308,11 +369,11 @@ KP_KERNEL KP_ENTRY(KP_PARAMS) {
     KP_GLOBAL kp_oraw* ov = (KP_GLOBAL kp_oraw*)(o + head);
     for (kp_u64 c_ = KP_GROUP_X; c_ * chunk < nvec; c_ += KP_NUM_GROUPS_X)
       kp_step(ov, o1 + head, o1_vec, a + head, a_vec, b + head, b_vec, c + head, c_vec, c_ * chunk + KP_LOCAL_ID,
-              nvec, scale);
+              nvec, scale KP_SC_ARG_AT(r * cols + head));
     /* Head and tail: fewer than KP_VEC elements each, done by the first block of the row. */
     if (KP_GROUP_X == 0) {
-      if (KP_LOCAL_ID < head) kp_scalar(o, o1, a, b, c, KP_LOCAL_ID, scale);
-      if (KP_LOCAL_ID < cols - body_end) kp_scalar(o, o1, a, b, c, body_end + KP_LOCAL_ID, scale);
+      if (KP_LOCAL_ID < head) kp_scalar(o, o1, a, b, c, KP_LOCAL_ID, scale KP_SC_ARG_AT(r * cols));
+      if (KP_LOCAL_ID < cols - body_end) kp_scalar(o, o1, a, b, c, body_end + KP_LOCAL_ID, scale KP_SC_ARG_AT(r * cols));
     }
   }
 }

@@ -160,6 +160,9 @@ typedef unsigned long long kp_u64;
 #define KP_GROUP_Y blockIdx.y
 #define KP_NUM_GROUPS_X gridDim.x
 #define KP_NUM_GROUPS_Y gridDim.y
+/* Block-shared memory and the block's barrier (PReLU's weight gradient, templates/common/slope.h). */
+#define KP_SHARED __shared__
+#define KP_BARRIER() __syncthreads()
 #if KP_STREAMING
 #define KP_LD(p) __ldcs(p)
 #define KP_ST(p, v) __stcs((p), (v))

@@ -117,6 +117,9 @@ typedef ulong kp_u64;
 #define KP_GROUP_Y ((uint)get_group_id(1))
 #define KP_NUM_GROUPS_X ((uint)get_num_groups(0))
 #define KP_NUM_GROUPS_Y ((uint)get_num_groups(1))
+/* Work-group local memory and the work-group's barrier (templates/common/slope.h). */
+#define KP_SHARED __local
+#define KP_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 /* No cache hints: the backend refuses --cache streaming. */
 #define KP_LD(p) (*(p))
 #define KP_ST(p, v) (*(p) = (v))

@@ -6,8 +6,11 @@ dtype), as torch's own reference tests judge a kernel. Forward in every dtype kp
 share; backward in float32 and float64 (16-bit gradients are held to kplay's own tolerances in
 test_torch.py: torch's 16-bit defaults are below the 2-ulp spread of torch's own gradients).
 
-OpInfo activations kplay lacks (rrelu, prelu) or tests elsewhere (glu) and variants it does not compute (complex
-silu) are listed with a reason and skip visibly. Without a GPU, every sample's parameters are
+prelu (a weight tensor) and rrelu (training, random) take kplay.torch's own functions; rrelu's
+training samples draw other slopes than torch's, so they are compared by rrelu's properties (x where
+x > 0, x times a slope in [lower, upper] elsewhere, the gradient that slope). glu's samples run in
+test_gated_torch.py, and variants kplay does not compute (complex silu) are listed with a reason and
+skip visibly. Without a GPU, every sample's parameters are
 still resolved by kplay (a refusal where torch accepts is a failure there too). Needs torch and the
 packages torch.testing._internal imports (expecttest, hypothesis), the comparisons a CUDA device;
 skipped visibly without them."""
@@ -28,8 +31,6 @@ BACKWARD_DTYPES = (torch.float32, torch.float64)
 
 # torch's activation OpInfos that kplay.torch does not compute (yet), with why.
 NOT_KPLAY = {
-    "nn.functional.rrelu": "rrelu draws a random slope per element in training: not a kplay built-in yet",
-    "nn.functional.prelu": "prelu's slope is a learned weight tensor: not a kplay built-in yet",
     "nn.functional.glu": "glu halves a dimension: kplay.torch.glu, whose samples test_gated_torch.py runs",
 }
 NOT_KPLAY_VARIANTS = {("nn.functional.silu", "complex"): "complex dtypes: kplay computes real floating types only"}
@@ -48,6 +49,9 @@ def _opinfo_name(activation):
 
 
 KPLAY_OPS = {_opinfo_name(e.activation): e for e in _table.TABLE if e.activation in kplay.activations()}
+# Those whose samples pass more than the registry's parameters: prelu's weight, rrelu's training.
+OWN_FUNCTIONS = {"nn.functional.prelu": kt.prelu, "nn.functional.rrelu": kt.rrelu}
+KPLAY_OPS.setdefault("nn.functional.prelu", None)
 OPINFOS = {(o.name, o.variant_test_name): o for o in op_db}
 ACTIVATION_OPINFOS = sorted(k for k in OPINFOS if k[0] in KPLAY_OPS or k[0] in NOT_KPLAY)
 
@@ -69,6 +73,8 @@ def test_every_sample_parameter_set_resolves_in_kplay(name):
     if (name, "") not in OPINFOS:
         pytest.skip(f"no OpInfo for {name}")
     entry = KPLAY_OPS[name]
+    if name in OWN_FUNCTIONS:
+        pytest.skip(f"{name} takes kplay.torch's own function (a weight tensor, or training): no text to resolve")
     refused = []
     for sample in OPINFOS[(name, "")].sample_inputs("cpu", torch.float32):
         values, _ = _table.bind(entry, sample.args, sample.kwargs)
@@ -81,7 +87,27 @@ def test_every_sample_parameter_set_resolves_in_kplay(name):
 
 
 def _kplay_fn(name):
-    return getattr(kt, KPLAY_OPS[name].activation)
+    return OWN_FUNCTIONS.get(name) or getattr(kt, KPLAY_OPS[name].activation)
+
+
+def _rrelu_training(name, sample):
+    return name == "nn.functional.rrelu" and sample.kwargs.get("training", False)
+
+
+def _check_rrelu_properties(x, y, kwargs, gx=None, g=None):
+    """rrelu in training: y = x where x > 0 (or NaN), x times a slope in [lower, upper] elsewhere;
+    the gradient g times that slope (1 where x > 0)."""
+    lower, upper = kwargs.get("lower", 1.0 / 8), kwargs.get("upper", 1.0 / 3)
+    x64, y64 = x.double(), y.double()
+    pos = ~(x64 <= 0)
+    assert torch.equal(y[pos].double().nan_to_num(), x64[pos].nan_to_num())
+    neg = (x64 < 0)
+    slope = y64[neg] / x64[neg]
+    tol = 1e-2 if x.dtype in (torch.float16, torch.bfloat16) else 1e-6
+    assert bool(((slope >= lower - tol) & (slope <= upper + tol)).all()), f"slopes outside [{lower}, {upper}]"
+    if gx is not None:
+        assert torch.equal(gx[pos], g[pos])
+        torch.testing.assert_close((gx[neg] / g[neg]).double(), slope, rtol=2 * tol, atol=0, equal_nan=True)
 
 
 def _cases(opinfo, dtype, requires_grad):
@@ -116,6 +142,9 @@ def test_forward_matches_torch_on_its_samples(key, dtype, cuda):
         try:
             expected = opinfo.op(sample.input, *sample.args, **sample.kwargs)
             actual = ours(sample.input, *sample.args, **sample.kwargs)
+            if _rrelu_training(key[0], sample):
+                _check_rrelu_properties(sample.input, actual, sample.kwargs)
+                continue
             try:
                 torch.testing.assert_close(actual, expected, equal_nan=True)  # torch's dtype tolerances
             except AssertionError:
@@ -148,6 +177,9 @@ def test_backward_matches_torch_on_its_samples(key, dtype, cuda):
             g = torch.randn(expected.shape, device="cuda", dtype=dtype, generator=gen)
             (gx,) = torch.autograd.grad(actual, x, g)
             (gt,) = torch.autograd.grad(expected, xt, g)
+            if _rrelu_training(key[0], sample):
+                _check_rrelu_properties(x.detach(), actual.detach(), sample.kwargs, gx, g)
+                continue
             torch.testing.assert_close(gx, gt, equal_nan=True)
         except Exception as e:  # noqa: BLE001
             failures.append(f"{_describe(sample)}: {type(e).__name__}: {str(e).strip().splitlines()[0:4]}")

@@ -61,14 +61,16 @@ def test_torch_has_each_class_with_the_registry_parameters():
 
 
 def test_kplay_torch_has_every_builtin_and_kplay_nn_every_torch_class():
-    pytest.importorskip("torch", reason="torch not installed: kplay.torch and kplay.nn not imported")
+    torch = pytest.importorskip("torch", reason="torch not installed: kplay.torch and kplay.nn not imported")
     import kplay.nn as knn
     import kplay.torch as kt
 
     for e in _table.BUILTINS:
         assert callable(getattr(kt, e.activation)) and callable(getattr(kt, e.activation + "_")), e.activation
-    gated = {"GLU", "Gated", "GatedMLP"}  # the gated modules: not element-wise, not in the table
-    assert set(knn.__all__) - {"Activation", "from_torch", "from_foreign"} - gated == set(_table.BY_CLASS)
+    # The gated modules and PReLU (a weight tensor) are kplay.nn's own classes, not registry entries.
+    gated = {"GLU", "Gated", "GatedMLP"}
+    assert set(knn.__all__) - {"Activation", "from_torch", "from_foreign", "PReLU"} - gated == set(_table.BY_CLASS)
+    assert callable(kt.prelu) and issubclass(knn.PReLU, torch.nn.Module)
     for e in _table.TABLE:
         assert issubclass(getattr(knn, e.torch_class), knn.Activation)
 

@@ -287,4 +287,4 @@ def test_nn_modules_and_replace_activations():
                                 torch.nn.PReLU())
     kt.replace_activations(model)
     assert isinstance(model[1], knn.SELU) and isinstance(model[2][0], knn.ReLU)
-    assert isinstance(model[3], torch.nn.PReLU)
+    assert isinstance(model[3], knn.PReLU)  # kplay's, with torch's weight Parameter
