@@ -678,82 +678,6 @@ std::vector<at::Tensor> gated_backward_cuda(const at::Tensor& grad, const at::Te
                                       g.t.const_data_ptr(), g.pitch, xa.t.const_data_ptr(), xa.pitch, pb, xb.pitch,
                                       out[0].data_ptr(), ld_out, grad_b, ld_out, grad.numel() / d, d,
                                       current_stream(device), &message),
-// ---- PReLU and RReLU in training (kplay/_torch_slope.py has the same ops in Python) -------------
-//
-//   kplay::prelu(Tensor x, Tensor weight) -> Tensor
-//   kplay::prelu_backward(Tensor grad, Tensor x, Tensor weight) -> (Tensor, Tensor)
-//   kplay::rrelu_train(Tensor x, float lower, float upper, int seed, int offset) -> Tensor
-//   kplay::rrelu_train_backward(Tensor grad, Tensor x, float lower, float upper, int seed, int offset) -> Tensor
-//
-// Operands are made contiguous, outputs are contiguous; prelu's weight has x's dtype and one
-// element or one per channel of dim 1 (the Meta kernel refuses any other, so a compiled graph
-// fails at trace time); autograd saves x (and the weight, or RReLU's seed) and backward draws
-// RReLU's slopes again.
-
-namespace {
-
-// (channels, inner) of prelu over x with `weight`, as kplay/_slope.py's prelu_channels.
-std::pair<std::int64_t, std::int64_t> prelu_channels(const at::Tensor& x, const at::Tensor& weight) {
-  checked_slot(x, "x");
-  if (weight.scalar_type() != x.scalar_type())
-    invalid("prelu's weight is " + std::string(c10::toString(weight.scalar_type())) + " but x is " +
-            std::string(c10::toString(x.scalar_type())) + "; kplay does not convert");
-  const std::int64_t channels = x.dim() >= 2 ? x.size(1) : 1, size = weight.numel();
-  if (size == 1) return {1, 1};
-  if (size != channels)
-    invalid("prelu's weight has " + std::to_string(size) + " elements but the input of shape " + c10::str(x.sizes()) +
-            (x.dim() >= 2 ? " has " + std::to_string(channels) + " channels (dim 1)"
-                          : std::string(" has no channel dimension, so the weight needs one element")) +
-            ": a weight has one element or one per channel");
-  std::int64_t inner = 1;
-  for (std::int64_t d = 2; d < x.dim(); ++d) inner *= x.size(d);
-  return {channels, inner};
-}
-
-// The same check on sizes that may be symbolic (a compiled graph with dynamic shapes): SymInt's
-// comparisons guard on the values they compare.
-void check_prelu_sym(const at::Tensor& x, const at::Tensor& weight) {
-  checked_slot(x, "x");
-  if (weight.scalar_type() != x.scalar_type())
-    invalid("prelu's weight is " + std::string(c10::toString(weight.scalar_type())) + " but x is " +
-            std::string(c10::toString(x.scalar_type())) + "; kplay does not convert");
-  const c10::SymInt size = weight.sym_numel();
-  if (size == 1) return;
-  const c10::SymInt channels = x.dim() >= 2 ? x.sym_size(1) : c10::SymInt(1);
-  if (size != channels)
-    invalid("prelu's weight has " + c10::str(size) + " elements but the input of shape " + c10::str(x.sym_sizes()) +
-            (x.dim() >= 2 ? " has " + c10::str(channels) + " channels (dim 1)"
-                          : std::string(" has no channel dimension, so the weight needs one element")) +
-            ": a weight has one element or one per channel");
-}
-
-void check_bounds(double lower, double upper) {
-  if (!(lower <= upper))
-    invalid("rrelu's lower (" + std::to_string(lower) + ") must be <= upper (" + std::to_string(upper) +
-            "), as torch's rrelu requires");
-}
-
-void check_grad(const at::Tensor& grad, const at::Tensor& x) {
-  check_cuda(grad, "grad");
-  if (grad.scalar_type() != x.scalar_type() || grad.sizes() != x.sizes())
-    invalid("grad (" + std::string(c10::toString(grad.scalar_type())) + ", " + c10::str(grad.sizes()) + ") and x (" +
-            std::string(c10::toString(x.scalar_type())) + ", " + c10::str(x.sizes()) + ") must match");
-}
-
-int code_of(const at::Tensor& t, const char* what) {
-  return dtype_codes[static_cast<std::size_t>(checked_slot(t, what))];
-}
-
-at::Tensor prelu_cuda(const at::Tensor& x_in, const at::Tensor& weight_in) {
-  const auto [channels, inner] = prelu_channels(x_in, weight_in);
-  check_cuda(x_in, "x");
-  check_cuda(weight_in, "weight");
-  const at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
-  at::Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
-  if (x.numel() == 0) return out;
-  const char* message = nullptr;
-  check(bridge->prelu_forward(code_of(x, "x"), x.const_data_ptr(), weight.const_data_ptr(), out.data_ptr(), x.numel(),
-                              channels, inner, current_stream(x.device().index()), &message),
         message);
   return out;
 }
@@ -840,6 +764,115 @@ at::Tensor gated_forward_autograd(const at::Tensor& x, const std::optional<at::T
             "require grad");
   if (scale != 1.0) gated_output(x, out_dtype, scale);  // raises: a scale without FP8 output
   return GatedFunction::apply(x, b, &gated_entry(activation));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(kplay, m) {
+  m.def("gated_forward(Tensor x, Tensor? b, str activation, ScalarType? out_dtype=None, float scale=1.) -> Tensor");
+  m.def("gated_backward(Tensor grad, Tensor x, Tensor? b, str activation) -> Tensor[]");
+}
+
+TORCH_LIBRARY_IMPL(kplay, CUDA, m) {
+  m.impl("gated_forward", &gated_forward_cuda);
+  m.impl("gated_backward", &gated_backward_cuda);
+}
+
+TORCH_LIBRARY_IMPL(kplay, Meta, m) {
+  m.impl("gated_forward", &gated_forward_meta);
+  m.impl("gated_backward", &gated_backward_meta);
+}
+
+TORCH_LIBRARY_IMPL(kplay, CPU, m) {
+  m.impl("gated_forward", &gated_forward_cpu);
+  m.impl("gated_backward", &gated_backward_cpu);
+}
+
+TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
+  m.impl("gated_forward", &gated_forward_autograd);
+  m.impl("gated_backward", torch::autograd::autogradNotImplementedFallback());
+}
+
+// ---- PReLU and RReLU in training (kplay/_torch_slope.py has the same ops in Python) -------------
+//
+//   kplay::prelu(Tensor x, Tensor weight) -> Tensor
+//   kplay::prelu_backward(Tensor grad, Tensor x, Tensor weight) -> (Tensor, Tensor)
+//   kplay::rrelu_train(Tensor x, float lower, float upper, int seed, int offset) -> Tensor
+//   kplay::rrelu_train_backward(Tensor grad, Tensor x, float lower, float upper, int seed, int offset) -> Tensor
+//
+// Operands are made contiguous, outputs are contiguous; prelu's weight has x's dtype and one
+// element or one per channel of dim 1 (the Meta kernel refuses any other, so a compiled graph
+// fails at trace time); autograd saves x (and the weight, or RReLU's seed) and backward draws
+// RReLU's slopes again.
+
+namespace {
+
+// (channels, inner) of prelu over x with `weight`, as kplay/_slope.py's prelu_channels.
+std::pair<std::int64_t, std::int64_t> prelu_channels(const at::Tensor& x, const at::Tensor& weight) {
+  checked_slot(x, "x");
+  if (weight.scalar_type() != x.scalar_type())
+    invalid("prelu's weight is " + std::string(c10::toString(weight.scalar_type())) + " but x is " +
+            std::string(c10::toString(x.scalar_type())) + "; kplay does not convert");
+  const std::int64_t channels = x.dim() >= 2 ? x.size(1) : 1, size = weight.numel();
+  if (size == 1) return {1, 1};
+  if (size != channels)
+    invalid("prelu's weight has " + std::to_string(size) + " elements but the input of shape " + c10::str(x.sizes()) +
+            (x.dim() >= 2 ? " has " + std::to_string(channels) + " channels (dim 1)"
+                          : std::string(" has no channel dimension, so the weight needs one element")) +
+            ": a weight has one element or one per channel");
+  std::int64_t inner = 1;
+  for (std::int64_t d = 2; d < x.dim(); ++d) inner *= x.size(d);
+  return {channels, inner};
+}
+
+// The same check on sizes that may be symbolic (a compiled graph with dynamic shapes): SymInt's
+// comparisons guard on the values they compare.
+void check_prelu_sym(const at::Tensor& x, const at::Tensor& weight) {
+  checked_slot(x, "x");
+  if (weight.scalar_type() != x.scalar_type())
+    invalid("prelu's weight is " + std::string(c10::toString(weight.scalar_type())) + " but x is " +
+            std::string(c10::toString(x.scalar_type())) + "; kplay does not convert");
+  const c10::SymInt size = weight.sym_numel();
+  if (size == 1) return;
+  const c10::SymInt channels = x.dim() >= 2 ? x.sym_size(1) : c10::SymInt(1);
+  if (size != channels)
+    invalid("prelu's weight has " + c10::str(size) + " elements but the input of shape " + c10::str(x.sym_sizes()) +
+            (x.dim() >= 2 ? " has " + c10::str(channels) + " channels (dim 1)"
+                          : std::string(" has no channel dimension, so the weight needs one element")) +
+            ": a weight has one element or one per channel");
+}
+
+void check_bounds(double lower, double upper) {
+  if (!(lower <= upper))
+    invalid("rrelu's lower (" + std::to_string(lower) + ") must be <= upper (" + std::to_string(upper) +
+            "), as torch's rrelu requires");
+}
+
+void check_grad(const at::Tensor& grad, const at::Tensor& x) {
+  check_cuda(grad, "grad");
+  if (grad.scalar_type() != x.scalar_type() || grad.sizes() != x.sizes())
+    invalid("grad (" + std::string(c10::toString(grad.scalar_type())) + ", " + c10::str(grad.sizes()) + ") and x (" +
+            std::string(c10::toString(x.scalar_type())) + ", " + c10::str(x.sizes()) + ") must match");
+}
+
+int code_of(const at::Tensor& t, const char* what) {
+  return dtype_codes[static_cast<std::size_t>(checked_slot(t, what))];
+}
+
+at::Tensor prelu_cuda(const at::Tensor& x_in, const at::Tensor& weight_in) {
+  const auto [channels, inner] = prelu_channels(x_in, weight_in);
+  check_cuda(x_in, "x");
+  check_cuda(weight_in, "weight");
+  const at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
+  at::Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  if (x.numel() == 0) return out;
+  const char* message = nullptr;
+  check(bridge->prelu_forward(code_of(x, "x"), x.const_data_ptr(), weight.const_data_ptr(), out.data_ptr(), x.numel(),
+                              channels, inner, current_stream(x.device().index()), &message),
+        message);
+  return out;
+}
+
 std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda(const at::Tensor& grad_in, const at::Tensor& x_in,
                                                        const at::Tensor& weight_in) {
   const auto [channels, inner] = prelu_channels(x_in, weight_in);
@@ -1011,28 +1044,6 @@ at::Tensor rrelu_train_autograd(const at::Tensor& x, double lower, double upper,
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(kplay, m) {
-  m.def("gated_forward(Tensor x, Tensor? b, str activation, ScalarType? out_dtype=None, float scale=1.) -> Tensor");
-  m.def("gated_backward(Tensor grad, Tensor x, Tensor? b, str activation) -> Tensor[]");
-}
-
-TORCH_LIBRARY_IMPL(kplay, CUDA, m) {
-  m.impl("gated_forward", &gated_forward_cuda);
-  m.impl("gated_backward", &gated_backward_cuda);
-}
-
-TORCH_LIBRARY_IMPL(kplay, Meta, m) {
-  m.impl("gated_forward", &gated_forward_meta);
-  m.impl("gated_backward", &gated_backward_meta);
-}
-
-TORCH_LIBRARY_IMPL(kplay, CPU, m) {
-  m.impl("gated_forward", &gated_forward_cpu);
-  m.impl("gated_backward", &gated_backward_cpu);
-}
-
-TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
-  m.impl("gated_forward", &gated_forward_autograd);
-  m.impl("gated_backward", torch::autograd::autogradNotImplementedFallback());
   m.def("prelu(Tensor x, Tensor weight) -> Tensor");
   m.def("prelu_backward(Tensor grad, Tensor x, Tensor weight) -> (Tensor, Tensor)");
   m.def("rrelu_train(Tensor x, float lower, float upper, int seed, int offset) -> Tensor");
