@@ -40,6 +40,8 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return kp_d_gelu_tanh(x);  /* exponent in double, quotient in float (templates/common/fp64_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh(x);  /* float-float 2u and sigmoid (precise_math.h) */
+#elif KP_FAST_FP64 && KP_WIDE_F32
+  return kp_d_gelu(x); /* a gated kernel's: in double, unrounded (templates/common/fp64_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
   return kp_precise_gelu(x);  /* float alone, on every device (precise_math.h) */
 #elif KP_P_APPROXIMATE_TANH

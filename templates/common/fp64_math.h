@@ -256,6 +256,32 @@ KP_FN kp_d_res kp_d_gelu_grad(float g, float x) {
   return x > -15.0f && x < 7.0f ? (kp_d_res)d : (kp_d_res)((x > 0.0f ? g : g * 0.0f) + g * (x - x));
 }
 
+#if KP_WIDE_F32
+/* gelu (erf) for a gated kernel, from the derivative's parts: Phi(-a) = exp(-a^2/2) R(a) with
+ * R = G + a / sqrt(2 pi), G = t K(a) as above, so gelu = x Phi(-a) for x <= 0 and x - x Phi(-a)
+ * above (Phi(-a) <= 1/2: no cancellation). R = G + a c cancels up to a^2 (2^7.7 at 14.5) of K's
+ * 2^-33.5: 2^-25.8 relative at worst, 0.79 ulp of the product. K is fitted on [0, 14.5]; below
+ * x = -14.5, where act(a) * b still reaches float's range (gelu(-20) = -2^-295 times b near
+ * 2^128), the float64 kernel's full routine takes over in a branch, which real activations leave
+ * untaken; beyond 14.5 the result is x (Phi(-14.5) = 2^-158). 27 FP64 operations, where the
+ * float64 routine alone takes 79 per element. */
+KP_D_TABLE kp_d_gelu_inv_sqrt_2pi[1] = {0x1.9884533d43651p-2}; /* an operand, not two moves */
+KP_FN double kp_d_gelu(float x) {
+  const double xd = x;
+  if (x < -14.5f) return kp_f64_gelu(xd); /* -inf too: NaN, as torch */
+  const double a = fabs(xd);
+  int scale_hi;
+  const double e = kp_d_exp_neg_half(a * a, &scale_hi);
+  const double t = (a - KP_D_GELU_A0_HI) - KP_D_GELU_A0_LO;
+  double num, den;
+  KP_D_HORNER(num, kp_d_gelu_m_c, 6, a);
+  KP_D_HORNER(den, kp_d_gelu_dk_c, 6, a);
+  const double r = fma(a, kp_d_gelu_inv_sqrt_2pi[0], kp_d_mul_div(t, num, den)); /* R(a) */
+  const double phi = kp_d_scale(e * r, scale_hi);                                 /* Phi(-a) */
+  return x > 14.5f ? xd : (x <= 0.0f ? xd * phi : fma(-xd, phi, xd));
+}
+#endif
+
 /* GELU (approximate='tanh'), x sigmoid(2u), 2u = C2 (x + k x^3), C2 = 2 sqrt(2/pi): the exponent
  * in double, the rest in float. e = e^-|2u| = 2^(-|x| v) with v = (C2 + C2 k x^2) log2(e) > 0: the
  * fmas that round |x| v to n and take r = -|x| v - n form the product themselves, so 2u is never
