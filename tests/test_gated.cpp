@@ -709,7 +709,7 @@ TEST_SUITE("nvrtc") {
       }
   }
 
-  TEST_CASE("FP8 output divides by the scale once per thread, not per element") {
+  TEST_CASE("gated FP8 output divides by the scale once per thread, not per element") {
     TargetLimits lim;
     lim.fp8 = true;
     Dialect dialect = rt::dialect_of("cuda");
@@ -740,7 +740,7 @@ TEST_SUITE("nvrtc") {
       }
   }
 
-  TEST_CASE("a float16 gated kernel keeps e^x's subnormal results, which meet an infinite b") {
+  TEST_CASE("gated float16 kernels keep e^x's subnormal results, which meet an infinite b") {
     // Outside gated kernels float16 flushes them (MUFU.EX2 alone: narrow_math.h); inside, a
     // flushed silu(-90) = -7.4e-38 times b = inf would be NaN where the exact product is infinite.
     Dialect dialect = rt::dialect_of("cuda");
