@@ -176,6 +176,20 @@ TEST_CASE("gated codegen: one kernel body, float32 math in double, FP8 names and
   CHECK(slope.source.find("#define KP_P_NEGATIVE_SLOPE KP_LIT(0.20000000298023224)") != std::string::npos);
   // A parameterized activation's gated kernel has its own name; the plain one is unchanged.
   CHECK(render(gated("gelu(approximate=tanh)")).entry.rfind("kplay_gated_gelu_h", 0) == 0);
+  // On a device with fast FP64 a wide kernel takes fp64_math.h's routines, their results unrounded
+  // (kp_d_res), for the activations that have one; elsewhere the float64 kernel's math alone.
+  Dialect fast_cuda = cuda;
+  fast_cuda.fast_fp64 = true;
+  const RenderedKernel fast_f32 = render_kernel(gated("silu"), resolve_config(gated("silu"), {}, lim), fast_cuda);
+  CHECK(fast_f32.source.find("#define KP_FAST_FP64 1") != std::string::npos);
+  CHECK(fast_f32.source.find("#line 1 \"common/fp64_math.h\"") != std::string::npos);
+  CHECK(fast_f32.source.find("#define KP_WIDE_F32 1") != std::string::npos);
+  CHECK(f32.source.find("#define KP_FAST_FP64 0") != std::string::npos);
+  CHECK(f32.source.find("#line 1 \"common/fp64_math.h\"") == std::string::npos);
+  // 16-bit and float64 gated kernels have no double path, wherever they run.
+  const KernelSpec bf16_fwd = gated("silu", Dtype::bf16);
+  CHECK(render_kernel(bf16_fwd, resolve_config(bf16_fwd, {}, lim), fast_cuda).source.find("#define KP_FAST_FP64 0") !=
+        std::string::npos);
   KernelSpec plain;
   plain.activation = "silu";
   CHECK(render(plain).source.find("#define KP_GATED 0") != std::string::npos);
@@ -248,6 +262,34 @@ TEST_CASE("the gated reference: act(a) then one product; b's special values meet
   CHECK(s.mismatches == 0);
   s.add(2, 1.0, HUGE_VAL, kUndetermined);
   CHECK(s.mismatches == 1);
+  // float32 takes float's smallest normal number as that limit, as its double routines may end
+  // their range below it (silu(-710) = -2^-1015 is 0 there); float64 double's.
+  ReferenceProblem f32u(gated("silu"), 1);
+  CHECK(f32u.gated_error_scale(0, -710, HUGE_VAL, 0) == kUndetermined);
+  CHECK(f32u.gated_error_scale(0, -90, HUGE_VAL, 0) == 0);
+  CHECK(f32u.gated_error_scale(0, -745, 2.0, 0) > 0);  // a finite b: measured against b 2^-1022
+  ReferenceProblem f64u(gated("silu", Dtype::f64), 1);
+  CHECK(f64u.gated_error_scale(0, -710, HUGE_VAL, 0) == 0);
+  // Planted after the edges: a where act(a) is a normal float below e^-87.3 (where an exponential
+  // that flushes subnormal results makes it 0) against b = +-inf; the exact product is infinite.
+  for (Dtype dtype : {Dtype::f16, Dtype::bf16, Dtype::f32}) {
+    ReferenceProblem p(gated("silu", dtype), 5);
+    const std::uint64_t at = special_value_count() + p.edges.size();
+    CHECK(p.pairs.size() == 4);
+    for (std::uint64_t k = 0; k < p.pairs.size(); ++k) {
+      INFO(to_string(dtype) << " pair " << k);
+      CHECK(p.x(at + k) == round_to(dtype, k < 2 ? -90.0 : -10.0625));
+      CHECK(std::isinf(p.b(at + k)));
+      CHECK(std::isinf(static_cast<double>(p.gated_expected(at + k, 0))));
+      CHECK(p.gated_error_scale(0, p.x(at + k), p.b(at + k), 0) != kUndetermined);
+    }
+    CHECK(std::fabs(reference::find("silu")->forward(-90, nullptr)) > min_normal(Dtype::f32));
+    CHECK(std::fabs(std::exp(-90.0)) < min_normal(Dtype::f32));
+  }
+  CHECK(ReferenceProblem(fwd, 7).pairs.size() == 4);
+  KernelSpec plain_silu;
+  plain_silu.activation = "silu";
+  CHECK(ReferenceProblem(plain_silu, 7).pairs.empty());
   // relu2 of bfloat16's largest values overflows float, as in the kernel and in torch.
   ReferenceProblem o(gated("relu2", Dtype::bf16), 1);
   CHECK(std::isinf(o.gated_as<double>(0, 1.85e19, -0.25, 0)));
@@ -665,6 +707,58 @@ TEST_SUITE("nvrtc") {
         // The gated backward's second output, wide and element by element, through ptxas.
         CHECK(compile(gated("silu", dtype, Direction::backward), 90, layout, false).format == "cubin");
       }
+  }
+
+  TEST_CASE("gated FP8 output divides by the scale once per thread, not per element") {
+    TargetLimits lim;
+    lim.fp8 = true;
+    Dialect dialect = rt::dialect_of("cuda");
+    dialect.fast_fp64 = true;
+    auto count = [](const std::string& text, const std::string& what) {
+      std::size_t n = 0;
+      for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+      return n;
+    };
+    for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+      for (Layout layout : {Layout::flat, Layout::general}) {
+        KernelSpec s = gated("silu", dtype, Direction::forward, OutDtype::f8e5m2);
+        KernelConfig c;
+        c.per_thread = 2;
+        const RenderedKernel k = render_kernel(s, resolve_config(s, c, lim), dialect, layout);
+        rt::cuda::CompileTarget t;
+        t.arch = 90;
+        t.ptx = true;
+        const std::string ptx = rt::cuda::Nvrtc::get().compile(k, t).bytes;
+        INFO(std::string(to_string(dtype)) << " " << to_string(layout));
+        // The reciprocal: 1.0 / s in double (rcp.rn.f64) where the math is double, else an IEEE
+        // float division; no other division.
+        const bool wide = dtype == Dtype::f32 || dtype == Dtype::f64;
+        CHECK(count(ptx, wide ? "rcp.rn.f64" : "div.rn.f32") == 1);
+        CHECK(count(ptx, "div.rn.f64") == 0);
+        CHECK(count(ptx, wide ? "div.rn.f32" : "rcp.rn.f64") == 0);
+        CHECK(count(ptx, "cvt.rn.satfinite.e5m2x2.f32") >= 1);
+      }
+  }
+
+  TEST_CASE("gated float16 kernels keep e^x's subnormal results, which meet an infinite b") {
+    // Outside gated kernels float16 flushes them (MUFU.EX2 alone: narrow_math.h); inside, a
+    // flushed silu(-90) = -7.4e-38 times b = inf would be NaN where the exact product is infinite.
+    Dialect dialect = rt::dialect_of("cuda");
+    auto ptx = [&](const KernelSpec& s) {
+      rt::cuda::CompileTarget t;
+      t.arch = 90;
+      t.ptx = true;
+      return rt::cuda::Nvrtc::get().compile(render_kernel(s, resolve_config(s, {}, TargetLimits{}), dialect), t).bytes;
+    };
+    for (const char* text : {"silu", "mish", "gelu(approximate=tanh)", "gelu", "sigmoid", "quick_gelu", "softplus"})
+      for (Direction dir : {Direction::forward, Direction::backward}) {
+        INFO(text << " " << to_string(dir));
+        CHECK(ptx(gated(text, Dtype::f16, dir)).find("ex2.approx.ftz.f32") == std::string::npos);
+      }
+    KernelSpec plain;
+    plain.activation = "silu";
+    plain.dtype = Dtype::f16;
+    CHECK(ptx(plain).find("ex2.approx.ftz.f32") != std::string::npos);
   }
 }
 #endif

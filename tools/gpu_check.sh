@@ -23,8 +23,9 @@
 #     multigpu  autotune --device all and the CUDA suite with every GPU (skipped below two GPUs)
 #     gated     gated activations (gated(ACT): out = act(a) * b): the CUDA and NVRTC cases of the
 #               gated suite; kplay run --act "gated(silu)" --shape GATED_SHAPE forward and backward
-#               in bf16 and f32 against a same-run copy (the goal: >= 99 %); FP8 output (e4m3,
-#               e5m2) timed and checked over every bfloat16 input; a compact table of the ratios.
+#               in bf16, f32 and f16, and gated(gelu) in f32, against a same-run copy (the goal:
+#               >= 99 %); FP8 output (e4m3, e5m2) from bf16 and f32 timed, and checked over every
+#               bfloat16 input; a compact table of the ratios.
 #               GATED_FULL=1 adds tuning, padded tensors, other gates, every 16-bit input of every
 #               gated built-in, float32 samples and a size sweep
 #     prelu     PReLU and RReLU (prelu, rrelu, training(rrelu)): their CUDA and unit test cases;
@@ -344,17 +345,23 @@ if want gated; then
   run_logged gated_tests_cuda "$BIN/kplay_tests" --test-suite=cuda -tc='*gated*'
   run_logged gated_tests_nvrtc "$BIN/kplay_tests" --test-suite=nvrtc -tc='gated*'
   grep -hE '^\[doctest\] (test cases|assertions)' "$LOGS"/gated_tests_*.log >>"$summary"
-  # The roofline, untuned (the device model's config).
-  for d in bf16 f32; do
+  # The roofline, untuned (the device model's config); GeGLU in float32 too.
+  for d in bf16 f32 f16; do
     for dir in forward backward; do
       run_logged "gated_silu_${d}_${dir}" "$K" run --no-db --act 'gated(silu)' --shape "$GSHAPE" --dtype $d \
         --direction $dir --repeat 25
     done
   done
+  for dir in forward backward; do
+    run_logged "gated_silu_f32_gelu_${dir}" "$K" run --no-db --act 'gated(gelu)' --shape "$GSHAPE" --dtype f32 \
+      --direction $dir --repeat 25
+  done
   # FP8 output: timed on the shape (every element checked once), and every bfloat16 input of a and
   # 64 values of b each through kplay check, both formats.
   for f8 in f8e4m3 f8e5m2; do
     run_logged "gated_silu_bf16_$f8" "$K" run --no-db --act 'gated(silu)' --shape "$GSHAPE" --dtype bf16 \
+      --out-dtype $f8 --scale 0.5 --repeat 25
+    run_logged "gated_silu_f32_$f8" "$K" run --no-db --act 'gated(silu)' --shape "$GSHAPE" --dtype f32 \
       --out-dtype $f8 --scale 0.5 --repeat 25
     check_logged "gated_fp8_check_$f8" --act 'gated(silu),gated(gelu(approximate=tanh))' --dtype bf16 \
       --out-dtype $f8 --scale 0.25

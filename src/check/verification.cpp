@@ -113,6 +113,13 @@ std::vector<double> edge_values(const ResolvedActivation& act, Dtype dtype) {
   return out;
 }
 
+std::vector<std::pair<double, double>> gated_pairs(Dtype dtype) {
+  std::vector<std::pair<double, double>> out;
+  for (double a : {-90.0, -10.0625})
+    for (double b : {kInf, -kInf}) out.emplace_back(round_to(dtype, a), b);
+  return out;
+}
+
 double ulp_of(Dtype dtype, double v) {
   const int p = mantissa_bits(dtype);
   const int emin = dtype == Dtype::f64 ? -1022 : (dtype == Dtype::f16 ? -14 : -126);
@@ -139,12 +146,16 @@ ReferenceProblem::ReferenceProblem(const KernelSpec& s, std::uint64_t sd)
       seed(sd),
       act(resolve_activation(s.activation)),
       params(params_for(act, s.dtype, s.direction)),
-      edges(edge_values(act, s.dtype)) {}
+      edges(edge_values(act, s.dtype)) {
+  if (act.gated) pairs = gated_pairs(s.dtype);
+}
 
 double ReferenceProblem::x(std::uint64_t i) const {
   if (period) i %= period;
   const std::size_t nspecial = special_value_count();
   if (i >= nspecial && i - nspecial < edges.size()) return edges[i - nspecial];
+  if (i >= nspecial + edges.size() && i - nspecial - edges.size() < pairs.size())
+    return pairs[i - nspecial - edges.size()].first;
   return generate_input(spec.dtype, seed, InputStream::x, i);
 }
 
@@ -158,6 +169,8 @@ double ReferenceProblem::b(std::uint64_t i) const {
   if (period) i %= period;
   const std::size_t nspecial = special_value_count();
   // The special values in the reverse order of a's: each special a meets another special b.
+  if (i >= nspecial + edges.size() && i - nspecial - edges.size() < pairs.size())
+    return pairs[i - nspecial - edges.size()].second;
   const std::uint64_t k = i < nspecial ? nspecial - 1 - i : i;
   return generate_input(spec.dtype, seed, InputStream::b, k);
 }
@@ -182,16 +195,20 @@ double ReferenceProblem::gated_error_scale(double g, double a, double bv, int ou
   }
   const Activation& f = *act.act;
   // An infinite b times a factor that underflows in the compute type is 0 * inf there (NaN, as
-  // torch gives) where the exact product is infinite: undetermined (kUndetermined).
+  // torch gives) where the exact product is infinite: undetermined (kUndetermined). float32 takes
+  // float's smallest normal number here: its double routines end their range there or later
+  // (e^x is 0 below -708, so silu(-710) = -2^-1015 is 0), and torch's float32 act(a) is subnormal
+  // or 0 below it.
+  const double m_inf = spec.dtype == Dtype::f64 ? m : min_normal(Dtype::f32);
   if (spec.direction == Direction::forward || output == 1) {
     const double fa = std::fabs(f.forward(a, params.data()));
     const double factor = spec.direction == Direction::forward ? ab : ag;
-    if (fa < m && std::isinf(factor)) return kUndetermined;
+    if (fa < m_inf && std::isinf(factor)) return kUndetermined;
     return fa < m ? factor * m : 0.0;
   }
   const double own = error_scale(g, a) * ab;  // the derivative's own rules (underflow, roots)
   const double ga = std::fabs(f.grad_from_input(g, a, params.data()));
-  if (ga < m && std::isinf(ab)) return kUndetermined;
+  if (ga < m_inf && std::isinf(ab)) return kUndetermined;
   return std::max(own, ga < m ? ab * m : 0.0);
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kplay/types.hpp"
@@ -36,6 +37,12 @@ std::size_t special_value_count();
 
 // The activation's edges and their neighbours, rounded to the dtype (planted after the specials).
 std::vector<double> edge_values(const ResolvedActivation& act, Dtype dtype);
+
+// A gated problem's (a, b) pairs, planted after the edges, rounded to the dtype: a where act(a) is
+// a normal float32 number below e^-87.3, the smallest normal float that e^x reaches (silu and mish
+// of -90 are -7.4e-38, gelu(tanh) of -10.0625 is -2.9e-38), with b = +-inf, so the exact product is
+// infinite: an exponential that flushes its subnormal results would make it 0 * inf = NaN.
+std::vector<std::pair<double, double>> gated_pairs(Dtype dtype);
 
 // |out - ref| in units of the dtype's spacing at |ref| (the subnormal spacing below the smallest
 // normal number). NaN against NaN and equal infinities are 0; any other NaN/inf disagreement is inf.
@@ -60,6 +67,8 @@ struct ReferenceProblem {
   ResolvedActivation act;
   std::vector<double> params;
   std::vector<double> edges;
+  // Gated only: (a, b) pairs planted after the edges, gated_pairs(dtype).
+  std::vector<std::pair<double, double>> pairs;
   // Inputs repeat every `period` elements (0: never), so a large problem is generated once on the
   // host and replicated on the device (Problem); element i holds the values of i % period.
   std::uint64_t period = 0;
@@ -131,7 +140,8 @@ struct ReferenceProblem {
   // 16-bit dtypes, double otherwise), the product with b is exact only to b times its smallest
   // normal number; grad_a takes error_scale's rules for the derivative, times |b|.
   // Where b is infinite and that factor underflows, the result is 0 * inf in the compute type,
-  // NaN, where the exact product is infinite: kUndetermined, and either result stands.
+  // NaN, where the exact product is infinite: kUndetermined, and either result stands (float32:
+  // below float's smallest normal number, where its double routines may end their range).
   double gated_error_scale(double g, double a, double b, int output) const;
   double fp8_limit() const;  // the largest finite value of spec.out
   // Exact result for element i (forward or grad). Not for user activations (no reference of their

@@ -81,7 +81,9 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   k.entry = entry_name(spec, c, layout);
 
   // A gated float32 kernel without fast-math computes in double (gated_wide_math): its math is
-  // the float64 kernel's, its storage float (KP_WIDE_F32), so act(a) * b is rounded once.
+  // the float64 kernel's, its storage float (KP_WIDE_F32), so act(a) * b is rounded once; on a
+  // device with fast FP64 the activations that have a float32 double routine take it (KP_FAST_FP64),
+  // the others the float64 kernel's math.
   const bool wide = act.gated && gated_wide_math(spec.dtype, c.fast_math);
   const Dtype math = wide ? Dtype::f64 : spec.dtype;
   std::ostringstream os;
@@ -110,7 +112,11 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   }
   os << "#define KP_FAST_MATH " << (c.fast_math ? 1 : 0) << '\n';
   // Only the float32 IEEE kernels have a double path: other kernels keep one hash on every device.
-  os << "#define KP_FAST_FP64 " << (dialect.fast_fp64 && math == Dtype::f32 && !c.fast_math ? 1 : 0) << '\n';
+  // A wide gated kernel (float32 storage, double math) takes it too, with the routines' double
+  // results unrounded (templates/common/fp64_math.h, kp_d_res).
+  const bool f32_storage = math == Dtype::f32 || wide;
+  const bool fast_fp64 = dialect.fast_fp64 && f32_storage && !c.fast_math;
+  os << "#define KP_FAST_FP64 " << (fast_fp64 ? 1 : 0) << '\n';
   // Parameters are compile-time constants (docs/design.md says why): KP_P_<NAME>, rounded for the
   // storage dtype (float32's in a wide kernel, written exactly).
   os << act.param_defines(spec.dtype, spec.direction, wide);
@@ -122,8 +128,10 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
     append_file(os, "common/precise_grad.h");  // snippets define their backward in every kernel
     append_file(os, "common/fp64_math.h");     // empty unless KP_FAST_FP64
   }
-  // Full-precision double routines that undercut the built-ins (float64 IEEE kernels only).
+  // Full-precision double routines that undercut the built-ins (float64 IEEE kernels only), and in
+  // a wide kernel on a fast-FP64 device fp64_math.h's for the activations it has.
   if (math == Dtype::f64 && !c.fast_math) append_file(os, "common/float64_math.h");
+  if (wide && fast_fp64) append_file(os, "common/fp64_math.h");
   if (act.act->user)
     append_text(os, act.act->origin.empty() ? "activation " + act.act->name : act.act->origin, act.act->snippet);
   else

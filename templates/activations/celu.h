@@ -1,6 +1,6 @@
 /* CELU(alpha) as torch: x <= 0 ? alpha * expm1(x / alpha) : x; backward g * exp(x / alpha) for
  * x <= 0, or from the output g * (y / alpha + 1). */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: q = x / alpha as x times 1/alpha (folded at compile time) in double, then
  * alpha expm1(q) (fp64_math.h), one rounding; expm1(+-0) = +-0. A negative alpha makes q positive:
  * clamped at 700, where alpha e^q is beyond any float (+-inf, as torch's overflow). */
@@ -8,7 +8,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   if (!(x <= 0.0f)) return x;
   const double q0 = (double)x * (1.0 / (double)KP_P_ALPHA);
   const double q = KP_P_ALPHA > 0.0f || q0 < 700.0 ? q0 : 700.0;
-  return (float)((double)KP_P_ALPHA * (x == 0.0f ? q : kp_d_expm1(q)));
+  return (kp_d_res)((double)KP_P_ALPHA * (x == 0.0f ? q : kp_d_expm1(q)));
 }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: x / alpha as a float-float (1/alpha = inv_hi + inv_lo, folded at compile time), its
@@ -28,11 +28,11 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return x <= KP_LIT(0.0) ? neg : x;
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: g e^(x / alpha) in double, one rounding. */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= 0.0f)) return g;
-  return (float)((double)g * kp_d_exp((double)x * (1.0 / (double)KP_P_ALPHA)));
+  return (kp_d_res)((double)g * kp_d_exp((double)x * (1.0 / (double)KP_P_ALPHA)));
 }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * e^(x / alpha) rounded once, x / alpha and the exponential as float-floats (the

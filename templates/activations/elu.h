@@ -1,11 +1,11 @@
 /* ELU(alpha) as torch: x <= 0 ? alpha * expm1(x) : x (NaN stays NaN); backward
  * x <= 0 ? g * alpha * exp(x) : g, or from the output y <= 0 ? g * (y + alpha) : g. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: alpha expm1(x) in double (fp64_math.h), one rounding; expm1(+-0) = +-0. */
 KP_FN KP_C kp_act_forward(KP_C x) {
   if (!(x <= 0.0f)) return x;
   const double e = x == 0.0f ? (double)x : kp_d_expm1((double)x);
-  return (float)((double)KP_P_ALPHA * e);
+  return (kp_d_res)((double)KP_P_ALPHA * e);
 }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: alpha * expm1(x) rounded once (expm1 as a float-float, precise_math.h): within 1 ulp. */
@@ -21,11 +21,11 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return x <= KP_LIT(0.0) ? neg : x;
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: g alpha e^x in double, one rounding. */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= 0.0f)) return g;
-  return (float)((double)g * ((double)KP_P_ALPHA * kp_d_exp((double)x)));
+  return (kp_d_res)((double)g * ((double)KP_P_ALPHA * kp_d_exp((double)x)));
 }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * alpha * e^x rounded once (g * alpha and e^x as float-floats). */

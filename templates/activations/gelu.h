@@ -11,12 +11,12 @@
 #if (KP_DTYPE_F16 || KP_DTYPE_BF16) && !KP_FAST_MATH
 /* 16-bit results (templates/common/narrow_math.h): u = sqrt(2/pi) v, and float16's
  * e = exp(-2|u|) = 2^(-C|v|), C = 2 sqrt(2/pi) log2(e), in one multiply and MUFU.EX2 alone
- * (flushed below 2^-126, as KP_EXP_FACTOR); bfloat16 keeps subnormal e, since x e reaches its range
- * (x near -10). 1 + e is in [1, 2]: the reciprocal is MUFU.RCP alone. */
+ * (flushed below 2^-126, as KP_EXP_FACTOR, outside gated kernels); bfloat16 keeps subnormal e,
+ * since x e reaches its range (x near -10). 1 + e is in [1, 2]: the reciprocal is MUFU.RCP alone. */
 #define KP_GELU_C_LOG2E 2.30220820f /* 2 sqrt(2/pi) log2(e) */
 KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
   const KP_C v = KP_FMA(KP_GELU_KAPPA * x, x * x, x);
-#if KP_DTYPE_F16
+#if KP_F16_FLUSH_EXP
   const KP_C e = KP_HW_EXP2F_FTZ(KP_FABS(v) * -KP_GELU_C_LOG2E);
 #else
   const KP_C e = KP_EXP_FACTOR(KP_FABS(v) * (-2.0f * KP_GELU_SQRT_2_PI));
@@ -36,10 +36,12 @@ KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
 #endif
 
 KP_FN KP_C kp_act_forward(KP_C x) {
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
+#if KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
   return kp_d_gelu_tanh(x);  /* exponent in double, quotient in float (templates/common/fp64_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh(x);  /* float-float 2u and sigmoid (precise_math.h) */
+#elif KP_FAST_FP64 && KP_WIDE_F32
+  return kp_d_gelu(x); /* a gated kernel's: in double, unrounded (templates/common/fp64_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
   return kp_precise_gelu(x);  /* float alone, on every device (precise_math.h) */
 #elif KP_P_APPROXIMATE_TANH
@@ -56,11 +58,11 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 /* torch's gelu_backward: none: g (Phi(x) + x phi(x)); tanh: g (s + 2 x s (1 - s) sqrt(2/pi)
  * (1 + 3 kappa x^2)) with s = sigmoid(2u), the same as torch's 0.5 (1 + t) + 0.5 x (1 - t^2) ... */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
+#if KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
   return kp_d_gelu_tanh_grad(g, x);  /* in double, one rounding (templates/common/fp64_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh_grad(g, x);  /* float-float f' (templates/common/precise_grad.h) */
-#elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#elif KP_FAST_FP64
   return kp_d_gelu_grad(g, x);  /* in double, one rounding (templates/common/fp64_math.h) */
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
   return kp_precise_gelu_grad(g, x);

@@ -1,6 +1,6 @@
 /* LogSigmoid as torch: min(x, 0) - log1p(exp(-|x|)); derivative sigmoid(-x), which is
  * -expm1(y) from the output. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_logsigmoid(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
@@ -14,7 +14,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return (x < KP_LIT(0.0) ? x : KP_LIT(0.0)) - KP_LOG1P(KP_EXP(-KP_FABS(x)));
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_mul_sigmoid(g, x, -(double)x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid_wide(g, -x, 0.0f, 0); }

@@ -2,7 +2,7 @@
  * tanh(log1p(e^x)) = n / (n + 2): one exponential, no cancellation. Above x = 20 the factor is 1
  * to well under float precision. At -inf the result is NaN, as torch's formula gives (-inf * 0).
  * Backward (torch): g * (t + x * sigmoid(x) * (1 - t^2)), with 1 - t^2 = 4 (n + 1) / (n + 2)^2. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_mish(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
@@ -22,7 +22,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return x > KP_LIT(20.0) ? x : y;
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_mish_grad(g, x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * f'(x) rounded once, f' in float-float (templates/common/precise_grad.h). */

@@ -11,7 +11,7 @@
  * exp(-|z|), which never overflows (silu.h). -inf: NaN, as torch's -inf * 0.
  * Backward: d/dx x sigmoid(beta x) = silu'(z) = s (1 + z (1 - s)), s = sigmoid(z), NaN at +-inf as
  * torch's autograd of the formula (inf * 0); the output does not determine it. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: z exact in double (two floats' product), one rounding (fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_mul_sigmoid(x, x, (double)x * (double)KP_P_BETA); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
@@ -36,7 +36,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return KP_DIV_1P(z >= KP_LIT(0.0) ? x : x * e, e);
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: silu's derivative at the exact double z, one rounding (fp64_math.h). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return kp_d_silu_grad_at(g, (double)x * (double)KP_P_BETA, KP_P_BETA * x);

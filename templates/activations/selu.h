@@ -9,19 +9,25 @@
 #define KP_SELU_LAMBDA KP_LIT(1.0507009873554804934193349852946)
 #define KP_SELU_LAMBDA_ALPHA KP_LIT(1.7580993408473768599402175208123)
 
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
-/* float32, fast FP64: lambda alpha expm1(x) in double (fp64_math.h), one rounding; expm1(+-0) is
- * +-0 itself, which the polynomial would make +0. lambda x in float, as lambda's float-float
- * 0x1.0cfabep+0f - 0x1.2adddap-25f (rounded once, inf kept): in a mixed-sign warp both branches
- * run, and two conversions and a DMUL more kept SELU at 91 % of copy on the H200. */
+#if KP_FAST_FP64
+/* float32, fast FP64: lambda alpha expm1(x) in double (fp64_math.h), one rounding (none in a
+ * gated kernel: kp_d_res); expm1(+-0) is +-0 itself, which the polynomial would make +0. lambda x
+ * in float, as lambda's float-float 0x1.0cfabep+0f - 0x1.2adddap-25f (rounded once, inf kept): in
+ * a mixed-sign warp both branches run, and two conversions and a DMUL more kept SELU at 91 % of
+ * copy on the H200. A gated kernel takes lambda x in double, unrounded, for the product. */
 KP_FN KP_C kp_act_forward(KP_C x) {
   if (!(x <= 0.0f)) {
+#if KP_WIDE_F32
+    /* a gated kernel: lambda x unrounded, for the product with b */
+    return 1.0507009873554804934193349852946 * (double)x;
+#else
     /* below 2^-96 the low part's product would lose bits to underflow: in double there */
     if (x < 0x1p-96f) return (float)(1.0507009873554804934193349852946 * (double)x);
     return x > 0x1.fffffep+127f ? x : KP_FMAF(0x1.0cfabep+0f, x, -0x1.2adddap-25f * x);
+#endif
   }
   /* clamped in float: below -20 the result rounds to -lambda alpha */
-  const float y = (float)(1.7580993408473768599402175208123 * kp_d_expm1_in_range((double)(x > -20.0f ? x : -20.0f)));
+  const kp_d_res y = (kp_d_res)(1.7580993408473768599402175208123 * kp_d_expm1_in_range((double)(x > -20.0f ? x : -20.0f)));
   return x == 0.0f ? x : y;
 }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
@@ -47,11 +53,11 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 
 /* The backward passes decide on `<= 0` as torch's elu_backward does: a NaN saved value takes
  * the lambda branch there, so we match it. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: g lambda, or g lambda alpha e^x, in double and rounded once. */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  if (!(x <= 0.0f)) return (float)(1.0507009873554804934193349852946 * (double)g);
-  return (float)((double)g * (1.7580993408473768599402175208123 * kp_d_exp((double)x)));
+  if (!(x <= 0.0f)) return (kp_d_res)(1.0507009873554804934193349852946 * (double)g);
+  return (kp_d_res)((double)g * (1.7580993408473768599402175208123 * kp_d_exp((double)x)));
 }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * lambda * alpha * e^x rounded once (g * lambda * alpha and e^x as float-floats). */

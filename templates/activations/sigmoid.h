@@ -1,6 +1,6 @@
 /* Sigmoid as torch: 1 / (1 + exp(-x)), from exp(-|x|) so that neither tail overflows or loses
  * relative precision; torch's sigmoid_backward uses the output: g * y * (1 - y). */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_sigmoid(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
@@ -12,7 +12,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return KP_DIV_1P(x >= KP_LIT(0.0) ? KP_LIT(1.0) : e, e);
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_sigmoid_grad(g, x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: (g * sigmoid(x)) * sigmoid(-x), two single roundings (precise_math.h). A huge g

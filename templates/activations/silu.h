@@ -1,7 +1,7 @@
 /* SiLU (swish) as torch: x * sigmoid(x); backward g * s * (1 + x (1 - s)). The sigmoid comes
  * from exp(-|x|), which never overflows, so x * e^x stays a normal number deep in the negative
  * tail instead of flushing to zero; at -inf the result is NaN, as torch's x / (1 + exp(-x)). */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_silu(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
@@ -17,7 +17,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return KP_DIV_1P(x >= KP_LIT(0.0) ? x : x * e, e);
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_silu_grad(g, x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * f'(x) rounded once, f' in float-float (a fit near its root at -1.2785, where

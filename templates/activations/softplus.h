@@ -2,7 +2,7 @@
  * computed as max(bx, 0) + log1p(exp(-|bx|)) so that no exponential overflows for large
  * thresholds. Backward g * sigmoid(beta x) (g above the threshold); from the output,
  * sigmoid(beta x) = -expm1(-beta y). */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
@@ -36,7 +36,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return bx > KP_P_THRESHOLD ? x : sp / KP_P_BETA;
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return x * KP_P_BETA > KP_P_THRESHOLD ? g : kp_d_mul_sigmoid(g, x, (double)x * KP_P_BETA);
 }

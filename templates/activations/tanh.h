@@ -1,6 +1,6 @@
 /* Tanh as torch; torch's tanh_backward uses the output: g * (1 - y^2) (one rounding with fma).
  * From the input, 1 - tanh^2 = 4 e / (1 + e)^2 with e = exp(-2|x|), exact where tanh rounds to 1. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_tanh(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
@@ -12,7 +12,7 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_f64_tanh(x); }
 #else
 KP_FN KP_C kp_act_forward(KP_C x) { return KP_TANH(x); }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_tanh_grad(g, x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: 1 - tanh^2 = 4 sigmoid(2x) sigmoid(-2x), two single roundings (precise_math.h). */

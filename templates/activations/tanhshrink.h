@@ -1,7 +1,7 @@
 /* Tanhshrink as torch: x - tanh(x), which cancels near 0: there its odd series
  * x^3/3 - 2x^5/15 + 17x^7/315 - ... (terms fall by 6x each for |x| < 0.625, so eleven reach float
  * precision). Backward g * tanh(x)^2. */
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_tanhshrink(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
@@ -60,7 +60,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return x - KP_TANH(x);
 }
 #endif
-#if KP_DTYPE_F32 && !KP_FAST_MATH && KP_FAST_FP64
+#if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_tanhshrink_grad(g, x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: g * tanh(x)^2 rounded once, tanh and its square as float-floats (tanh(x) = x to float

@@ -26,10 +26,15 @@
  *   KP_VLOAD(v, p, i);      a statement: kp_vec v = vector i of the elements at p, which need only
  *                           element alignment (KP_VEC scalar loads on CUDA, vloadn on OpenCL)
  *   KP_VSTORE(v, p, i);     the same for a store (a gated backward's second output)
- *   KP_TO, kp_oraw, kp_ovec, KP_OLANE, KP_OVEC_TO_RAW, KP_OUT_MISALIGNMENT, kp_to_out
+ *   KP_TO, kp_oraw, kp_ovec, KP_OLANE, KP_OVEC_TO_RAW, KP_OUT_MISALIGNMENT, kp_to_out,
+ *   kp_scale, kp_make_scale
  *                           the output's element, raw word and vector, and the conversion of a
- *                           result to it, where the output is not KP_T (FP8: CUDA's prelude);
+ *                           result to it, where the output is not KP_T (FP8: CUDA's prelude),
+ *                           with what kp_make_scale makes of the scale once per thread;
  *                           defined below from the input's where the prelude leaves them
+ *   KP_OUT_PAIRS, kp_to_out2, KP_OPAIR(v, p), KP_FOR_PAIRS(M)
+ *                           optional (FP8): two results converted at once into the 16-bit word
+ *                           p of an output vector, and M(p) for every such pair
  *
  * What the kernels read and write, element by element (a, b, c: in0, in1, in2):
  *   forward                        out = f(a)
@@ -95,6 +100,9 @@ KP_FN kp_slope_ctx kp_sc_at(kp_slope_ctx sc, kp_u64 first) {
 #define KP_SC_ARG_AT(first_)
 #endif
 
+#ifndef KP_OUT_PAIRS
+#define KP_OUT_PAIRS 0
+#endif
 /* The output is of the inputs' type unless the prelude says otherwise (FP8). */
 #if !KP_OUT_F8
 typedef KP_T KP_TO;
@@ -103,7 +111,9 @@ typedef kp_vec kp_ovec;
 #define KP_OLANE(v, k) KP_LANE(v, k)
 #define KP_OVEC_TO_RAW(v) KP_VEC_TO_RAW(v)
 #define KP_OUT_MISALIGNMENT(p, at) KP_MISALIGNMENT(p, at)
-KP_FN KP_TO kp_to_out(KP_C v, float scale) {
+typedef float kp_scale;
+KP_FN kp_scale kp_make_scale(float scale) { return scale; }
+KP_FN KP_TO kp_to_out(KP_C v, kp_scale scale) {
   (void)scale;
   return kp_to_storage(v);
 }
@@ -111,7 +121,7 @@ KP_FN KP_TO kp_to_out(KP_C v, float scale) {
 
 /* One element of the (first) output: forward reads x; backward reads the incoming gradient and
  * the saved tensor; gated forward reads a and b. */
-KP_FN KP_TO kp_apply(KP_T a, KP_T b, float scale) {
+KP_FN KP_TO kp_apply(KP_T a, KP_T b, kp_scale scale) {
 #if KP_GATED
   return kp_to_out(kp_act_forward(kp_to_compute(a)) * kp_to_compute(b), scale);
 #elif KP_BACKWARD
@@ -140,6 +150,14 @@ KP_FN KP_T kp_apply_slope(KP_T a, KP_T b, kp_slope_ctx sc, kp_u64 i) {
 }
 #endif
 
+#if KP_OUT_PAIRS
+/* Two lanes of a gated forward whose output converts two results at once (FP8). */
+KP_FN unsigned short kp_apply2(KP_T a0, KP_T a1, KP_T b0, KP_T b1, kp_scale scale) {
+  return kp_to_out2(kp_act_forward(kp_to_compute(a0)) * kp_to_compute(b0),
+                    kp_act_forward(kp_to_compute(a1)) * kp_to_compute(b1), scale);
+}
+#endif
+
 #if KP_TWO_OUTPUTS
 /* A gated backward: grad_a = g f'(a) b (the derivative times g first, so that a zero derivative
  * keeps a zero where g b overflows) and grad_b = g f(a). */
@@ -150,7 +168,7 @@ KP_FN KP_T kp_apply_gb(KP_T g, KP_T a) { return kp_to_storage(kp_to_compute(g) *
 #endif
 
 KP_FN void kp_scalar(KP_GLOBAL KP_TO* o, KP_GLOBAL KP_T* o1, KP_GLOBAL const KP_T* a, KP_GLOBAL const KP_T* b,
-                     KP_GLOBAL const KP_T* c, kp_u64 i, float scale KP_SC_PARAM) {
+                     KP_GLOBAL const KP_T* c, kp_u64 i, kp_scale scale KP_SC_PARAM) {
 #if KP_TWO_OUTPUTS
   (void)scale;
   const KP_T g = KP_LD(a + i), av = KP_LD(b + i), bv = KP_LD(c + i);
@@ -198,13 +216,18 @@ KP_FN void kp_load(kp_vec* dst, KP_GLOBAL const KP_T* p, bool aligned, kp_idx v)
 #else
 #define KP_APPLY_LANE(k) KP_OLANE(y, k) = kp_apply(KP_LANE(x[j], k), 0, scale);
 #endif
+#if KP_OUT_PAIRS
+#define KP_APPLY_PAIR(p)                                                                                   \
+  KP_OPAIR(y, p) = kp_apply2(KP_LANE(x[j], 2 * (p)), KP_LANE(x[j], 2 * (p) + 1), KP_LANE(s[j], 2 * (p)), \
+                             KP_LANE(s[j], 2 * (p) + 1), scale);
+#endif
 
 /* One chunk step of one thread: vectors base, base + KP_BLOCK, ... below nvec, all read before
  * any is written. o1 (a gated backward's second output) is written with wide stores where
  * o1_vec, else element by element. */
 KP_FN void kp_step(KP_GLOBAL kp_oraw* ov, KP_GLOBAL KP_T* o1, bool o1_vec, KP_GLOBAL const KP_T* a, bool a_vec,
                    KP_GLOBAL const KP_T* b, bool b_vec, KP_GLOBAL const KP_T* c, bool c_vec, kp_idx base,
-                   kp_idx nvec, float scale KP_SC_PARAM) {
+                   kp_idx nvec, kp_scale scale KP_SC_PARAM) {
   kp_vec x[KP_VPT];
 #if KP_INPUTS >= 2
   kp_vec s[KP_VPT];
@@ -249,7 +272,11 @@ KP_FN void kp_step(KP_GLOBAL kp_oraw* ov, KP_GLOBAL KP_T* o1, bool o1_vec, KP_GL
 #if KP_BACKWARD && KP_LATE_GRAD
       kp_load(&x[j], a, a_vec, v);
 #endif
+#if KP_OUT_PAIRS
+      KP_FOR_PAIRS(KP_APPLY_PAIR)
+#else
       KP_FOR_LANES(KP_APPLY_LANE)
+#endif
       KP_ST(ov + v, KP_OVEC_TO_RAW(y));
 #if KP_TWO_OUTPUTS
       if (o1_vec) {
@@ -273,7 +300,7 @@ KP_FN void kp_step(KP_GLOBAL kp_oraw* ov, KP_GLOBAL KP_T* o1, bool o1_vec, KP_GL
 #endif
 #if KP_OUT_F8
 #define KP_SCALE_PARAMS , KP_GLOBAL const float *scale_ptr, float scale_value
-#define KP_SCALE (scale_ptr ? *scale_ptr : scale_value)
+#define KP_SCALE kp_make_scale(scale_ptr ? *scale_ptr : scale_value)
 #else
 #define KP_SCALE_PARAMS
 #define KP_SCALE 1.0f
@@ -310,7 +337,7 @@ KP_KERNEL KP_ENTRY(KP_PARAMS) {
   (void)ld_out;
   (void)ld_in0;
   (void)ld_in1;
-  const float scale = KP_SCALE;
+  const kp_scale scale = KP_SCALE; /* FP8: its reciprocal, once per thread */
   KP_SLOPE_CTX
   const unsigned n = (unsigned)cols;
   const unsigned nvec = n / KP_VEC;
@@ -336,7 +363,7 @@ KP_KERNEL KP_ENTRY(KP_PARAMS) {
 }
 #else
 KP_KERNEL KP_ENTRY(KP_PARAMS) {
-  const float scale = KP_SCALE;
+  const kp_scale scale = KP_SCALE; /* FP8: its reciprocal, once per thread */
   KP_SLOPE_CTX
   const kp_u64 chunk = (kp_u64)KP_BLOCK * KP_VPT; /* vectors per block step */
   for (kp_u64 r = KP_GROUP_Y; r < rows; r += KP_NUM_GROUPS_Y) {

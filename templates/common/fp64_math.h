@@ -13,6 +13,17 @@
 #define KP_FP64_MATH_H
 #if KP_FAST_FP64
 
+/* What the activations return: a float, rounded once here, in a float32 kernel; in a gated
+ * float32 kernel (KP_WIDE_F32) the double itself, unrounded, which the kernel multiplies by b in
+ * double and rounds once: the product is then within 0.5 ulp plus the routine's relative error
+ * times 2^24 (0.56 ulp for 2^-28, 0.81 for log1p's 2^-25.7), where a float act(a) would carry its
+ * own error, doubled in ulps of the product, into it. */
+#if KP_WIDE_F32
+typedef double kp_d_res;
+#else
+typedef float kp_d_res;
+#endif
+
 #define KP_D_LOG2E 0x1.71547652b82fep+0
 #define KP_D_LN2 0x1.62e42fefa39efp-1
 #define KP_D_SHIFT 0x1.8p+52 /* adding it rounds |v| < 2^51 to an integer, held in the low word */
@@ -99,10 +110,16 @@ KP_FN double kp_d_rcp_pow2(double d, int k) {
 }
 KP_FN double kp_d_rcp(double d) { return kp_d_rcp_pow2(d, 0); }
 
-/* |v| with the sign of x (float bits), for odd functions. */
+/* |v| with the sign of x (float bits), for odd functions: on the words of v, one integer op. */
+#if KP_WIDE_F32
+KP_FN double kp_d_copysign(double v, float x) {
+  return KP_D_FROM_HILO((KP_D_HI(v) & 0x7fffffff) | (KP_AS_INT(x) & (int)0x80000000), KP_D_LO(v));
+}
+#else
 KP_FN float kp_d_copysign(float v, float x) {
   return KP_AS_FLOAT((KP_AS_INT(v) & 0x7fffffff) | (KP_AS_INT(x) & (int)0x80000000));
 }
+#endif
 
 /* sigmoid(x) and sigmoid(-x) from e = exp(-|x|), which never overflows: s = 1/(1+e) on the
  * side of x, e/(1+e) on the other. NaN gives e = 0: the callers select NaN from their input. */
@@ -112,24 +129,24 @@ KP_FN double kp_d_sigmoid_parts(double x, double* e, double* r) {
   return KP_D_HI(x) >= 0 ? *r : *e * *r; /* the sign as an integer test: a DSETP is an FP64 op */
 }
 
-KP_FN float kp_d_sigmoid(float x) {
+KP_FN kp_d_res kp_d_sigmoid(float x) {
   double e, r;
-  const float y = (float)kp_d_sigmoid_parts(x, &e, &r);
-  return x != x ? x : y;
+  const kp_d_res y = (kp_d_res)kp_d_sigmoid_parts(x, &e, &r);
+  return x != x ? (kp_d_res)x : y;
 }
 
 /* x sigmoid(x): at -inf, -inf * 0 = NaN, as torch's x / (1 + exp(-x)). */
-KP_FN float kp_d_silu(float x) {
+KP_FN kp_d_res kp_d_silu(float x) {
   double e, r;
-  return (float)((double)x * kp_d_sigmoid_parts(x, &e, &r));
+  return (kp_d_res)((double)x * kp_d_sigmoid_parts(x, &e, &r));
 }
 
 /* g sigmoid(x) sigmoid(-x) = g e / (1 + e)^2, one rounding. */
-KP_FN float kp_d_sigmoid_grad(float g, float x) {
+KP_FN kp_d_res kp_d_sigmoid_grad(float g, float x) {
   double e, r;
   kp_d_sigmoid_parts(x, &e, &r);
-  const float d = (float)((double)g * e * r * r);
-  return x != x ? x + g : d;
+  const kp_d_res d = (kp_d_res)((double)g * e * r * r);
+  return x != x ? (kp_d_res)(x + g) : d;
 }
 
 /* -tanh |x| = m / (2 + m), m = expm1(-2|x|) in [-1, 0]: relative precision at every |x|. */
@@ -140,18 +157,18 @@ KP_FN double kp_d_neg_tanh_abs(double x) {
 
 /* tanh x: |x| clamped at 9.5 in float (tanh rounds to 1 beyond 9.02) and -2|x| formed there
  * (exact), so expm1 needs no range check and no DMUL. */
-KP_FN float kp_d_tanh(float x) {
+KP_FN kp_d_res kp_d_tanh(float x) {
   const double m = kp_d_expm1_in_range((double)(-2.0f * (KP_FABSF(x) < 9.5f ? KP_FABSF(x) : 9.5f)));
-  const float t = kp_d_copysign((float)(m * kp_d_rcp(2.0 + m)), x);
-  return x != x ? x : t;
+  const kp_d_res t = kp_d_copysign((kp_d_res)(m * kp_d_rcp(2.0 + m)), x);
+  return x != x ? (kp_d_res)x : t;
 }
 
 /* g (1 - tanh^2 x) = g 4 e / (1 + e)^2, e = exp(-2|x|): a product, so no cancellation. */
-KP_FN float kp_d_tanh_grad(float g, float x) {
+KP_FN kp_d_res kp_d_tanh_grad(float g, float x) {
   const double e = kp_d_exp_neg_abs(2.0 * (double)x);
   const double r = kp_d_rcp(1.0 + e);
-  const float d = (float)((double)g * (4.0 * e) * r * r);
-  return x != x ? x + g : d;
+  const kp_d_res d = (kp_d_res)((double)g * (4.0 * e) * r * r);
+  return x != x ? (kp_d_res)(x + g) : d;
 }
 
 /* silu'(x) = s (1 + x (1 - s)) = N / (1 + e)^2 with e = exp(-|x|) and N = 1 + e + x e for
@@ -165,7 +182,7 @@ KP_FN float kp_d_tanh_grad(float g, float x) {
 /* g silu'(xd) for a double argument xd and its float rounding x (the tests on x in float: a DSETP
  * would take the FP64 pipe). xd - X0 is exact near the root (Sterbenz) for any double xd, so
  * quick_gelu passes its exact product beta x here (float x, float beta: 48 bits). */
-KP_FN float kp_d_silu_grad_at(float g, double xd, float x) {
+KP_FN kp_d_res kp_d_silu_grad_at(float g, double xd, float x) {
   const double a = -fabs(xd);
   double s;
   const double rg = kp_d_reduce(a, &s);
@@ -177,9 +194,9 @@ KP_FN float kp_d_silu_grad_at(float g, double xd, float x) {
   const double h = near_root ? fma(KP_D_SILU_E0, m, KP_D_SILU_D + t) : (1.0 + xd) + e; /* 1 + x + e^x */
   const double n = x < 0.0f ? e * h : fma(xd, e, 1.0 + e);
   const double r = kp_d_rcp(1.0 + e);
-  return (float)((double)g * n * r * r);
+  return (kp_d_res)((double)g * n * r * r);
 }
-KP_FN float kp_d_silu_grad(float g, float x) { return kp_d_silu_grad_at(g, (double)x, x); }
+KP_FN kp_d_res kp_d_silu_grad(float g, float x) { return kp_d_silu_grad_at(g, (double)x, x); }
 
 /* exp(-w/2) for w = x^2 (exact in double) = 2^n E(z), z = w + 2 n ln2 in [-ln2, ln2] (one ln2 double:
  * |2n ln2| 2^-54 < 2^-45 for w <= 225): returns E(z), rel 2^-29.0, and stores n << 20, the 2^n
@@ -225,7 +242,7 @@ KP_D_TABLE kp_d_gelu_m_c[6] = {-0x1.54851a5d39ebep-1, -0x1.b7bc95c4707c9p-1, -0x
                                -0x1.ea178e04f7200p-6, -0x1.3d6e3b6aeae00p-9};
 KP_D_TABLE kp_d_gelu_dk_c[6] = {0x1.0000000000000p+0, 0x1.8e96568620b2dp+0, 0x1.078aba32d59a0p+0, 0x1.75ba6a2d2fecap-2,
                                 0x1.206ce2beef68ep-4, 0x1.8dd72c3de9300p-8};
-KP_FN float kp_d_gelu_grad(float g, float x) {
+KP_FN kp_d_res kp_d_gelu_grad(float g, float x) {
   const double xd = x;
   const double a = fabs(xd);
   int scale_hi;
@@ -236,8 +253,34 @@ KP_FN float kp_d_gelu_grad(float g, float x) {
   KP_D_HORNER(den, kp_d_gelu_dk_c, 6, a);
   const double eg = kp_d_scale(kp_d_mul_div(e, num, den) * t, scale_hi); /* exp(-a^2/2) G(a) */
   const double d = (double)g * (x < 0.0f ? eg : 1.0 - eg);
-  return x > -15.0f && x < 7.0f ? (float)d : (x > 0.0f ? g : g * 0.0f) + g * (x - x);
+  return x > -15.0f && x < 7.0f ? (kp_d_res)d : (kp_d_res)((x > 0.0f ? g : g * 0.0f) + g * (x - x));
 }
+
+#if KP_WIDE_F32
+/* gelu (erf) for a gated kernel, from the derivative's parts: Phi(-a) = exp(-a^2/2) R(a) with
+ * R = G + a / sqrt(2 pi), G = t K(a) as above, so gelu = x Phi(-a) for x <= 0 and x - x Phi(-a)
+ * above (Phi(-a) <= 1/2: no cancellation). R = G + a c cancels up to a^2 (2^7.7 at 14.5) of K's
+ * 2^-33.5: 2^-25.8 relative at worst, 0.79 ulp of the product. K is fitted on [0, 14.5]; below
+ * x = -14.5, where act(a) * b still reaches float's range (gelu(-20) = -2^-295 times b near
+ * 2^128), the float64 kernel's full routine takes over in a branch, which real activations leave
+ * untaken; beyond 14.5 the result is x (Phi(-14.5) = 2^-158). 27 FP64 operations, where the
+ * float64 routine alone takes 79 per element. */
+KP_D_TABLE kp_d_gelu_inv_sqrt_2pi[1] = {0x1.9884533d43651p-2}; /* an operand, not two moves */
+KP_FN double kp_d_gelu(float x) {
+  const double xd = x;
+  if (x < -14.5f) return kp_f64_gelu(xd); /* -inf too: NaN, as torch */
+  const double a = fabs(xd);
+  int scale_hi;
+  const double e = kp_d_exp_neg_half(a * a, &scale_hi);
+  const double t = (a - KP_D_GELU_A0_HI) - KP_D_GELU_A0_LO;
+  double num, den;
+  KP_D_HORNER(num, kp_d_gelu_m_c, 6, a);
+  KP_D_HORNER(den, kp_d_gelu_dk_c, 6, a);
+  const double r = fma(a, kp_d_gelu_inv_sqrt_2pi[0], kp_d_mul_div(t, num, den)); /* R(a) */
+  const double phi = kp_d_scale(e * r, scale_hi);                                 /* Phi(-a) */
+  return x > 14.5f ? xd : (x <= 0.0f ? xd * phi : fma(-xd, phi, xd));
+}
+#endif
 
 /* GELU (approximate='tanh'), x sigmoid(2u), 2u = C2 (x + k x^3), C2 = 2 sqrt(2/pi): the exponent
  * in double, the rest in float. e = e^-|2u| = 2^(-|x| v) with v = (C2 + C2 k x^2) log2(e) > 0: the
@@ -253,6 +296,7 @@ KP_FN float kp_d_gelu_grad(float g, float x) {
  * torch. */
 #define KP_D_GELUT_C2L 0x1.26aec21bce75ap+1  /* C2 log2(e) */
 #define KP_D_GELUT_C2KL 0x1.a5a7cf7572a98p-4 /* C2 k log2(e), k = 0.044715 */
+#if !KP_WIDE_F32 /* a gated kernel's, all in double, follows gelu(tanh)' */
 KP_FN float kp_d_gelu_tanh(float x) {
   const double xd = x;
   const int ha = KP_D_HI(xd) & 0x7fffffff;
@@ -276,6 +320,7 @@ KP_FN float kp_d_gelu_tanh(float x) {
   /* x itself at +-0 and beyond 20, where the residual would turn -0 into +0 and inf into NaN */
   return x < -20.0f ? x * 0.0f : (x == 0.0f || x > 20.0f ? x : y);
 }
+#endif
 
 /* log1p(e^-|x|) = p / D for |x| <= 700 (other x: garbage, selected away by the callers), as its
  * parts: p = w N(w) returned, w = e^-|x|, and 1 / D(w) stored in *rd, so that a caller's addend
@@ -303,7 +348,7 @@ KP_FN double kp_d_log1p_exp_neg_abs_parts(double x, double* rd) {
 
 /* softplus(x) = x if x beta > threshold (torch decides on the float product), else
  * (max(z, 0) + log1p(e^-|z|)) / beta with z = x beta exact in double: no cancellation. */
-KP_FN float kp_d_softplus(float x, float beta, float threshold) {
+KP_FN kp_d_res kp_d_softplus(float x, float beta, float threshold) {
   const float zf = x * beta;
   const double z = (double)x * beta;
   /* |z| clamped at 700 on the high word (one integer op): beyond it e^-|z| stays a normal double
@@ -312,34 +357,34 @@ KP_FN float kp_d_softplus(float x, float beta, float threshold) {
   double rd;
   const double p = kp_d_log1p_exp_neg_abs_parts(KP_D_FROM_HILO(hz < 0x4085e000 ? hz : 0x4085e000, KP_D_LO(z)), &rd);
   const double y = fma(p, rd, kp_d_or_zero(!(zf <= 0.0f), z));
-  return zf > threshold ? x : (float)(beta == 1.0f ? y : y * (1.0 / (double)beta));
+  return zf > threshold ? (kp_d_res)x : (kp_d_res)(beta == 1.0f ? y : y * (1.0 / (double)beta));
 }
 /* g sigmoid(z), z = x beta: softplus' (and logsigmoid' with beta = -1); NaN from x. */
-KP_FN float kp_d_mul_sigmoid(float g, float x, double z) {
+KP_FN kp_d_res kp_d_mul_sigmoid(float g, float x, double z) {
   double e, r;
-  const float d = (float)((double)g * kp_d_sigmoid_parts(z, &e, &r));
-  return x != x ? x + g : d;
+  const kp_d_res d = (kp_d_res)((double)g * kp_d_sigmoid_parts(z, &e, &r));
+  return x != x ? (kp_d_res)(x + g) : d;
 }
 
 /* logsigmoid(x) = min(x, 0) - log1p(e^-|x|): both terms of one sign. +inf: +0, -inf: -inf. */
-KP_FN float kp_d_logsigmoid(float x) {
+KP_FN kp_d_res kp_d_logsigmoid(float x) {
   const double xd = x;
   double rd;
   const double p = kp_d_log1p_exp_neg_abs_parts(xd, &rd); /* unconditionally: a select, not a branch */
   /* min(x, 0) selected in float and converted: 33 instructions per element over a copy, where
    * kp_d_or_zero on the double's words took 40 (register moves around the two selects) */
-  const float y = (float)fma(-p, rd, (double)(x < 0.0f ? x : 0.0f));
+  const kp_d_res y = (kp_d_res)fma(-p, rd, (double)(x < 0.0f ? x : 0.0f));
   /* beyond |x| = 700 (and NaN) in float, where a select costs one instruction, not two */
-  return KP_FABSF(x) < 700.0f ? y : (x >= 0.0f ? 0.0f : x);
+  return KP_FABSF(x) < 700.0f ? y : (kp_d_res)(x >= 0.0f ? 0.0f : x);
 }
 
 /* mish(x) = x tanh(softplus(x)) = x n / (n + 2), n = e^x (e^x + 2); e^x clamped at 40, where the
  * ratio is 1 in double (NaN: x carries it). -inf: -inf * 0 = NaN, as torch; -0 keeps its sign. */
-KP_FN float kp_d_mish(float x) {
+KP_FN kp_d_res kp_d_mish(float x) {
   const double xd = x;
   const double e = kp_d_exp(x < 40.0f ? xd : 40.0); /* a float test: no DSETP on the FP64 pipe */
   const double n = e * (e + 2.0);
-  return (float)(xd * (n * kp_d_rcp(n + 2.0)));
+  return (kp_d_res)(xd * (n * kp_d_rcp(n + 2.0)));
 }
 
 /* tanhshrink(x) = x - tanh x = x^3 S(a), a = |x|, S = (a - tanh a) / a^3 = N(a) / D(a), degrees
@@ -350,20 +395,21 @@ KP_D_TABLE kp_d_tanhshrink_n_c[7] = {0x1.5555555479607p-2, 0x1.0ae2621cf6f19p-5,
                                      0x1.7d65c9ea6d476p-12, 0x1.08c4c446e1800p-16, -0x1.710d833000000p-29};
 KP_D_TABLE kp_d_tanhshrink_d_c[8] = {0x1.0000000000000p+0, 0x1.9053907bda893p-4, 0x1.e2b4dfd82e307p-2, 0x1.709304b046e66p-5,
                                      0x1.c691428089728p-6, 0x1.22e116be4fc9dp-9, 0x1.94c03f125a168p-12, 0x1.056ab84268900p-16};
-KP_FN float kp_d_tanhshrink(float x) {
+KP_FN kp_d_res kp_d_tanhshrink(float x) {
   const double xd = x;
   const double a = fabs(xd);
   double num, den;
   KP_D_HORNER(num, kp_d_tanhshrink_n_c, 7, a);
   KP_D_HORNER(den, kp_d_tanhshrink_d_c, 8, a);
-  const float y = (float)kp_d_mul_div(xd * (xd * xd), num, den);
-  return x == 0.0f ? 0.0f : (x < 11.0f && x > -11.0f ? y : x - (x > 0.0f ? 1.0f : -1.0f));
+  const kp_d_res y = (kp_d_res)kp_d_mul_div(xd * (xd * xd), num, den);
+  /* x -+ 1: rounded in float, exact in double */
+  return x == 0.0f ? (kp_d_res)0.0f : (x < 11.0f && x > -11.0f ? y : (kp_d_res)x - (x > 0.0f ? 1.0f : -1.0f));
 }
 
 /* tanhshrink'(x) = tanh^2 x: g t t in double, one rounding. */
-KP_FN float kp_d_tanhshrink_grad(float g, float x) {
+KP_FN kp_d_res kp_d_tanhshrink_grad(float g, float x) {
   const double t = kp_d_neg_tanh_abs(x);
-  return (float)((double)g * t * t);
+  return (kp_d_res)((double)g * t * t);
 }
 
 /* gelu(tanh)'(x) = s (1 + 2x sm du), s = sigmoid(2u), sm = 1 - s, du = sqrt(2/pi) (1 + 3k x^2):
@@ -385,7 +431,7 @@ KP_D_TABLE kp_d_gelut_k[6] = {0x1.c6b3cd3f745ebp+0, 0x1.3e7d85d9a2cb3p-58, 0x1.2
                               0x1.9884533d43651p+0, 0x1.b6676bf7450f1p-3};
 KP_D_TABLE kp_d_exp2m1_c[7] = {0x1.62e42fefd4b7ap-1, 0x1.ebfbe0470cba4p-3, 0x1.c6b08cacc4000p-5, 0x1.3b2a19b993900p-7,
                                0x1.5d88c0caed480p-10, 0x1.4441de8fbb4a0p-13, 0x1.ffcbd54840a00p-17};
-KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
+KP_FN kp_d_res kp_d_gelu_tanh_grad(float g, float x) {
   const double xd = x;
   const double x2 = xd * xd;
   const double v = fma(KP_D_GELUT_C2KL, x2, KP_D_GELUT_C2L);
@@ -403,8 +449,32 @@ KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
   const double h = near_root ? fma(kp_d_gelut_k[2], m, (xdu2 + kp_d_gelut_k[3]) + KP_D_GELUT_DELTA) : e1 + xdu2;
   const double num = x < 0.0f ? e * h : fma(xdu2, e, e1);
   const double rc = kp_d_rcp(e1);
-  return (float)((double)g * num * rc * rc);
+  return (kp_d_res)((double)g * num * rc * rc);
 }
+
+#if KP_WIDE_F32
+/* gelu(tanh) for a gated kernel, whose product with b wants act(a) unrounded: the float
+ * quotient above holds 3 ulp, which the product would double. The same reduction carried on in
+ * double: e = 2^n (1 + m), m = 2^r - 1 = r Q(r) as in the derivative, and x / (1 + e) or
+ * x e / (1 + e) with kp_d_rcp (relative error about 2^-29; 19 FP64 operations). |x| clamped at 20
+ * on the high word (e <= 2^-870, n normal); below -20 the result is x * 0 (-0, and NaN at -inf as
+ * torch), beyond 20 the quotient is x. */
+KP_FN double kp_d_gelu_tanh(float x) {
+  const double xd = x;
+  const int ha = KP_D_HI(xd) & 0x7fffffff;
+  const double a = ha > 0x40340000 ? 20.0 : KP_D_FROM_HILO(ha, KP_D_LO(xd)); /* min(|x|, 20) */
+  const double v = fma(KP_D_GELUT_C2KL, a * a, KP_D_GELUT_C2L);
+  const double t = fma(-a, v, KP_D_SHIFT);
+  const double n = t - KP_D_SHIFT;
+  const double r = fma(-a, v, -n); /* -|x| v = n + r, |r| <= 1/2 */
+  double q;
+  KP_D_HORNER(q, kp_d_exp2m1_c, 7, r);
+  const double sc = kp_d_pow2_shifted(t);
+  const double e = fma(sc, r * q, sc);
+  const double y = (x >= 0.0f ? xd : xd * e) * kp_d_rcp(1.0 + e);
+  return x < -20.0f ? (double)(x * 0.0f) : y;
+}
+#endif
 
 /* mish'(x) = t + x s sech^2(softplus x) = e h / d^2 with e = e^x, d = e^2 + 2e + 2 and
  * h = (e + 2)(e^2 + 2e + 2) + 4x (1 + e), which vanishes at X1 = -1.1924. With eps = e - E1
@@ -419,7 +489,7 @@ KP_FN float kp_d_gelu_tanh_grad(float g, float x) {
 #define KP_D_MISH_X1 -0x1.31432c0d12d84p+0
 #define KP_D_MISH_E1 0x1.36c4202fc3ecdp-2
 KP_D_TABLE kp_d_mish_k[3] = {0x1.663338c1d3548p-54, 0x1.f79bbdfa95d4fp-1, 0x1.3a44c608f4bc6p+0}; /* D1, A, B over 4 */
-KP_FN float kp_d_mish_grad(float g, float x) {
+KP_FN kp_d_res kp_d_mish_grad(float g, float x) {
   const double xd = x;
   const double xc = x < 40.0f ? xd : 40.0; /* the tests on x in float: no DSETP on the FP64 pipe */
   double s;
@@ -433,7 +503,7 @@ KP_FN float kp_d_mish_grad(float g, float x) {
   const double eps = under ? -KP_D_MISH_E1 : fma(sc, m, sc - KP_D_MISH_E1);
   const double hq = fma(t, 1.0 + e, fma(eps, fma(eps, fma(eps, 0.25, kp_d_mish_k[2]), kp_d_mish_k[1]), kp_d_mish_k[0]));
   const double q2 = kp_d_rcp_pow2(fma(e, e + 2.0, 2.0), 1); /* 2 / d */
-  return x > 40.0f ? g + g * (x - x) : (float)((double)g * e * hq * q2 * q2);
+  return x > 40.0f ? (kp_d_res)(g + g * (x - x)) : (kp_d_res)((double)g * e * hq * q2 * q2);
 }
 
 #endif /* KP_FAST_FP64 */

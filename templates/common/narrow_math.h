@@ -15,10 +15,13 @@
 /* e^x taken only as a factor of the result (times inputs, gradients or numbers in [0, 2], or
  * inside log1p or erfc, which are e^x there). float16: MUFU.EX2 alone, flushed below 2^-126; its
  * inputs and gradients are below 2^16, so such a result is below 2^-90 and rounds to the same
- * float16 zero, its sign from the other factors as with e^x kept. bfloat16 has float's exponent
- * range: e^x keeps its subnormals. */
+ * float16 zero, its sign from the other factors as with e^x kept. Not in a gated kernel: there the
+ * factor meets b, which may be infinite, and a flushed act(a) (silu(-90) = -7e-38, a normal float)
+ * times inf is NaN where torch's float math gives inf. bfloat16 has float's exponent range: e^x
+ * keeps its subnormals. */
+#define KP_F16_FLUSH_EXP (KP_DTYPE_F16 && !KP_GATED)
 KP_FN float kp_exp_factor_narrow(float x) {
-#if KP_DTYPE_F16
+#if KP_F16_FLUSH_EXP
   return KP_HW_EXP2F_FTZ(x * 1.44269504088896341f);
 #else
   return KP_HW_EXPF(x);
@@ -58,8 +61,9 @@ KP_FN float kp_tanh_narrow(float x) {
 }
 /* erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), for z >= 0; 2 - erfc(-z) below. t is in
  * (0, 1] and flushes to 0 only where exp(-z^2) is 0 too. The exponential keeps subnormal results
- * for bfloat16, which has them; float16's flushes (kp_exp_factor_narrow: gelu's 0.5 x erfc and
- * g (0.5 erfc + x phi) keep their float16 values and zero signs, x phi being the larger). Taking
+ * for bfloat16, which has them; float16's flushes outside gated kernels (kp_exp_factor_narrow:
+ * gelu's 0.5 x erfc and g (0.5 erfc + x phi) keep their float16 values and zero signs, x phi
+ * being the larger). Taking
  * it 2^24 too large (exponent + 24) and scaling back would save two instructions, but the sum
  * rounds the exponent to 2^-19: 4e-6 relative, which gelu's derivative near its root (-0.75,
  * where Phi(x) + x phi(x) cancels 9 bits) turned into 3.7 float16 ulp. */
