@@ -86,6 +86,8 @@ def _prelu_backward(grad: Tensor, x: Tensor, weight: Tensor) -> Tuple[Tensor, Te
     grad_x = torch.empty_like(x)
     grad_w = torch.empty_like(weight)
     n = x.numel()
+    if n == 0:
+        return grad_x, grad_w.zero_()  # a sum over no elements (torch's empty samples)
     work = _core.prelu_workspace_bytes(code, n, channels, inner)
     workspace = torch.empty(max(work, 8), dtype=torch.uint8, device=x.device)
     _core.prelu_backward(code, grad.data_ptr(), x.data_ptr(), weight.data_ptr(), grad_x.data_ptr() if n else 0,

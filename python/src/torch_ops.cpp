@@ -27,6 +27,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/headeronly/version.h>
 #include <torch/library.h>
 
 #include <array>
@@ -342,9 +343,30 @@ variable_list backward_of(AutogradContext* ctx, const variable_list& grads, bool
   return {backward_op().call(grads[0], saved, a.name, saved_output), at::Tensor()};
 }
 
-// y = f(x), saving y or x as saves_output says: the autograd node torch's generated code makes
-// for its own activations (SeluBackward0 and the like), not a torch::autograd::Function, whose
-// context map, output wrapping and bookkeeping cost about 2 us more per call with grad.
+// y = f(x), saving y or x as saves_output says. Up to torch 2.11 (shared_ptr nodes) this is the
+// node torch's generated code makes for its own activations (SeluBackward0 and the like): a
+// torch::autograd::Function's context map, output wrapping and bookkeeping cost about 1 us more
+// per call with grad (examples/overhead.py). torch 2.15 holds nodes in intrusive_ptrs, and there
+// the Function serves, as it does for the in-place form below.
+struct ActivationFunction : public torch::autograd::Function<ActivationFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Activation* a) {
+    at::Tensor y;
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      y = forward_op().call(x, a->name);
+    }
+    const bool keep_output = saves_output(*a);
+    ctx->saved_data["entry"] = reinterpret_cast<std::int64_t>(a);
+    ctx->saved_data["output"] = keep_output;
+    ctx->save_for_backward({keep_output ? y : x});
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
+    return backward_of(ctx, grads, ctx->saved_data["output"].toBool());
+  }
+};
+
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR <= 11
 struct ActivationBackward : public torch::autograd::Node {
   Activation* entry = nullptr;
   bool saved_output = false;
@@ -377,6 +399,9 @@ at::Tensor activation_with_grad(const at::Tensor& x, Activation& a) {
   if (node->saved_output) node->saved = torch::autograd::SavedVariable(y, true);  // after its history
   return y;
 }
+#else
+at::Tensor activation_with_grad(const at::Tensor& x, Activation& a) { return ActivationFunction::apply(x, &a); }
+#endif
 
 // x = f(x) in place, as torch's in-place activations do under autograd: backward reads either x
 // itself (now the output, where saves_output says so, as torch's relu_) or a copy of x taken
@@ -883,6 +908,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda(const at::Tensor& grad_in
   at::Tensor grad_x = at::empty_like(x, at::MemoryFormat::Contiguous);
   at::Tensor grad_w = at::empty_like(weight, at::MemoryFormat::Contiguous);
   const int code = code_of(x, "x");
+  if (x.numel() == 0) return {grad_x, grad_w.zero_()};  // a sum over no elements (torch's empty samples)
   const char* message = nullptr;
   std::int64_t bytes = 0;
   check(bridge->prelu_workspace_bytes(code, x.numel(), channels, inner, &bytes, &message), message);

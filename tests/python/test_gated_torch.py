@@ -536,8 +536,11 @@ def test_compiled_gated_matches_eager(compile_mode, mode, dtype):
     compile_mode(mode)
     tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]
     for act in ("silu", "relu"):  # a transcendental and a select: "auto" decomposes them differently
+        # Neighbours that round nothing (powers of two): Inductor computes a fused 16-bit graph in
+        # float32 without the rounding between ops that eager does, which near silu's derivative
+        # root moves the gradient by more than the tolerance for reasons that are not kplay's.
         def f(t):
-            return kt.gated(t * 1.5, act) * 2
+            return kt.gated(t * 2, act) * 0.5
 
         x = mixed((64, 2 * 129), dtype).requires_grad_()
         g = mixed((64, 129), dtype, 1)
