@@ -112,6 +112,28 @@ TEST_CASE("the winner is the simplest config within 1 % of the fastest") {
   CHECK_THROWS_AS(pick_winner(c), Error);
 }
 
+TEST_CASE("the tie window is 1 % for quiet timings and widens with the noise it cannot resolve") {
+  // Quiet: the interquartile range under half the window (quiet_against_tie), any round count.
+  CHECK(tie_window(0.004, 7) == kTieWindow);
+  CHECK(tie_window(0.0, 14) == kTieWindow);
+  CHECK(tie_window(0.5, 0) == kTieWindow);
+  // Noisy short launches: wider, more so for more noise, less so for more rounds.
+  const double noisy = tie_window(0.10, 14);
+  CHECK(noisy > kTieWindow);
+  CHECK(tie_window(0.20, 14) > noisy);
+  CHECK(tie_window(0.10, 28) < noisy);
+  // In that window the simpler config wins over a faster-looking one.
+  std::vector<CandidateResult> c(2);
+  c[0].config.per_thread = 4;
+  c[0].config.block = 1024;
+  c[0].ok = true;
+  c[0].median_ms = 1.00;
+  c[1].ok = true;
+  c[1].median_ms = 1.04;
+  CHECK(pick_winner(c, kTieWindow).config.per_thread == 4);
+  CHECK(pick_winner(c, noisy).config.per_thread == 1);
+}
+
 TEST_SUITE("opencl") {
   TEST_CASE("OpenCL: autotune end to end stores a verified winner that kplay then serves") {
     rt::Backend* be = test::shared_backend("opencl");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
@@ -325,6 +326,19 @@ bool quiet_against_tie(const std::vector<std::vector<double>>& samples, double t
   return relative_spread(samples) <= 0.5 * tie;
 }
 
+}  // namespace
+
+double tie_window(double relative_iqr, int rounds) {
+  // Two standard errors of a difference of two medians of `rounds` samples (1.3 IQR / sqrt(n),
+  // from quiet_against_tie's figures): below that, which contender is faster is not known, and
+  // the simplest one is picked as for a tie. Quiet launches (a large problem) keep kTieWindow;
+  // short, jittery ones (2^20 elements, a few microseconds) get the window their noise allows.
+  if (rounds < 1) return kTieWindow;
+  return std::max(kTieWindow, 2.6 * relative_iqr / std::sqrt(static_cast<double>(rounds)));
+}
+
+namespace {
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The configurations to re-measure together: the 4 fastest and the 20 simplest within the noise
@@ -582,7 +596,7 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   }
   times.remeasure_s += seconds_since(t_re);
   SearchOutcome out;
-  out.winner = pick_winner(contenders, kTieWindow);
+  out.winner = pick_winner(contenders, tie_window(times.contender_spread, times.remeasure_rounds));
   for (auto& r : results)  // the record keeps the re-measured times of the contenders
     for (const auto& c : contenders)
       if (r.config == c.config) r = c;

@@ -126,5 +126,9 @@ std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelCo
 // configuration whose median is within `tie` (relative) of the fastest.
 constexpr double kTieWindow = 0.01;
 const CandidateResult& pick_winner(const std::vector<CandidateResult>& remeasured, double tie = kTieWindow);
+// The tie window of a re-measure whose contenders' largest interquartile range was
+// `relative_iqr` (of their medians) over `rounds` rounds: kTieWindow, or wider where the noise
+// leaves the order of the medians unknown.
+double tie_window(double relative_iqr, int rounds);
 
 }  // namespace kplay
