@@ -1,4 +1,5 @@
-"""Shared fixtures: an OpenCL queue (PoCL in CI) through pyopencl, skipped visibly without one."""
+"""Shared fixtures: an OpenCL queue (PoCL in CI) through pyopencl, skipped visibly without one; a
+temporary database; kplay.torch's compile mode, restored after the test."""
 import pytest
 
 
@@ -20,3 +21,15 @@ def cl_queue():
 @pytest.fixture()
 def tmp_db(tmp_path):
     return str(tmp_path / "kernels.db")
+
+
+@pytest.fixture
+def compile_mode():
+    """kplay.torch.set_compile_mode for the test; the mode before it and a fresh dynamo after."""
+    torch = pytest.importorskip("torch")
+    import kplay.torch as kt
+
+    before = kt.compile_mode()
+    yield kt.set_compile_mode
+    kt.set_compile_mode(before)
+    torch._dynamo.reset()

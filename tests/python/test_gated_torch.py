@@ -22,6 +22,7 @@ import torch.nn.functional as F  # noqa: E402
 import kplay  # noqa: E402
 import kplay.nn as knn  # noqa: E402
 import kplay.torch as kt  # noqa: E402
+from compiled_graphs import compiled_graphs  # noqa: E402
 from kplay import _torch_decomp  # noqa: E402
 
 OPS = ("gated_forward", "gated_backward")
@@ -157,38 +158,6 @@ def test_argument_errors():
         kt.gated(meta(4, 6), "silu", "gelu")
 
 
-def _compiled_graphs(fn, *inputs, backward=True):
-    """The forward and backward graphs AOTAutograd hands Inductor (with Inductor's decompositions),
-    traced on meta tensors (test_torch_ops.py has the same helper)."""
-    from functorch.compile import make_boxed_func
-    from torch._functorch.aot_autograd import aot_module_simplified
-    from torch._inductor.decomposition import select_decomp_table
-
-    graphs = []
-
-    def keep(gm, _):
-        graphs.append([str(n.target) for n in gm.graph.nodes if n.op == "call_function"])
-        return make_boxed_func(gm.forward)
-
-    def backend(gm, example_inputs):
-        return aot_module_simplified(gm, example_inputs, fw_compiler=keep, bw_compiler=keep,
-                                     decompositions=select_decomp_table())
-
-    torch._dynamo.reset()
-    out = torch.compile(fn, fullgraph=True, backend=backend)(*inputs)
-    if backward:
-        out.sum().backward()
-    return graphs
-
-
-@pytest.fixture
-def compile_mode():
-    before = kt.compile_mode()
-    yield kt.set_compile_mode
-    kt.set_compile_mode(before)
-    torch._dynamo.reset()
-
-
 @pytest.mark.parametrize("mode", _torch_decomp.MODES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("act", ["silu", "relu"])
@@ -199,7 +168,7 @@ def test_compile_traces_and_decomposes_as_the_mode_says(compile_mode, mode, dtyp
         inputs = (meta(32, 16, dtype=dtype, grad=True),)
     else:
         inputs = (meta(32, 8, dtype=dtype, grad=True), meta(32, 8, dtype=dtype, grad=True))
-    graphs = _compiled_graphs(lambda *t: kt.gated(*[u * 2 for u in t], act) + 1, *inputs)
+    graphs = compiled_graphs(lambda *t: kt.gated(*[u * 2 for u in t], act) + 1, *inputs)
     assert len(graphs) == 2  # forward and backward, one graph each: no graph break
     kplay_ops = [t for g in graphs for t in g if t.startswith("kplay.")]
     decomposes = {"kernel": False, "decompose": True}.get(mode, act == "relu" or dtype == torch.bfloat16)
@@ -240,11 +209,11 @@ def test_compile_with_dynamic_shapes_traces_once(compile_mode, form):
 def test_compile_keeps_the_kernel_for_fp8_and_glu_traces(compile_mode):
     compile_mode("decompose")
     with torch.no_grad():
-        graphs = _compiled_graphs(lambda t: kt.gated(t, out_dtype=torch.float8_e4m3fn, scale=2.0),
+        graphs = compiled_graphs(lambda t: kt.gated(t, out_dtype=torch.float8_e4m3fn, scale=2.0),
                                   meta(8, 16), backward=False)
     assert graphs == [["kplay.gated_forward.default"]]
     compile_mode("kernel")
-    graphs = _compiled_graphs(lambda t: kt.glu(t, 1), meta(4, 6, 3, grad=True))
+    graphs = compiled_graphs(lambda t: kt.glu(t, 1), meta(4, 6, 3, grad=True))
     assert len(graphs) == 2 and "kplay.gated_forward.default" in graphs[0]
 
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F  # noqa: E402
 import kplay  # noqa: E402
 import kplay.nn as knn  # noqa: E402
 import kplay.torch as kt  # noqa: E402
+from compiled_graphs import compiled_graphs  # noqa: E402
 from kplay import _table, _torch_decomp  # noqa: E402
 
 OPS = ("forward", "forward_", "backward")
@@ -155,45 +156,13 @@ def test_in_place_with_grad_on_meta():
         kt.relu_(leaf)
 
 
-def _compiled_graphs(fn, *inputs, backward=True):
-    """The forward and backward graphs AOTAutograd hands Inductor for fn (with Inductor's
-    decompositions), traced on meta tensors: no device runs anything."""
-    from torch._functorch.aot_autograd import aot_module_simplified
-    from torch._inductor.decomposition import select_decomp_table
-    from functorch.compile import make_boxed_func
-
-    graphs = []
-
-    def keep(gm, _):
-        graphs.append([str(n.target) for n in gm.graph.nodes if n.op == "call_function"])
-        return make_boxed_func(gm.forward)
-
-    def backend(gm, example_inputs):
-        return aot_module_simplified(gm, example_inputs, fw_compiler=keep, bw_compiler=keep,
-                                     decompositions=select_decomp_table())
-
-    torch._dynamo.reset()
-    out = torch.compile(fn, fullgraph=True, backend=backend)(*inputs)
-    if backward:
-        out.sum().backward()
-    return graphs
-
-
-@pytest.fixture
-def compile_mode():
-    before = kt.compile_mode()
-    yield kt.set_compile_mode
-    kt.set_compile_mode(before)
-    torch._dynamo.reset()
-
-
 @pytest.mark.parametrize("mode", _torch_decomp.MODES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("act", ["selu", "relu", "leaky_relu(negative_slope=0.2)", "gelu(approximate=tanh)"])
 def test_compile_traces_and_decomposes_as_the_mode_says(compile_mode, mode, dtype, act):
     compile_mode(mode)
     x = torch.empty(32, 8, device="meta", dtype=dtype, requires_grad=True)
-    graphs = _compiled_graphs(lambda t: kt.activation(t, act) * 2, x)
+    graphs = compiled_graphs(lambda t: kt.activation(t, act) * 2, x)
     assert len(graphs) == 2  # forward and backward, one graph each: no graph break
     kplay_ops = [t for g in graphs for t in g if t.startswith("kplay.")]
     if _torch_decomp.decomposes(act, dtype):
@@ -209,10 +178,10 @@ def test_compile_in_place_and_modules_without_graph_break(compile_mode):
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), knn.SELU(), torch.nn.Linear(16, 16), knn.ReLU(inplace=True))
     model = model.to("meta")
     x = torch.empty(4, 16, device="meta")
-    graphs = _compiled_graphs(model, x)
+    graphs = compiled_graphs(model, x)
     assert len(graphs) == 2 and "kplay.forward.default" in graphs[0]
     with torch.no_grad():
-        graphs = _compiled_graphs(model, x, backward=False)
+        graphs = compiled_graphs(model, x, backward=False)
     assert len(graphs) == 1
     torch._dynamo.reset()
     assert torch._dynamo.explain(model)(x).graph_break_count == 0
@@ -222,7 +191,7 @@ def test_direct_op_calls_decompose_once_registered(compile_mode):
     compile_mode("decompose")
     kt.register_decompositions()
     x = torch.empty(16, device="meta", requires_grad=True)
-    graphs = _compiled_graphs(lambda t: torch.ops.kplay.forward(t, "selu") + 1, x)
+    graphs = compiled_graphs(lambda t: torch.ops.kplay.forward(t, "selu") + 1, x)
     assert len(graphs) == 2 and not any(t.startswith("kplay.") for g in graphs for t in g)
 
 
