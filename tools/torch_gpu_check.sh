@@ -8,7 +8,8 @@
 # operators; test_foreign_activations.py; test_gated_torch.py, the gated ops; test_prelu_rrelu.py:
 # prelu and rrelu against torch), prints the per-call host cost table (examples/overhead.py) and
 # the training step of compiled models in each compile mode against
-# torch's compiled activations (examples/compile_modes.py). Exits 1 when a step failed.
+# torch's compiled activations (examples/compile_modes.py), and the SwiGLU benchmark
+# (python -m kplay.bench_gated). Exits 1 when a step failed.
 #
 # Build the wheel with a Python that has the GPU machine's torch (there: Python 3.12, torch 2.11)
 # and scikit-build-core and nanobind installed:
@@ -50,10 +51,12 @@ step pytest timeout 1200 "$PY" -m pytest -q -rfs -p no:cacheprovider tests/pytho
   tests/python/test_prelu_rrelu.py
 step overhead timeout 600 "$PY" examples/overhead.py --json "$OUT/overhead.json"
 step compile_modes timeout 1800 "$PY" examples/compile_modes.py ${KPLAY_MODELS:+--models $KPLAY_MODELS}
+step bench_gated timeout 400 "$PY" -m kplay.bench_gated --rounds 5 --json "$OUT/bench_gated.json"
 echo
 echo "== summary ($OUT)"
 grep -E "passed|failed" "$OUT/pytest.log" | tail -n 3
 grep -E "^\||^kplay op|^eager" "$OUT/overhead.log"
 grep -E "^\|" "$OUT/compile_modes.log"
+sed -n '/^shape  /,/^µs:/p' "$OUT/bench_gated.log"
 echo "failed steps: $failed"
 [ "$failed" = 0 ]
