@@ -1104,91 +1104,144 @@ TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
   m.impl("rrelu_train_backward", torch::autograd::autogradNotImplementedFallback());
 }
 
-// ---- Python entry points for eager calls ----------------------------------------------------
+// ---- Python entry points: eager calls and torch.ops.kplay.* ---------------------------------
 
 namespace {
 
-// torch.ops.kplay.forward.default and forward_.default: where a call that is not plain goes.
-PyObject* forward_overload = nullptr;
-PyObject* forward_inplace_overload = nullptr;
+// A plain call (exact tensors, a str and a bool where the schema has them, positional, no torch
+// function mode) goes straight to the dispatcher's typed call: no schema parsing, no boxing. It is
+// still a dispatcher call, so autograd, dispatch modes (FakeTensorMode, functionalization) and
+// every other key see it as they see torch.ops.kplay.*. Anything else goes to the op's original
+// boxed entry, which handles every case.
+//
+// PyInit__torch_ops makes these the `_op` of torch.ops.kplay.{forward,forward_,backward,
+// gated_forward}.default, so the calls that Inductor's generated code and users make through
+// torch.ops take them too; that is done when the OpOverload objects are created, before anything
+// hashes them (OpOverload.__hash__ is hash(_op)). kplay.torch's eager calls use the module's
+// functions (forward, forward_ returning x, gated_forward) directly.
+PyObject* forward_boxed = nullptr;  // the original _op of each routed overload, owned references
+PyObject* forward_inplace_boxed = nullptr;
+PyObject* backward_boxed = nullptr;
+PyObject* gated_forward_boxed = nullptr;
 
-// forward(x, activation) and forward_(x, activation) as torch.ops.kplay.* compute them, for
-// kplay.torch's eager calls: a plain tensor (or Parameter) and a str go straight to the
-// dispatcher's typed call, with no schema parsing or boxing; anything else (a tensor subclass,
-// an active torch function mode, other arguments) goes to the OpOverload, which handles them.
-bool plain_call(PyObject* const* args, Py_ssize_t nargs) {
-  return nargs == 2 && THPVariable_CheckExact(args[0]) && PyUnicode_Check(args[1]) &&
+bool no_keywords(PyObject* kwnames) { return kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0; }
+
+bool plain_call(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return nargs == 2 && no_keywords(kwnames) && THPVariable_CheckExact(args[0]) && PyUnicode_Check(args[1]) &&
          !at::impl::torch_function_mode_enabled();
 }
 
-PyObject* py_forward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
-  if (!plain_call(args, nargs)) return PyObject_Vectorcall(forward_overload, args, static_cast<size_t>(nargs), nullptr);
-  HANDLE_TH_ERRORS
+PyObject* boxed_call(PyObject* boxed, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return PyObject_Vectorcall(boxed, args, static_cast<size_t>(nargs), kwnames);
+}
+
+c10::string_view text_of(PyObject* s) {  // nullptr data on a Python error
   Py_ssize_t size = 0;
-  const char* text = PyUnicode_AsUTF8AndSize(args[1], &size);
-  if (text == nullptr) return nullptr;
+  const char* text = PyUnicode_AsUTF8AndSize(s, &size);
+  return {text, text == nullptr ? 0 : static_cast<std::size_t>(size)};
+}
+
+PyObject* py_forward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (!plain_call(args, nargs, kwnames)) return boxed_call(forward_boxed, args, nargs, kwnames);
+  HANDLE_TH_ERRORS
+  const c10::string_view activation = text_of(args[1]);
+  if (activation.data() == nullptr) return nullptr;
   const at::Tensor& x = THPVariable_Unpack(args[0]);
   at::Tensor y;
   {
     pybind11::gil_scoped_release no_gil;
-    y = forward_op().call(x, c10::string_view(text, static_cast<std::size_t>(size)));
+    y = forward_op().call(x, activation);
   }
   return THPVariable_Wrap(std::move(y));
   END_HANDLE_TH_ERRORS
 }
 
-PyObject* py_forward_inplace(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
-  if (!plain_call(args, nargs)) {
-    PyObject* r = PyObject_Vectorcall(forward_inplace_overload, args, static_cast<size_t>(nargs), nullptr);
-    if (r == nullptr) return nullptr;
-    Py_DECREF(r);
-  } else {
-    HANDLE_TH_ERRORS
-    Py_ssize_t size = 0;
-    const char* text = PyUnicode_AsUTF8AndSize(args[1], &size);
-    if (text == nullptr) return nullptr;
-    const at::Tensor& x = THPVariable_Unpack(args[0]);
+// torch.ops.kplay.forward_.default: returns None, as its schema says.
+PyObject* op_forward_inplace(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (!plain_call(args, nargs, kwnames)) return boxed_call(forward_inplace_boxed, args, nargs, kwnames);
+  HANDLE_TH_ERRORS
+  const c10::string_view activation = text_of(args[1]);
+  if (activation.data() == nullptr) return nullptr;
+  const at::Tensor& x = THPVariable_Unpack(args[0]);
+  {
     pybind11::gil_scoped_release no_gil;
-    forward_inplace_op().call(x, c10::string_view(text, static_cast<std::size_t>(size)));
-    END_HANDLE_TH_ERRORS
+    forward_inplace_op().call(x, activation);
   }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+// kplay.torch's in-place entry: the same call, returning x.
+PyObject* py_forward_inplace(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* r = op_forward_inplace(self, args, nargs, kwnames);
+  if (r == nullptr) return nullptr;
+  Py_DECREF(r);
   Py_INCREF(args[0]);
   return args[0];
 }
 
-// torch.ops.kplay.gated_forward.default, and gated_forward(x, b, activation) as it computes it: a
-// plain tensor, None or a plain tensor, and a str to the typed call (kplay.torch.gated without FP8
-// output); anything else to the OpOverload.
-PyObject* gated_forward_overload = nullptr;
+// backward(grad, saved, activation, saved_output): the op of compiled training graphs' backward.
+PyObject* py_backward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const bool plain = nargs == 4 && no_keywords(kwnames) && THPVariable_CheckExact(args[0]) &&
+                     THPVariable_CheckExact(args[1]) && PyUnicode_Check(args[2]) && PyBool_Check(args[3]) &&
+                     !at::impl::torch_function_mode_enabled();
+  if (!plain) return boxed_call(backward_boxed, args, nargs, kwnames);
+  HANDLE_TH_ERRORS
+  const c10::string_view activation = text_of(args[2]);
+  if (activation.data() == nullptr) return nullptr;
+  const at::Tensor& grad = THPVariable_Unpack(args[0]);
+  const at::Tensor& saved = THPVariable_Unpack(args[1]);
+  const bool saved_output = args[3] == Py_True;
+  at::Tensor y;
+  {
+    pybind11::gil_scoped_release no_gil;
+    y = backward_op().call(grad, saved, activation, saved_output);
+  }
+  return THPVariable_Wrap(std::move(y));
+  END_HANDLE_TH_ERRORS
+}
 
-PyObject* py_gated_forward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
-  const bool plain = nargs == 3 && THPVariable_CheckExact(args[0]) &&
+// gated_forward(x, b, activation), b a tensor or None, without FP8 output (kplay.torch.gated's
+// call); with out_dtype and scale, or keywords, the boxed entry.
+PyObject* py_gated_forward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const bool plain = nargs == 3 && no_keywords(kwnames) && THPVariable_CheckExact(args[0]) &&
                      (args[1] == Py_None || THPVariable_CheckExact(args[1])) && PyUnicode_Check(args[2]) &&
                      !at::impl::torch_function_mode_enabled();
-  if (!plain) return PyObject_Vectorcall(gated_forward_overload, args, static_cast<size_t>(nargs), nullptr);
+  if (!plain) return boxed_call(gated_forward_boxed, args, nargs, kwnames);
   HANDLE_TH_ERRORS
-  Py_ssize_t size = 0;
-  const char* text = PyUnicode_AsUTF8AndSize(args[2], &size);
-  if (text == nullptr) return nullptr;
+  const c10::string_view activation = text_of(args[2]);
+  if (activation.data() == nullptr) return nullptr;
   const at::Tensor& x = THPVariable_Unpack(args[0]);
   std::optional<at::Tensor> b;
   if (args[1] != Py_None) b = THPVariable_Unpack(args[1]);
   at::Tensor y;
   {
     pybind11::gil_scoped_release no_gil;
-    y = gated_forward_op().call(x, b, c10::string_view(text, static_cast<std::size_t>(size)), std::nullopt, 1.0);
+    y = gated_forward_op().call(x, b, activation, std::nullopt, 1.0);
   }
   return THPVariable_Wrap(std::move(y));
   END_HANDLE_TH_ERRORS
 }
 
+// METH_FASTCALL | METH_KEYWORDS's signature (Python names its typedef only from 3.13).
+using FastWithKeywords = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*);
+PyCFunction as_cfunction(FastWithKeywords f) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f));
+}
+constexpr int fastcall = METH_FASTCALL | METH_KEYWORDS;
+
 PyMethodDef methods[] = {
-    {"forward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_forward)), METH_FASTCALL,
+    {"forward", as_cfunction(py_forward), fastcall,
      "forward(x, activation) -> Tensor: torch.ops.kplay.forward, called without its Python layers"},
-    {"forward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_forward_inplace)), METH_FASTCALL,
+    {"forward_", as_cfunction(py_forward_inplace), fastcall,
      "forward_(x, activation) -> x: torch.ops.kplay.forward_, called without its Python layers"},
-    {"gated_forward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_gated_forward)), METH_FASTCALL,
+    {"gated_forward", as_cfunction(py_gated_forward), fastcall,
      "gated_forward(x, b, activation) -> Tensor: torch.ops.kplay.gated_forward, called without its Python layers"},
+    {"backward", as_cfunction(py_backward), fastcall,
+     "backward(grad, saved, activation, saved_output) -> Tensor: torch.ops.kplay.backward, called without its "
+     "Python layers"},
+    {"forward_op_", as_cfunction(op_forward_inplace), fastcall,
+     "forward_op_(x, activation) -> None: torch.ops.kplay.forward_.default's entry"},
     {nullptr, nullptr, 0, nullptr}};
 
 // The object at a dotted path below a module, a new reference.
@@ -1201,6 +1254,19 @@ PyObject* attribute_path(const char* module, std::initializer_list<const char*> 
     o = next;
   }
   return o;
+}
+
+// torch.ops.kplay.<op>.default's _op becomes the module's function `entry`; the original, kept in
+// *boxed, serves the calls that are not plain (see "Python entry points").
+bool route(PyObject* module, const char* op, const char* entry, PyObject** boxed) {
+  PyObject* overload = attribute_path("torch", {"ops", "kplay", op, "default"});
+  if (overload == nullptr) return false;
+  PyObject* fn = PyObject_GetAttrString(module, entry);
+  *boxed = fn == nullptr ? nullptr : PyObject_GetAttrString(overload, "_op");
+  const bool ok = *boxed != nullptr && PyObject_SetAttrString(overload, "_op", fn) == 0;
+  Py_XDECREF(fn);
+  Py_DECREF(overload);
+  return ok;
 }
 
 }  // namespace
@@ -1236,13 +1302,12 @@ PyMODINIT_FUNC PyInit__torch_ops() {  // NOLINT(bugprone-reserved-identifier): P
   error_compile = PyObject_GetAttrString(core, "CompileError");
   Py_DECREF(core);
   if (!error_base || !error_argument || !error_no_device || !error_unsupported || !error_compile) return nullptr;
-  forward_overload = attribute_path("torch", {"ops", "kplay", "forward", "default"});
-  forward_inplace_overload = attribute_path("torch", {"ops", "kplay", "forward_", "default"});
-  if (forward_overload == nullptr || forward_inplace_overload == nullptr) return nullptr;
-  gated_forward_overload = attribute_path("torch", {"ops", "kplay", "gated_forward", "default"});
-  if (gated_forward_overload == nullptr) return nullptr;
   PyObject* m = PyModule_Create(&def);
   if (m == nullptr) return nullptr;
+  if (!route(m, "forward", "forward", &forward_boxed) || !route(m, "forward_", "forward_op_", &forward_inplace_boxed) ||
+      !route(m, "backward", "backward", &backward_boxed) ||
+      !route(m, "gated_forward", "gated_forward", &gated_forward_boxed))
+    return nullptr;
   if (PyModule_AddStringConstant(m, "TORCH_VERSION", KPLAY_TORCH_VERSION) < 0) return nullptr;
   // kplay.torch registers kplay/_torch_slope.py's Python ops only where the extension lacks these.
   if (PyModule_AddIntConstant(m, "PRELU_RRELU_OPS", 1) < 0) return nullptr;

@@ -84,6 +84,45 @@ def test_opcheck_on_meta_tensors(act):
     torch.library.opcheck(torch.ops.kplay.backward.default, (torch.empty_like(x), x, act, saved_output))
 
 
+def test_torch_ops_calls_are_still_dispatcher_calls():
+    # torch.ops.kplay.*.default take a plain call to the dispatcher's typed call and any other to
+    # the boxed one (python/src/torch_ops.cpp, "Python entry points"); either way dispatch modes
+    # and torch function modes see the op, keywords work, and results are what the schema says.
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    ops = torch.ops.kplay
+    x = torch.empty(8, 16, device="meta")
+    seen = []
+
+    class Dispatched(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    class Called(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Dispatched():
+        assert ops.forward.default(x, "selu").shape == x.shape
+        assert ops.forward_.default(x, "selu") is None
+        assert ops.backward.default(x, x, "selu", False).shape == x.shape
+        assert ops.gated_forward.default(x, None, "silu").shape == (8, 8)
+    assert seen == [ops.forward.default, ops.forward_.default, ops.backward.default, ops.gated_forward.default]
+    seen.clear()
+    with Called():
+        ops.forward.default(x, "selu")
+    assert seen == [ops.forward.default]
+    assert ops.forward.default(x, activation="selu").shape == x.shape
+    assert ops.gated_forward.default(x, None, "silu", out_dtype=None, scale=1.0).shape == (8, 8)
+    with pytest.raises(RuntimeError, match="missing value for argument 'activation'"):
+        ops.forward.default(x)
+    with pytest.raises(kplay.InvalidArgumentError, match="CUDA tensors"):
+        ops.forward.default(torch.ones(4), "selu")
+
+
 def test_meta_kernels_keep_layouts():
     x = torch.empty(2, 3, 4, 5, device="meta").to(memory_format=torch.channels_last)
     for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
