@@ -597,6 +597,7 @@ TEST_SUITE("opencl") {
         test::run_cli("autotune --act 'gated(relu)' --n 65536 --backend opencl --strategy fast --repeat 3", env);
     INFO(t.output);
     CHECK(t.status == 0);
+    CHECK(t.has("0    gated(relu) forward"));  // the summary's row names it whole (it once cut it at 10)
     const test::CliResult b = test::run_cli("bench --act 'gated(relu)' --n 65536 --backend opencl --repeat 3", env);
     INFO(b.output);
     CHECK(b.status == 0);

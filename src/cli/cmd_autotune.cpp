@@ -339,13 +339,16 @@ class AutotuneCommand : public Command {
       }
       std::printf("%s\n", out.dump(2).c_str());
     } else {
-      std::printf("%-4s %-10s %-8s %-5s %-12s %9s %7s %-10s %8s  %s\n", "dev", "activation", "dir", "dtype", "n",
-                  "GB/s", "% copy", "strategy", "seconds", "best config");
+      // The activation column fits the longest activation text: a parameter or gated(...) cut
+      // short would name another activation.
+      int act_width = 10;
+      for (const auto& r : rows) act_width = std::max(act_width, static_cast<int>(r.job.spec.activation.size()));
+      std::printf("%-4s %-*s %-8s %-5s %-12s %9s %7s %-10s %8s  %s\n", "dev", act_width, "activation", "dir", "dtype",
+                  "n", "GB/s", "% copy", "strategy", "seconds", "best config");
       for (const auto& r : rows) {
-        const std::string act =
-            r.job.spec.activation.size() > 10 ? r.job.spec.activation.substr(0, 10) : r.job.spec.activation;
-        std::printf("%-4zu %-10s %-8s %-5s %-12llu ", r.device, act.c_str(), to_string(r.job.spec.direction),
-                    to_string(r.job.spec.dtype), static_cast<unsigned long long>(r.job.n));
+        std::printf("%-4zu %-*s %-8s %-5s %-12llu ", r.device, act_width, r.job.spec.activation.c_str(),
+                    to_string(r.job.spec.direction), to_string(r.job.spec.dtype),
+                    static_cast<unsigned long long>(r.job.n));
         if (!r.error.empty()) {
           std::printf("FAILED: %s\n", r.error.c_str());
           continue;
