@@ -1225,9 +1225,7 @@ PyObject* py_gated_forward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t
 
 // METH_FASTCALL | METH_KEYWORDS's signature (Python names its typedef only from 3.13).
 using FastWithKeywords = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*);
-PyCFunction as_cfunction(FastWithKeywords f) {
-  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f));
-}
+PyCFunction as_cfunction(FastWithKeywords f) { return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f)); }
 constexpr int fastcall = METH_FASTCALL | METH_KEYWORDS;
 
 PyMethodDef methods[] = {
