@@ -1,7 +1,7 @@
-"""What torch.compile hands Inductor, for the kplay.torch tests that need no device: the forward
-and backward graphs AOTAutograd makes (with Inductor's decompositions, so a decomposed kplay op
-is gone from them), traced on meta tensors. Imported by test_torch_ops.py and test_gated_torch.py;
-needs torch."""
+"""torch.compile helpers for the kplay.torch tests, imported by test_torch_ops.py and
+test_gated_torch.py (needs torch): the forward and backward graphs AOTAutograd makes (with
+Inductor's decompositions, so a decomposed kplay op is gone from them), traced on meta tensors;
+and a compiled function's values and gradients against its eager run."""
 import torch
 
 
@@ -26,3 +26,18 @@ def compiled_graphs(fn, *inputs, backward=True):
     if backward:
         out.sum().backward()
     return graphs
+
+
+def assert_compiled_matches_eager(f, x, g, exact, tol, msg):
+    """f compiled (fullgraph) against f eager: f(x) and its gradient for g, bit for bit where
+    exact (the kernel kept), else within tol (a decomposition that Inductor evaluates)."""
+    want = f(x)
+    (want_grad,) = torch.autograd.grad(want, x, g)
+    torch._dynamo.reset()
+    got = torch.compile(f, fullgraph=True)(x)
+    (got_grad,) = torch.autograd.grad(got, x, g)
+    if exact:
+        assert torch.equal(got, want) and torch.equal(got_grad, want_grad), msg
+    else:
+        torch.testing.assert_close(got, want, rtol=tol, atol=tol, msg=msg)
+        torch.testing.assert_close(got_grad, want_grad, rtol=tol, atol=tol, msg=msg)

@@ -22,7 +22,7 @@ import torch.nn.functional as F  # noqa: E402
 import kplay  # noqa: E402
 import kplay.nn as knn  # noqa: E402
 import kplay.torch as kt  # noqa: E402
-from compiled_graphs import compiled_graphs  # noqa: E402
+from compiled_graphs import assert_compiled_matches_eager, compiled_graphs  # noqa: E402
 from kplay import _torch_decomp  # noqa: E402
 
 OPS = ("gated_forward", "gated_backward")
@@ -513,16 +513,7 @@ def test_compiled_gated_matches_eager(compile_mode, mode, dtype):
 
         x = mixed((64, 2 * 129), dtype).requires_grad_()
         g = mixed((64, 129), dtype, 1)
-        want = f(x)
-        (want_grad,) = torch.autograd.grad(want, x, g)
-        torch._dynamo.reset()
-        got = torch.compile(f, fullgraph=True)(x)
-        (got_grad,) = torch.autograd.grad(got, x, g)
-        if not _torch_decomp.gated_decomposes(act, dtype):
-            assert torch.equal(got, want) and torch.equal(got_grad, want_grad), act
-        else:
-            torch.testing.assert_close(got, want, rtol=tol, atol=tol, msg=act)
-            torch.testing.assert_close(got_grad, want_grad, rtol=tol, atol=tol, msg=act)
+        assert_compiled_matches_eager(f, x, g, not _torch_decomp.gated_decomposes(act, dtype), tol, act)
 
 
 @cuda

@@ -16,7 +16,7 @@ import torch.nn.functional as F  # noqa: E402
 import kplay  # noqa: E402
 import kplay.nn as knn  # noqa: E402
 import kplay.torch as kt  # noqa: E402
-from compiled_graphs import compiled_graphs  # noqa: E402
+from compiled_graphs import assert_compiled_matches_eager, compiled_graphs  # noqa: E402
 from kplay import _table, _torch_decomp  # noqa: E402
 
 OPS = ("forward", "forward_", "backward")
@@ -381,16 +381,7 @@ def test_compiled_graphs_match_eager_in_every_mode(compile_mode, mode, dtype):
 
         x = _mixed((64, 129), dtype).requires_grad_()
         g = _mixed((64, 129), dtype, 1)
-        want = f(x)
-        (want_grad,) = torch.autograd.grad(want, x, g)
-        torch._dynamo.reset()
-        got = torch.compile(f, fullgraph=True)(x)
-        (got_grad,) = torch.autograd.grad(got, x, g)
-        if not _torch_decomp.decomposes(act, dtype):
-            assert torch.equal(got, want) and torch.equal(got_grad, want_grad), act
-        else:
-            torch.testing.assert_close(got, want, rtol=tol, atol=tol, msg=act)
-            torch.testing.assert_close(got_grad, want_grad, rtol=tol, atol=tol, msg=act)
+        assert_compiled_matches_eager(f, x, g, not _torch_decomp.decomposes(act, dtype), tol, act)
 
 
 @cuda
