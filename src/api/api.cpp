@@ -170,29 +170,16 @@ void check_packed(std::int64_t ld, std::int64_t rows, std::int64_t d, const char
 
 void gated_forward(const std::string& activation, Dtype dtype, GatedIn a, GatedIn b, GatedOut out, std::int64_t rows,
                    std::int64_t d, Stream stream, const Fp8Output& fp8) {
-  api::GatedCall c;
-  c.spec = api::gated_spec(activation, dtype, Direction::forward, fp8.type);
-  c.in[0] = a;
-  c.in[1] = b;
-  c.out[0] = out;
-  c.rows = rows;
-  c.d = d;
-  c.fp8 = fp8;
-  run_gated(c, stream);
+  run_gated(api::gated_forward_call(api::gated_spec(activation, dtype, Direction::forward, fp8.type), a, b, out, rows,
+                                    d, fp8),
+            stream);
 }
 
 void gated_backward(const std::string& activation, Dtype dtype, GatedIn grad_out, GatedIn a, GatedIn b, GatedOut grad_a,
                     GatedOut grad_b, std::int64_t rows, std::int64_t d, Stream stream) {
-  api::GatedCall c;
-  c.spec = api::gated_spec(activation, dtype, Direction::backward);
-  c.in[0] = grad_out;
-  c.in[1] = a;
-  c.in[2] = b;
-  c.out[0] = grad_a;
-  c.out[1] = grad_b;
-  c.rows = rows;
-  c.d = d;
-  run_gated(c, stream);
+  run_gated(api::gated_backward_call(api::gated_spec(activation, dtype, Direction::backward), grad_out, a, b, grad_a,
+                                     grad_b, rows, d),
+            stream);
 }
 
 void gated_forward_packed(const std::string& activation, Dtype dtype, const void* x, std::int64_t ld_x, void* out,

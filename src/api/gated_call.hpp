@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "kplay/kplay.hpp"
 #include "runtime/backend.hpp"
@@ -20,6 +21,33 @@ struct GatedCall {
   // The problem size the kernel's config is chosen for: the elements of a and b, rows x 2d.
   std::uint64_t elements() const { return static_cast<std::uint64_t>(rows) * 2 * static_cast<std::uint64_t>(d); }
 };
+
+// The two calls, operands in the order the public functions take them.
+inline GatedCall gated_forward_call(KernelSpec spec, GatedIn a, GatedIn b, GatedOut out, std::int64_t rows,
+                                    std::int64_t d, const Fp8Output& fp8) {
+  GatedCall c;
+  c.spec = std::move(spec);
+  c.in[0] = a;
+  c.in[1] = b;
+  c.out[0] = out;
+  c.rows = rows;
+  c.d = d;
+  c.fp8 = fp8;
+  return c;
+}
+inline GatedCall gated_backward_call(KernelSpec spec, GatedIn grad_out, GatedIn a, GatedIn b, GatedOut grad_a,
+                                     GatedOut grad_b, std::int64_t rows, std::int64_t d) {
+  GatedCall c;
+  c.spec = std::move(spec);
+  c.in[0] = grad_out;
+  c.in[1] = a;
+  c.in[2] = b;
+  c.out[0] = grad_a;
+  c.out[1] = grad_b;
+  c.rows = rows;
+  c.d = d;
+  return c;
+}
 
 // The spec of a gated call: `activation` in gated(...) unless it names a gated one already.
 // Throws Error(invalid_argument) for FP8 output on a backward.

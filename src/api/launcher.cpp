@@ -89,7 +89,7 @@ std::shared_ptr<const PreparedKernel> bucket_kernel(const Launcher::State& s, st
   return kernel;
 }
 
-void launch_gated_call(const Launcher::State& s, api::GatedCall& c, void* stream, PointerChecks checks) {
+void launch_gated_call(const Launcher::State& s, api::GatedCall c, void* stream, PointerChecks checks) {
   if (!s.gated)
     invalid("this launcher is for '" + s.spec.activation + "'; gated launches need a launcher made for gated(ACT)");
   if (c.spec.direction != s.spec.direction)
@@ -114,30 +114,18 @@ void launch_gated_call(const Launcher::State& s, api::GatedCall& c, void* stream
 
 void Launcher::launch_gated_forward(GatedIn a, GatedIn b, GatedOut out, std::int64_t rows, std::int64_t d, void* stream,
                                     PointerChecks checks, const Fp8Output& scale) const {
-  api::GatedCall c;
-  c.spec.direction = Direction::forward;
-  c.in[0] = a;
-  c.in[1] = b;
-  c.out[0] = out;
-  c.rows = rows;
-  c.d = d;
-  c.fp8 = scale;
-  c.fp8.type = state_->spec.out;
-  launch_gated_call(*state_, c, stream, checks);
+  KernelSpec spec;  // the direction asked for; launch_gated_call checks it and takes the launcher's spec
+  spec.direction = Direction::forward;
+  Fp8Output fp8 = scale;
+  fp8.type = state_->spec.out;
+  launch_gated_call(*state_, api::gated_forward_call(spec, a, b, out, rows, d, fp8), stream, checks);
 }
 
 void Launcher::launch_gated_backward(GatedIn grad_out, GatedIn a, GatedIn b, GatedOut grad_a, GatedOut grad_b,
                                      std::int64_t rows, std::int64_t d, void* stream, PointerChecks checks) const {
-  api::GatedCall c;
-  c.spec.direction = Direction::backward;
-  c.in[0] = grad_out;
-  c.in[1] = a;
-  c.in[2] = b;
-  c.out[0] = grad_a;
-  c.out[1] = grad_b;
-  c.rows = rows;
-  c.d = d;
-  launch_gated_call(*state_, c, stream, checks);
+  KernelSpec spec;
+  spec.direction = Direction::backward;
+  launch_gated_call(*state_, api::gated_backward_call(spec, grad_out, a, b, grad_a, grad_b, rows, d), stream, checks);
 }
 
 void Launcher::launch(const void* in, const void* in1, void* out, std::int64_t n, void* stream,
