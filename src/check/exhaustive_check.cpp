@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kplay/error.hpp"
+#include "parallel.hpp"
 #include "self_reference.hpp"
 #include "spec/slope_noise.hpp"
 #include "util/host_dtype.hpp"
@@ -149,10 +150,7 @@ void gated_sweep(Engine& engine, const KernelSpec& spec, const KernelConfig& con
         if (backward) store_element(d, hg.data(), k, sweep_gradient(d, base + k));
       }
     };
-    std::vector<std::thread> pool;
-    for (unsigned w = 0; w < workers; ++w) pool.emplace_back(fill, n * w / workers, n * (w + 1) / workers);
-    for (auto& t : pool) t.join();
-    pool.clear();
+    split_among(workers, n, [&](unsigned, std::uint64_t lo, std::uint64_t hi) { fill(lo, hi); });
     backend.upload(da.ptr(), ha.data(), n * es);
     backend.upload(db.ptr(), hb.data(), n * es);
     if (backward) backend.upload(dg.ptr(), hg.data(), n * es);
@@ -217,12 +215,9 @@ void gated_sweep(Engine& engine, const KernelSpec& spec, const KernelConfig& con
         }
       }
     };
-    for (unsigned w = 0; w < workers; ++w)
-      pool.emplace_back([&, w] {
-        const std::uint64_t lo = n * w / workers, hi = n * (w + 1) / workers;
-        d == Dtype::f64 ? compare(0.0L, w, lo, hi) : compare(0.0, w, lo, hi);
-      });
-    for (auto& t : pool) t.join();
+    split_among(workers, n, [&](unsigned w, std::uint64_t lo, std::uint64_t hi) {
+      d == Dtype::f64 ? compare(0.0L, w, lo, hi) : compare(0.0, w, lo, hi);
+    });
     for (const auto& p : parts) result.stats.merge(p);
     if (options.progress) options.progress(static_cast<double>(base + n) / static_cast<double>(total), result.stats);
   }
@@ -335,10 +330,7 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
         }
       }
     };
-    std::vector<std::thread> pool;
-    for (unsigned w = 0; w < workers; ++w) pool.emplace_back(fill, n * w / workers, n * (w + 1) / workers);
-    for (auto& t : pool) t.join();
-    pool.clear();
+    split_among(workers, n, [&](unsigned, std::uint64_t lo, std::uint64_t hi) { fill(lo, hi); });
     backend.upload(in0.ptr(), h0.data(), n * es);
     if (backward) backend.upload(in1.ptr(), h1.data(), n * es);
     slope_base = base;
@@ -393,12 +385,9 @@ SweepResult exhaustive_check(Engine& engine, const KernelSpec& spec, const Kerne
         add(s, d, backward, result.bound, xs[k], o, r, scale, self ? self_allowance[k] : 0.0);
       }
     };
-    for (unsigned w = 0; w < workers; ++w)
-      pool.emplace_back([&, w] {
-        const std::uint64_t lo = n * w / workers, hi = n * (w + 1) / workers;
-        d == Dtype::f64 ? compare(0.0L, w, lo, hi) : compare(0.0, w, lo, hi);
-      });
-    for (auto& t : pool) t.join();
+    split_among(workers, n, [&](unsigned w, std::uint64_t lo, std::uint64_t hi) {
+      d == Dtype::f64 ? compare(0.0L, w, lo, hi) : compare(0.0, w, lo, hi);
+    });
     for (const auto& p : parts) result.stats.merge(p);
     if (options.progress) options.progress(static_cast<double>(base + n) / static_cast<double>(total), result.stats);
   }

@@ -27,4 +27,14 @@ void parallel_for(std::uint64_t n, Fn fn) {
   for (auto& t : threads) t.join();
 }
 
+// Runs fn(w, begin, end) for w in [0, workers), [begin, end) the w-th of `workers` equal parts of
+// [0, n), each on its own thread; fn keeps per-worker state by w (the exhaustive sweeps' parts).
+template <class Fn>
+void split_among(unsigned workers, std::uint64_t n, Fn fn) {
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < workers; ++w)
+    threads.emplace_back([&fn, w, workers, n] { fn(w, n * w / workers, n * (w + 1) / workers); });
+  for (auto& t : threads) t.join();
+}
+
 }  // namespace kplay

@@ -33,15 +33,7 @@ rt::DevicePtr Problem::in1() const {
   return spec_.direction == Direction::backward ? in1_.ptr().at(shape_.in_offset * esize_) : in0();
 }
 
-rt::KernelArgs Problem::args() const {
-  rt::KernelArgs a;
-  a.out = out();
-  a.in0 = in0();
-  a.in1 = in1();
-  a.rows = 1;
-  a.cols = a.ld_out = a.ld_in0 = a.ld_in1 = shape_.n;
-  return a;
-}
+rt::KernelArgs Problem::args() const { return flat_args(out(), in0(), in1(), shape_.n); }
 
 std::unique_ptr<DeviceProblem> make_problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape) {
   const ResolvedActivation act = resolve_activation(spec.activation);
@@ -76,15 +68,19 @@ void Problem::upload_stream(rt::DevicePtr dst, bool second) const {
     for (std::uint64_t i = b; i < e; ++i)
       store_element(spec_.dtype, host.data(), i, second ? ref_.in1(i) : ref_.in0(i));
   });
-  backend_.upload(dst, host.data(), host.size());
-  backend_.synchronize();
-  // Replicate by doubling: [0, done) is filled; copy it after itself.
-  for (std::uint64_t done = generated; done < shape_.n;) {
-    const std::uint64_t count = std::min(done, shape_.n - done);
-    backend_.copy(dst.at(done * esize_), dst, count * esize_);
+  upload_repeated(backend_, dst, host, esize_, shape_.n);
+}
+
+void upload_repeated(rt::Backend& backend, rt::DevicePtr dst, const std::vector<unsigned char>& period,
+                     std::size_t esize, std::uint64_t n) {
+  backend.upload(dst, period.data(), period.size());
+  backend.synchronize();
+  for (std::uint64_t done = period.size() / esize; done < n;) {
+    const std::uint64_t count = std::min(done, n - done);
+    backend.copy(dst.at(done * esize), dst, count * esize);
     done += count;
   }
-  backend_.synchronize();
+  backend.synchronize();
 }
 
 void Problem::upload_inputs() {

@@ -138,6 +138,11 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> verify_ranges(std::uint64_t
 // Problems larger than twice this many elements repeat their inputs with this period.
 constexpr std::uint64_t kInputPeriod = 1ull << 24;
 
+// Uploads `period` (host elements of esize bytes) to dst, synchronized, then fills dst's first n
+// elements by doubling on the device: [0, done) copied after itself until n.
+void upload_repeated(rt::Backend& backend, rt::DevicePtr dst, const std::vector<unsigned char>& period,
+                     std::size_t esize, std::uint64_t n);
+
 constexpr std::uint64_t kGuardElements = 64;
 constexpr unsigned char kPoisonByte = 0xCD;
 

@@ -73,12 +73,7 @@ class SlopeProblem : public DeviceProblem {
   rt::DevicePtr in1() const { return backward_ ? in1_.ptr().at(shape_.in_offset * esize_) : in0(); }
 
   rt::KernelArgs args() const override {
-    rt::KernelArgs a;
-    a.out = out();
-    a.in0 = in0();
-    a.in1 = in1();
-    a.rows = 1;
-    a.cols = a.ld_out = a.ld_in0 = a.ld_in1 = shape_.n;
+    rt::KernelArgs a = flat_args(out(), in0(), in1(), shape_.n);
     a.slope = true;
     a.weight = prelu_ ? w_.ptr() : in0();
     a.inner = shape_.inner;
@@ -176,14 +171,7 @@ class SlopeProblem : public DeviceProblem {
     parallel_for(generated, [&](std::uint64_t b, std::uint64_t e) {
       for (std::uint64_t i = b; i < e; ++i) store_element(spec_.dtype, host.data(), i, x ? ref_.x(i) : ref_.grad(i));
     });
-    backend_.upload(dst, host.data(), host.size());
-    backend_.synchronize();
-    for (std::uint64_t done = generated; done < shape_.n;) {
-      const std::uint64_t count = std::min(done, shape_.n - done);
-      backend_.copy(dst.at(done * esize_), dst, count * esize_);
-      done += count;
-    }
-    backend_.synchronize();
+    upload_repeated(backend_, dst, host, esize_, shape_.n);
   }
 
   // The weight's gradient, channel by channel: the exact sum of g x over x > 0 false (long double;

@@ -139,16 +139,20 @@ bool reads_second_input(const KernelSpec& spec) {
   return spec.direction == Direction::backward || resolve_activation(spec.activation).gated;
 }
 
-rt::KernelArgs flat_args(const PreparedKernel& k, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
-                         std::uint64_t n) {
+rt::KernelArgs flat_args(rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1, std::uint64_t n) {
   rt::KernelArgs a;
   a.out = out;
   a.in0 = in0;
-  a.in1 = k.gated || k.spec.direction == Direction::backward ? in1 : in0;
+  a.in1 = in1;
   a.rows = 1;
   a.cols = n;
   a.ld_out = a.ld_in0 = a.ld_in1 = n;
   return a;
+}
+
+rt::KernelArgs flat_args(const PreparedKernel& k, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
+                         std::uint64_t n) {
+  return flat_args(out, in0, k.gated || k.spec.direction == Direction::backward ? in1 : in0, n);
 }
 
 void Engine::launch_flat(const PreparedKernel& k, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,

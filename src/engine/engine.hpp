@@ -80,8 +80,10 @@ std::uint64_t prelu_workspace_bytes(Dtype dtype, std::uint64_t n, std::uint64_t 
 // Whether spec's kernel reads in1: backward (the saved tensor) and gated (b) kernels do.
 bool reads_second_input(const KernelSpec& spec);
 
-// The arguments of n contiguous elements (one row); in1 is in0 for kernels that do not read it.
-// Not for a gated backward, which has five buffers (set gated_backward, out1 and in2 yourself).
+// The arguments of n contiguous elements (one row), the buffers as given.
+rt::KernelArgs flat_args(rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1, std::uint64_t n);
+// The same for kernel, with in1 replaced by in0 where the kernel does not read it. Not for a
+// gated backward, which has five buffers (set gated_backward, out1 and in2 yourself).
 rt::KernelArgs flat_args(const PreparedKernel& kernel, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
                          std::uint64_t n);
 
