@@ -78,12 +78,7 @@ KernelSpec slope_spec(const std::string& text, Dtype dtype, Direction direction)
 }
 
 rt::KernelArgs flat(const void* out, const void* in0, const void* in1, std::uint64_t n) {
-  rt::KernelArgs a;
-  a.out = ptr(out);
-  a.in0 = ptr(in0);
-  a.in1 = ptr(in1);
-  a.rows = 1;
-  a.cols = a.ld_out = a.ld_in0 = a.ld_in1 = n;
+  rt::KernelArgs a = flat_args(ptr(out), ptr(in0), ptr(in1), n);
   a.slope = true;
   a.weight = a.in0;
   return a;
