@@ -24,6 +24,7 @@ keyed on the graph before these decompositions) never hand one mode's compiled c
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
@@ -263,10 +264,17 @@ def register() -> None:
 
     for op, fn in ((torch.ops.kplay.forward.default, forward), (torch.ops.kplay.backward.default, backward)):
         inductor.decompositions[op] = fn
-        # Where the decomposition declines (NotImplemented: the kernel is kept), Inductor lowers
-        # the op to a call of its kernel; made here, since Inductor refuses to make a fallback of
-        # its own for an op that is in its decomposition table.
-        lowering.make_fallback(op, warn=False, override_decomp=True)
+    # Where the decomposition declines (NotImplemented: the kernel is kept), Inductor lowers the op
+    # to a call of its kernel; made here, since Inductor makes no lowering of its own for an op
+    # that is in its decomposition table. With the C++ extension, the call is the kernel's out=
+    # form (_torch_inductor.py); with the Python operators, Inductor's fallback, the op itself.
+    if hasattr(sys.modules.get("kplay._torch_ops"), "forward_out"):
+        from . import _torch_inductor
+
+        _torch_inductor.register(lowering)
+    else:
+        for op in (torch.ops.kplay.forward.default, torch.ops.kplay.backward.default):
+            lowering.make_fallback(op, warn=False, override_decomp=True)
     _register_gated(inductor, lowering)
     # Inductor hands AOTAutograd a copy of its table made at its first compile in the process
     # (select_decomp_table: fast_random_decomps is cached); where a graph without kplay was

@@ -264,20 +264,52 @@ void check_backward_operands(const at::Tensor& grad, const at::Tensor& saved) {
     invalid("grad is on " + grad.device().str() + " but saved on " + saved.device().str());
 }
 
-at::Tensor backward_cuda(const at::Tensor& grad, const at::Tensor& saved, c10::string_view activation,
-                         bool saved_output) {
-  const int slot = checked_slot(saved, "saved");
-  check_backward_operands(grad, saved);
-  Activation& a = activation_entry(activation);
-  at::Tensor out = at::empty_like(saved);
+// grad f'(saved) into out (dense, of saved's shape); grad and saved are read where they have out's
+// strides, else from dense copies.
+void backward_into(Activation& a, int slot, const at::Tensor& grad, const at::Tensor& saved, bool saved_output,
+                   const at::Tensor& out) {
   const std::int64_t n = out.numel();
-  if (n == 0) return out;
+  if (n == 0) return;
   const at::Tensor g = dense_like(grad, out);
   const at::Tensor s = dense_like(saved, out);
   const c10::DeviceIndex device = out.device().index();
   launch(launcher(a, slot, saved_output ? backward_from_output : backward_from_input, device), g.const_data_ptr(),
          s.const_data_ptr(), out.data_ptr(), n, current_stream(device));
+}
+
+at::Tensor backward_cuda(const at::Tensor& grad, const at::Tensor& saved, c10::string_view activation,
+                         bool saved_output) {
+  const int slot = checked_slot(saved, "saved");
+  check_backward_operands(grad, saved);
+  at::Tensor out = at::empty_like(saved);
+  backward_into(activation_entry(activation), slot, grad, saved, saved_output, out);
   return out;
+}
+
+// The out= forms that Inductor's generated code calls (kplay/_torch_inductor.py): out is a dense
+// tensor of the result's shape and dtype on the operands' device, which Inductor allocated.
+void check_out(const at::Tensor& out, const at::Tensor& like) {
+  if (out.scalar_type() != like.scalar_type() || out.sizes() != like.sizes() || out.device() != like.device() ||
+      !out.is_non_overlapping_and_dense())
+    invalid("out (" + std::string(c10::toString(out.scalar_type())) + ", " + c10::str(out.sizes()) + ", " +
+            out.device().str() + ") must be a dense tensor of the result's dtype, shape and device (" +
+            std::string(c10::toString(like.scalar_type())) + ", " + c10::str(like.sizes()) + ", " +
+            like.device().str() + ")");
+}
+
+void forward_out_cuda(const at::Tensor& x, c10::string_view activation, const at::Tensor& out) {
+  check_cuda(x, "x");
+  const int slot = checked_slot(x, "x");
+  check_out(out, x);
+  forward_into(activation_entry(activation), slot, x, out);
+}
+
+void backward_out_cuda(const at::Tensor& grad, const at::Tensor& saved, c10::string_view activation, bool saved_output,
+                       const at::Tensor& out) {
+  const int slot = checked_slot(saved, "saved");
+  check_backward_operands(grad, saved);
+  check_out(out, saved);
+  backward_into(activation_entry(activation), slot, grad, saved, saved_output, out);
 }
 
 // ---- Meta (fake tensors, torch.compile) and CPU ----------------------------------------------
@@ -1223,6 +1255,72 @@ PyObject* py_gated_forward(PyObject* /*self*/, PyObject* const* args, Py_ssize_t
   END_HANDLE_TH_ERRORS
 }
 
+// ---- the out= forms, for Inductor's generated code (kplay/_torch_inductor.py) ----------------
+//
+// forward_out(x, activation, *, out) and backward_out(grad, saved, activation, saved_output, *,
+// out) launch kplay's kernel into a buffer that Inductor allocated, as its generated code calls
+// its own extern kernels (extern_kernels.mm(a, b, out=buf)): no dispatcher call and no allocation.
+// They are not operators: a compiled graph has already run autograd and every dispatch key when
+// Inductor writes the call, so nothing is skipped that the graph needs.
+
+// out: the argument after the `positional` ones, or the keyword; nullptr with a TypeError set
+// where the call does not have that form.
+PyObject* out_argument(const char* name, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                       Py_ssize_t positional) {
+  PyObject* out = nullptr;
+  if (no_keywords(kwnames) && nargs == positional + 1) {
+    out = args[positional];
+  } else if (nargs == positional && kwnames != nullptr && PyTuple_GET_SIZE(kwnames) == 1 &&
+             PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "out") == 0) {
+    out = args[positional];
+  }
+  if (out == nullptr || !THPVariable_Check(out)) {
+    PyErr_Format(PyExc_TypeError, "%s takes %zd positional arguments and a tensor out", name, positional);
+    return nullptr;
+  }
+  return out;
+}
+
+PyObject* py_forward_out(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* out = out_argument("forward_out", args, nargs, kwnames, 2);
+  if (out == nullptr) return nullptr;
+  if (!THPVariable_Check(args[0]) || !PyUnicode_Check(args[1]))
+    return PyErr_Format(PyExc_TypeError, "forward_out(x, activation, *, out): x a tensor, activation a str");
+  HANDLE_TH_ERRORS
+  const c10::string_view activation = text_of(args[1]);
+  if (activation.data() == nullptr) return nullptr;
+  const at::Tensor& x = THPVariable_Unpack(args[0]);
+  const at::Tensor& o = THPVariable_Unpack(out);
+  {
+    pybind11::gil_scoped_release no_gil;
+    forward_out_cuda(x, activation, o);
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* py_backward_out(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* out = out_argument("backward_out", args, nargs, kwnames, 4);
+  if (out == nullptr) return nullptr;
+  if (!THPVariable_Check(args[0]) || !THPVariable_Check(args[1]) || !PyUnicode_Check(args[2]) || !PyBool_Check(args[3]))
+    return PyErr_Format(PyExc_TypeError,
+                        "backward_out(grad, saved, activation, saved_output, *, out): grad and saved tensors, "
+                        "activation a str, saved_output a bool");
+  HANDLE_TH_ERRORS
+  const c10::string_view activation = text_of(args[2]);
+  if (activation.data() == nullptr) return nullptr;
+  const at::Tensor& grad = THPVariable_Unpack(args[0]);
+  const at::Tensor& saved = THPVariable_Unpack(args[1]);
+  const at::Tensor& o = THPVariable_Unpack(out);
+  const bool saved_output = args[3] == Py_True;
+  {
+    pybind11::gil_scoped_release no_gil;
+    backward_out_cuda(grad, saved, activation, saved_output, o);
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
 // METH_FASTCALL | METH_KEYWORDS's signature (Python names its typedef only from 3.13).
 using FastWithKeywords = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*);
 PyCFunction as_cfunction(FastWithKeywords f) { return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f)); }
@@ -1238,6 +1336,12 @@ PyMethodDef methods[] = {
     {"backward", as_cfunction(py_backward), fastcall,
      "backward(grad, saved, activation, saved_output) -> Tensor: torch.ops.kplay.backward, called without its "
      "Python layers"},
+    {"forward_out", as_cfunction(py_forward_out), fastcall,
+     "forward_out(x, activation, *, out) -> None: activation(x) into out (dense, x's shape and dtype), no "
+     "dispatcher call: Inductor's generated code calls it"},
+    {"backward_out", as_cfunction(py_backward_out), fastcall,
+     "backward_out(grad, saved, activation, saved_output, *, out) -> None: the backward into out, no dispatcher "
+     "call: Inductor's generated code calls it"},
     {"forward_op_", as_cfunction(op_forward_inplace), fastcall,
      "forward_op_(x, activation) -> None: torch.ops.kplay.forward_.default's entry"},
     {nullptr, nullptr, 0, nullptr}};

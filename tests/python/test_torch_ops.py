@@ -258,17 +258,46 @@ print(sum(s.count("kplay.forward") for s in sources))
     assert out.stdout.strip().splitlines()[-1] == "0", out.stdout[-2000:]
 
 
-def test_inductor_lowers_a_kept_kernel_to_a_call_of_it():
-    # Where the mode keeps kplay's kernel, the decomposition declines and the op reaches Inductor,
-    # which refuses to make a fallback of its own for an op in its decomposition table ("both a
-    # fallback and a decomp for same op"): each op needs its lowering, a call of the kernel, made
-    # at registration. (Compiled graphs in kernel mode run on the GPU machine too.)
-    from torch._inductor import decomposition, lowering
+def test_inductor_calls_a_kept_kernels_out_form(compile_mode, monkeypatch):
+    # Where the mode keeps kplay's kernel, Inductor's generated code calls its out= form
+    # (kplay/_torch_inductor.py) into buffers Inductor allocates, not the op. On CPU that form
+    # refuses the tensors, as the op does; replaced here by torch's own functions, the generated
+    # code runs, and its operands, layouts and results are checked. (On CUDA,
+    # test_compiled_graphs_match_eager_in_every_mode compares the kernels' bits with eager's.)
+    from torch._inductor.utils import run_and_get_code
 
-    kt.register_decompositions()
-    for op in (torch.ops.kplay.forward.default, torch.ops.kplay.backward.default):
-        assert op in decomposition.decompositions
-        assert op in lowering.lowerings
+    from kplay import _torch_ops
+
+    def forward_out(x, activation, *, out):
+        assert activation == "selu" and out.shape == x.shape and out.stride() == x.stride(), (x.stride(), out.stride())
+        out.copy_(torch.selu(x))
+
+    def backward_out(grad, saved, activation, saved_output, *, out):
+        assert activation == "selu" and not saved_output and out.stride() == saved.stride() == grad.stride()
+        with torch.enable_grad():
+            xr = saved.detach().requires_grad_()
+            out.copy_(torch.autograd.grad(torch.selu(xr), xr, grad)[0])
+
+    compile_mode("kernel")
+    x = torch.randn(16, 24, dtype=torch.float64)
+    g = torch.randn(24, 16, dtype=torch.float64)
+    with pytest.raises(kplay.InvalidArgumentError, match="needs CUDA tensors"):
+        torch.compile(lambda t: kt.selu(t) * 2, fullgraph=True)(x)
+    monkeypatch.setattr(_torch_ops, "forward_out", forward_out)
+    monkeypatch.setattr(_torch_ops, "backward_out", backward_out)
+    cases = [
+        # a chain (buffers reused), a transposed input (its layout kept) and a slice (made dense)
+        (lambda t: kt.selu(kt.selu(t.t())) + 1, lambda t: torch.selu(torch.selu(t.t())) + 1, "forward_out"),
+        (lambda t: kt.selu(t[:, 1:] * 2), lambda t: torch.selu(t[:, 1:] * 2), "forward_out"),
+        (lambda t: torch.ops.kplay.backward(g, t.t(), "selu", False),
+         lambda t: torch.ops.aten.elu_backward(g, 1.6732632423543772, 1.0507009873554805, 1.0, False, t.t()),
+         "backward_out"),
+    ]
+    for f, want, entry in cases:
+        torch._dynamo.reset()
+        got, code = run_and_get_code(torch.compile(f, fullgraph=True), x)
+        assert f"kplay._torch_ops.{entry}(" in code[0] and "torch.ops.kplay" not in code[0], code[0]
+        torch.testing.assert_close(got, want(x), rtol=1e-15, atol=1e-15)
 
 
 def test_a_mode_other_than_auto_tags_the_compile_caches(compile_mode):
@@ -379,9 +408,13 @@ def test_compiled_graphs_match_eager_in_every_mode(compile_mode, mode, dtype):
         def f(t):
             return kt.activation(t * 1.5, act) * 2
 
+        def sliced(t):  # a column slice: Inductor hands the kernel a dense copy
+            return kt.activation((t * 1.5)[:, 1:], act) * 2
+
         x = _mixed((64, 129), dtype).requires_grad_()
         g = _mixed((64, 129), dtype, 1)
         assert_compiled_matches_eager(f, x, g, not _torch_decomp.decomposes(act, dtype), tol, act)
+        assert_compiled_matches_eager(sliced, x, g[:, 1:], not _torch_decomp.decomposes(act, dtype), tol, act)
 
 
 @cuda
