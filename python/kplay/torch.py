@@ -34,8 +34,9 @@ kplay.supports_saved_output(activation) says their snippet allows it. There is n
 (kplay::backward has no derivative: differentiating it raises).
 
 torch.compile: the ops trace with fullgraph=True (no graph break). Per activation a compiled graph
-runs either kplay's kernel (an opaque op, kplay's accuracy bounds) or kplay's formula handed to
-Inductor as a decomposition, which Inductor fuses with the neighbouring ops;
+runs either kplay's kernel (an opaque call of its out= form, kplay/_torch_inductor.py; kplay's
+accuracy bounds) or kplay's formula handed to Inductor as a decomposition, which Inductor fuses
+with the neighbouring ops;
 set_compile_mode("kernel" | "decompose" | "auto") chooses, "auto" by default
 (kplay/_torch_decomp.py says what each mode decomposes and which bound holds).
 

@@ -1,7 +1,8 @@
 // kplay._torch_ops: kplay's activations as PyTorch operators registered in C++ (TORCH_LIBRARY), so
-// that eager calls, torch.ops.kplay.* and compiled graphs cost a dispatcher call and a launch, with
-// no Python on the way: the kernels for CUDA, Meta (shapes for fake tensors and torch.compile) and
-// CPU (a clear refusal), and the autograd formula for the Autograd key.
+// that eager calls and torch.ops.kplay.* cost a dispatcher call and a launch, with no Python on the
+// way: the kernels for CUDA, Meta (shapes for fake tensors and torch.compile) and CPU (a clear
+// refusal), and the autograd formula for the Autograd key. Compiled graphs call forward_out and
+// backward_out, the launch alone (kplay/_torch_inductor.py).
 //
 //   kplay::forward(Tensor x, str activation) -> Tensor
 //   kplay::forward_(Tensor(a!) x, str activation) -> ()
@@ -1147,10 +1148,11 @@ namespace {
 // boxed entry, which handles every case.
 //
 // PyInit__torch_ops makes these the `_op` of torch.ops.kplay.{forward,forward_,backward,
-// gated_forward}.default, so the calls that Inductor's generated code and users make through
-// torch.ops take them too; that is done when the OpOverload objects are created, before anything
-// hashes them (OpOverload.__hash__ is hash(_op)). kplay.torch's eager calls use the module's
-// functions (forward, forward_ returning x, gated_forward) directly.
+// gated_forward}.default, so the calls that users make through torch.ops take them too, as do
+// Inductor's calls of the ops it keeps as operators (gated_forward; C++ wrapper code); that is
+// done when the OpOverload objects are created, before anything hashes them
+// (OpOverload.__hash__ is hash(_op)). kplay.torch's eager calls use the module's functions
+// (forward, forward_ returning x, gated_forward) directly.
 PyObject* forward_boxed = nullptr;  // the original _op of each routed overload, owned references
 PyObject* forward_inplace_boxed = nullptr;
 PyObject* backward_boxed = nullptr;
