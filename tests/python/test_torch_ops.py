@@ -151,6 +151,21 @@ def test_argument_errors_are_kplay_errors():
         kt.leaky_relu(torch.ones(4, device="meta"), slope=0.2)
 
 
+def test_out_forms_refuse_bad_calls():
+    # kplay._torch_ops.forward_out / backward_out, what compiled graphs call (_torch_inductor.py)
+    from kplay import _torch_ops
+
+    x = torch.ones(4)
+    with pytest.raises(TypeError, match="2 positional arguments and a tensor out"):
+        _torch_ops.forward_out(x, "selu")
+    with pytest.raises(TypeError, match="saved_output a bool"):
+        _torch_ops.backward_out(x, x, "selu", 1, out=x)
+    with pytest.raises(kplay.InvalidArgumentError, match="CUDA tensors; x is on 'cpu'"):
+        _torch_ops.forward_out(x, "selu", out=x)
+    with pytest.raises(kplay.InvalidArgumentError, match="CUDA tensors; saved is on 'cpu'"):
+        _torch_ops.backward_out(x, x, "selu", False, out=x)
+
+
 def _saved_by(activation):
     """'input' or 'output': which tensor autograd keeps for backward of activation on meta."""
     x = torch.empty(16, device="meta", requires_grad=True)
@@ -415,6 +430,22 @@ def test_compiled_graphs_match_eager_in_every_mode(compile_mode, mode, dtype):
         g = _mixed((64, 129), dtype, 1)
         assert_compiled_matches_eager(f, x, g, not _torch_decomp.decomposes(act, dtype), tol, act)
         assert_compiled_matches_eager(sliced, x, g[:, 1:], not _torch_decomp.decomposes(act, dtype), tol, act)
+
+
+@cuda
+def test_out_forms_refuse_an_out_of_another_shape_dtype_or_layout():
+    from kplay import _torch_ops
+
+    x = _mixed((8, 16), torch.float32)
+    for out in (torch.empty(8, 15, device="cuda"), torch.empty(8, 16, device="cuda", dtype=torch.float64),
+                torch.empty(8, 32, device="cuda")[:, :16]):
+        with pytest.raises(kplay.InvalidArgumentError, match="must be a dense tensor of the result's"):
+            _torch_ops.forward_out(x, "selu", out=out)
+        with pytest.raises(kplay.InvalidArgumentError, match="must be a dense tensor of the result's"):
+            _torch_ops.backward_out(x, x, "selu", False, out=out)
+    out = torch.empty_like(x)
+    _torch_ops.forward_out(x, "selu", out=out)
+    assert torch.equal(out, kt.selu(x))
 
 
 @cuda
