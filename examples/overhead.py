@@ -1,5 +1,6 @@
 """Per-call host cost on a small tensor (default 4096 float32 elements), torch against kplay in one
-process: eager without and with grad, forward + backward, the op through torch.ops, compiled
+process: eager without and with grad, forward + backward, the op through torch.ops, kplay.forward
+and kplay.backward (the framework-neutral calls, on torch tensors), compiled
 f(x) = selu(x) * 2, a compiled selu alone and a compiled chain of 8 selu (kplay in each compile
 mode; and the chain as a CUDA graph, mode="reduce-overhead"), and a bare prepared launch (kplay's
 floor from Python). Host time per call = wall time of a burst of calls / count, with a sync after
@@ -17,6 +18,10 @@ import torch
 
 import kplay
 import kplay.torch as kt
+
+
+# torch's selu is elu with these (torch/nn/functional.py); its backward is aten.elu_backward.
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
 def burst_us(fn, calls):
@@ -126,6 +131,10 @@ def main():
         ("eager, forward + backward", fwd_bwd(torch.selu), {"kplay": fwd_bwd(kt.selu)}),
         ("torch.ops (aten.selu / kplay.forward)", lambda: torch.ops.aten.selu(x),
          {"kplay": lambda: torch.ops.kplay.forward(x, "selu")}),
+        ("kplay.forward (any array API)", lambda: torch.selu(x), {"kplay": lambda: kplay.forward("selu", x)}),
+        ("kplay.backward (any array API; torch: aten.elu_backward)",
+         lambda: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, False, x),
+         {"kplay": lambda: kplay.backward("selu", g, x)}),
         ("compiled f(x)=selu(x)*2", None, {}),
         ("compiled selu(x) alone", None, {}),
         ("compiled chain of 8 selu", None, {}),

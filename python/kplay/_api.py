@@ -11,40 +11,48 @@ from ._layout import plan
 
 _bad = _core.InvalidArgumentError
 
-# Prepared launchers for torch's fast path, by (activation, dtype code, CUDA device).
-_launchers: Dict[Tuple[str, int, int], Any] = {}
+# Prepared launchers for torch's fast path, by (activation, dtype code, CUDA device, direction, saved).
+_launchers: Dict[Tuple[str, int, int, bool, bool], Any] = {}
 atexit.register(_launchers.clear)  # before nanobind's teardown, which would report them as leaks
 _torch_codes: Dict[Any, int] = {}
 
 
-def _torch_fast_forward(activation: str, x: Any, out: Any) -> Any:
-    """kplay.forward for plain contiguous CUDA torch tensors on torch's current stream, through a
-    cached launcher: torch vouches for device memory and device, this checks the rest. Returns
-    None where the general path must decide (other types, layouts, dtypes, mismatches)."""
+def _torch_fast(activation: str, inputs: Tuple[Any, ...], out: Any, backward: bool = False,
+                saved_output: bool = False) -> Any:
+    """kplay.forward (inputs = (x,)) or kplay.backward (inputs = (grad_out, saved)) for plain
+    contiguous CUDA torch tensors of one dtype, shape and device, on torch's current stream, through
+    a cached launcher: torch vouches for device memory and device, this checks the rest (an output
+    may be exactly an input, never partly over one). Returns None where the general path must decide
+    (other types, layouts, dtypes, mismatches), so that its messages stay the only ones."""
     torch = sys.modules["torch"]
     if not _torch_codes:
         _torch_codes.update({torch.float32: _core.F32, torch.float16: _core.F16, torch.bfloat16: _core.BF16,
                              torch.float64: _core.F64})
+    x = inputs[0]
     code = _torch_codes.get(x.dtype)
     if code is None or not x.is_cuda or not x.is_contiguous():
         return None
     device = x.get_device()
+    for t in inputs[1:] + ((out,) if out is not None else ()):
+        if (type(t) is not torch.Tensor or t.dtype != x.dtype or t.shape != x.shape or not t.is_cuda
+                or t.get_device() != device or not t.is_contiguous()):
+            return None
     if out is None:
         out = torch.empty_like(x)
-    elif (type(out) is not torch.Tensor or out.dtype != x.dtype or out.shape != x.shape or not out.is_cuda
-          or out.get_device() != device or not out.is_contiguous()):
-        return None
     n = x.numel()
     if n:
-        src, dst = x.data_ptr(), out.data_ptr()
+        dst = out.data_ptr()
         size = n * x.element_size()
-        if src != dst and src < dst + size and dst < src + size:
-            raise _bad("out partially overlaps x; only exact in place (out is x) is allowed")
-        key = (activation, code, device)
+        ptrs = [t.data_ptr() for t in inputs]
+        for name, src in zip(("grad_out", "saved") if backward else ("x",), ptrs):
+            if src != dst and src < dst + size and dst < src + size:
+                what = "grad_in" if backward else "out"
+                raise _bad(f"{what} partially overlaps {name}; only exact in place ({what} is {name}) is allowed")
+        key = (activation, code, device, backward, saved_output)
         launcher = _launchers.get(key)
         if launcher is None:
-            launcher = _launchers[key] = _core.Launcher.cuda(activation, code, False, False, device)
-        launcher.launch(src, 0, dst, n, torch._C._cuda_getCurrentRawStream(device), True)
+            launcher = _launchers[key] = _core.Launcher.cuda(activation, code, backward, saved_output, device)
+        launcher.launch(ptrs[0], ptrs[1] if backward else 0, dst, n, torch._C._cuda_getCurrentRawStream(device), True)
     return out
 
 
@@ -100,7 +108,7 @@ def forward(activation: str, x: Any, out: Any = None, stream: Any = None) -> Any
         raise TypeError(f"activation must be a str such as 'selu', not {type(activation).__name__}")
     torch = sys.modules.get("torch")
     if stream is None and torch is not None and type(x) is torch.Tensor:
-        done = _torch_fast_forward(activation, x, out)
+        done = _torch_fast(activation, (x,), out)
         if done is not None:
             return done
     xr = describe(x)
@@ -124,6 +132,11 @@ def backward(activation: str, grad_out: Any, saved: Any, saved_output: bool = Fa
     saved_output=True (only where supports_saved_output(activation)). Returns grad_in."""
     if not isinstance(activation, str):
         raise TypeError(f"activation must be a str such as 'selu', not {type(activation).__name__}")
+    torch = sys.modules.get("torch")
+    if stream is None and torch is not None and type(grad_out) is torch.Tensor and type(saved) is torch.Tensor:
+        done = _torch_fast(activation, (grad_out, saved), grad_in, True, bool(saved_output))
+        if done is not None:
+            return done
     gr = describe(grad_out)
     sr = describe(saved)
     _check_same(gr, sr, "grad_out", "saved")

@@ -173,6 +173,31 @@ def test_kplay_forward_fast_path_checks():
     torch.testing.assert_close(kplay.forward("selu", x.half()), torch.selu(x.half()))
 
 
+@pytest.mark.parametrize("saved_output", [False, True])
+def test_kplay_backward_fast_path_matches_the_general_path(saved_output):
+    # stream= takes the general path (describe, layout plan, kplay::backward); without it a plain
+    # CUDA tensor goes through a cached launcher: the same kernel, so the same bits.
+    x = mixed((5000,), torch.float32)
+    saved = torch.selu(x) if saved_output else x
+    g = mixed((5000,), torch.float32, seed=1)
+    stream = torch.cuda.current_stream()
+    want = kplay.backward("selu", g, saved, saved_output=saved_output, stream=stream)
+    assert torch.equal(kplay.backward("selu", g, saved, saved_output=saved_output), want)
+    x_ref = x.clone().requires_grad_()
+    torch.selu(x_ref).backward(g)
+    torch.testing.assert_close(want, x_ref.grad)
+    out = torch.empty_like(g)
+    assert kplay.backward("selu", g, saved, saved_output, grad_in=out) is out and torch.equal(out, want)
+    g2 = g.clone()
+    assert kplay.backward("selu", g2, saved, saved_output, grad_in=g2) is g2 and torch.equal(g2, want)
+    with pytest.raises(kplay.InvalidArgumentError, match="overlaps"):
+        kplay.backward("selu", g[1:], saved[1:].clone(), saved_output, grad_in=g[:-1])
+    with pytest.raises(kplay.InvalidArgumentError, match="overlaps"):
+        kplay.backward("selu", g[1:].clone(), saved[1:], saved_output, grad_in=saved[:-1])
+    with pytest.raises(kplay.InvalidArgumentError, match="float16"):  # the general path's message
+        kplay.backward("selu", g, saved.half(), saved_output)
+
+
 def test_in_place_variants():
     x = mixed((1000,), torch.float32)
     want = torch.selu(x)
