@@ -3,17 +3,22 @@
 # "Shipped tunings"): `kplay autotune --strategy fast` over every kernel body (`kplay list
 # --formulas`), every dtype and both directions at the lookup's size buckets, then `kplay db export
 # --ship`, which writes the class's file with the provenance of every record (GPU, driver, NVRTC,
-# kplay version, date, and the commands below). Two passes, each a whole table: forward with the
+# kplay version, date, and this script's command). Three passes, each a whole table: forward with the
 # flat and the general kernel, backward with the gradient loaded first and late (the knobs the
-# default search space leaves out); both one-shot with default caching, which the tie rule prefers
-# anyway unless another grid or cache hint is 1 % faster (docs/design.md says why that holds here).
+# default search space leaves out), and backward again from the saved output for the activations
+# that have that form (kplay.torch's autograd saves the output of relu, sigmoid, tanh and four more);
+# all one-shot with default caching, which the tie rule prefers anyway unless another grid or cache
+# hint is 1 % faster (docs/design.md says why that holds here).
 # Usage: tools/ship_defaults.sh [--kplay CLI] [--out DIR] [--minutes M] [--work DIR] [--device all|N,N]
 #                               [--sizes N,N,...] [--dtype LIST] [--act TEXTS] [--backend cuda|opencl]
+#                               [--resume-from FILE]
 #   --kplay   the kplay command (default $KPLAY_CLI, else build/kplay)
 #   --out     where the class's file goes (default: tunings/ of this checkout); prints its path
 #   --minutes wall-clock budget (default 7): autotune is stopped when it is spent, what finished is
 #             exported all the same, and a second run with the same --work resumes the rest
 #   --work    the tuning database and logs (default: a new folder under /tmp); the same again resumes
+#   --resume-from FILE  a shipped file (tunings/<class>.json) whose records count as done: only
+#             the jobs it lacks run (a new pass, a size it misses), and the new file holds both
 #   --device  the GPUs to tune on (default all: identical GPUs split each table, and every winner is
 #             run and checked on the others)
 #   --sizes   default 1048576,16777216,1610612736 (2^20, 2^24 and 4096x393216)
@@ -23,7 +28,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 kplay="${KPLAY_CLI:-$root/build/kplay}" out="$root/tunings" minutes=7 work="" device=all
-sizes=1048576,16777216,1610612736 dtype=all acts="" backend=cuda
+sizes=1048576,16777216,1610612736 dtype=all acts="" backend=cuda resume_from=""
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -31,6 +36,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
+    --resume-from) resume_from=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --dtype) dtype=$2; shift 2 ;;
@@ -57,13 +63,16 @@ fi
 # The untuned baseline each table competes with is the device model's config, not an older
 # shipped file; the user's own database is never read.
 export KPLAY_SHIPPED_TUNINGS=off KPLAY_DB="$db"
+# A shipped file's records, imported into the work database, are jobs autotune's resume skips.
+if [ -n "$resume_from" ]; then "$kplay" db import "$resume_from" --db "$db" || exit 1; fi
 common="--act '$acts' --dtype $dtype --n $sizes --strategy fast --backend $backend --device $device"
 pass_fwd="kplay autotune $common --direction forward --space 'grid=one-shot cache=default kernel=flat,general'"
 pass_bwd="kplay autotune $common --direction backward --space 'grid=one-shot cache=default gradient=early,late'"
+pass_out="kplay autotune $common --direction backward --saved output --space 'grid=one-shot cache=default gradient=early,late'"
 echo "ship_defaults.sh: on $("$kplay" devices 2>/dev/null | grep -m1 "^  \\[" | sed "s/^ *//")"
 echo "ship_defaults.sh: work folder $work (give --work $work to resume), budget $minutes min"
 status=0
-for pass in "$pass_fwd" "$pass_bwd"; do
+for pass in "$pass_fwd" "$pass_bwd" "$pass_out"; do
   left=$((deadline - SECONDS))
   if [ "$left" -le 5 ]; then
     echo "ship_defaults.sh: budget spent before: ${pass#kplay autotune }"
@@ -87,19 +96,22 @@ for pass in "$pass_fwd" "$pass_bwd"; do
   fi
 done
 echo "ship_defaults.sh: [$((SECONDS - start)) s] exporting"
-command="tools/ship_defaults.sh: $pass_fwd; $pass_bwd"
+# Each record's provenance names this script with the arguments that decide what it tunes; its
+# passes are the autotune commands above (spelled out in every record, they made half the file).
+command="tools/ship_defaults.sh --sizes $sizes --dtype $dtype --act '$acts' --backend $backend --device $device"
 "$kplay" db export --ship "$out" --command "$command" --db "$db" | tee "$work/export.txt"
 file=$(sed -n 's/^wrote \(.*\): [0-9]* tuning records$/\1/p' "$work/export.txt" | head -1)
 [ -n "$file" ] || { echo "ship_defaults.sh: nothing was exported" >&2; exit 1; }
 # Read back as kplay will read it, with no warning.
 check=$(KPLAY_SHIPPED_TUNINGS="$out" "$kplay" db list --layer shipped --db "$work/none.db" 2>&1)
 if grep -q "warning" <<<"$check"; then echo "$check" >&2; echo "ship_defaults.sh: $file does not read back" >&2; exit 1; fi
-records=$(grep -c " shipped " <<<"$check" || true)
+records=$(grep " shipped " <<<"$check" | grep -vc "saved=output" || true)
+outputs=$(grep " shipped " <<<"$check" | grep -c "saved=output" || true)
 expected=$(( $(tr ',' '\n' <<<"$acts" | grep -c .) ))
 [ "$acts" = "${acts#all}" ] || expected=$((expected - 1 + $("$kplay" list --texts | grep -c .)))
 [ "$dtype" = all ] && dtypes=4 || dtypes=$(tr ',' '\n' <<<"$dtype" | grep -c .)
 expected=$((expected * dtypes * 2 * $(tr ',' '\n' <<<"$sizes" | grep -c .)))
-echo "ship_defaults.sh: [$((SECONDS - start)) s] $records of $expected records; $(du -k "$file" | cut -f1) KB"
+echo "ship_defaults.sh: [$((SECONDS - start)) s] $records of $expected records, and $outputs of backward from the saved output; $(du -k "$file" | cut -f1) KB"
 echo "ship_defaults.sh: copy back into the repository: $file -> tunings/$(basename "$file")"
 [ "$records" -ge "$expected" ] || { echo "ship_defaults.sh: incomplete; run again with --work $work to resume"; status=${status/0/3}; }
 exit "$status"
