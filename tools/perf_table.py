@@ -14,7 +14,10 @@ a kernel's time by up to a point on an H100 (run the table with each --output an
 --gaps --paired), so preallocated compares placements as much as kernels. Ratios are bandwidth over
 the copy's: forward moves 2 streams like the copy, backward 3 (grad, saved, grad_in), so its ratio
 is 1.5 x copy_ms / kernel_ms. torch's backward is timed as its autograd backward alone (the
-forward is run before the timed region).
+forward is run before the timed region); kplay's backward reads the tensor torch's autograd reads
+(TORCH_SAVES_OUTPUT: the output for relu, sigmoid and tanh, the input otherwise), so that both read
+the same bytes in the same cache state (at 2^20 elements a tensor the other calls of the round
+just read sits in L2, and one made earlier may not).
 
 Prints one tab-separated row per case: ACT DIR DTYPE KPLAY_% TORCH_% WINS KPLAY_MS TORCH_MS COPY_MS
 DIFF_TORCH_ULP SM_MHZ SM_MHZ_MIN POWER_W CAPPED_%.
@@ -211,6 +214,15 @@ def interleaved_ms(fns, warmup, repeat, order="kplay-first", timing="idle"):
     return times
 
 
+# Activations whose torch autograd backward reads the forward's output (derivatives.yaml: relu's
+# threshold_backward(grad, result, 0), sigmoid_backward(grad, result), tanh_backward(grad, result)).
+TORCH_SAVES_OUTPUT = frozenset({"relu", "sigmoid", "tanh"})
+
+
+def torch_saves_output(act):
+    return act.split("(", 1)[0].strip() in TORCH_SAVES_OUTPUT
+
+
 def median(t):
     return sorted(t)[len(t) // 2]
 
@@ -243,16 +255,20 @@ def run_table(a, acts, header=True):
             grad = torch.randn(shape, device="cuda", dtype=dt, generator=g) if direction == "backward" else None
             for act in acts:
                 fn = fns[act]
-                y = xr = ref = mine = kk = rr = None  # freed after each case, also when it fails (out of memory)
+                y = xr = saved = ref = mine = kk = rr = None  # freed after each case, also when it fails (out of memory)
                 try:
                     if direction == "forward":
                         kfn = lambda: kplay.forward(act, x, out=out)
                         tfn = lambda: fn(x)
                         scale = 1.0
                     else:
-                        kfn = lambda: kplay.backward(act, grad, x, grad_in=out)
                         xr = x.detach().requires_grad_(True)
                         y = fn(xr)
+                        # kplay reads the tensor torch's autograd reads (its forward's output for
+                        # relu, sigmoid and tanh), so both read the same bytes in the same cache state
+                        saved_out = torch_saves_output(act)
+                        saved = y.detach() if saved_out else x
+                        kfn = lambda: kplay.backward(act, grad, saved, saved_output=saved_out, grad_in=out)
                         tfn = lambda: torch.autograd.grad(y, xr, grad, retain_graph=True)
                         scale = 1.5
                     cfn = (lambda: out.copy_(x)) if out is not None else (lambda: x.clone())
@@ -330,8 +346,9 @@ def gaps(paths, paired):
 # --pin: launch configs against torch
 
 def pinned_export(base, acts, dtypes, directions, n, cfg):
-    """A `kplay db export` document whose tuning records pin config `cfg` for every case at size n;
-    base: an export of any tuning on this device (gives the device fields and fingerprint)."""
+    """A `kplay db export` document whose tuning records pin config `cfg` for every case at size n
+    (backward: for the saved tensor the table's row reads); base: an export of any tuning on this
+    device (gives the device fields and fingerprint)."""
     block, per_thread, *more = cfg.split("|")
     more += [""] * (4 - len(more))
     knobs = set(filter(None, more[3].split("+")))
@@ -343,7 +360,8 @@ def pinned_export(base, acts, dtypes, directions, n, cfg):
             for direction in directions:
                 t = copy.deepcopy(template)
                 t.pop("candidates", None)
-                t["spec"] = {"activation": act, "direction": direction, "dtype": dtype, "saved": "input"}
+                saved = "output" if direction == "backward" and torch_saves_output(act) else "input"
+                t["spec"] = {"activation": act, "direction": direction, "dtype": dtype, "saved": saved}
                 t["n"] = n
                 t["best"] = {"block": int(block), "per_thread": int(per_thread), "vec": int(more[0] or WIDEST[dtype]),
                              "grid": "grid-stride" if more[1] else "one-shot", "waves": int(more[1] or 0),
