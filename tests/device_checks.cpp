@@ -177,26 +177,35 @@ void check_backend_sixths_16bit(Engine& engine) {
     v[i] = static_cast<std::uint16_t>(i);                       // every pattern
     g[i] = static_cast<std::uint16_t>((i * 40503u) & 0xffffu);  // every pattern, in another order
   }
-  const rt::DeviceBuffer dv(be, 2 * n), dg(be, 2 * n), dout(be, 2 * n);
+  const rt::DeviceBuffer dv(be, 2 * n), dg(be, 2 * n), dout(be, 2 * n), dhalf(be, 2 * n);
   be.upload(dv.ptr(), v.data(), 2 * n);
   be.upload(dg.ptr(), g.data(), 2 * n);
   for (const char* act : {"hardswish", "hardsigmoid"})
-    for (Dtype dtype : {Dtype::f16, Dtype::bf16})
-      for (const KernelSpec& spec : specs_of(act, dtype)) {
-        const bool fwd = spec.direction == Direction::forward;
-        auto k = engine.prepare(spec, KernelConfig{});
-        engine.launch_flat(*k, dout.ptr(), fwd ? dv.ptr() : dg.ptr(), dv.ptr(), n);
-        be.download(out.data(), dout.ptr(), 2 * n);
-        std::uint64_t differ = 0, first = n;
-        for (std::uint64_t i = 0; i < n; ++i) {
-          const float want = sixths_formula(spec, from_16(dtype, g[i]), from_16(dtype, v[i]));
-          const float got = from_16(dtype, out[i]);
-          const bool same = std::isnan(want) ? std::isnan(got) : out[i] == to_16(dtype, want);
-          if (!same && differ++ == 0) first = i;
+    for (Dtype dtype : {Dtype::f16, Dtype::bf16}) {
+      // A backward pass again with the saved tensor 0.5 everywhere (inside both functions' middle
+      // piece, as input and as output), so that every gradient pattern goes through the division.
+      const std::vector<std::uint16_t> half(n, to_16(dtype, 0.5f));
+      be.upload(dhalf.ptr(), half.data(), 2 * n);
+      for (const KernelSpec& spec : specs_of(act, dtype))
+        for (const bool at_half : {false, true}) {
+          const bool fwd = spec.direction == Direction::forward;
+          if (fwd && at_half) continue;
+          const std::vector<std::uint16_t>& saved = at_half ? half : v;
+          auto k = engine.prepare(spec, KernelConfig{});
+          engine.launch_flat(*k, dout.ptr(), fwd ? dv.ptr() : dg.ptr(), at_half ? dhalf.ptr() : dv.ptr(), n);
+          be.download(out.data(), dout.ptr(), 2 * n);
+          std::uint64_t differ = 0, first = n;
+          for (std::uint64_t i = 0; i < n; ++i) {
+            const float want = sixths_formula(spec, from_16(dtype, g[i]), from_16(dtype, saved[i]));
+            const float got = from_16(dtype, out[i]);
+            const bool same = std::isnan(want) ? std::isnan(got) : out[i] == to_16(dtype, want);
+            if (!same && differ++ == 0) first = i;
+          }
+          INFO(to_string(spec) << std::string(at_half ? ", saved 0.5" : "") << ": first difference at input pattern "
+                               << first);
+          CHECK(differ == 0);
         }
-        INFO(to_string(spec) << ": first difference at input pattern " << first);
-        CHECK(differ == 0);
-      }
+    }
 }
 
 void check_backend_fast_math(Engine& engine) {

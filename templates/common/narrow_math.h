@@ -109,9 +109,10 @@ KP_FN float kp_div6_narrow(float v) {
 #define KP_TANH(x) kp_tanh_narrow(x)
 #define KP_ERFC(x) kp_erfc_narrow(x)
 #define KP_DIV6(x) kp_div6_narrow(x)
-/* A quotient that is the 16-bit output (hardswish and hardsigmoid forward): v RN(1/6) rounds to
- * the same float16 and bfloat16 as v / 6 for every input (the all-65536 test checks each), where
- * hardswish's g (2x + 3) / 6 does not (9 float16, 2 bfloat16 inputs). One multiply. */
+/* A quotient that is the 16-bit output (hardswish and hardsigmoid forward, hardsigmoid's g / 6
+ * backward): v RN(1/6) rounds to the same float16 and bfloat16 as v / 6 for every input and every
+ * 16-bit g (the all-65536 test checks each), where hardswish's g (2x + 3) / 6 does not (9 float16,
+ * 2 bfloat16 inputs). One multiply. */
 #define KP_DIV6_OUT(x) ((x) * (1.0f / 6.0f))
 #define KP_EXP_FACTOR(x) kp_exp_factor_narrow(x)
 /* a / (1 + e) and a / (1 + e)^2 for e = exp(-|x|) in [0, 1]: 1 + e is in [1, 2], so its
