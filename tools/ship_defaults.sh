@@ -66,9 +66,10 @@ export KPLAY_SHIPPED_TUNINGS=off KPLAY_DB="$db"
 # A shipped file's records, imported into the work database, are jobs autotune's resume skips.
 if [ -n "$resume_from" ]; then "$kplay" db import "$resume_from" --db "$db" || exit 1; fi
 common="--act '$acts' --dtype $dtype --n $sizes --strategy fast --backend $backend --device $device"
+space_bwd="--space 'grid=one-shot cache=default gradient=early,late'"
 pass_fwd="kplay autotune $common --direction forward --space 'grid=one-shot cache=default kernel=flat,general'"
-pass_bwd="kplay autotune $common --direction backward --space 'grid=one-shot cache=default gradient=early,late'"
-pass_out="kplay autotune $common --direction backward --saved output --space 'grid=one-shot cache=default gradient=early,late'"
+pass_bwd="kplay autotune $common --direction backward $space_bwd"
+pass_out="kplay autotune $common --direction backward --saved output $space_bwd"
 echo "ship_defaults.sh: on $("$kplay" devices 2>/dev/null | grep -m1 "^  \\[" | sed "s/^ *//")"
 echo "ship_defaults.sh: work folder $work (give --work $work to resume), budget $minutes min"
 status=0

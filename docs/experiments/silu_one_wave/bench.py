@@ -3,8 +3,8 @@
 Times, as CUDA-graph replays of 50 launches in 21 interleaved rounds (so that no host cost shows):
 torch's copy and silu, kplay.forward, and four bodies in one kernel shape (256 threads, one
 16-byte vector each): a copy, kplay's own float32 silu (the source `kplay emit --fast-fp64 1`
-gives: the double path of fp64_math.h, which H100s and H200s run), torch's formula x / (1 + expf(-x)), and silu_float.h (float arithmetic
-alone). CuPy compiles the bodies with -ftz=true appended to the options given (it always does), so
+gives: the double path of fp64_math.h, which H100s and H200s run), torch's formula
+x / (1 + expf(-x)), and silu_float.h (float arithmetic alone). CuPy compiles the bodies with -ftz=true appended to the options given (it always does), so
 subnormal results flush here; the instructions of the normal range, which set the time, are the
 same. silu_float.h's accuracy: silu_float_check.cpp. Needs a CUDA GPU, torch, CuPy, the kplay
 package and its CLI (--kplay, else $KPLAY_CLI, else kplay):
