@@ -1,6 +1,9 @@
 // CUDA implementation of the Backend interface.
 #include "cuda_backend.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 
@@ -89,6 +92,26 @@ DeviceInfo describe(CUdevice dev, int index) {
   return info;
 }
 
+// Spins one thread until `ns` nanoseconds of the GPU's global timer have passed. PTX for the
+// oldest target, so that the driver compiles it for any GPU it runs.
+constexpr const char* kHoldPtx = R"(.version 6.0
+.target sm_50
+.address_size 64
+.visible .entry kp_hold(.param .u64 ns)
+{
+  .reg .pred %p;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [ns];
+  mov.u64 %rd2, %globaltimer;
+SPIN:
+  mov.u64 %rd3, %globaltimer;
+  sub.s64 %rd4, %rd3, %rd2;
+  setp.lt.u64 %p, %rd4, %rd1;
+  @%p bra SPIN;
+  ret;
+}
+)";
+
 class CudaBackend : public Backend {
  public:
   explicit CudaBackend(int index) {
@@ -122,6 +145,7 @@ class CudaBackend : public Backend {
       const Driver& d = driver();
       {
         ContextScope scope(ctx_);
+        if (hold_module_) d.cuModuleUnload(hold_module_);
         d.cuEventDestroy(start_);
         d.cuEventDestroy(stop_);
         d.cuStreamDestroy(stream_);
@@ -234,14 +258,24 @@ class CudaBackend : public Backend {
     check(driver().cuMemcpyDtoDAsync(dst.handle + dst.offset, src.handle + src.offset, bytes, stream_),
           "cuMemcpyDtoDAsync");
   }
+  // The events bracket the GPU's work alone, as OpenCL's profiling events do: a hold kernel keeps
+  // the stream busy while the host submits `work`, so the start event fires when the work is
+  // already queued. Without it the time counts the host's launch (a few µs, as long as a kernel
+  // of 2^20 elements, whose autotuning it would decide). The hold lasts twice the host time the
+  // previous call took, so it covers a work of many launches too.
   double time_ms(const std::function<void()>& work) override {
     std::lock_guard<std::mutex> lock(timing_);
     ContextScope scope(ctx_);
     const Driver& d = driver();
+    hold(hold_ns_);
     check(d.cuEventRecord(start_, stream_), "cuEventRecord");
+    const auto host_start = std::chrono::steady_clock::now();
     work();
+    const double host_ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - host_start).count();
     check(d.cuEventRecord(stop_, stream_), "cuEventRecord");
     check(d.cuEventSynchronize(stop_), "cuEventSynchronize");
+    hold_ns_ = std::clamp<std::uint64_t>(static_cast<std::uint64_t>(2 * host_ns), kMinHoldNs, kMaxHoldNs);
     float ms = 0;
     check(d.cuEventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime");
     return ms;
@@ -252,11 +286,33 @@ class CudaBackend : public Backend {
   }
 
  private:
+  static constexpr std::uint64_t kMinHoldNs = 20'000, kMaxHoldNs = 5'000'000;
+
+  // Runs kp_hold for `ns` on the stream (its module loaded on first use). A driver that cannot
+  // load it leaves timing as it was, host launch included, rather than failing the measurement.
+  void hold(std::uint64_t ns) {
+    const Driver& d = driver();
+    if (!hold_tried_) {
+      hold_tried_ = true;
+      if (d.cuModuleLoadData(&hold_module_, kHoldPtx) != CUDA_SUCCESS ||
+          d.cuModuleGetFunction(&hold_fn_, hold_module_, "kp_hold") != CUDA_SUCCESS)
+        hold_fn_ = nullptr;
+    }
+    if (!hold_fn_) return;
+    unsigned long long arg = ns;
+    void* params[] = {&arg};
+    check(d.cuLaunchKernel(hold_fn_, 1, 1, 1, 1, 1, 1, 0, stream_, params, nullptr), "cuLaunchKernel(kp_hold)");
+  }
+
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;
   CUevent start_ = nullptr, stop_ = nullptr;
-  std::mutex timing_;
+  std::mutex timing_;  // one time_ms at a time; guards the hold's state too
+  bool hold_tried_ = false;
+  CUmodule hold_module_ = nullptr;
+  CUfunction hold_fn_ = nullptr;
+  std::uint64_t hold_ns_ = kMinHoldNs;
   DeviceInfo info_;
   TargetLimits limits_;
   CompileTarget target_;
