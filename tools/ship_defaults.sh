@@ -18,7 +18,8 @@
 #             exported all the same, and a second run with the same --work resumes the rest
 #   --work    the tuning database and logs (default: a new folder under /tmp); the same again resumes
 #   --resume-from FILE  a shipped file (tunings/<class>.json) whose records count as done: only
-#             the jobs it lacks run (a new pass, a size it misses), and the new file holds both
+#             the jobs it lacks run (a new pass, a size it misses), and the new file holds both, each
+#             record with its own provenance. To retune a size, drop its records from FILE first.
 #   --device  the GPUs to tune on (default all: identical GPUs split each table, and every winner is
 #             run and checked on the others)
 #   --sizes   default 1048576,16777216,1610612736 (2^20, 2^24 and 4096x393216)
@@ -103,11 +104,37 @@ command="tools/ship_defaults.sh --sizes $sizes --dtype $dtype --act '$acts' --ba
 "$kplay" db export --ship "$out" --command "$command" --db "$db" | tee "$work/export.txt"
 file=$(sed -n 's/^wrote \(.*\): [0-9]* tuning records$/\1/p' "$work/export.txt" | head -1)
 [ -n "$file" ] || { echo "ship_defaults.sh: nothing was exported" >&2; exit 1; }
+# The export names this run's command in every record; those of --resume-from were not made by it
+# (the database keeps no provenance), so they get their own back: same spec, size and time made.
+if [ -n "$resume_from" ]; then
+  python3 - "$resume_from" "$file" <<'PY' || exit 1
+import json, re, sys
+key = lambda r: (json.dumps(r["spec"], sort_keys=True), r["n"], r["created_unix"])
+old = {key(r): r["provenance"] for r in json.load(open(sys.argv[1]))["tunings"] if "provenance" in r}
+lines, kept = open(sys.argv[2]).read().split("\n"), 0
+for i, line in enumerate(lines):
+    r = json.loads(line.rstrip(",")) if line.startswith("{\"") else {}  # one per line, as exported
+    if "spec" in r:  # a tuning record (the others are devices)
+        p = old.get(key(r))
+        if p is not None:
+            text = json.dumps(p, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            lines[i], kept = re.sub(r'"provenance":\{[^{}]*\}', lambda m: '"provenance":' + text, line), kept + 1
+open(sys.argv[2], "w").write("\n".join(lines))
+print("ship_defaults.sh: %d records keep their provenance from %s" % (kept, sys.argv[1]))
+PY
+fi
 # Read back as kplay will read it, with no warning.
 check=$(KPLAY_SHIPPED_TUNINGS="$out" "$kplay" db list --layer shipped --db "$work/none.db" 2>&1)
 if grep -q "warning" <<<"$check"; then echo "$check" >&2; echo "ship_defaults.sh: $file does not read back" >&2; exit 1; fi
-records=$(grep " shipped " <<<"$check" | grep -vc "saved=output" || true)
-outputs=$(grep " shipped " <<<"$check" | grep -c "saved=output" || true)
+# The records of this run's sizes (a --resume-from file may hold others): from the file, which has n.
+read -r records outputs < <(python3 - "$file" "$sizes" <<'PY'
+import json, sys
+sizes = {int(v) for v in sys.argv[2].split(",")}
+rs = [r for r in json.load(open(sys.argv[1]))["tunings"] if r["n"] in sizes]
+out = sum(1 for r in rs if r["spec"].get("saved") == "output")
+print(len(rs) - out, out)
+PY
+)
 expected=$(( $(tr ',' '\n' <<<"$acts" | grep -c .) ))
 [ "$acts" = "${acts#all}" ] || expected=$((expected - 1 + $("$kplay" list --texts | grep -c .)))
 [ "$dtype" = all ] && dtypes=4 || dtypes=$(tr ',' '\n' <<<"$dtype" | grep -c .)
