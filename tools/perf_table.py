@@ -35,8 +35,10 @@ rows (float64, and float32 on its double path) reach the 700 W limit and run at 
 
 Other modes:
   --gaps TABLE.tsv ... [--paired]  read saved tables (no GPU): per file, the rows where kplay's median
-      time is longer than torch's, then the failed rows; --paired: for the rows in every file,
-      kplay minus torch (percentage points) per file side by side.
+      time is longer than torch's, marked "lost" where kplay is more than 0.3 points below torch and
+      won fewer than half the rounds, then the failed rows; --paired: for the rows in every file,
+      kplay minus torch (percentage points) per file side by side, and how far torch's own ratio
+      moved between the files (the spread between runs: torch's kernels are the same in each).
   --pin 'block|per_thread[|vec[|waves[|cache[|knobs]]]]' (repeatable) [--rounds N]: launch configs
       against torch in one process each, without a new build: each config is stored as the tuning
       record of every case in a private database, and the table runs once per config with KPLAY_DB
@@ -303,7 +305,7 @@ def run_table(a, acts, header=True):
 # --gaps: rows of saved tables where kplay is below torch
 
 def read_rows(path):
-    """{(act, dir, dtype): (kplay_pct, torch_pct, wins, kplay_ms, torch_ms)} and the error lines."""
+    """{(act, dir, dtype): (kplay_pct, torch_pct, wins, kplay_ms, torch_ms, rounds)} and the error lines."""
     rows, errors = {}, []
     with open(path) as f:
         for line in f:
@@ -315,8 +317,8 @@ def read_rows(path):
                 errors.append("%s %s %s: %s" % (key + (cols[3],)))
                 continue
             try:
-                wins = int(cols[5].split("/")[0])
-                rows[key] = (float(cols[3]), float(cols[4]), wins, float(cols[6]), float(cols[7]))
+                wins, rounds = (int(v) for v in cols[5].split("/"))
+                rows[key] = (float(cols[3]), float(cols[4]), wins, float(cols[6]), float(cols[7]), rounds)
             except (ValueError, IndexError):
                 continue
     return rows, errors
@@ -325,13 +327,16 @@ def read_rows(path):
 def gaps(paths, paired):
     for path in paths:
         rows, errors = read_rows(path)
-        # compared on the medians' times, which the rounded ratios can hide
-        below = sorted((k for k, v in rows.items() if v[3] > v[4]), key=lambda k: (k[1] != "forward", k))
-        print("== %s: %d rows, %d with kplay below torch (KPLAY_%% / TORCH_%% (WINS)), %d failed" % (
-            path, len(rows), len(below), len(errors)))
+        # compared on the medians' times, which the rounded ratios can hide, and on the ratios, where
+        # the times' four decimals round a gap away
+        below = sorted((k for k, v in rows.items() if v[3] > v[4] or v[0] < v[1]), key=lambda k: (k[1] != "forward", k))
+        # lost: more than 0.3 points below torch and fewer than half of the rounds won
+        lost = {k for k, v in rows.items() if v[1] - v[0] > 0.3 and 2 * v[2] < v[5]}
+        print("== %s: %d rows, %d with kplay below torch (KPLAY_%% / TORCH_%% (WINS)), %d lost, %d failed" % (
+            path, len(rows), len(below), len(lost), len(errors)))
         for k in below:
             v = rows[k]
-            print("  %s %s %s %.1f / %.1f (%d)" % (k + v[:3]))
+            print("  %s %s %s %.1f / %.1f (%d)%s" % (k + v[:3] + (" lost" if k in lost else "",)))
         for e in errors:
             print("  failed: " + e)
     if paired and len(paths) > 1:
@@ -340,6 +345,12 @@ def gaps(paths, paired):
         print("== kplay minus torch, points: " + " | ".join(paths))
         for k in keys:
             print("%-42s %s" % (" ".join(k), " ".join("%+5.1f" % (t[k][0] - t[k][1]) for t in tables)))
+        # torch's kernels are the same in every file: how far its ratio moves between them is the
+        # spread between runs, which a gap must exceed to be a finding
+        moved = sorted(abs(t[k][1] - tables[0][k][1]) for t in tables[1:] for k in keys)
+        if moved:
+            print("== torch's own ratio between the files, points: median %.1f, 90th percentile %.1f, largest %.1f" % (
+                moved[len(moved) // 2], moved[int(0.9 * (len(moved) - 1))], moved[-1]))
 
 
 # ---------------------------------------------------------------------------------------------

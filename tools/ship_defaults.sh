@@ -11,7 +11,7 @@
 # hint is 1 % faster (docs/design.md says why that holds here).
 # Usage: tools/ship_defaults.sh [--kplay CLI] [--out DIR] [--minutes M] [--work DIR] [--device all|N,N]
 #                               [--sizes N,N,...] [--dtype LIST] [--act TEXTS] [--backend cuda|opencl]
-#                               [--resume-from FILE]
+#                               [--resume-from FILE [--retune]]
 #   --kplay   the kplay command (default $KPLAY_CLI, else build/kplay)
 #   --out     where the class's file goes (default: tunings/ of this checkout); prints its path
 #   --minutes wall-clock budget (default 7): autotune is stopped when it is spent, what finished is
@@ -19,7 +19,9 @@
 #   --work    the tuning database and logs (default: a new folder under /tmp); the same again resumes
 #   --resume-from FILE  a shipped file (tunings/<class>.json) whose records count as done: only
 #             the jobs it lacks run (a new pass, a size it misses), and the new file holds both, each
-#             record with its own provenance. To retune a size, drop its records from FILE first.
+#             record with its own provenance
+#   --retune  with --resume-from: the file's records of --sizes are tuned again, the others kept
+#             (`--sizes 1048576 --resume-from tunings/<class>.json --retune` redoes 2^20)
 #   --device  the GPUs to tune on (default all: identical GPUs split each table, and every winner is
 #             run and checked on the others)
 #   --sizes   default 1048576,16777216,1610612736 (2^20, 2^24 and 4096x393216)
@@ -29,7 +31,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 kplay="${KPLAY_CLI:-$root/build/kplay}" out="$root/tunings" minutes=7 work="" device=all
-sizes=1048576,16777216,1610612736 dtype=all acts="" backend=cuda resume_from=""
+sizes=1048576,16777216,1610612736 dtype=all acts="" backend=cuda resume_from="" retune=0
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
     --minutes) minutes=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --resume-from) resume_from=$2; shift 2 ;;
+    --retune) retune=1; shift ;;
     --device) device=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --dtype) dtype=$2; shift 2 ;;
@@ -64,8 +67,24 @@ fi
 # The untuned baseline each table competes with is the device model's config, not an older
 # shipped file; the user's own database is never read.
 export KPLAY_SHIPPED_TUNINGS=off KPLAY_DB="$db"
-# A shipped file's records, imported into the work database, are jobs autotune's resume skips.
-if [ -n "$resume_from" ]; then "$kplay" db import "$resume_from" --db "$db" || exit 1; fi
+# A shipped file's records, imported into the work database, are jobs autotune's resume skips;
+# with --retune, those of this run's sizes are left out, so that they are tuned again.
+if [ "$retune" = 1 ] && [ -z "$resume_from" ]; then echo "ship_defaults.sh: --retune needs --resume-from" >&2; exit 2; fi
+if [ -n "$resume_from" ]; then
+  import=$resume_from
+  if [ "$retune" = 1 ]; then
+    import=$work/resume_kept.json
+    python3 - "$resume_from" "$import" "$sizes" <<'PY' || exit 1
+import json, sys
+doc, sizes = json.load(open(sys.argv[1])), {int(v) for v in sys.argv[3].split(",")}
+kept = [r for r in doc["tunings"] if r["n"] not in sizes]
+print("ship_defaults.sh: --retune: %d of %d records kept, the rest tuned again" % (len(kept), len(doc["tunings"])))
+doc["tunings"] = kept
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+  fi
+  "$kplay" db import "$import" --db "$db" || exit 1
+fi
 common="--act '$acts' --dtype $dtype --n $sizes --strategy fast --backend $backend --device $device"
 space_bwd="--space 'grid=one-shot cache=default gradient=early,late'"
 pass_fwd="kplay autotune $common --direction forward --space 'grid=one-shot cache=default kernel=flat,general'"
