@@ -329,7 +329,8 @@ def gaps(paths, paired):
         rows, errors = read_rows(path)
         # compared on the medians' times, which the rounded ratios can hide, and on the ratios, where
         # the times' four decimals round a gap away
-        below = sorted((k for k, v in rows.items() if v[3] > v[4] or v[0] < v[1]), key=lambda k: (k[1] != "forward", k))
+        below = sorted((k for k, v in rows.items() if v[3] > v[4] or v[0] < v[1]),
+                       key=lambda k: (k[1] != "forward", k))
         # lost: more than 0.3 points below torch and fewer than half of the rounds won
         lost = {k for k, v in rows.items() if v[1] - v[0] > 0.3 and 2 * v[2] < v[5]}
         print("== %s: %d rows, %d with kplay below torch (KPLAY_%% / TORCH_%% (WINS)), %d lost, %d failed" % (

@@ -74,14 +74,7 @@ if [ -n "$resume_from" ]; then
   import=$resume_from
   if [ "$retune" = 1 ]; then
     import=$work/resume_kept.json
-    python3 - "$resume_from" "$import" "$sizes" <<'PY' || exit 1
-import json, sys
-doc, sizes = json.load(open(sys.argv[1])), {int(v) for v in sys.argv[3].split(",")}
-kept = [r for r in doc["tunings"] if r["n"] not in sizes]
-print("ship_defaults.sh: --retune: %d of %d records kept, the rest tuned again" % (len(kept), len(doc["tunings"])))
-doc["tunings"] = kept
-json.dump(doc, open(sys.argv[2], "w"))
-PY
+    python3 "$root/tools/shipped_file.py" drop-sizes "$resume_from" "$import" "$sizes" || exit 1
   fi
   "$kplay" db import "$import" --db "$db" || exit 1
 fi
@@ -126,34 +119,13 @@ file=$(sed -n 's/^wrote \(.*\): [0-9]* tuning records$/\1/p' "$work/export.txt" 
 # The export names this run's command in every record; those of --resume-from were not made by it
 # (the database keeps no provenance), so they get their own back: same spec, size and time made.
 if [ -n "$resume_from" ]; then
-  python3 - "$resume_from" "$file" <<'PY' || exit 1
-import json, re, sys
-key = lambda r: (json.dumps(r["spec"], sort_keys=True), r["n"], r["created_unix"])
-old = {key(r): r["provenance"] for r in json.load(open(sys.argv[1]))["tunings"] if "provenance" in r}
-lines, kept = open(sys.argv[2]).read().split("\n"), 0
-for i, line in enumerate(lines):
-    r = json.loads(line.rstrip(",")) if line.startswith("{\"") else {}  # one per line, as exported
-    if "spec" in r:  # a tuning record (the others are devices)
-        p = old.get(key(r))
-        if p is not None:
-            text = json.dumps(p, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            lines[i], kept = re.sub(r'"provenance":\{[^{}]*\}', lambda m: '"provenance":' + text, line), kept + 1
-open(sys.argv[2], "w").write("\n".join(lines))
-print("ship_defaults.sh: %d records keep their provenance from %s" % (kept, sys.argv[1]))
-PY
+  python3 "$root/tools/shipped_file.py" keep-provenance "$resume_from" "$file" || exit 1
 fi
 # Read back as kplay will read it, with no warning.
 check=$(KPLAY_SHIPPED_TUNINGS="$out" "$kplay" db list --layer shipped --db "$work/none.db" 2>&1)
 if grep -q "warning" <<<"$check"; then echo "$check" >&2; echo "ship_defaults.sh: $file does not read back" >&2; exit 1; fi
 # The records of this run's sizes (a --resume-from file may hold others): from the file, which has n.
-read -r records outputs < <(python3 - "$file" "$sizes" <<'PY'
-import json, sys
-sizes = {int(v) for v in sys.argv[2].split(",")}
-rs = [r for r in json.load(open(sys.argv[1]))["tunings"] if r["n"] in sizes]
-out = sum(1 for r in rs if r["spec"].get("saved") == "output")
-print(len(rs) - out, out)
-PY
-)
+read -r records outputs < <(python3 "$root/tools/shipped_file.py" count "$file" "$sizes")
 expected=$(( $(tr ',' '\n' <<<"$acts" | grep -c .) ))
 [ "$acts" = "${acts#all}" ] || expected=$((expected - 1 + $("$kplay" list --texts | grep -c .)))
 [ "$dtype" = all ] && dtypes=4 || dtypes=$(tr ',' '\n' <<<"$dtype" | grep -c .)

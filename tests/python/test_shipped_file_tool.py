@@ -1,0 +1,45 @@
+"""tools/shipped_file.py, the edits tools/ship_defaults.sh makes to a shipped tunings file around
+`kplay db import` and `kplay db export --ship`, on the committed H200 file."""
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TOOL = ROOT / "tools" / "shipped_file.py"
+SHIPPED = ROOT / "tunings" / "cuda-nvidia-h200-sm_90.json"
+
+
+def tool(*args):
+    return subprocess.run([sys.executable, str(TOOL), *map(str, args)], check=True, capture_output=True, text=True).stdout
+
+
+def test_keep_provenance_restores_the_old_records_byte_for_byte(tmp_path):
+    original = SHIPPED.read_text()
+    records = json.loads(original)["tunings"]
+    # As an export writes a resumed file: every record names the new run's command, and one record
+    # (its created time moved) was tuned by that run.
+    exported = original.replace('"command":"tools/ship_defaults.sh', '"command":"NEW tools/ship_defaults.sh')
+    retuned = records[1]
+    line = next(l for l in exported.split("\n") if '"created_unix":%d' % retuned["created_unix"] in l)
+    exported = exported.replace(line, line.replace('"created_unix":%d' % retuned["created_unix"],
+                                                   '"created_unix":%d' % (retuned["created_unix"] + 1)))
+    path = tmp_path / "out.json"
+    path.write_text(exported)
+    assert "%d records keep" % (len(records) - 1) in tool("keep-provenance", SHIPPED, path)
+    edited = path.read_text().split("\n")
+    assert sum(a != b for a, b in zip(edited, original.split("\n"))) == 1  # the retuned record alone
+    assert [json.loads(l.rstrip(",")).get("provenance", {}).get("command", "").startswith("NEW")
+            for l in edited if l.startswith('{"') and '"spec"' in l] == [i == 1 for i in range(len(records))]
+
+
+def test_drop_sizes_and_count_see_the_same_records(tmp_path):
+    records = json.loads(SHIPPED.read_text())["tunings"]
+    small = [r for r in records if r["n"] == 1048576]
+    outputs = sum(1 for r in small if r["spec"].get("saved") == "output")
+    assert tool("count", SHIPPED, "1048576").split() == [str(len(small) - outputs), str(outputs)]
+    out = tmp_path / "kept.json"
+    tool("drop-sizes", SHIPPED, out, "1048576,16777216")
+    kept = json.loads(out.read_text())["tunings"]
+    assert kept == [r for r in records if r["n"] not in (1048576, 16777216)] and kept
+    assert tool("count", out, "1048576").split() == ["0", "0"]
