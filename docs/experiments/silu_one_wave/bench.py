@@ -8,7 +8,7 @@ run), torch's formulas x / (1 + expf(-x)) and 1 / (1 + expf(-x)), silu_float.h (
 alone, 0.79 ulp) and silu_lean.h (float arithmetic within kplay's 2-ulp bound, in the fewest
 instructions that bound allowed). CuPy compiles the bodies with -ftz=true appended to the options given (it always does), so
 subnormal results flush here; the instructions of the normal range, which set the time, are the
-same. Accuracy: silu_float_check.cpp and lean_check.cpp. Needs a CUDA GPU, torch, CuPy, and
+same. Accuracy: float_check.cpp. Needs a CUDA GPU, torch, CuPy, and
 kplay's CLI (--kplay, else $KPLAY_CLI, else kplay) or the source it emits (--emitted FILE, from
 `kplay emit --act silu --dtype f32 --fast-fp64 1`); the kplay package adds kplay.forward's row:
 

@@ -1,5 +1,5 @@
 /* float32 silu in float arithmetic alone (no FP64), within 0.787 ulp over every float (at
- * x = -91.87, a subnormal result; silu_float_check.cpp): x / (1 + e) or x e / (1 + e) with
+ * x = -91.87, a subnormal result; float_check.cpp): x / (1 + e) or x e / (1 + e) with
  * e = e^-|x| = 2^n (1 + m), m a float-float from a Cody-Waite reduction (rh + rl) and a degree-7
  * Taylor tail, 1 + e kept as dh + dl, and one residual correction of the quotient. Negative x
  * scale e by 2^40 so that subnormal results round once from a normal quotient. 56 SASS

@@ -1,5 +1,5 @@
 /* float32 sigmoid and silu in float arithmetic alone, within kplay's 2-ulp bound (over every
- * float: silu 1.093 ulp, sigmoid 1.0004; lean_check.cpp) and with torch's special values: how
+ * float: silu 1.093 ulp, sigmoid 1.0004; float_check.cpp) and with torch's special values: how
  * close to the cost of torch's x / (1 + expf(-x)) a float design within the bound comes.
  * e = e^-|x| = 2^k (1 + t): a Cody-Waite reduction in two FMAs, t = r + r^2 P(r) with P of degree
  * 4 (fit_lean.py: 0.06 ulp of e^r); 1 + e = d + dl exactly; the numerator (x or 1 for x >= 0,
