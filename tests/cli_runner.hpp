@@ -30,10 +30,15 @@ inline CliResult run_shell(const std::string& command) {
   return r;
 }
 
+// The kplay binary the tests run: $KPLAY_CLI, else the one this build made.
+inline std::string cli_path() {
+  const char* cli = std::getenv("KPLAY_CLI");
+  return cli && *cli ? cli : KPLAY_CLI_PATH;
+}
+
 // `env` is put before the command, e.g. "KPLAY_DB=/tmp/x.db" or "env -u KPLAY_DB".
 inline CliResult run_cli(const std::string& args, const std::string& env = "") {
-  const char* cli = std::getenv("KPLAY_CLI");
-  return run_shell(env + (env.empty() ? "" : " ") + std::string(cli && *cli ? cli : KPLAY_CLI_PATH) + " " + args);
+  return run_shell(env + (env.empty() ? "" : " ") + cli_path() + " " + args);
 }
 
 }  // namespace kplay::test

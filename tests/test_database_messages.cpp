@@ -82,8 +82,7 @@ void check_full_disk(const test::CliResult& r) {
 TEST_CASE("full disk: a database that cannot be written is read as it is, and clear clears nothing") {
   TempDir dir;
   const std::string path = seed(dir);
-  const char* cli = std::getenv("KPLAY_CLI");
-  const std::string kplay = cli && *cli ? cli : KPLAY_CLI_PATH;
+  const std::string kplay = test::cli_path();
   // kplay db list and clear on $1, each followed by its exit status.
   const std::string list_and_clear = dir.file("list_and_clear.sh");
   test::write_file(list_and_clear, "unset KPLAY_DB\n\"" + kplay +

@@ -240,8 +240,7 @@ TEST_CASE("output files that cannot be written are an error: db export to /dev/f
   CHECK(r.status == 1);
   CHECK(r.has("db export /dev/full: cannot write (No space left on device)"));
   // To standard output: stderr stays on the pipe, stdout goes to /dev/full.
-  const std::string cmd =
-      "timeout -s KILL 60 " + std::string(KPLAY_CLI_PATH) + " db export --db :memory: - 2>&1 >/dev/full";
+  const std::string cmd = "timeout -s KILL 60 " + test::cli_path() + " db export --db :memory: - 2>&1 >/dev/full";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;

@@ -26,6 +26,7 @@
 #include <CL/cl.h>
 
 #include "check/exhaustive_check.hpp"
+#include "cli_runner.hpp"
 #include "codegen/config_validation.hpp"
 #include "device_checks.hpp"
 #include "kplay/error.hpp"
@@ -112,8 +113,7 @@ TEST_SUITE("opencl") {
   }
 
   int run_cli(const std::string& args, std::string& output) {
-    const char* cli = std::getenv("KPLAY_CLI");
-    const std::string cmd = std::string(cli && *cli ? cli : KPLAY_CLI_PATH) + " " + args + " 2>&1";
+    const std::string cmd = test::cli_path() + " " + args + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     REQUIRE(p != nullptr);
     return finish(p, output);
