@@ -4,8 +4,8 @@ ulps of the exact result, to set beside kplay's bounds (docs/activations.md) and
 (docs/experiments/silu_one_wave). Every finite input; the reference is torch in float64 on the same GPU, each function
 written where float64 keeps its relative accuracy (sigmoid from e^-|x|, gelu from erfc, softplus
 from log1p(e^-|x|), tanhshrink's series near 0), so its own error is far below a float32 ulp. Reports the worst input over
-all of them and over |x| <= 80 (torch's expf(-x) overflows below -88.7, where silu and mish
-return -0 for normal results), and how many inputs are over 1 and 2 ulp.
+all of them and over |x| <= 80 (torch's expf(-x) overflows below -88.7, where silu returns -0
+for normal results and sigmoid 0 for subnormal ones), and how many inputs are over 1 and 2 ulp.
 
     python docs/experiments/torch_float32_ulp/measure.py [--acts silu,sigmoid] [--json FILE]
 """
