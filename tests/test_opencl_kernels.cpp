@@ -112,11 +112,11 @@ TEST_SUITE("opencl") {
     return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
   }
 
+  // kplay's command line (tests/cli_runner.hpp): its exit status, its output appended to `output`.
   int run_cli(const std::string& args, std::string& output) {
-    const std::string cmd = test::cli_path() + " " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    return finish(p, output);
+    const test::CliResult r = test::run_cli(args);
+    output += r.output;
+    return r.status;
   }
   }  // namespace
 
