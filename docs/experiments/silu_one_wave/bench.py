@@ -1,16 +1,16 @@
-"""float32 silu at 2^20 elements (one wave on an H100): where the time goes.
+"""float32 silu and sigmoid at one wave (2^20 elements on an H100) and beyond: where the time goes.
 
 Times, as CUDA-graph replays of 50 launches in 21 interleaved rounds (so that no host cost shows):
 torch's copy, silu and sigmoid, kplay.forward (where the kplay package imports), and bodies in
 one kernel shape (256 threads, one 16-byte vector each): a copy, kplay's own float32 silu (the
 source `kplay emit --fast-fp64 1` gives: the double path of fp64_math.h, which H100s and H200s
 run), torch's formulas x / (1 + expf(-x)) and 1 / (1 + expf(-x)), silu_float.h (float arithmetic
-alone, 0.79 ulp) and silu_lean.h (float arithmetic within kplay's 2-ulp bound, in the fewest
-instructions that bound allowed). CuPy compiles the bodies with -ftz=true appended to the options given (it always does), so
-subnormal results flush here; the instructions of the normal range, which set the time, are the
-same. Accuracy: float_check.cpp. Needs a CUDA GPU, torch, CuPy, and
-kplay's CLI (--kplay, else $KPLAY_CLI, else kplay) or the source it emits (--emitted FILE, from
-`kplay emit --act silu --dtype f32 --fast-fp64 1`); the kplay package adds kplay.forward's row:
+alone, 0.79 ulp) and silu_lean.h (float arithmetic with only the compensations kplay's 2-ulp
+bound needs). CuPy compiles the bodies with -ftz=true appended to the options given (it always
+does), so subnormal results flush here; the instructions of the normal range, which set the time,
+are the same. Accuracy: float_check.cpp. Needs a CUDA GPU, torch, CuPy, and kplay's CLI (--kplay,
+else $KPLAY_CLI, else kplay) or the source it emits (--emitted FILE, from `kplay emit --act silu
+--dtype f32 --fast-fp64 1`); the kplay package adds kplay.forward's row:
 
     python docs/experiments/silu_one_wave/bench.py [--kplay build/kplay | --emitted F] [--n 2^20,2^24] [--json FILE]
 """
@@ -78,10 +78,16 @@ def main():
         emitted = subprocess.run([args.kplay, "emit", "--act", "silu", "--dtype", "f32", "--fast-fp64", "1"],
                                  check=True, capture_output=True, text=True).stdout
     mod = cp.RawModule(code=emitted + KERNELS, options=("-fmad=false", "-I" + HERE, "--std=c++17"))
-    results = [bench_size(mod, eval(v.replace("^", "**"), {})) for v in args.n.split(",")]
+    results = [bench_size(mod, size(v)) for v in args.n.split(",")]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+
+
+def size(text):
+    """2^20 or 1048576"""
+    base, _, exp = text.strip().partition("^")
+    return int(base) ** int(exp) if exp else int(base)
 
 
 def bench_size(mod, n):
