@@ -20,6 +20,11 @@ if env -u KPLAY_SHIPPED_TUNINGS "$prefix/bin/kplay" db list --layer shipped --db
   echo "the installed kplay does not find its shipped tunings"; exit 1
 fi
 
+# The license travels with the install: its text, and its SPDX name in the CMake package.
+cmp -s LICENSE "$prefix/share/doc/kplay/LICENSE" || { echo "the install lacks share/doc/kplay/LICENSE"; exit 1; }
+grep -q 'set(KPLAY_LICENSE "Apache-2.0")' "$prefix"/lib*/cmake/kplay/kplayConfig.cmake ||
+  { echo "kplayConfig.cmake does not state KPLAY_LICENSE"; exit 1; }
+
 echo "-- find_package(kplay)"
 cmake -S tests/consumer -B "$work/fp" -DCMAKE_PREFIX_PATH="$prefix" -DKPLAY_README="$PWD/README.md" >/dev/null
 cmake --build "$work/fp" -j"$(nproc)" >/dev/null

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The README's first command, before `kplay run`: installs the Debian packages that building and
-# running kplay need (when missing), then builds the `kplay` command alone into build/ (no tests:
-# `bash .ci/run` or the README's second command builds those). On a machine without a GPU,
-# `kplay run` then takes OpenCL on the CPU through PoCL (--backend auto).
+# The README's first command, before `kplay run`: installs the Debian packages that building,
+# testing and running kplay need (when missing), then builds the `kplay` command alone into build/.
+# The configure step also configures the tests (the README's second command builds and runs them
+# right after this one), so doctest is installed here too: without it configure stops. On a
+# machine without a GPU, `kplay run` then takes OpenCL on the CPU through PoCL (--backend auto).
+# .ci/bare_root.sh runs this in a bare Debian root on every CI run, so a missing package fails CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ make ninja-build libcli11-dev nlohmann-json3-dev libsqlite3-dev ocl-icd-opencl-dev opencl-headers
+packages=(cmake g++ make ninja-build doctest-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev ocl-icd-opencl-dev opencl-headers
           pocl-opencl-icd)
 missing=()
 for p in "${packages[@]}"; do
