@@ -68,6 +68,10 @@ FORWARD: Dict[str, Callable[[Tensor, P], Tensor]] = {
 }
 
 
+def _celu_input_scale(p: P) -> float:
+    return 1.0 / float(torch.tensor(p["alpha"], dtype=torch.float32))  # torch's celu derivative: 1 / float(alpha)
+
+
 def _relu2_backward(g: Tensor, x: Tensor, p: P) -> Tensor:
     r = F.relu(x)  # square(r) = pow(r, 2): pow's derivative g * (2 * r^1), then relu's from its result
     return A.threshold_backward(g * (2.0 * r), r, 0)
@@ -100,7 +104,7 @@ BACKWARD_FROM_INPUT: Dict[str, Callable[[Tensor, Tensor, P], Tensor]] = {
     "leaky_relu": lambda g, x, p: A.leaky_relu_backward(g, x, p["negative_slope"], False),
     "rrelu": lambda g, x, p: A.leaky_relu_backward(g, x, (p["lower"] + p["upper"]) / 2, False),
     "elu": lambda g, x, p: A.elu_backward(g, p["alpha"], 1, 1, False, x),
-    "celu": lambda g, x, p: A.elu_backward(g, p["alpha"], 1, 1.0 / p["alpha"], False, x),
+    "celu": lambda g, x, p: A.elu_backward(g, p["alpha"], 1, _celu_input_scale(p), False, x),
     "selu": lambda g, x, p: A.elu_backward(g, _SELU_ALPHA, _SELU_SCALE, 1, False, x),
     "gelu": lambda g, x, p: A.gelu_backward(g, x, approximate=p["approximate"]),
     "silu": lambda g, x, p: A.silu_backward(g, x),
@@ -129,7 +133,7 @@ BACKWARD_FROM_OUTPUT: Dict[str, Callable[[Tensor, Tensor, P], Tensor]] = {
     "leaky_relu": lambda g, y, p: A.leaky_relu_backward(g, y, p["negative_slope"], True),
     "rrelu": lambda g, y, p: A.leaky_relu_backward(g, y, (p["lower"] + p["upper"]) / 2, True),
     "elu": lambda g, y, p: A.elu_backward(g, p["alpha"], 1, 1, True, y),
-    "celu": lambda g, y, p: A.elu_backward(g, p["alpha"], 1, 1.0 / p["alpha"], True, y),
+    "celu": lambda g, y, p: A.elu_backward(g, p["alpha"], 1, _celu_input_scale(p), True, y),
     "selu": lambda g, y, p: A.elu_backward(g, _SELU_ALPHA, _SELU_SCALE, 1, True, y),
     "sigmoid": lambda g, y, p: A.sigmoid_backward(g, y),
     "tanh": lambda g, y, p: A.tanh_backward(g, y),
@@ -263,7 +267,8 @@ def prelu_backward(grad: Tensor, x: Tensor, weight: Tensor) -> Tuple[Tensor, Ten
         raise _core.InvalidArgumentError(
             f"grad ({grad.dtype}, {tuple(grad.shape)}) and x ({x.dtype}, {tuple(x.shape)}) must match")
     grad_x, grad_w = A._prelu_kernel_backward(grad, x, w)
-    return grad_x, grad_w.reshape(weight.shape)
+    # x's shape, summed to the broadcast weight's as autograd's engine sums a broadcast input's gradient
+    return grad_x, grad_w.sum_to_size(w.shape).reshape(weight.shape)
 
 
 def _check_bounds(lower: float, upper: float) -> None:
