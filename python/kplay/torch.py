@@ -14,8 +14,8 @@ form, out = act(a) * b, has two ops of its own (gated_forward, gated_backward; t
 end of this module) behind kplay.torch.gated, swiglu, geglu and glu.
 
 Where they run: the C++ extension kplay._torch_ops (python/src/torch_ops.cpp) registers the ops
-with PyTorch's dispatcher, with kernels for CUDA, Meta (fake tensors) and CPU (a refusal) and the
-autograd formula in C++; they launch kplay's prepared launchers (kplay::Launcher, cached per
+with PyTorch's dispatcher, with kernels for CUDA and Meta (fake tensors) and the autograd formula
+in C++; they launch kplay's prepared launchers (kplay::Launcher, cached per
 activation string, dtype, direction and device) on torch's current stream. Eager calls with and
 without grad, torch.ops.kplay.* and compiled graphs all take it; a kplay.torch function adds one
 Python call in front. The extension is built against the torch it runs with (pip install
@@ -44,9 +44,13 @@ Layouts: dense tensors (contiguous or permuted, e.g. channels_last) run flat and
 their strides; row-pitched 2-D views (x[:, a:b], and N-D tensors whose leading dimensions fold
 into rows) use kplay's pitched path (kplay::forward_2d) with a dense output; any other layout
 (broadcast, gapped inner stride) is first copied to a dense tensor. Backward always works on dense
-operands (it copies a non-dense grad or saved tensor). Tensors must be CUDA tensors of float32,
-float16, bfloat16 or float64; anything else raises kplay.InvalidArgumentError, and every kplay
-failure raises kplay's exception, from eager calls, torch.ops.kplay.* and backward alike.
+operands (it copies a non-dense grad or saved tensor). Tensors are float32, float16, bfloat16 or
+float64; anything else raises kplay.InvalidArgumentError, and every kplay failure raises kplay's
+exception, from eager calls, torch.ops.kplay.* and backward alike.
+
+CPU tensors: every op has a CPU kernel (kplay/_torch_cpu.py) that computes the activation with
+torch's own functions and derivatives, so a model after replace_activations runs on the CPU with
+the outputs and gradients torch gives it; kplay's kernels are for CUDA tensors.
 
 CUDA graphs: kplay allocates nothing, never synchronizes, and launches on the current
 (capturing) stream; outputs come from torch's allocator (the graph's private pool). A kernel's
@@ -335,6 +339,8 @@ def glu(x: Tensor, dim: int = -1) -> Tensor:
     n = x.shape[dim]
     if n % 2:
         raise _core.InvalidArgumentError(f"glu halves dimension {dim}, which must be even; its size is {n}")
+    if x.device.type == "cpu":  # torch's own glu (its kernel's sigmoid, to the last bit)
+        return torch.nn.functional.glu(x, dim)
     t = x if dim == ndim - 1 else x.movedim(dim, -1).contiguous()
     h = n // 2
     out = gated(t[..., h:], t[..., :h], "sigmoid")
@@ -478,3 +484,8 @@ def rrelu_(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: 
            generator: Any = None, seed: Any = None) -> Tensor:
     """In-place rrelu; returns x."""
     return rrelu(x, lower, upper, training, True, generator=generator, seed=seed)
+
+
+from . import _torch_cpu  # noqa: E402  (after every op above is registered)
+
+_torch_cpu.register()

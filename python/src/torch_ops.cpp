@@ -1,7 +1,8 @@
 // kplay._torch_ops: kplay's activations as PyTorch operators registered in C++ (TORCH_LIBRARY), so
 // that eager calls and torch.ops.kplay.* cost a dispatcher call and a launch, with no Python on the
-// way: the kernels for CUDA, Meta (shapes for fake tensors and torch.compile) and CPU (a clear
-// refusal), and the autograd formula for the Autograd key. Compiled graphs call forward_out and
+// way: the kernels for CUDA and Meta (shapes for fake tensors and torch.compile), and the autograd
+// formula for the Autograd key. The CPU kernels, torch's own computation of each activation, are
+// registered in Python (kplay/_torch_cpu.py). Compiled graphs call forward_out and
 // backward_out, the launch alone (kplay/_torch_inductor.py).
 //
 //   kplay::forward(Tensor x, str activation) -> Tensor
@@ -313,7 +314,7 @@ void backward_out_cuda(const at::Tensor& grad, const at::Tensor& saved, c10::str
   backward_into(activation_entry(activation), slot, grad, saved, saved_output, out);
 }
 
-// ---- Meta (fake tensors, torch.compile) and CPU ----------------------------------------------
+// ---- Meta (fake tensors, torch.compile) ----------------------------------------------------
 
 at::Tensor forward_meta(const at::Tensor& x, c10::string_view) {
   checked_slot(x, "x");
@@ -326,19 +327,6 @@ at::Tensor backward_meta(const at::Tensor& grad, const at::Tensor& saved, c10::s
   checked_slot(saved, "saved");
   checked_slot(grad, "grad");
   return at::empty_like(saved);
-}
-
-at::Tensor forward_cpu(const at::Tensor& x, c10::string_view) {
-  check_cuda(x, "x");
-  return {};
-}
-
-void forward_inplace_cpu(const at::Tensor& x, c10::string_view) { check_cuda(x, "x"); }
-
-at::Tensor backward_cpu(const at::Tensor& grad, const at::Tensor& saved, c10::string_view, bool) {
-  check_cuda(saved, "saved");
-  check_cuda(grad, "grad");
-  return {};
 }
 
 // ---- autograd ---------------------------------------------------------------------------------
@@ -510,12 +498,6 @@ TORCH_LIBRARY_IMPL(kplay, Meta, m) {
   m.impl("forward", &forward_meta);
   m.impl("forward_", &forward_inplace_meta);
   m.impl("backward", &backward_meta);
-}
-
-TORCH_LIBRARY_IMPL(kplay, CPU, m) {
-  m.impl("forward", &forward_cpu);
-  m.impl("forward_", &forward_inplace_cpu);
-  m.impl("backward", &backward_cpu);
 }
 
 TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
@@ -756,21 +738,6 @@ std::vector<at::Tensor> gated_backward_meta(const at::Tensor& grad, const at::Te
   return {at::empty_symint(x.sym_sizes(), x.options())};
 }
 
-at::Tensor gated_forward_cpu(const at::Tensor& x, const std::optional<at::Tensor>& b, c10::string_view,
-                             std::optional<at::ScalarType>, double) {
-  check_cuda(x, b ? "a" : "x");
-  if (b) check_cuda(*b, "b");
-  return {};
-}
-
-std::vector<at::Tensor> gated_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
-                                           const std::optional<at::Tensor>& b, c10::string_view) {
-  check_cuda(x, b ? "a" : "x");
-  if (b) check_cuda(*b, "b");
-  check_cuda(grad, "grad");
-  return {};
-}
-
 using GatedForwardFn = at::Tensor(const at::Tensor&, const std::optional<at::Tensor>&, c10::string_view,
                                   std::optional<at::ScalarType>, double);
 using GatedBackwardFn = std::vector<at::Tensor>(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
@@ -839,11 +806,6 @@ TORCH_LIBRARY_IMPL(kplay, CUDA, m) {
 TORCH_LIBRARY_IMPL(kplay, Meta, m) {
   m.impl("gated_forward", &gated_forward_meta);
   m.impl("gated_backward", &gated_backward_meta);
-}
-
-TORCH_LIBRARY_IMPL(kplay, CPU, m) {
-  m.impl("gated_forward", &gated_forward_cpu);
-  m.impl("gated_backward", &gated_backward_cpu);
 }
 
 TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
@@ -1006,26 +968,6 @@ at::Tensor rrelu_train_backward_meta(const at::Tensor& grad, const at::Tensor& x
   return at::empty_like(x, at::MemoryFormat::Contiguous);
 }
 
-at::Tensor prelu_cpu(const at::Tensor& x, const at::Tensor& weight) {
-  prelu_channels(x, weight);
-  check_cuda(x, "x");
-  return {};
-}
-std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu(const at::Tensor&, const at::Tensor& x, const at::Tensor&) {
-  check_cuda(x, "x");
-  return {};
-}
-at::Tensor rrelu_train_cpu(const at::Tensor& x, double lower, double upper, std::int64_t, std::int64_t) {
-  check_bounds(lower, upper);
-  check_cuda(x, "x");
-  return {};
-}
-at::Tensor rrelu_train_backward_cpu(const at::Tensor&, const at::Tensor& x, double, double, std::int64_t,
-                                    std::int64_t) {
-  check_cuda(x, "x");
-  return {};
-}
-
 using PreluFn = at::Tensor(const at::Tensor&, const at::Tensor&);
 using PreluBackwardFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&);
 using RreluFn = at::Tensor(const at::Tensor&, double, double, std::int64_t, std::int64_t);
@@ -1121,13 +1063,6 @@ TORCH_LIBRARY_IMPL(kplay, Meta, m) {
   m.impl("prelu_backward", &prelu_backward_meta);
   m.impl("rrelu_train", &rrelu_train_meta);
   m.impl("rrelu_train_backward", &rrelu_train_backward_meta);
-}
-
-TORCH_LIBRARY_IMPL(kplay, CPU, m) {
-  m.impl("prelu", &prelu_cpu);
-  m.impl("prelu_backward", &prelu_backward_cpu);
-  m.impl("rrelu_train", &rrelu_train_cpu);
-  m.impl("rrelu_train_backward", &rrelu_train_backward_cpu);
 }
 
 TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
@@ -1293,6 +1228,10 @@ PyObject* py_forward_out(PyObject* /*self*/, PyObject* const* args, Py_ssize_t n
   if (activation.data() == nullptr) return nullptr;
   const at::Tensor& x = THPVariable_Unpack(args[0]);
   const at::Tensor& o = THPVariable_Unpack(out);
+  if (!x.is_cuda()) {  // the op's own kernel (CPU: kplay/_torch_cpu.py), copied out
+    o.copy_(forward_op().call(x, activation));
+    Py_RETURN_NONE;
+  }
   {
     pybind11::gil_scoped_release no_gil;
     forward_out_cuda(x, activation, o);
@@ -1315,6 +1254,10 @@ PyObject* py_backward_out(PyObject* /*self*/, PyObject* const* args, Py_ssize_t 
   const at::Tensor& saved = THPVariable_Unpack(args[1]);
   const at::Tensor& o = THPVariable_Unpack(out);
   const bool saved_output = args[3] == Py_True;
+  if (!saved.is_cuda()) {
+    o.copy_(backward_op().call(grad, saved, activation, saved_output));
+    Py_RETURN_NONE;
+  }
   {
     pybind11::gil_scoped_release no_gil;
     backward_out_cuda(grad, saved, activation, saved_output, o);

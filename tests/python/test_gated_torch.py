@@ -130,12 +130,6 @@ def test_argument_errors():
         kt.gated(torch.empty(4, 6, dtype=torch.int32, device="meta"))
     with pytest.raises(bad, match="no dimensions"):
         kt.gated(torch.empty((), device="meta"))
-    with pytest.raises(bad, match="CUDA tensors; x is on 'cpu'"):
-        kt.gated(torch.ones(4, 6))
-    with pytest.raises(bad, match="CUDA tensors; a is on 'cpu'"):
-        kt.gated(torch.ones(4, 3), torch.ones(4, 3))
-    with pytest.raises(bad, match="CUDA tensors"):
-        torch.ops.kplay.gated_backward(torch.ones(4, 3), torch.ones(4, 6), None, "silu")
     with pytest.raises(bad, match="scale is for FP8 output"):
         kt.gated(meta(4, 6), scale=2.0)
     with pytest.raises(bad, match="FP8 scale must be a finite number above 0"):

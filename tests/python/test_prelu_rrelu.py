@@ -58,9 +58,7 @@ def test_autograd_and_compiled_graphs_on_meta_tensors():
         f(torch.randn(2, 3, 4, device="meta"), torch.empty(2, device="meta"))
 
 
-def test_cpu_tensors_and_bad_arguments_are_refused_with_kplay_errors():
-    with pytest.raises(kplay.InvalidArgumentError, match="CUDA tensors"):
-        kt.prelu(torch.randn(2, 3), torch.full((3,), 0.25))
+def test_bad_arguments_are_refused_with_kplay_errors():
     with pytest.raises(kplay.InvalidArgumentError, match="weight has 2 elements"):
         kt.prelu(torch.randn(2, 3), torch.full((2,), 0.25))
     with pytest.raises(kplay.InvalidArgumentError, match="must be <= upper"):
