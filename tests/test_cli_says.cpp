@@ -209,8 +209,8 @@ TEST_SUITE("opencl") {
     kplay::test::TempDir dir;
     const std::string snippet = dir.file("bad_act.h");
     std::ofstream(snippet) << "/* a syntax error on line 2 */\nKP_FN KP_C kp_act_forward(KP_C x) { return x +; }\n";
-    for (const std::string command : {"run --n 1000", "check --sample 256"}) {
-      const CliResult r = run_cli(command + " --backend opencl --act " + snippet + " --no-db");
+    for (const std::string command : {"run --n 1000 --no-db", "check --sample 256"}) {
+      const CliResult r = run_cli(command + " --backend opencl --act " + snippet);
       INFO(command << "\n" << r.output);
       CHECK(r.status == 2);
       CHECK(r.has("does not compile"));

@@ -97,6 +97,7 @@ class EmitCommand : public Command {
     const RenderedKernel k = render_kernel(spec, config, dialect, flat ? Layout::flat : Layout::general);
     if (!ptx_) {
       std::fputs(k.source.c_str(), stdout);
+      std::fflush(stdout);  // the source first, where both go to one file
       std::fprintf(stderr, "entry %s, options [%s], hash %s\n", k.entry.c_str(), k.options_string().c_str(),
                    k.hash.c_str());
       return kExitOk;
