@@ -12,6 +12,10 @@ import copy
 import statistics
 import time
 
+from _needs import cuda_or_exit
+
+cuda_or_exit()
+
 import torch
 
 import kplay.torch as kt

@@ -14,6 +14,10 @@ import json
 import statistics
 import time
 
+from _needs import cuda_or_exit
+
+cuda_or_exit()
+
 import torch
 
 import kplay

@@ -7,6 +7,10 @@ in one process (CUDA events, median of 15 after 3 warm-ups).
 import argparse
 import statistics
 
+from _needs import cuda_or_exit
+
+cuda_or_exit()
+
 import torch
 
 import kplay.torch as kt

@@ -7,6 +7,10 @@ import argparse
 import copy
 import time
 
+from _needs import cuda_or_exit
+
+cuda_or_exit()
+
 import torch
 
 import kplay.torch as kt

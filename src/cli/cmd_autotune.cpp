@@ -122,11 +122,44 @@ void restart_after_timeout(const std::string& message, bool recorded, bool no_re
   std::fprintf(stderr, "kplay: autotune cannot start again: %s\n", std::strerror(errno));
 }
 
+// The jobs whose buffers every chosen device holds. A size too large for some kernels (a table
+// 2^16..2^30 on a device that allocates less than 2^30 float64 at once) is skipped for those with
+// one line, and the rest is tuned; where nothing fits, the first reason is refused (exit 2).
+std::vector<TableJob> fitting_jobs(const std::vector<TableJob>& jobs,
+                                   const std::vector<std::unique_ptr<rt::Backend>>& backends, const char* flag) {
+  std::vector<TableJob> kept;
+  std::map<std::uint64_t, std::size_t> total, skipped;
+  std::map<std::uint64_t, std::string> first_reason;
+  for (const auto& job : jobs) {
+    ++total[job.n];
+    std::string why;
+    for (const auto& b : backends) {
+      try {
+        check_fits_device(b->info(), job.spec, job.n, 1, flag);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::invalid_argument) throw;
+        why = e.what();
+        break;
+      }
+    }
+    if (why.empty()) {
+      kept.push_back(job);
+    } else if (skipped[job.n]++ == 0) {
+      first_reason[job.n] = why;
+    }
+  }
+  if (kept.empty() && !first_reason.empty()) throw Error(ErrorCode::invalid_argument, first_reason.begin()->second);
+  for (const auto& [n, count] : skipped)
+    std::fprintf(stderr, "skipping %s %llu for %zu of %zu kernels, too large for the device (the first: %s)\n", flag,
+                 static_cast<unsigned long long>(n), count, total[n], first_reason[n].c_str());
+  return kept;
+}
+
 class AutotuneCommand : public Command {
  public:
   explicit AutotuneCommand(CLI::App& parent) {
     app_ = parent.add_subcommand("autotune", "find the fastest correct config per activation and size, and store it");
-    add_config_flags(*app_, flags_, true);
+    add_config_flags(*app_, flags_, true, KnobDefaults::searched);
     // --device and the spec flags take lists and "all" here.
     app_->remove_option(app_->get_option("--device"));
     app_->add_option("--device", device_text_, "device index, comma-separated indices, or all (tuned in parallel)")
@@ -236,9 +269,6 @@ class AutotuneCommand : public Command {
     std::vector<TableDevice> devices;
     for (int index : indices) {
       backends.push_back(watched(rt::make_backend(flags_.backend, index)));
-      for (const auto& spec : specs)
-        for (auto n : sizes)
-          check_fits_device(backends.back()->info(), spec, n, 1, shape_text_.empty() ? "--n" : "--shape");
       engines.push_back(std::make_unique<Engine>(*backends.back(), &db));
       Engine* engine = engines.back().get();
       const rt::DeviceInfo& dev = backends.back()->info();
@@ -275,7 +305,8 @@ class AutotuneCommand : public Command {
       if (p.eta_seconds > 0) std::fprintf(stderr, " ~%.0f s left,", p.eta_seconds);
       std::fprintf(stderr, " %s%s", now.c_str(), tty ? "" : "\n");
     };
-    const auto rows = run_table(devices, db, table_jobs(specs, sizes), options_);
+    const auto jobs = fitting_jobs(table_jobs(specs, sizes), backends, shape_text_.empty() ? "--n" : "--shape");
+    const auto rows = run_table(devices, db, jobs, options_);
     if (tty) std::fputc('\n', stderr);
     // A database that could not be opened runs in memory (with a warning at the start): nothing
     // measured here is kept, which the report says, as it does for writes that failed later.

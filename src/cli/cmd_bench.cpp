@@ -48,7 +48,7 @@ class BenchCommand : public Command {
  public:
   explicit BenchCommand(CLI::App& parent) {
     app_ = parent.add_subcommand("bench", "kplay against a same-run copy over a sweep of sizes (table, CSV, JSON)");
-    add_config_flags(*app_, flags_, true);
+    add_config_flags(*app_, flags_, true, KnobDefaults::tuned);
     app_->get_option("--dtype")->description("element types, comma-separated (f32,f16,bf16,f64)");
     app_->add_option("--n", n_text_, "sizes: a list and/or ranges of powers of two")->capture_default_str();
     app_->add_option("--warmup", warmup_, "untimed samples first")
@@ -86,9 +86,7 @@ class BenchCommand : public Command {
         specs.push_back(s);
       }
     }
-    const KernelConfig requested = flags_.config();
-    const bool knobs = flags_.knobs_given(*app_);
-    specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
+    specs = buildable_specs(std::move(specs), flags_.config(), generic_limits(flags_.backend));
     for (const auto& spec : specs)
       for (auto n : sizes)
         if (n % 2 && resolve_activation(spec.activation).gated)
@@ -119,7 +117,8 @@ class BenchCommand : public Command {
     for (const auto& spec : specs)
       for (auto n : sizes) {
         const watchdog::Activity doing(to_string(spec) + ", " + std::to_string(n) + " elements");
-        Row r = measure(engine, db.get(), spec, n, knobs ? &requested : nullptr);
+        working_on(spec);
+        Row r = measure(engine, db.get(), spec, n);
         if (!r.verified) status = kExitFailed;
         std::printf("%-10s %-8s %-5s %12llu %5zu %10.4f %10.4f %9.1f %9.1f %6.1f%%  %s%s\n", r.activation.c_str(),
                     r.direction.c_str(), r.dtype.c_str(), static_cast<unsigned long long>(n), r.buffer_sets,
@@ -133,7 +132,7 @@ class BenchCommand : public Command {
   }
 
  private:
-  Row measure(Engine& engine, KernelDatabase* db, const KernelSpec& spec, std::uint64_t n, const KernelConfig* knobs) {
+  Row measure(Engine& engine, KernelDatabase* db, const KernelSpec& spec, std::uint64_t n) {
     rt::Backend& be = engine.backend();
     Row r;
     r.device = be.info().name;
@@ -141,13 +140,7 @@ class BenchCommand : public Command {
     r.direction = to_string(spec.direction);
     r.dtype = to_string(spec.dtype);
     r.n = n;
-    ConfigChoice choice;
-    if (knobs) {
-      choice.config = *knobs;
-      choice.layer = "command line";
-    } else {
-      choice = choose_config(db, engine, spec, n);
-    }
+    const ConfigChoice choice = flags_.choose(*app_, db, engine, spec, n);
     auto kernel = engine.prepare(spec, choice.config);
     r.config = to_string(kernel->config);
     r.source = choice.source.empty() ? choice.layer : choice.layer + ": " + choice.source;

@@ -24,7 +24,7 @@ class CheckCommand : public Command {
   explicit CheckCommand(CLI::App& parent) {
     app_ =
         parent.add_subcommand("check", "sweep every input of the dtype through a kernel against the double reference");
-    add_config_flags(*app_, flags_, true);
+    add_config_flags(*app_, flags_, true, KnobDefaults::fixed);
     app_->add_option("--sample", sample_,
                      "how many random bit patterns (float64 always samples; given, the other dtypes sample too)")
         ->capture_default_str()
@@ -80,6 +80,7 @@ class CheckCommand : public Command {
     const bool tty = ::isatty(STDERR_FILENO);
     int status = kExitOk;
     for (const auto& spec : specs) {
+      working_on(spec);
       SweepOptions o;
       o.sample = sample_;
       o.force_sample = app_->count("--sample") > 0;

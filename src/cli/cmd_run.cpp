@@ -60,7 +60,7 @@ class RunCommand : public Command {
  public:
   explicit RunCommand(CLI::App& parent) {
     app_ = parent.add_subcommand("run", "run, verify and time activation kernels on a device");
-    add_config_flags(*app_, flags_, true);
+    add_config_flags(*app_, flags_, true, KnobDefaults::tuned);
     auto* n = app_->add_option("--n", n_text_, "number of elements: 1000000, 2^31, 2^31+5");
     auto* shape = app_->add_option("--shape", shape_text_,
                                    "shape, e.g. 4096x393216 (elements = product); for a gated activation the shape "
@@ -190,20 +190,13 @@ class RunCommand : public Command {
                   db_open_ms);
     }
     Engine engine(*backend, db.get());
-    const bool knobs = flags_.knobs_given(*app_);
 
     int status = kExitOk;
     for (const auto& spec : specs) {
       std::printf("\n== %s, %s\n", to_string(spec).c_str(), size_text.c_str());
       const watchdog::Activity doing(to_string(spec) + ", " + size_text);
-      ConfigChoice choice;
-      if (knobs) {
-        choice.config = requested;
-        choice.layer = "command line";
-        choice.source = "unset knobs at built-in defaults";
-      } else {
-        choice = choose_config(db.get(), engine, spec, n);
-      }
+      working_on(spec);
+      const ConfigChoice choice = flags_.choose(*app_, db.get(), engine, spec, n);
       auto kernel = engine.prepare(spec, choice.config);
       std::printf("config: %s\nlayer:  %s: %s\n", to_string(kernel->config).c_str(), choice.layer.c_str(),
                   choice.source.c_str());

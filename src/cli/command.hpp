@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "kplay/types.hpp"
+#include "spec/activations.hpp"
+
 namespace kplay::cli {
 
 class Command {
@@ -13,6 +16,17 @@ class Command {
   virtual ~Command() = default;
   virtual CLI::App* app() const = 0;
   virtual int run() = 0;
+
+  // Whether the kernel run() was working on when it threw is a user snippet's: its compile error
+  // is then bad input (exit 2), the text being the user's; a built-in's is kplay's (exit 1).
+  bool working_on_snippet() const { return working_on_snippet_; }
+
+ protected:
+  // Called by run() as it starts on each spec.
+  void working_on(const KernelSpec& spec) { working_on_snippet_ = resolve_activation(spec.activation).act->user; }
+
+ private:
+  bool working_on_snippet_ = false;
 };
 
 std::unique_ptr<Command> make_devices_command(CLI::App& parent);

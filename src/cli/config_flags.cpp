@@ -11,7 +11,7 @@
 
 namespace kplay::cli {
 
-void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
+void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults defaults) {
   app.add_option(
          "--act", f.activations,
          std::string("activation") +
@@ -32,16 +32,33 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several) {
   app.add_option("--device", f.device, "device index within the backend")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  app.add_option("--vec", f.vec, "elements per vector access (0: widest within 16 bytes)")->capture_default_str();
-  app.add_option("--block", f.block, "threads per block: a power of two in 32..1024")->capture_default_str();
-  app.add_option("--per-thread", f.per_thread, "vectors per thread per chunk, 1..16")->capture_default_str();
-  app.add_flag("--fast-math", f.fast_math, "fast, less accurate math (its error is reported)");
-  app.add_option("--grid", f.grid, "one-shot or grid-stride[:WAVES]")->capture_default_str();
-  app.add_option("--cache", f.cache, "cache hint: default or streaming")->capture_default_str();
-  app.add_flag("--general-kernel", f.general_kernel,
-               "always launch the general kernel, also where the flat one fits (contiguous, aligned)");
-  app.add_flag("--late-gradient", f.late_gradient,
-               "backward: load the gradient after the saved tensor's math instead of with it");
+  // The knobs: with tuned defaults, no fixed value to show (the footer says where they come from).
+  const bool tuned = defaults == KnobDefaults::tuned;
+  auto knob = [&](CLI::Option* o, bool flag = false) {
+    if (!tuned && !flag) o->capture_default_str();
+    if (defaults == KnobDefaults::searched) o->group("");  // still parsed, to be refused by name
+  };
+  const std::string from_layers = tuned ? " (default: from the tuning layers)" : "";
+  knob(app.add_option("--vec", f.vec, "elements per vector access (0: widest within 16 bytes)" + from_layers));
+  knob(app.add_option("--block", f.block, "threads per block: a power of two in 32..1024" + from_layers));
+  knob(app.add_option("--per-thread", f.per_thread, "vectors per thread per chunk, 1..16" + from_layers));
+  knob(app.add_flag("--fast-math", f.fast_math, "fast, less accurate math (its error is reported)"), true);
+  knob(app.add_option("--grid", f.grid, "one-shot or grid-stride[:WAVES]" + from_layers));
+  knob(app.add_option("--cache", f.cache, "cache hint: default or streaming" + from_layers));
+  knob(app.add_flag("--general-kernel", f.general_kernel,
+                    "always launch the general kernel, also where the flat one fits (contiguous, aligned)"),
+       true);
+  knob(app.add_flag("--late-gradient", f.late_gradient,
+                    "backward: load the gradient after the saved tensor's math instead of with it"),
+       true);
+  if (tuned)
+    app.footer(
+        "Config knobs (--vec, --block, --per-thread, --fast-math, --grid, --cache, --general-kernel, "
+        "--late-gradient): when none is given, the config comes from the tuning layers, the first that has one: "
+        "your kernel database (kplay autotune), the tunings shipped for the device, the device model (README, "
+        "\"How the default is chosen\"); the output's layer line says which. Once any knob is given, those not "
+        "given take the built-in defaults (" +
+        to_string(KernelConfig{}) + ").\n");
 }
 
 CLI::Validator whole_number() {
@@ -189,15 +206,21 @@ Dialect dialect_for(const std::string& backend) {
   return rt::dialect_of(backend);
 }
 
-void ConfigFlags::resolve_backend(bool with_device) {
+void ConfigFlags::resolve_backend(std::FILE* report) {
   if (backend != "auto") return;
-  if (!with_device) {
-    backend = "cuda";
-    return;
-  }
   std::string why;
   backend = rt::choose_backend(&why);
-  std::printf("backend: %s (--backend auto%s)\n", backend.c_str(), why.empty() ? "" : ("; " + why).c_str());
+  std::fprintf(report, "backend: %s (--backend auto%s)\n", backend.c_str(), why.empty() ? "" : ("; " + why).c_str());
+}
+
+ConfigChoice ConfigFlags::choose(const CLI::App& app, KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
+                                 std::uint64_t n) const {
+  if (!knobs_given(app)) return choose_config(db, engine, spec, n);
+  ConfigChoice c;
+  c.config = config();
+  c.layer = "command line";
+  c.source = "the knobs given; those not given at the built-in defaults";
+  return c;
 }
 
 bool ConfigFlags::knobs_given(const CLI::App& app) const {

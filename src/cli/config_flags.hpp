@@ -4,6 +4,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "codegen/config_validation.hpp"
 #include "kplay/types.hpp"
 #include "runtime/backend.hpp"
+#include "tuner/config_lookup.hpp"
 
 namespace kplay::cli {
 
@@ -22,9 +24,9 @@ struct ConfigFlags {
   std::string out_dtype = "same";
   std::string backend = "auto";  // resolve_backend() turns "auto" into cuda or opencl
   int device = 0;
-  int vec = 0;
-  int block = 256;
-  int per_thread = 1;
+  int vec = KernelConfig{}.vec;  // the knobs not given: the built-in defaults
+  int block = KernelConfig{}.block;
+  int per_thread = KernelConfig{}.per_thread;
   bool fast_math = false;
   std::string grid = "one-shot";
   std::string cache = "default";
@@ -37,9 +39,20 @@ struct ConfigFlags {
   // Whether the user set any knob on the command line (vs. defaults).
   bool knobs_given(const CLI::App& app) const;
   // --backend auto: CUDA where there is a CUDA device, else OpenCL (rt::choose_backend), said on
-  // stdout; `kplay emit`, which needs no device, takes cuda (with_device = false).
-  void resolve_backend(bool with_device = true);
+  // `report` (stdout; emit's is stderr, its stdout being the kernel). Throws Error(no_device)
+  // where no backend has a device.
+  void resolve_backend(std::FILE* report = stdout);
+  // The config spec launches with on n elements: the knobs given (those not given at their
+  // built-in defaults), else the tuning layers' (choose_config: db, shipped tunings, model).
+  // run, bench and emit take it from here, so that emit prints the kernel run launches.
+  ConfigChoice choose(const CLI::App& app, KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
+                      std::uint64_t n) const;
 };
+
+// Where a command takes the knobs not given: fixed (the built-in defaults, shown in --help: check),
+// tuned (the tuning layers when no knob is given: run, bench, emit; --help says so instead of a
+// default that does not hold) or searched (autotune, which refuses knobs: hidden from --help).
+enum class KnobDefaults { fixed, tuned, searched };
 
 // Limits and dialect of a backend by name, without a device: for checking flags before any
 // device work and for `kplay emit`. Throws Error(invalid_argument) for an unknown backend.
@@ -54,7 +67,7 @@ Dialect dialect_for(const std::string& backend);
 std::vector<KernelSpec> buildable_specs(std::vector<KernelSpec> specs, const KernelConfig& config,
                                         const TargetLimits& limits);
 
-void add_config_flags(CLI::App& app, ConfigFlags& flags, bool several_activations);
+void add_config_flags(CLI::App& app, ConfigFlags& flags, bool several_activations, KnobDefaults defaults);
 
 // Numbers from the command line (docs: every one is range-checked, exit 2 naming the flag).
 // CLI11 reads "-1" into an unsigned option as 2^64 - 1 (strtoull) and "010" as octal: options of

@@ -20,6 +20,22 @@ void arm_watchdog(double seconds) { watchdog::configure(seconds, kExitTimeout); 
 }  // namespace kplay::cli
 
 namespace {
+// A word where the subcommand goes that names none: CLI11 would say only "A subcommand is
+// required", so kplay names the word and the subcommands there are. "" when argv is fine.
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (!word.empty() && word[0] == '-') continue;  // --help, --version: the top level takes no values
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (sub->get_name() == word) return "";
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    return "unknown subcommand '" + word + "' (expected one of: " + names + "; kplay --help says what each does)";
+  }
+  return "";
+}
+
 int exit_code(kplay::ErrorCode code) {
   using kplay::ErrorCode;
   switch (code) {
@@ -36,6 +52,7 @@ static int run(int argc, char** argv) {
   kplay::cli::arguments().assign(argv, argv + argc);
   CLI::App app{"kplay: element-wise activation kernels specialized at run time (NVRTC, OpenCL)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "kplay " KPLAY_VERSION_TEXT, "print kplay's version and exit");
   std::vector<std::unique_ptr<kplay::cli::Command>> commands;
   commands.push_back(kplay::cli::make_devices_command(app));
   commands.push_back(kplay::cli::make_list_command(app));
@@ -45,17 +62,28 @@ static int run(int argc, char** argv) {
   commands.push_back(kplay::cli::make_autotune_command(app));
   commands.push_back(kplay::cli::make_check_command(app));
   commands.push_back(kplay::cli::make_bench_command(app));
+  if (const std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
+    std::fprintf(stderr, "kplay: error: %s\n", unknown.c_str());
+    return kplay::cli::kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kplay::cli::kExitUsage;
   }
+  kplay::cli::Command* command = nullptr;
+  for (auto& c : commands)
+    if (c->app()->parsed()) command = c.get();
+  if (!command) return kplay::cli::kExitUsage;
   try {
-    for (auto& c : commands)
-      if (c->app()->parsed()) return c->run();
+    return command->run();
   } catch (const kplay::Error& e) {
     std::fflush(stdout);
+    if (e.code() == kplay::ErrorCode::compile_failed && command->working_on_snippet()) {
+      std::fprintf(stderr, "kplay: error: your snippet does not compile: %s\n", e.describe().c_str());
+      return kplay::cli::kExitUsage;
+    }
     std::fprintf(stderr, "kplay: error: %s\n", e.describe().c_str());
     return exit_code(e.code());
   } catch (const std::exception& e) {
@@ -63,7 +91,6 @@ static int run(int argc, char** argv) {
     std::fprintf(stderr, "kplay: error: %s\n", e.what());
     return kplay::cli::kExitFailed;
   }
-  return kplay::cli::kExitUsage;
 }
 
 int main(int argc, char** argv) {
