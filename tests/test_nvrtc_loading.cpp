@@ -6,6 +6,7 @@
 #ifdef KPLAY_WITH_CUDA
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -132,6 +133,18 @@ TEST_SUITE("nvrtc") {
     CHECK(lib.path == wheel);
     CHECK(lib.found.find("pip wheel") != std::string::npos);
     CHECK(dlsym(lib.handle, "nvrtcCompileProgram") != nullptr);
+  }
+
+  TEST_CASE("a libnvrtc this process already loaded is taken before any search, and said so") {
+    const rt::cuda::Nvrtc& loaded = rt::cuda::Nvrtc::get();
+    int major = 0, minor = 0;
+    std::sscanf(loaded.version().c_str(), "%d.%d", &major, &minor);
+    NvrtcSearch s = nowhere();
+    s.loaded_sonames = {"libkplay-test-not-loaded.so", "libnvrtc.so." + std::to_string(major)};
+    s.loader_names = {"libkplay-test-no-such-nvrtc.so"};
+    const rt::cuda::NvrtcLibrary lib = open_nvrtc_library(s);
+    CHECK(lib.found == "already loaded in this process");
+    CHECK(fs::equivalent(lib.path, loaded.path()));
   }
 
   TEST_CASE("a libnvrtc opened by path compiles with the libnvrtc-builtins beside it, not the loader's") {
