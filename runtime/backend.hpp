@@ -155,6 +155,9 @@ struct BackendReport {
   bool available = false;
   std::string status;  // e.g. "no CUDA device: libcuda.so.1 not found (...)"
   std::vector<DeviceInfo> devices;
+  // The compiler the backend found, or why none ("NVRTC 13.0, <path> (on the library path)");
+  // "" where it has nothing to say apart from its devices (OpenCL's compiler is the driver's).
+  std::string compiler;
 };
 
 }  // namespace kplay::rt

@@ -17,9 +17,11 @@ namespace kplay::rt {
 
 std::vector<std::string> backend_names() { return {"cuda", "opencl"}; }
 
-std::string choose_backend(std::string* why) {
+std::string choose_backend(std::string* why) { return choose_backend(probe_backends(), why); }
+
+std::string choose_backend(const std::vector<BackendReport>& reports, std::string* why) {
   std::string passed;
-  for (const BackendReport& r : probe_backends()) {
+  for (const BackendReport& r : reports) {
     if (r.available && !r.devices.empty()) {
       if (why) *why = passed;
       return r.backend;
@@ -58,12 +60,12 @@ std::vector<BackendReport> probe_backends() {
 #ifdef KPLAY_WITH_CUDA
   reports.push_back(cuda::probe_cuda());
 #else
-  reports.push_back({"cuda", false, "not built (CUDA headers were not found at configure time)", {}});
+  reports.push_back({"cuda", false, "not built (configured with KPLAY_WITH_CUDA=OFF)", {}, ""});
 #endif
 #ifdef KPLAY_WITH_OPENCL
   reports.push_back(opencl::probe_opencl());
 #else
-  reports.push_back({"opencl", false, "not built (OpenCL headers were not found at configure time)", {}});
+  reports.push_back({"opencl", false, "not built (OpenCL headers were not found at configure time)", {}, ""});
 #endif
   return reports;
 }
@@ -84,7 +86,7 @@ Binary compile_offline(const std::string& backend, const RenderedKernel& kernel,
 #else
   (void)kernel;
   (void)arch;
-  throw Error(ErrorCode::no_device, "kplay was built without the CUDA backend (no NVRTC)");
+  throw Error(ErrorCode::no_device, "kplay was built without the CUDA backend (KPLAY_WITH_CUDA=OFF)");
 #endif
 }
 

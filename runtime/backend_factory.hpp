@@ -21,9 +21,11 @@ std::vector<BackendReport> probe_backends();
 std::vector<std::string> backend_names();
 
 // What `--backend auto` takes: the first backend of backend_names() (CUDA, then OpenCL) that has
-// a device. `why` gets the statuses of those passed over ("no CUDA device: ..."). Throws
-// Error(no_device) with every backend's status when none has a device.
+// a usable device (CUDA devices are not, where NVRTC is missing). `why` gets the statuses of those passed over ("no
+// CUDA device: ..."). Throws Error(no_device) with every backend's status when none has a device.
 std::string choose_backend(std::string* why = nullptr);
+// The same choice among `reports` (probe_backends()'s, in its order).
+std::string choose_backend(const std::vector<BackendReport>& reports, std::string* why);
 
 // A backend's kernel language by name, without opening a device (kplay emit, tests); throws
 // Error(invalid_argument) for unknown names.

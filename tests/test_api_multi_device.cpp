@@ -19,6 +19,11 @@
 #include "util/host_dtype.hpp"
 
 using namespace kplay;
+using rt::cuda::CU_STREAM_NON_BLOCKING;  // kplay's declarations of the driver API (cuda_api.hpp)
+using rt::cuda::CUcontext;
+using rt::cuda::CUdevice;
+using rt::cuda::CUdeviceptr;
+using rt::cuda::CUstream;
 
 namespace {
 struct Outcome {

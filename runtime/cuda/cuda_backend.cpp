@@ -359,7 +359,8 @@ void require_primary_context(int ordinal) {
                 "context (the CUDA runtime's), so use it or make it current");
 }
 
-void* legacy_default_stream() { return CU_STREAM_LEGACY; }
+// NOLINTNEXTLINE(performance-no-int-to-ptr): the driver's handle is that integer (cuda.h casts it too)
+void* legacy_default_stream() { return reinterpret_cast<void*>(kStreamLegacyHandle); }
 
 bool stream_is_capturing(void* stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -370,6 +371,15 @@ bool stream_is_capturing(void* stream) {
 BackendReport probe_cuda() {
   BackendReport report;
   report.backend = "cuda";
+  // NVRTC first: it needs no driver, and `kplay devices` says which one it found either way.
+  std::string no_nvrtc;
+  try {
+    const Nvrtc& nvrtc = Nvrtc::get();
+    report.compiler = "NVRTC " + nvrtc.version() + ", " + nvrtc.path() + " (" + nvrtc.found() + ")";
+  } catch (const Error& e) {
+    no_nvrtc = e.what();
+    report.compiler = no_nvrtc;
+  }
   try {
     const Driver& d = driver();
     int count = 0;
@@ -379,8 +389,10 @@ BackendReport probe_cuda() {
       check(d.cuDeviceGet(&dev, i), "cuDeviceGet");
       report.devices.push_back(describe(dev, i));
     }
-    report.available = true;
     report.status = std::to_string(count) + " device(s), driver CUDA " + version_string(d.version);
+    // Devices without a compiler are listed but not offered: --backend auto passes over them.
+    report.available = no_nvrtc.empty();
+    if (!no_nvrtc.empty()) report.status += ", unusable without NVRTC (" + no_nvrtc + ")";
   } catch (const Error& e) {
     report.status = e.what();
   }

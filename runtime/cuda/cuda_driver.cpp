@@ -10,7 +10,7 @@
 namespace kplay::rt::cuda {
 namespace {
 
-using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using GetProcAddress = decltype(&api::cuGetProcAddress);
 
 [[noreturn]] void no_device(const std::string& why) { throw Error(ErrorCode::no_device, "no CUDA device: " + why); }
 
@@ -26,13 +26,13 @@ Driver load() {
 
   Driver d;
   std::string missing;
-#define KPLAY_CU_FN(name)                                                                              \
-  {                                                                                                    \
-    void* p = nullptr;                                                                                 \
-    CUdriverProcAddressQueryResult status{};                                                           \
-    if (get_proc(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !p) \
-      missing += std::string(missing.empty() ? "" : ", ") + #name;                                     \
-    d.name = reinterpret_cast<decltype(d.name)>(p);                                                    \
+#define KPLAY_CU_FN(name, abi_version)                                                                      \
+  {                                                                                                         \
+    void* p = nullptr;                                                                                      \
+    CUdriverProcAddressQueryResult status{};                                                                \
+    if (get_proc(#name, &p, kDriverAbiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !p) \
+      missing += std::string(missing.empty() ? "" : ", ") + #name;                                          \
+    d.name = reinterpret_cast<decltype(d.name)>(p);                                                         \
   }
 #include "cuda_driver_functions.inc"
 #undef KPLAY_CU_FN

@@ -1,17 +1,18 @@
 // The CUDA driver API, loaded at run time from libcuda.so.1 so that kplay starts on machines
 // without an NVIDIA driver and can say "no CUDA device" instead of failing to load. Entry points
-// are resolved through cuGetProcAddress with the header's CUDA_VERSION, which gives the ABI
-// version of each function that this header declares (cuMemAlloc -> cuMemAlloc_v2, ...).
+// are resolved through cuGetProcAddress with kDriverAbiVersion, which gives the ABI version of
+// each function that cuda_api.hpp declares (cuMemAlloc -> cuMemAlloc_v2, ...).
 #pragma once
-#include <cuda.h>
 
 #include <string>
+
+#include "cuda_api.hpp"
 
 namespace kplay::rt::cuda {
 
 struct Driver {
 // NOLINTNEXTLINE(bugprone-macro-parentheses): `name` is a declarator here, parentheses would break it
-#define KPLAY_CU_FN(name) decltype(&::name) name = nullptr;
+#define KPLAY_CU_FN(name, abi_version) decltype(&api::name) name = nullptr;
 #include "cuda_driver_functions.inc"
 #undef KPLAY_CU_FN
   int version = 0;  // cuDriverGetVersion, e.g. 13000

@@ -2,66 +2,37 @@
 #include "nvrtc_compiler.hpp"
 
 #include <dlfcn.h>
-#include <nvrtc.h>
 
 #include <algorithm>
 #include <mutex>
 
+#include "cuda_api.hpp"
 #include "kplay/error.hpp"
+#include "nvrtc_library.hpp"
 
 namespace kplay::rt::cuda {
 
 struct Nvrtc::Api {
 // NOLINTNEXTLINE(bugprone-macro-parentheses): `name` is a declarator here, parentheses would break it
-#define KPLAY_NVRTC_FN(name) decltype(&::name) name = nullptr;
-  KPLAY_NVRTC_FN(nvrtcVersion)
-  KPLAY_NVRTC_FN(nvrtcGetErrorString)
-  KPLAY_NVRTC_FN(nvrtcGetNumSupportedArchs)
-  KPLAY_NVRTC_FN(nvrtcGetSupportedArchs)
-  KPLAY_NVRTC_FN(nvrtcCreateProgram)
-  KPLAY_NVRTC_FN(nvrtcDestroyProgram)
-  KPLAY_NVRTC_FN(nvrtcCompileProgram)
-  KPLAY_NVRTC_FN(nvrtcGetProgramLogSize)
-  KPLAY_NVRTC_FN(nvrtcGetProgramLog)
-  KPLAY_NVRTC_FN(nvrtcGetPTXSize)
-  KPLAY_NVRTC_FN(nvrtcGetPTX)
-  KPLAY_NVRTC_FN(nvrtcGetCUBINSize)
-  KPLAY_NVRTC_FN(nvrtcGetCUBIN)
+#define KPLAY_NVRTC_FN(name) decltype(&api::name) name = nullptr;
+#include "nvrtc_functions.inc"
 #undef KPLAY_NVRTC_FN
+  NvrtcLibrary library;
 };
 
 namespace {
 Nvrtc::Api load_api() {
-  void* lib = nullptr;
-  std::string tried;
-  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
-    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (lib) break;
-    tried += std::string(tried.empty() ? "" : ", ") + name;
-  }
-  if (!lib)
-    throw Error(ErrorCode::no_device, "NVRTC not found (tried " + tried +
-                                          "); install the CUDA toolkit's NVRTC or add it to the library path");
   Nvrtc::Api api;
+  api.library = open_nvrtc_library(NvrtcSearch::standard());
   std::string missing;
-#define KPLAY_NVRTC_FN(name)                                          \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name)); \
+#define KPLAY_NVRTC_FN(name)                                                         \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(api.library.handle, #name)); \
   if (!api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
-  KPLAY_NVRTC_FN(nvrtcVersion)
-  KPLAY_NVRTC_FN(nvrtcGetErrorString)
-  KPLAY_NVRTC_FN(nvrtcGetNumSupportedArchs)
-  KPLAY_NVRTC_FN(nvrtcGetSupportedArchs)
-  KPLAY_NVRTC_FN(nvrtcCreateProgram)
-  KPLAY_NVRTC_FN(nvrtcDestroyProgram)
-  KPLAY_NVRTC_FN(nvrtcCompileProgram)
-  KPLAY_NVRTC_FN(nvrtcGetProgramLogSize)
-  KPLAY_NVRTC_FN(nvrtcGetProgramLog)
-  KPLAY_NVRTC_FN(nvrtcGetPTXSize)
-  KPLAY_NVRTC_FN(nvrtcGetPTX)
-  KPLAY_NVRTC_FN(nvrtcGetCUBINSize)
-  KPLAY_NVRTC_FN(nvrtcGetCUBIN)
+#include "nvrtc_functions.inc"
 #undef KPLAY_NVRTC_FN
-  if (!missing.empty()) throw Error(ErrorCode::no_device, "NVRTC is too old: it lacks " + missing);
+  if (!missing.empty())
+    throw Error(ErrorCode::no_device,
+                "NVRTC " + api.library.path + " (" + api.library.found + ") is too old: it lacks " + missing);
   return api;
 }
 
@@ -108,20 +79,26 @@ CompileTarget choose_target(int device_arch, const std::vector<int>& archs, cons
 }
 
 const Nvrtc& Nvrtc::get() {
+  // Loaded once; a failure is remembered and rethrown, so every caller gets the same reason.
   static std::once_flag once;
   static Api api;
   static std::string failure;
+  static ErrorCode failure_code = ErrorCode::no_device;
   std::call_once(once, [] {
     try {
       api = load_api();
     } catch (const Error& e) {
       failure = e.what();
+      failure_code = e.code();
     }
   });
-  if (!failure.empty()) throw Error(ErrorCode::no_device, failure);
+  if (!failure.empty()) throw Error(failure_code, failure);
   static const Nvrtc instance(&api);
   return instance;
 }
+
+const std::string& Nvrtc::path() const { return api_->library.path; }
+const std::string& Nvrtc::found() const { return api_->library.found; }
 
 std::string Nvrtc::version() const {
   int major = 0, minor = 0;

@@ -1,4 +1,4 @@
-// NVRTC, loaded at run time (libnvrtc.so.13, .12 or plain .so), and the choice of what to
+// NVRTC, loaded at run time (found as nvrtc_library.hpp says), and the choice of what to
 // compile for a device. Needs no GPU: `kplay emit --ptx` and the tests use it on any machine.
 // NVRTC is thread-safe, so compiles may run in parallel.
 #pragma once
@@ -25,8 +25,12 @@ CompileTarget choose_target(int device_arch, const std::vector<int>& nvrtc_archs
 
 class Nvrtc {
  public:
-  // Throws Error(no_device) if libnvrtc cannot be loaded.
+  // Throws Error(no_device) if libnvrtc cannot be found or lacks a function kplay uses, and
+  // Error(invalid_argument) if KPLAY_NVRTC names one that does not load; the same every call.
   static const Nvrtc& get();
+
+  const std::string& path() const;   // the libnvrtc file loaded
+  const std::string& found() const;  // how it was found: "on the library path", "KPLAY_NVRTC", ...
 
   std::string version() const;               // "13.0"
   std::vector<int> supported_archs() const;  // e.g. {75, 80, 86, 87, 89, 90, 100, ...}

@@ -17,6 +17,7 @@ class DevicesCommand : public Command {
     std::size_t total = 0;
     for (const auto& r : rt::probe_backends()) {
       std::printf("%s: %s\n", r.backend.c_str(), r.status.c_str());
+      if (!r.compiler.empty()) std::printf("  compiler: %s\n", r.compiler.c_str());
       for (const auto& d : r.devices) {
         ++total;
         std::printf("  [%d] %s\n", d.index, d.name.c_str());
