@@ -82,7 +82,7 @@ void config_flags(const std::uint8_t* data, std::size_t size) {
   for (const auto& a : args) argv.push_back(a.c_str());
   CLI::App app("fuzz");
   cli::ConfigFlags flags;
-  cli::add_config_flags(app, flags, true);
+  cli::add_config_flags(app, flags, true, cli::KnobDefaults::fixed);
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
     const KernelConfig config = flags.config();
