@@ -256,9 +256,8 @@ def test_layouts_pitched_dense_and_broadcast():
     torch.testing.assert_close(kt.activation(x, "selu"), torch.selu(x))
 
 
-def test_wrong_device_and_dtype_are_clear():
-    with pytest.raises(kplay.InvalidArgumentError, match="CUDA"):
-        kt.selu(torch.ones(4))
+def test_wrong_dtype_and_name_are_clear():
+    # A CPU tensor is no error: it runs torch's own function (tests/python/test_torch_cpu.py).
     with pytest.raises(kplay.InvalidArgumentError, match="float32"):
         kt.selu(torch.ones(4, device="cuda", dtype=torch.int32))
     with pytest.raises(kplay.InvalidArgumentError, match="unknown activation"):
