@@ -165,6 +165,45 @@ TEST_CASE("kplay refuses devices, FIFOs and oversized files as imports, snippets
   CHECK(r.has("activations/relu.h (KPLAY_TEMPLATE_DIR) is a FIFO"));
 }
 
+TEST_CASE(
+    "snippets and templates found through KPLAY_ACTIVATION_PATH or KPLAY_TEMPLATE_DIR are refused where others may "
+    "write") {
+  TempDir dir;
+  const std::string acts = dir.file("acts");
+  std::filesystem::create_directory(acts);
+  test::write_file(acts + "/my_act.h", "KP_FN KP_C kp_act_forward(KP_C x) { return x * KP_LIT(0.5); }\n");
+  // A folder anyone may write to, without the sticky bit: another user could have put the snippet there.
+  REQUIRE(::chmod(acts.c_str(), 0777) == 0);
+  CliResult r = kplay_cli("emit --act my_act", "KPLAY_ACTIVATION_PATH=" + acts);
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(r.has("refusing the activation snippet " + acts + "/my_act.h found on KPLAY_ACTIVATION_PATH"));
+  CHECK(r.has("may be written by its group or by others"));
+  REQUIRE(::chmod(acts.c_str(), 0755) == 0);  // the same folder, closed: the snippet is used
+  r = kplay_cli("emit --act my_act", "KPLAY_ACTIVATION_PATH=" + acts);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  REQUIRE(::chmod((acts + "/my_act.h").c_str(), 0666) == 0);  // the file itself, writable by others
+  r = kplay_cli("emit --act my_act", "KPLAY_ACTIVATION_PATH=" + acts);
+  CHECK(r.status == 2);
+  CHECK(r.has("refusing the activation snippet"));
+
+  const std::string templates = dir.file("templates");
+  std::filesystem::copy(KPLAY_SOURCE_TEMPLATES, templates, std::filesystem::copy_options::recursive);
+  r = kplay_cli("emit --act relu", "KPLAY_TEMPLATE_DIR=" + templates);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  for (const std::string& open : {templates, templates + "/activations"}) {
+    REQUIRE(::chmod(open.c_str(), 0777) == 0);
+    r = kplay_cli("emit --act relu", "KPLAY_TEMPLATE_DIR=" + templates);
+    INFO(open << "\n" << r.output);
+    CHECK(r.status == 2);
+    CHECK(r.has("refusing the template " + templates + "/"));
+    CHECK(r.has(open + " may be written by its group or by others"));
+    REQUIRE(::chmod(open.c_str(), 0755) == 0);
+  }
+}
+
 TEST_CASE("numbers on the command line are range-checked: exit 2 naming the flag, before any device work") {
   struct Case {
     const char* args;
