@@ -476,4 +476,42 @@ TEST_SUITE("opencl") {
     CHECK_FALSE(times.not_stored.empty());
     CHECK(db->list_tuning().empty());
   }
+
+  TEST_CASE("PoCL's kernel cache is never in a folder another user may write, and the run still passes") {
+    if (!opencl_or_skip()) return;
+    TempDir dir;
+    // A cache home anyone may write to (no sticky bit), with a file planted where PoCL would look.
+    const std::string open = dir.file("open-cache");
+    std::filesystem::create_directories(open + "/pocl/kcache");
+    test::write_file(open + "/pocl/kcache/planted", "not a kernel");
+    for (const std::string& d : {open, open + "/pocl", open + "/pocl/kcache"}) REQUIRE(::chmod(d.c_str(), 0777) == 0);
+    const auto listing = [&] {
+      std::vector<std::string> files;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(open)) files.push_back(e.path().string());
+      return files;
+    };
+    const std::vector<std::string> before = listing();
+    const std::string run = "run --backend opencl --act relu --n 1000 --db :memory:";
+    struct Case {
+      std::string env, warning;
+    } cases[] = {
+        {"env -u POCL_CACHE_DIR XDG_CACHE_HOME=" + open, "PoCL's kernel cache cannot go where it would"},
+        {"POCL_CACHE_DIR=" + open + "/pocl/kcache", "POCL_CACHE_DIR " + open + "/pocl/kcache is refused"},
+    };
+    for (const auto& c : cases) {
+      const CliResult r = kplay_cli(run, c.env, 300);
+      INFO(c.env << "\n" << r.output);
+      CHECK(r.status == 0);
+      CHECK(r.has(c.warning));
+      CHECK(r.has("PoCL's kernel cache is off for this run"));
+      CHECK(listing() == before);  // PoCL neither wrote nor built there
+      const std::smatch private_folder = [&] {
+        std::smatch m;
+        std::regex_search(r.output, m, std::regex("off for this run \\([^)]*\\), in (/tmp/kplay-pocl-\\w+)"));
+        return m;
+      }();
+      REQUIRE(private_folder.size() == 2);
+      CHECK_FALSE(std::filesystem::exists(private_folder[1].str()));  // removed at exit
+    }
+  }
 }
