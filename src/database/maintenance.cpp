@@ -113,9 +113,10 @@ KernelDatabase::VerifyReport KernelDatabase::verify(bool remove_bad) {
       damage = e.what();
     }
   }
-  // A damaged file: everything readable is carried into a new one, record by record.
+  // A damaged file: everything readable is carried into a new one, record by record, as opening
+  // it would (a file found damaged on opening is not in use, yet salvaged all the same).
   if (remove_bad && !damage.empty()) {
-    impl_->require_writable("fix", false);
+    if (impl_->damage.empty() || impl_->options.read_only) impl_->require_writable("fix", false);
     impl_->salvaged.clear();
     impl_->damage.clear();
     impl_->recover(damage);
