@@ -16,6 +16,7 @@
 #include "database/schema.hpp"
 #include "database/sqlite.hpp"
 #include "db_test_support.hpp"
+#include "engine/device_fingerprint.hpp"
 
 using namespace kplay;
 using kplay::test::open_db;
@@ -39,17 +40,19 @@ void fill(const std::string& path, int binaries, int tunings, std::size_t binary
     for (char& ch : b.bytes) ch = static_cast<char>(rng());
     db->put("key-" + std::to_string(i), b);
   }
+  std::vector<std::string> fingerprints;  // real ones: `db verify` checks records as an import would
   for (int d = 0; d < 8; ++d) {
     rt::DeviceInfo info;
     info.backend = "opencl";
     info.name = "Device " + std::to_string(d);
     info.arch = "cpu";
     info.note = "device " + std::to_string(d);
-    db->put_device("fp" + std::to_string(d), info);
+    fingerprints.push_back(device_fingerprint(info));
+    db->put_device(fingerprints.back(), info);
   }
   for (int i = 0; i < tunings; ++i) {
     TuningRecord r;
-    r.fingerprint = "fp" + std::to_string(i % 8);
+    r.fingerprint = fingerprints[static_cast<std::size_t>(i % 8)];
     r.backend = "opencl";
     r.device_name = "Device " + std::to_string(i % 8);
     r.arch = "cpu";

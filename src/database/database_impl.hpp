@@ -88,6 +88,13 @@ void add_device(Connection& c, const std::string& fingerprint, const rt::DeviceI
 KernelSpec canonical(const KernelSpec& spec);
 // Frees the pages of deleted rows and truncates the WAL; best effort.
 void shrink(Connection& c);
+// The columns read_tuning() takes, in its order (a SELECT of the tunings table).
+extern const char* const kTuningColumns;
+// A row of `SELECT kTuningColumns FROM tunings` back into a record, with its candidates; throws
+// Error(invalid_argument) for a field that does not parse.
+TuningRecord read_tuning(Connection& c, Statement& s);
+// Every row of the devices table, by backend, name and fingerprint.
+std::vector<std::pair<std::string, rt::DeviceInfo>> read_devices(Connection& c);
 }  // namespace db
 
 }  // namespace kplay

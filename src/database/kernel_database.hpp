@@ -130,9 +130,11 @@ class KernelDatabase : public BinaryStore {
     bool checked = true;  // false: the file is not in use (problems say why); the rest is of memory
     std::string salvage;  // remove_bad rebuilt a damaged file: what it kept and dropped, where the old one is
   };
-  // PRAGMA integrity_check, every binary's checksum and content hash, every stored config.
-  // remove_bad: a damaged file (also one found damaged on opening) is salvaged into a new one
-  // (salvage.hpp); otherwise bad entries (and binaries without a content hash) are deleted.
+  // PRAGMA integrity_check, every binary's checksum and content hash, and every device and
+  // tuning record as `kplay db import` would read it from `kplay db export` (import_validation.hpp),
+  // so export then import takes everything verify accepts. remove_bad: a damaged file (also one
+  // found damaged on opening) is salvaged into a new one (salvage.hpp); otherwise bad entries
+  // (and binaries without a content hash) are deleted.
   VerifyReport verify(bool remove_bad);
   std::uint64_t prune(std::uint64_t max_binary_bytes);  // LRU eviction to the bound; rows removed
   void clear();                                         // everything but the schema
