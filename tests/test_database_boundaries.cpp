@@ -284,3 +284,69 @@ TEST_CASE("boundaries: db verify checks records as import does; --fix drops them
   CHECK(first == second);
   CHECK(first.dump().find("\"n\":16384") != std::string::npos);  // the intact record came through
 }
+
+TEST_CASE("boundaries: db export --ship replaces its target whole, or not at all") {
+  TempDir dir;
+  const std::string db = dir.file("k.db"), ship = dir.file("ship");
+  seed(db, {1 << 10, 1 << 12, 1 << 14});
+  std::filesystem::create_directory(ship);
+  const std::string target = ship + "/" + shipped_file_name(device_class(device()));
+  const std::string args = "export --ship " + ship + " --db " + db + " --command ";
+  auto r = db_cli(args + "'kplay autotune --act relu'");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const std::string good = test::read_file(target);
+  CHECK_NOTHROW(read_shipped_file(target));
+  REQUIRE(good.size() > 2048);  // larger than the write limit below
+
+  SUBCASE("a write that fails part-way (a file-size limit; it binds root too) leaves the old file") {
+    test::open_db(db)->save_tuning(tuning(1 << 16));  // so the new file differs
+    test::write_file(dir.file("limited.sh"), "trap '' XFSZ\nulimit -f 1\nexec \"$@\"\n");
+    r = test::run_shell("env -u KPLAY_DB bash " + dir.file("limited.sh") + " " + test::cli_path() + " db " + args +
+                        "'kplay autotune --act relu'");
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.has("the file there is left as it was"));
+    CHECK(test::read_file(target) == good);
+    CHECK(listing(ship) == std::vector<std::string>{target});  // no temporary file left behind
+  }
+  SUBCASE("a --command the loader would refuse is refused before anything is written") {
+    for (const std::string& command :
+         {std::string("\"$(printf 'kplay\\001autotune')\""), std::string("\"$(printf 'kplay\\nautotune')\""),
+          "'" + std::string(5000, 'a') + "'"}) {
+      r = db_cli(args + command);
+      INFO(r.output);
+      CHECK(r.status == 2);
+      CHECK(r.has("--command"));
+      CHECK(test::read_file(target) == good);
+    }
+  }
+  SUBCASE("a target that is not a regular file is refused, not followed or waited on") {
+    std::filesystem::remove(target);
+    test::write_file(dir.file("elsewhere.json"), "precious\n");
+    REQUIRE(::symlink(dir.file("elsewhere.json").c_str(), target.c_str()) == 0);
+    r = db_cli(args + "'kplay autotune'");
+    INFO(r.output);
+    CHECK(r.status == 2);
+    CHECK(r.has("is a symbolic link"));
+    CHECK(test::read_file(dir.file("elsewhere.json")) == "precious\n");
+    CHECK(std::filesystem::is_symlink(target));
+    std::filesystem::remove(target);
+    REQUIRE(::mkfifo(target.c_str(), 0600) == 0);
+    const auto start = std::chrono::steady_clock::now();
+    r = db_cli(args + "'kplay autotune'");
+    CHECK(r.status == 2);
+    CHECK(r.has("is a FIFO"));
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(50));
+    std::filesystem::remove(target);
+    std::filesystem::create_directory(target);
+    r = db_cli(args + "'kplay autotune'");
+    CHECK(r.status == 2);
+    CHECK(r.has("is a directory"));
+  }
+  SUBCASE("what is written is checked with the loader's rules first") {
+    CHECK_THROWS_AS(write_shipped_file(target, "{\"format\": \"kplay-tuning\", \"version\": 1}"), Error);
+    CHECK_THROWS_AS(write_shipped_file(target, "not json"), Error);
+    CHECK(test::read_file(target) == good);
+  }
+}

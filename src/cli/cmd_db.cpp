@@ -9,6 +9,7 @@
 
 #include "command.hpp"
 #include "config_flags.hpp"
+#include "database/import_validation.hpp"
 #include "database/kernel_database.hpp"
 #include "database/shipped_tunings.hpp"
 #include "database/tuning_json.hpp"
@@ -22,6 +23,23 @@ namespace {
 
 double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
+// --command goes into every shipped record as its provenance: one line of UTF-8 text within the
+// reader's bound, else the loader would refuse the whole file (shipped_tunings.hpp).
+void check_ship_command(const std::string& command) {
+  if (command.size() > kMaxImportNote)
+    throw Error(ErrorCode::invalid_argument,
+                "db export --ship: --command is longer than " + std::to_string(kMaxImportNote) + " bytes");
+  for (const char ch : command)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      throw Error(ErrorCode::invalid_argument,
+                  "db export --ship: --command contains a control character (a newline, a tab, an escape)");
+  try {
+    (void)nlohmann::json(command).dump();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(ErrorCode::invalid_argument, "db export --ship: --command is not valid UTF-8");
+  }
+}
+constexpr double kMaxPruneMiB = 1 << 30;
 
 class DbCommand : public Command {
  public:
@@ -178,12 +196,13 @@ class DbCommand : public Command {
       throw Error(ErrorCode::invalid_argument,
                   "db export --ship: give --command, the command that measured the "
                   "records (their provenance)");
+    check_ship_command(ship_command_);
     auto db = open(true);
     const auto files = shipped_documents(document_from_json(db->export_json()), ship_command_, KPLAY_VERSION_TEXT);
     if (files.empty()) throw Error(ErrorCode::invalid_argument, "no tuning records in " + db->path() + " to ship");
     for (const auto& [name, text] : files) {
       const std::string path = ship_dir_ + "/" + name;
-      write_output_file(path, text, "db export --ship");
+      write_shipped_file(path, text);
       std::printf("wrote %s: %zu tuning records\n", path.c_str(), nlohmann::json::parse(text).at("tunings").size());
     }
     return kExitOk;
