@@ -350,3 +350,22 @@ TEST_CASE("boundaries: db export --ship replaces its target whole, or not at all
     CHECK(test::read_file(target) == good);
   }
 }
+
+TEST_CASE("boundaries: db import says how many records it kept when records of one key replace each other") {
+  TempDir dir;
+  seed(dir.file("k.db"), {1 << 10, 1 << 20});
+  REQUIRE(db_cli("export " + dir.file("out.json") + " --db " + dir.file("k.db")).status == 0);
+  auto doc = nlohmann::json::parse(test::read_file(dir.file("out.json")));
+  const nlohmann::json first = doc.at("tunings").at(0);
+  for (int copy = 0; copy < 5; ++copy) doc["tunings"].push_back(first);  // the same key again and again
+  test::write_file(dir.file("copies.json"), doc.dump());
+  const auto r = db_cli("import " + dir.file("copies.json") + " --db " + dir.file("new.db"));
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.has("imported 2 tuning records"));  // the two keys of the export
+  CHECK(r.has("(the file holds 7: records for the same device, kernel and size bucket replace each other"));
+  const auto list = db_cli("list --db " + dir.file("new.db"));
+  CHECK(list.has("2^10"));
+  CHECK(list.has("2^20"));
+  CHECK_FALSE(list.has("\n3  "));  // a third line would be a third record
+}

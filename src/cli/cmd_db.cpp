@@ -231,6 +231,12 @@ class DbCommand : public Command {
       throw Error(ErrorCode::invalid_argument, import_file_ + ": " + e.what());
     }
     std::printf("imported %zu tuning records from %s into %s\n", n, import_file_.c_str(), db->path().c_str());
+    const std::size_t in_file = doc.at("tunings").size();
+    if (in_file != n)
+      std::printf(
+          "(the file holds %zu: records for the same device, kernel and size bucket replace each other, the "
+          "last one kept)\n",
+          in_file);
     return kExitOk;
   }
 

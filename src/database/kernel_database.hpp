@@ -141,8 +141,9 @@ class KernelDatabase : public BinaryStore {
   // Tuning records with candidates, and devices (no binaries), with a format version.
   nlohmann::json export_json();
   // Validates the whole document first; throws Error(invalid_argument) naming the bad field.
-  // Returns the number of tuning records imported (each replaces its counterpart). A device
-  // already recorded keeps its row: only a new fingerprint adds one.
+  // Returns the number of tuning records it leaves in the database: each replaces its counterpart,
+  // and records of one key (fingerprint, spec, size bucket) in the document replace each other,
+  // the last one kept. A device already recorded keeps its row: only a new fingerprint adds one.
   std::size_t import_json(const nlohmann::json& doc);
 
   struct Stats {

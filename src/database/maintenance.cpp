@@ -3,6 +3,8 @@
 // export) and fix (delete bad entries, or salvage a damaged file),
 // clear, statistics, and moving tuning records between machines as JSON.
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "database_impl.hpp"
 #include "import_validation.hpp"
@@ -223,7 +225,13 @@ std::size_t KernelDatabase::import_json(const nlohmann::json& doc) {
     for (const auto& r : parsed.tunings) db::write_tuning(impl_->conn, r);
     t.commit();
   });
-  return parsed.tunings.size();
+  // Records of one key replace each other: what the database holds now is one per key.
+  std::set<std::tuple<std::string, std::string, Direction, Dtype, Saved, int>> keys;
+  for (const auto& r : parsed.tunings) {
+    const KernelSpec spec = db::canonical(r.spec);
+    keys.emplace(r.fingerprint, spec.activation, spec.direction, spec.dtype, spec.saved, r.size_bucket);
+  }
+  return keys.size();
 }
 
 }  // namespace kplay
