@@ -49,7 +49,7 @@ rt::Binary binary_for(int key, int worker, std::size_t size) {
 
 TuningRecord tuning_for(int i, int worker) {
   TuningRecord r;
-  r.fingerprint = "fp-stress";
+  r.fingerprint = "5eed5eed5eed5eed";  // shaped as a fingerprint: `db verify` checks records as an import would
   r.backend = "cuda";
   r.device_name = "Stress GPU";
   r.arch = "sm_90";
@@ -64,7 +64,7 @@ TuningRecord tuning_for(int i, int worker) {
   for (int k = 0; k < 5; ++k) {
     CandidateResult c;
     c.config.block = 32 << k;
-    c.ok = k != 3;
+    c.ok = (32 << k) != 2 * r.best.block;  // one rejected, never the best
     c.median_ms = 0.2 * k;
     c.rejection = c.ok ? "" : "wrong output";
     r.candidates.push_back(c);

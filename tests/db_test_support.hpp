@@ -125,4 +125,30 @@ inline bool wait_for_file(const std::string& path, double seconds = 20) {
   return false;
 }
 
+// Points kplay's cache folder (XDG_CACHE_HOME) at `dir` for this process while it lives, and
+// gives the default database's path there: the one file kplay salvages whatever is in it.
+class OwnCacheFolder {
+ public:
+  explicit OwnCacheFolder(const std::string& dir) {
+    if (const char* old = std::getenv("XDG_CACHE_HOME")) old_ = old, had_ = true;
+    setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+    std::filesystem::create_directories(dir + "/kplay");
+    std::filesystem::permissions(dir + "/kplay", std::filesystem::perms::owner_all);
+    path_ = dir + "/kplay/kernels.db";
+  }
+  ~OwnCacheFolder() {
+    if (had_)
+      setenv("XDG_CACHE_HOME", old_.c_str(), 1);
+    else
+      unsetenv("XDG_CACHE_HOME");
+  }
+  OwnCacheFolder(const OwnCacheFolder&) = delete;
+  OwnCacheFolder& operator=(const OwnCacheFolder&) = delete;
+  const std::string& database() const { return path_; }
+
+ private:
+  std::string old_, path_;
+  bool had_ = false;
+};
+
 }  // namespace kplay::test

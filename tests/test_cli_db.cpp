@@ -60,6 +60,10 @@ TEST_CASE("kplay db path: the path, where it came from, and whether it is persis
   CHECK(r.status == 0);
   CHECK(has(r, path));
   CHECK(has(r, "from: --db"));
+  CHECK(has(r, "persistent: no (it does not exist yet"));  // and `db path` does not make it
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK(kplay_db("clear --db " + path).status == 0);  // a command that writes does
+  r = kplay_db("path --db " + path);
   CHECK(has(r, "persistent: yes"));
   r = kplay_db("path", "KPLAY_DB=" + dir.file("env.db"));
   CHECK(has(r, dir.file("env.db")));

@@ -139,12 +139,20 @@ TEST_CASE("messages: a kplay database without its tunings table is repaired, not
     db::Connection c(path);
     c.exec("DROP TABLE tunings");
   }
+  const std::string damaged = test::read_file(path);
   const auto list = db_cli("list --db " + path);
   INFO(list.output);
   CHECK(list.status == 0);
   CHECK_FALSE(list.has("no such table"));
   CHECK(list.has("its table tunings is missing"));
   CHECK(list.has("no tuning records"));
+  CHECK(test::read_file(path) == damaged);  // a command that only reads repairs nothing
+  {
+    Warnings w;
+    auto db = open_db(path, &w);  // opening to write repairs it, with one warning
+    CHECK(db->persistent());
+    CHECK(w.all().find("its table tunings is missing") != std::string::npos);
+  }
   Warnings w;
   auto db = open_db(path, &w);
   CHECK(db->persistent());

@@ -16,9 +16,9 @@ using kplay::test::TempDir;
 using kplay::test::Warnings;
 
 namespace {
-std::vector<std::string> moved_aside(const TempDir& dir, const std::string& name) {
+std::vector<std::string> moved_aside(const std::string& dir, const std::string& name) {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string f = e.path().filename().string();
     if (f.rfind(name + ".corrupt-", 0) == 0 && f.find("-wal") == std::string::npos) out.push_back(e.path().string());
   }
@@ -47,9 +47,11 @@ void fill(const std::string& path, int binaries) {
 }
 }  // namespace
 
-TEST_CASE("reliability: a file of garbage is moved aside, a new database starts, one warning") {
+TEST_CASE("reliability: a file of garbage as kplay's own database is moved aside, a new one starts, one warning") {
   TempDir dir;
-  const std::string path = dir.file("kernels.db");
+  const test::OwnCacheFolder own(dir.path());  // only kplay writes there: whatever is in it is kplay's
+  const std::string path = own.database();
+  const std::string folder = dir.file("kplay");
   std::string garbage(64 * 1024, '\0');
   for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 2654435761u >> 13);
   test::write_file(path, garbage);
@@ -59,7 +61,7 @@ TEST_CASE("reliability: a file of garbage is moved aside, a new database starts,
   check_works(*db);
   CHECK(w.size() == 1);
   CHECK(w.all().find("moved it to") != std::string::npos);
-  const auto aside = moved_aside(dir, "kernels.db");
+  const auto aside = moved_aside(folder, "kernels.db");
   REQUIRE(aside.size() == 1);
   CHECK(test::read_file(aside[0]) == garbage);
   db.reset();
@@ -73,7 +75,10 @@ TEST_CASE("reliability: a file of garbage is moved aside, a new database starts,
 TEST_CASE("reliability: a truncated file is salvaged into a new one and moved aside, one warning") {
   for (std::uintmax_t keep : {50u, 4096u, 100000u}) {
     TempDir dir;
-    const std::string path = dir.file("kernels.db");
+    // 50 bytes keep nothing of kplay's but the file's place: its own database folder.
+    const test::OwnCacheFolder own(dir.path());
+    const std::string path = own.database();
+    const std::string folder = dir.file("kplay");
     fill(path, 20);
     REQUIRE(std::filesystem::file_size(path) > 200000);
     REQUIRE_FALSE(std::filesystem::exists(path + "-wal"));  // the last close checkpointed it
@@ -88,7 +93,7 @@ TEST_CASE("reliability: a truncated file is salvaged into a new one and moved as
     for (int i = 0; i < 19; ++i)         // what the cut left whole may be salvaged, and only as it was
       if (db->get("key" + std::to_string(i), out)) CHECK(out.bytes == test::make_binary("fill", 20000).bytes);
     CHECK(w.size() == 1);
-    CHECK(moved_aside(dir, "kernels.db").size() == 1);
+    CHECK(moved_aside(folder, "kernels.db").size() == 1);
   }
 }
 
@@ -174,7 +179,7 @@ TEST_CASE("reliability: an older schema version is upgraded; newer or foreign fi
     CHECK(test::read_file(path) == before);
     CHECK(ww.size() == 1);
     CHECK(ww.all().find(message) != std::string::npos);
-    CHECK(moved_aside(dir, std::filesystem::path(path).filename().string()).empty());
+    CHECK(moved_aside(dir.path(), std::filesystem::path(path).filename().string()).empty());
   }
 }
 

@@ -165,6 +165,45 @@ TEST_CASE("kplay refuses devices, FIFOs and oversized files as imports, snippets
   CHECK(r.has("activations/relu.h (KPLAY_TEMPLATE_DIR) is a FIFO"));
 }
 
+TEST_CASE(
+    "snippets and templates found through KPLAY_ACTIVATION_PATH or KPLAY_TEMPLATE_DIR are refused where others may "
+    "write") {
+  TempDir dir;
+  const std::string acts = dir.file("acts");
+  std::filesystem::create_directory(acts);
+  test::write_file(acts + "/my_act.h", "KP_FN KP_C kp_act_forward(KP_C x) { return x * KP_LIT(0.5); }\n");
+  // A folder anyone may write to, without the sticky bit: another user could have put the snippet there.
+  REQUIRE(::chmod(acts.c_str(), 0777) == 0);
+  CliResult r = kplay_cli("emit --act my_act", "KPLAY_ACTIVATION_PATH=" + acts);
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(r.has("refusing the activation snippet " + acts + "/my_act.h found on KPLAY_ACTIVATION_PATH"));
+  CHECK(r.has("may be written by its group or by others"));
+  REQUIRE(::chmod(acts.c_str(), 0755) == 0);  // the same folder, closed: the snippet is used
+  r = kplay_cli("emit --act my_act", "KPLAY_ACTIVATION_PATH=" + acts);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  REQUIRE(::chmod((acts + "/my_act.h").c_str(), 0666) == 0);  // the file itself, writable by others
+  r = kplay_cli("emit --act my_act", "KPLAY_ACTIVATION_PATH=" + acts);
+  CHECK(r.status == 2);
+  CHECK(r.has("refusing the activation snippet"));
+
+  const std::string templates = dir.file("templates");
+  std::filesystem::copy(KPLAY_SOURCE_TEMPLATES, templates, std::filesystem::copy_options::recursive);
+  r = kplay_cli("emit --act relu", "KPLAY_TEMPLATE_DIR=" + templates);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  for (const std::string& open : {templates, templates + "/activations"}) {
+    REQUIRE(::chmod(open.c_str(), 0777) == 0);
+    r = kplay_cli("emit --act relu", "KPLAY_TEMPLATE_DIR=" + templates);
+    INFO(open << "\n" << r.output);
+    CHECK(r.status == 2);
+    CHECK(r.has("refusing the template " + templates + "/"));
+    CHECK(r.has(open + " may be written by its group or by others"));
+    REQUIRE(::chmod(open.c_str(), 0755) == 0);
+  }
+}
+
 TEST_CASE("numbers on the command line are range-checked: exit 2 naming the flag, before any device work") {
   struct Case {
     const char* args;
@@ -385,7 +424,7 @@ TEST_SUITE("opencl") {
     SmallTmpfs fs(mnt, "2m");
     std::string db = mnt + "/k.db";
     if (fs.mounted()) {
-      REQUIRE(kplay_cli("db path --db " + db).has("persistent: yes"));
+      REQUIRE(kplay_cli("db clear --db " + db).has("cleared " + db));  // a writing command makes the file
       fs.fill();
     } else if (::geteuid() != 0) {
       MESSAGE("no tmpfs (" << std::strerror(errno) << "): a read-only directory instead");
@@ -436,5 +475,43 @@ TEST_SUITE("opencl") {
     CHECK(rec.candidates.size() == 2);
     CHECK_FALSE(times.not_stored.empty());
     CHECK(db->list_tuning().empty());
+  }
+
+  TEST_CASE("PoCL's kernel cache is never in a folder another user may write, and the run still passes") {
+    if (!opencl_or_skip()) return;
+    TempDir dir;
+    // A cache home anyone may write to (no sticky bit), with a file planted where PoCL would look.
+    const std::string open = dir.file("open-cache");
+    std::filesystem::create_directories(open + "/pocl/kcache");
+    test::write_file(open + "/pocl/kcache/planted", "not a kernel");
+    for (const std::string& d : {open, open + "/pocl", open + "/pocl/kcache"}) REQUIRE(::chmod(d.c_str(), 0777) == 0);
+    const auto listing = [&] {
+      std::vector<std::string> files;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(open)) files.push_back(e.path().string());
+      return files;
+    };
+    const std::vector<std::string> before = listing();
+    const std::string run = "run --backend opencl --act relu --n 1000 --db :memory:";
+    struct Case {
+      std::string env, warning;
+    } cases[] = {
+        {"env -u POCL_CACHE_DIR XDG_CACHE_HOME=" + open, "PoCL's kernel cache cannot go where it would"},
+        {"POCL_CACHE_DIR=" + open + "/pocl/kcache", "POCL_CACHE_DIR " + open + "/pocl/kcache is refused"},
+    };
+    for (const auto& c : cases) {
+      const CliResult r = kplay_cli(run, c.env, 300);
+      INFO(c.env << "\n" << r.output);
+      CHECK(r.status == 0);
+      CHECK(r.has(c.warning));
+      CHECK(r.has("PoCL's kernel cache is off for this run"));
+      CHECK(listing() == before);  // PoCL neither wrote nor built there
+      const std::smatch private_folder = [&] {
+        std::smatch m;
+        std::regex_search(r.output, m, std::regex("off for this run \\([^)]*\\), in (/tmp/kplay-pocl-\\w+)"));
+        return m;
+      }();
+      REQUIRE(private_folder.size() == 2);
+      CHECK_FALSE(std::filesystem::exists(private_folder[1].str()));  // removed at exit
+    }
   }
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "opencl_errors.hpp"
+#include "pocl_cache.hpp"
 #include "runtime/fast_fp64.hpp"
 
 namespace kplay::rt::opencl {
@@ -37,6 +38,7 @@ T device_value(cl_device_id device, cl_device_info what) {
 }  // namespace
 
 std::vector<DeviceHandle> list_devices() {
+  settle_pocl_cache();  // before the ICD loader first loads PoCL, which reads it once
   cl_uint nplatforms = 0;
   cl_int r = clGetPlatformIDs(0, nullptr, &nplatforms);
   if (r == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (r == CL_SUCCESS && nplatforms == 0))

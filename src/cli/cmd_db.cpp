@@ -9,6 +9,7 @@
 
 #include "command.hpp"
 #include "config_flags.hpp"
+#include "database/import_validation.hpp"
 #include "database/kernel_database.hpp"
 #include "database/shipped_tunings.hpp"
 #include "database/tuning_json.hpp"
@@ -21,6 +22,23 @@ namespace kplay::cli {
 namespace {
 
 double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+// --command goes into every shipped record as its provenance: one line of UTF-8 text within the
+// reader's bound, else the loader would refuse the whole file (shipped_tunings.hpp).
+void check_ship_command(const std::string& command) {
+  if (command.size() > kMaxImportNote)
+    throw Error(ErrorCode::invalid_argument,
+                "db export --ship: --command is longer than " + std::to_string(kMaxImportNote) + " bytes");
+  for (const char ch : command)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      throw Error(ErrorCode::invalid_argument,
+                  "db export --ship: --command contains a control character (a newline, a tab, an escape)");
+  try {
+    (void)nlohmann::json(command).dump();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(ErrorCode::invalid_argument, "db export --ship: --command is not valid UTF-8");
+  }
+}
 constexpr double kMaxPruneMiB = 1 << 30;
 
 class DbCommand : public Command {
@@ -93,7 +111,7 @@ class DbCommand : public Command {
   Listed listed() {
     Listed out;
     if (layer_ != "shipped") {
-      auto db = open();
+      auto db = open(true);
       for (auto& r : db->list_tuning()) {
         out.records.push_back(std::move(r));
         out.layers.emplace_back("user");
@@ -111,11 +129,15 @@ class DbCommand : public Command {
     return out;
   }
 
+  // Every subcommand refuses a file that is not a kplay database (exit 2, the file untouched).
+  // read_only: path, list, show, export and verify without --fix create, write and move nothing.
   // repair off: a damaged file is left for `verify` to report (and `verify --fix` to salvage).
-  std::unique_ptr<KernelDatabase> open(bool repair = true) {
+  std::unique_ptr<KernelDatabase> open(bool read_only, bool repair = true) {
     KernelDatabase::Options o;
     o.path = db_path_;
     o.repair = repair;
+    o.read_only = read_only;
+    o.strict = true;
     return std::make_unique<KernelDatabase>(o);
   }
 
@@ -154,7 +176,7 @@ class DbCommand : public Command {
 
   int export_json() {
     if (!ship_dir_.empty()) return export_shipped();
-    auto db = open();
+    auto db = open(true);
     const nlohmann::json doc = db->export_json();
     const std::string text = doc.dump(2) + "\n";
     const std::size_t count = doc.at("tunings").size();
@@ -174,12 +196,13 @@ class DbCommand : public Command {
       throw Error(ErrorCode::invalid_argument,
                   "db export --ship: give --command, the command that measured the "
                   "records (their provenance)");
-    auto db = open();
+    check_ship_command(ship_command_);
+    auto db = open(true);
     const auto files = shipped_documents(document_from_json(db->export_json()), ship_command_, KPLAY_VERSION_TEXT);
     if (files.empty()) throw Error(ErrorCode::invalid_argument, "no tuning records in " + db->path() + " to ship");
     for (const auto& [name, text] : files) {
       const std::string path = ship_dir_ + "/" + name;
-      write_output_file(path, text, "db export --ship");
+      write_shipped_file(path, text);
       std::printf("wrote %s: %zu tuning records\n", path.c_str(), nlohmann::json::parse(text).at("tunings").size());
     }
     return kExitOk;
@@ -198,7 +221,7 @@ class DbCommand : public Command {
     } catch (const nlohmann::json::exception& e) {
       throw Error(ErrorCode::invalid_argument, import_file_ + ": not valid JSON: " + e.what());
     }
-    auto db = open();
+    auto db = open(false);
     if (!db->writable()) throw Error(ErrorCode::io_failed, "not importing into " + db->path() + ": " + db->problem());
     std::size_t n = 0;
     try {
@@ -208,11 +231,17 @@ class DbCommand : public Command {
       throw Error(ErrorCode::invalid_argument, import_file_ + ": " + e.what());
     }
     std::printf("imported %zu tuning records from %s into %s\n", n, import_file_.c_str(), db->path().c_str());
+    const std::size_t in_file = doc.at("tunings").size();
+    if (in_file != n)
+      std::printf(
+          "(the file holds %zu: records for the same device, kernel and size bucket replace each other, the "
+          "last one kept)\n",
+          in_file);
     return kExitOk;
   }
 
   int clear() {
-    auto db = open();
+    auto db = open(false);
     if (!db->writable())  // a fallback in memory or a read-only file: clearing would be a lie
       throw Error(ErrorCode::io_failed, "not clearing " + db->path() + ": " + db->problem());
     const auto before = db->stats();
@@ -225,25 +254,26 @@ class DbCommand : public Command {
   }
 
   int path() {
-    auto db = open();
+    auto db = open(true);
     const char* env = std::getenv("KPLAY_DB");
     const char* source = !db_path_.empty() ? "--db" : env && *env ? "$KPLAY_DB" : "default";
     std::printf("%s\n", db->path().c_str());
     std::printf("from: %s\n", source);
+    const std::string problem = db->problem();
     if (db->persistent()) {
       const auto s = db->stats();
       std::printf("persistent: %s (%llu tuning records, %llu binaries, %.1f MiB)\n",
-                  db->writable() ? "yes" : "read-only", static_cast<unsigned long long>(s.tunings),
+                  problem.empty() ? "yes" : "read-only", static_cast<unsigned long long>(s.tunings),
                   static_cast<unsigned long long>(s.binaries), mib(s.binary_bytes));
-      if (!db->writable()) std::printf("read-only: %s\n", db->problem().c_str());
+      if (!problem.empty()) std::printf("read-only: %s\n", problem.c_str());
     } else {
-      std::printf("persistent: no (running in memory: nothing is kept)\n");
+      std::printf("persistent: no (%s)\n", problem.empty() ? "running in memory: nothing is kept" : problem.c_str());
     }
     return kExitOk;
   }
 
   int verify() {
-    auto db = open(false);
+    auto db = open(!fix_, false);
     const auto r = db->verify(fix_);
     const auto count = [](std::uint64_t n) { return static_cast<unsigned long long>(n); };
     if (!r.checked) {
@@ -290,7 +320,7 @@ class DbCommand : public Command {
     if (!(max_mb_ >= 0 && max_mb_ <= kMaxPruneMiB))
       throw Error(ErrorCode::invalid_argument, "--max-mb " + prune_->get_option("--max-mb")->as<std::string>() +
                                                    ": expected MiB from 0 to 2^30 (1 PiB)");
-    auto db = open();
+    auto db = open(false);
     const std::uint64_t removed = db->prune(static_cast<std::uint64_t>(max_mb_ * (1 << 20)));
     const auto s = db->stats();
     std::printf("removed %llu binaries; %llu remain (%.1f MiB) in %s\n", static_cast<unsigned long long>(removed),

@@ -1,4 +1,4 @@
-// Template lookup: embedded table, or KPLAY_TEMPLATE_DIR when set.
+// Template lookup: embedded table, or KPLAY_TEMPLATE_DIR when set (only where no other user may write).
 #include "template_store.hpp"
 
 #include <sys/stat.h>
@@ -8,6 +8,7 @@
 #include "embedded_templates.hpp"
 #include "kplay/error.hpp"
 #include "util/bounded_file.hpp"
+#include "util/private_dir.hpp"
 
 namespace kplay {
 namespace {
@@ -28,6 +29,10 @@ std::string template_origin() {
 std::string template_text(const std::string& name) {
   if (const char* dir = override_dir()) {
     const std::string path = std::string(dir) + "/" + name;
+    // Templates are kernel source, compiled and run in this process on PoCL: read only from a
+    // place no other user could have written (the database folder's rule, private_dir.hpp).
+    if (const std::string why = untrusted_path_reason(path); !why.empty())
+      throw Error(ErrorCode::invalid_argument, "refusing the template " + path + " (KPLAY_TEMPLATE_DIR): " + why);
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
       throw Error(ErrorCode::io_failed, "template '" + name + "' not found in KPLAY_TEMPLATE_DIR (" + path + ")");

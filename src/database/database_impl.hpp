@@ -20,6 +20,7 @@ struct KernelDatabase::Impl {
   std::string problem;      // why the file is not used, or used read-only; "" when neither
   std::string damage;       // found damaged on open with options.repair off: why
   std::string salvaged;     // what the last salvage kept and dropped, and where the damaged file went
+  std::string refused;      // why the file is not taken for kplay's at all (foreign, newer); "" otherwise
   std::string lock_dir;     // <db dir>/locks
   ino_t inode = 0;          // of the file opened, to tell whether another process replaced it
   dev_t device = 0;
@@ -36,6 +37,10 @@ struct KernelDatabase::Impl {
   void open_writable(const std::string& dir);
   void open_read_only(const std::string& why_not_writable);
   void open_memory();
+  // options.read_only: the file as it is, without creating or writing anything (see Options).
+  void open_for_reading();
+  // options.read_only and the file is damaged: what can be read of it, in memory, one warning.
+  void salvage_in_memory(const std::string& why);
   // The open file is damaged: unless another process already did, salvage what can be read into
   // a new file (salvage.hpp), keep the damaged one (and its WAL) beside it, and put the new one
   // in its place; then open it. Never throws.
@@ -55,6 +60,8 @@ struct KernelDatabase::Impl {
       if (!options.repair) throw;
       if (persistent && writable)
         recover(e.what());
+      else if (persistent && options.read_only)
+        salvage_in_memory(e.what());
       else
         open_memory();
     }
@@ -81,6 +88,13 @@ void add_device(Connection& c, const std::string& fingerprint, const rt::DeviceI
 KernelSpec canonical(const KernelSpec& spec);
 // Frees the pages of deleted rows and truncates the WAL; best effort.
 void shrink(Connection& c);
+// The columns read_tuning() takes, in its order (a SELECT of the tunings table).
+extern const char* const kTuningColumns;
+// A row of `SELECT kTuningColumns FROM tunings` back into a record, with its candidates; throws
+// Error(invalid_argument) for a field that does not parse.
+TuningRecord read_tuning(Connection& c, Statement& s);
+// Every row of the devices table, by backend, name and fingerprint.
+std::vector<std::pair<std::string, rt::DeviceInfo>> read_devices(Connection& c);
 }  // namespace db
 
 }  // namespace kplay

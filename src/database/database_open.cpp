@@ -3,10 +3,15 @@
 // check, and the fallbacks that keep a caller running: a damaged file is salvaged into a new one
 // and kept beside it; a file that cannot be written is read as it is; a path another user could
 // have written, an unusable directory or a newer/foreign database means running in memory. Each
-// with one warning.
+// with one warning. A file is salvaged (moved aside and replaced) only when it is recognisably
+// kplay's (foreign_reason); commands that only read never create, write or move anything.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>
@@ -60,6 +65,78 @@ class Refused : public Error {
  public:
   explicit Refused(const std::string& why) : Error(ErrorCode::io_failed, why) {}
 };
+
+// The first bytes of a file, fewer at its end; "" when it cannot be opened (O_NONBLOCK: a FIFO
+// put there since it was examined does not wait for a writer).
+std::string file_head(const std::string& path, std::size_t n) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return {};
+  std::string out(n, '\0');
+  const ssize_t got = ::pread(fd, out.data(), n, 0);
+  ::close(fd);
+  out.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  return out;
+}
+
+std::uint32_t be32(const std::string& p, std::size_t at) {
+  std::uint32_t x = 0;
+  for (std::size_t k = 0; k < 4; ++k) x = (x << 8) | static_cast<unsigned char>(p[at + k]);
+  return x;
+}
+
+// The database kplay uses when told nothing: kernels.db in its own cache folder, which only kplay
+// writes to.
+bool own_default_file(const std::string& path) {
+  std::error_code ec;
+  const fs::path own = fs::absolute(user_cache_directory() + "/kernels.db", ec).lexically_normal();
+  return !ec && own == fs::path(path);
+}
+
+// A connection that reads without creating anything: immutable (no -shm, no locks) unless a
+// writer's WAL and -shm are already there, whose pages it must see.
+db::Connection reading_connection(const std::string& path) {
+  std::error_code ec;
+  const bool live = fs::exists(path + "-wal", ec) && fs::exists(path + "-shm", ec);
+  return db::Connection::read_only(path, !live);
+}
+
+// Whether the file at `path` may be used as kplay's database: "" when it may (absent, empty, or
+// recognisably kplay's, damaged or not), else why not. Only reads. Recognisably kplay's: SQLite's
+// header with kplay's application id; or, where the header carries no mark (damaged, or another
+// program's), records of kplay's tables that pass kplay's own checks (salvage.hpp); or kplay's
+// default file in its own folder, whatever is in it.
+std::string foreign_reason(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};  // nothing there: a new database (or an error later)
+  if (!S_ISREG(st.st_mode)) return "it is not a regular file";
+  if (st.st_size == 0) return {};
+  const std::string head = file_head(path, 100);
+  const bool sqlite = head.size() >= 72 && head.compare(0, 16, std::string("SQLite format 3\0", 16)) == 0;
+  if (sqlite && be32(head, 68) == static_cast<std::uint32_t>(db::kApplicationId)) return {};
+  if (sqlite && be32(head, 68) != 0)
+    return "it is another program's SQLite database (its application id is not kplay's)";
+  if (sqlite) {
+    try {
+      db::Connection c = reading_connection(path);
+      const db::SchemaProbe probe = db::probe_schema(c);
+      // No table: a new database. Kplay's mark in the schema as read (the header in the file
+      // may lag behind a WAL that already holds it: another process creating the database).
+      if (probe.empty || probe.ours) return {};
+      return "it is not a kplay database (another program's SQLite file?)";
+    } catch (const db::CorruptDatabase&) {  // damaged: its pages decide
+    } catch (const std::exception& e) {
+      return std::string("it cannot be read: ") + e.what();
+    }
+  }
+  if (own_default_file(path)) return {};
+  try {
+    if (db::holds_kplay_records(path)) return {};
+  } catch (const std::exception& e) {
+    return std::string("it cannot be read: ") + e.what();
+  }
+  return sqlite ? "it is a damaged SQLite file without kplay's mark or any record of kplay's (another program's?)"
+                : "it is not a kplay database (no SQLite header, and no record of kplay's in it)";
+}
 }  // namespace
 
 std::string KernelDatabase::default_path() {
@@ -79,6 +156,9 @@ KernelDatabase::KernelDatabase(Options options) : impl_(std::make_unique<Impl>()
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->open();
+  if (impl_->options.strict && !impl_->refused.empty())
+    throw Error(ErrorCode::invalid_argument, "not using " + impl_->path + " as the kernel database: " + impl_->refused +
+                                                 "; it is left exactly as it is");
 }
 
 KernelDatabase::~KernelDatabase() = default;
@@ -125,9 +205,16 @@ void KernelDatabase::Impl::open() {
   }
   std::string why;
   try {
-    open_file();
+    if (options.read_only)
+      open_for_reading();
+    else
+      open_file();
     return;
   } catch (const db::CorruptDatabase& e) {
+    if (options.repair && options.read_only) {
+      salvage_in_memory(e.what());
+      return;
+    }
     if (options.repair) {
       recover(e.what());  // salvages it into a new file, or falls back to memory itself
       return;
@@ -137,14 +224,91 @@ void KernelDatabase::Impl::open() {
     problem = "it is damaged: " + damage;
     open_memory();
     return;
+  } catch (const Refused& e) {
+    why = e.what();
+    refused = why;
   } catch (const std::exception& e) {
     why = e.what();
   }
   conn.close();
   problem = why;
-  warn("fallback", "cannot use the kernel database " + path + ": " + why +
-                       "; running without persistence (compiled kernels and tunings are not kept)");
+  if (!(options.strict && !refused.empty()))  // strict: the constructor throws instead
+    warn("fallback", "cannot use the kernel database " + path + ": " + why +
+                         (refused.empty() ? "" : "; it is left as it is") +
+                         "; running without persistence (compiled kernels and tunings are not kept)");
   open_memory();
+}
+
+void KernelDatabase::Impl::open_for_reading() {
+  persistent = false;
+  writable = false;
+  lock_dir.clear();
+  conn.close();
+  const fs::path file(path);
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+    if (const std::string why = untrusted_path_reason(path + suffix); !why.empty())
+      throw Error(ErrorCode::io_failed, "refusing it: " + why);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) throw Error(ErrorCode::io_failed, std::string("cannot examine it: ") + std::strerror(errno));
+    problem = "it does not exist yet (a command that stores something creates it)";
+    open_memory();
+    return;
+  }
+  if (const std::string why = foreign_reason(path); !why.empty()) throw Refused(why);
+  inode = st.st_ino;
+  device = st.st_dev;
+  conn = reading_connection(path);
+  const db::SchemaProbe probe = db::probe_schema(conn);
+  if (const std::string refusal = db::schema_refusal(probe); !refusal.empty()) throw Refused(refusal);
+  if (probe.empty) {
+    problem = "it holds no kplay tables yet (a command that stores something creates them)";
+    open_memory();
+    return;
+  }
+  if (probe.ours && probe.version == 0) throw db::CorruptDatabase(db::lost_version_message());
+  bool copied = false;
+  if (probe.version < db::kSchemaVersion) {  // an older kplay's: upgraded in a copy, the file left as it is
+    db::Connection copy(":memory:");
+    db::copy_database(conn, copy);
+    conn = std::move(copy);
+    db::migrate(conn);
+    copied = true;
+  }
+  if (const std::string problem_text = db::schema_problem(conn); !problem_text.empty())
+    throw db::CorruptDatabase(problem_text);
+  conn.exec("SELECT COUNT(*) FROM binaries");
+  persistent = !copied;
+  problem.clear();
+  if (copied)
+    problem = "it has schema version " + std::to_string(probe.version) +
+              ", upgraded in memory for reading (a command that stores something upgrades the file)";
+  else if (::access(path.c_str(), W_OK) != 0 || ::access(dir.c_str(), W_OK) != 0)
+    problem = "the file or its folder cannot be written";
+}
+
+void KernelDatabase::Impl::salvage_in_memory(const std::string& why) {
+  conn.close();
+  persistent = false;
+  writable = false;
+  lock_dir.clear();
+  damage = why;
+  try {
+    conn = db::Connection(":memory:");
+    const db::SalvageReport report = db::salvage_into(path, conn);
+    conn.exec("PRAGMA foreign_keys = ON");
+    problem = "it is damaged (" + why + "); what could be read of it is used, in memory";
+    warn("corrupt", "the kernel database " + path + " is damaged (" + why +
+                        "); it is left as it is, and what could "
+                        "be read of it is shown (" +
+                        report.summary() + "); `kplay db verify --fix` salvages it into a new file");
+  } catch (const std::exception& e) {
+    problem = "it is damaged (" + why + ") and could not be read (" + e.what() + ")";
+    warn("fallback", "the kernel database " + path + " is damaged (" + why + ") and cannot be read (" + e.what() +
+                         "); it is left as it is");
+    open_memory();
+  }
 }
 
 void KernelDatabase::Impl::open_file() {
@@ -165,6 +329,8 @@ void KernelDatabase::Impl::open_file() {
     inode = st.st_ino;
     device = st.st_dev;
   }
+  // Only a file that is recognisably kplay's is ever opened for writing, or salvaged.
+  if (const std::string why = foreign_reason(path); !why.empty()) throw Refused(why);
   try {
     open_writable(dir.string());
   } catch (const db::CorruptDatabase&) {

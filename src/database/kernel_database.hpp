@@ -3,7 +3,9 @@
 // later process neither recompiles nor retunes. It is a cache, never a failure of the caller,
 // each with one warning: a file in a place another user could have written is not touched (an
 // in-memory database instead); a damaged file is salvaged record by record into a new one and
-// kept beside it; a file that cannot be written (a full disk, read-only) is read as it is.
+// kept beside it; a file that cannot be written (a full disk, read-only) is read as it is. Only a
+// file that is recognisably kplay's is ever salvaged (database_open.cpp): anything else given as
+// the database is left exactly as it is.
 //
 // Thread-safe: one connection guarded by a mutex. Several processes may share the file; SQLite
 // serializes writers (busy timeout 10 s) and lock() serializes compiles of one key.
@@ -68,12 +70,21 @@ class KernelDatabase : public BinaryStore {
     // A damaged file is salvaged when found. Off (`kplay db verify`): it is reported by verify()
     // and left as it is until verify(true).
     bool repair = true;
+    // For commands that only read (`kplay db list`): nothing is created, written or moved. A
+    // missing file is an empty database in memory; a file of an older schema is upgraded in a
+    // copy in memory; a damaged one is salvaged into memory (one warning) and left as it is.
+    // Every write then throws.
+    bool read_only = false;
+    // A file that is not a kplay database (or a newer kplay's) makes the constructor throw
+    // Error(invalid_argument) instead of warning and running in memory (`kplay db`: exit 2).
+    bool strict = false;
   };
 
   // $KPLAY_DB, else $XDG_CACHE_HOME/kplay/kernels.db, else $HOME/.cache/kplay/kernels.db.
   static std::string default_path();
 
-  // Never throws for an unusable file or directory: it warns and runs in memory instead.
+  // Never throws for an unusable file or directory (unless options.strict, for a file that is
+  // not kplay's): it warns and runs in memory instead.
   explicit KernelDatabase(Options options);
   ~KernelDatabase() override;
   KernelDatabase(const KernelDatabase&) = delete;
@@ -119,8 +130,10 @@ class KernelDatabase : public BinaryStore {
     bool checked = true;  // false: the file is not in use (problems say why); the rest is of memory
     std::string salvage;  // remove_bad rebuilt a damaged file: what it kept and dropped, where the old one is
   };
-  // PRAGMA integrity_check, every binary's checksum and content hash, every stored config.
-  // remove_bad: a damaged file is salvaged into a new one (salvage.hpp); otherwise bad entries
+  // PRAGMA integrity_check, every binary's checksum and content hash, and every device and
+  // tuning record as `kplay db import` would read it from `kplay db export` (import_validation.hpp),
+  // so export then import takes everything verify accepts. remove_bad: a damaged file (also one
+  // found damaged on opening) is salvaged into a new one (salvage.hpp); otherwise bad entries
   // (and binaries without a content hash) are deleted.
   VerifyReport verify(bool remove_bad);
   std::uint64_t prune(std::uint64_t max_binary_bytes);  // LRU eviction to the bound; rows removed
@@ -128,8 +141,9 @@ class KernelDatabase : public BinaryStore {
   // Tuning records with candidates, and devices (no binaries), with a format version.
   nlohmann::json export_json();
   // Validates the whole document first; throws Error(invalid_argument) naming the bad field.
-  // Returns the number of tuning records imported (each replaces its counterpart). A device
-  // already recorded keeps its row: only a new fingerprint adds one.
+  // Returns the number of tuning records it leaves in the database: each replaces its counterpart,
+  // and records of one key (fingerprint, spec, size bucket) in the document replace each other,
+  // the last one kept. A device already recorded keeps its row: only a new fingerprint adds one.
   std::size_t import_json(const nlohmann::json& doc);
 
   struct Stats {

@@ -1,17 +1,62 @@
 // Looking after the kernel database: verify (SQLite's integrity check, every binary's checksum
-// and content hash, every stored config) and fix (delete bad entries, or salvage a damaged file),
+// and content hash, every device and tuning record as `kplay db import` would take it from an
+// export) and fix (delete bad entries, or salvage a damaged file),
 // clear, statistics, and moving tuning records between machines as JSON.
+#include <map>
+#include <set>
+#include <tuple>
+
 #include "database_impl.hpp"
 #include "import_validation.hpp"
 #include "tuning_json.hpp"
 
 namespace kplay {
 
+std::vector<std::pair<std::string, rt::DeviceInfo>> db::read_devices(Connection& c) {
+  std::vector<std::pair<std::string, rt::DeviceInfo>> out;
+  Statement s(c,
+              "SELECT fingerprint, backend, device_index, name, platform, arch, driver_version, "
+              "compiler_version, memory_bytes, compute_units, max_threads_per_unit, max_block, "
+              "compile_target, note, l2_bytes FROM devices ORDER BY backend, name, fingerprint");
+  while (s.step()) {
+    rt::DeviceInfo d;
+    d.backend = s.column_text(1);
+    d.index = static_cast<int>(s.column_int(2));
+    d.name = s.column_text(3);
+    d.platform = s.column_text(4);
+    d.arch = s.column_text(5);
+    d.driver_version = s.column_text(6);
+    d.compiler_version = s.column_text(7);
+    d.memory_bytes = static_cast<std::uint64_t>(s.column_int(8));
+    d.compute_units = static_cast<int>(s.column_int(9));
+    d.max_threads_per_unit = static_cast<int>(s.column_int(10));
+    d.max_block = static_cast<int>(s.column_int(11));
+    d.compile_target = s.column_text(12);
+    d.note = s.column_text(13);
+    d.l2_bytes = static_cast<std::uint64_t>(s.column_int(14));
+    out.emplace_back(s.column_text(0), std::move(d));
+  }
+  return out;
+}
+
 namespace {
 struct Findings {
-  std::vector<std::string> bad_binaries, unhashed_binaries;
+  std::vector<std::string> bad_binaries, unhashed_binaries, bad_devices;
   std::vector<std::int64_t> bad_tunings;
 };
+
+// What `kplay db export` would write of `doc`, read back as `kplay db import` reads it: throws
+// Error(invalid_argument) where the two disagree (text that is not UTF-8, a number import refuses).
+void check_round_trip(const TuningDocument& doc) {
+  std::string text;
+  try {
+    text = document_to_json(doc).dump();
+  } catch (const nlohmann::json::exception& e) {  // invalid UTF-8: export itself would fail
+    throw Error(ErrorCode::invalid_argument, std::string("cannot be exported: ") + e.what());
+  }
+  TuningDocument back = document_from_json(nlohmann::json::parse(text));
+  validate_import(back);
+}
 
 // SQLite's integrity check, then every record as kplay would use it.
 Findings check_contents(db::Connection& c, KernelDatabase::VerifyReport& r) {
@@ -41,32 +86,36 @@ Findings check_contents(db::Connection& c, KernelDatabase::VerifyReport& r) {
       }
     }
   }
+  // Devices and tuning records as `kplay db import` would take them from an export, each alone
+  // (a record with its device, when that passes), so that what verify accepts round-trips.
+  std::map<std::string, rt::DeviceInfo> devices;
+  for (auto& [fingerprint, info] : db::read_devices(c)) try {
+      check_round_trip({{{fingerprint, info}}, {}});
+      devices.emplace(fingerprint, std::move(info));
+    } catch (const Error& e) {
+      f.bad_devices.push_back(fingerprint);
+      r.problems.push_back("device " + fingerprint.substr(0, 40) + ": " + e.what());
+    }
   {
-    db::Statement s(c,
-                    "SELECT t.id, t.activation, t.direction, t.dtype, t.saved, t.best_config, "
-                    "(SELECT group_concat(config, char(10)) FROM candidates WHERE tuning_id = t.id) FROM tunings t");
+    db::Statement s(c, std::string("SELECT ") + db::kTuningColumns + " FROM tunings ORDER BY id");
     while (s.step()) {
       ++r.tunings;
       try {
-        parse_direction(s.column_text(2));
-        parse_dtype(s.column_text(3));
-        parse_saved(s.column_text(4));
-        config_from_text(s.column_text(5));
-        const std::string candidates = s.column_text(6);
-        for (std::size_t at = 0; at < candidates.size();) {
-          std::size_t end = candidates.find('\n', at);
-          if (end == std::string::npos) end = candidates.size();
-          config_from_text(candidates.substr(at, end - at));
-          at = end + 1;
-        }
+        TuningDocument doc;
+        doc.tunings.push_back(db::read_tuning(c, s));
+        if (const auto it = devices.find(doc.tunings[0].fingerprint); it != devices.end())
+          doc.devices.emplace_back(it->first, it->second);
+        check_round_trip(doc);
+      } catch (const db::CorruptDatabase&) {
+        throw;
       } catch (const Error& e) {
         f.bad_tunings.push_back(s.column_int(0));
-        r.problems.push_back("tuning record " + std::to_string(s.column_int(0)) + " (" + s.column_text(1) +
+        r.problems.push_back("tuning record " + std::to_string(s.column_int(0)) + " (" + s.column_text(5) +
                              "): " + e.what());
       }
     }
   }
-  r.bad = f.bad_binaries.size() + f.bad_tunings.size();
+  r.bad = f.bad_binaries.size() + f.bad_tunings.size() + f.bad_devices.size();
   r.unhashed = f.unhashed_binaries.size();
   return f;
 }
@@ -104,6 +153,8 @@ KernelDatabase::VerifyReport KernelDatabase::verify(bool remove_bad) {
           db::Statement(impl_->conn, "DELETE FROM candidates WHERE tuning_id = ?1").bind(1, id).run();
           db::Statement(impl_->conn, "DELETE FROM tunings WHERE id = ?1").bind(1, id).run();
         }
+        for (const auto& fingerprint : f.bad_devices)
+          db::Statement(impl_->conn, "DELETE FROM devices WHERE fingerprint = ?1").bind(1, fingerprint).run();
         t.commit();
       }
       if (!r.integrity_ok) damage = r.problems.front();
@@ -113,9 +164,10 @@ KernelDatabase::VerifyReport KernelDatabase::verify(bool remove_bad) {
       damage = e.what();
     }
   }
-  // A damaged file: everything readable is carried into a new one, record by record.
+  // A damaged file: everything readable is carried into a new one, record by record, as opening
+  // it would (a file found damaged on opening is not in use, yet salvaged all the same).
   if (remove_bad && !damage.empty()) {
-    impl_->require_writable("fix", false);
+    if (impl_->damage.empty() || impl_->options.read_only) impl_->require_writable("fix", false);
     impl_->salvaged.clear();
     impl_->damage.clear();
     impl_->recover(damage);
@@ -154,30 +206,7 @@ KernelDatabase::Stats KernelDatabase::stats() {
 nlohmann::json KernelDatabase::export_json() {
   TuningDocument doc;
   doc.tunings = list_tuning();
-  impl_->with_db([&] {
-    db::Statement s(impl_->conn,
-                    "SELECT fingerprint, backend, device_index, name, platform, arch, driver_version, "
-                    "compiler_version, memory_bytes, compute_units, max_threads_per_unit, max_block, "
-                    "compile_target, note, l2_bytes FROM devices ORDER BY backend, name, fingerprint");
-    while (s.step()) {
-      rt::DeviceInfo d;
-      d.backend = s.column_text(1);
-      d.index = static_cast<int>(s.column_int(2));
-      d.name = s.column_text(3);
-      d.platform = s.column_text(4);
-      d.arch = s.column_text(5);
-      d.driver_version = s.column_text(6);
-      d.compiler_version = s.column_text(7);
-      d.memory_bytes = static_cast<std::uint64_t>(s.column_int(8));
-      d.compute_units = static_cast<int>(s.column_int(9));
-      d.max_threads_per_unit = static_cast<int>(s.column_int(10));
-      d.max_block = static_cast<int>(s.column_int(11));
-      d.compile_target = s.column_text(12);
-      d.note = s.column_text(13);
-      d.l2_bytes = static_cast<std::uint64_t>(s.column_int(14));
-      doc.devices.emplace_back(s.column_text(0), std::move(d));
-    }
-  });
+  impl_->with_db([&] { doc.devices = db::read_devices(impl_->conn); });
   nlohmann::json j = document_to_json(doc);
   j["exported_unix"] = db::now_unix();
   return j;
@@ -196,7 +225,13 @@ std::size_t KernelDatabase::import_json(const nlohmann::json& doc) {
     for (const auto& r : parsed.tunings) db::write_tuning(impl_->conn, r);
     t.commit();
   });
-  return parsed.tunings.size();
+  // Records of one key replace each other: what the database holds now is one per key.
+  std::set<std::tuple<std::string, std::string, Direction, Dtype, Saved, int>> keys;
+  for (const auto& r : parsed.tunings) {
+    const KernelSpec spec = db::canonical(r.spec);
+    keys.emplace(r.fingerprint, spec.activation, spec.direction, spec.dtype, spec.saved, r.size_bucket);
+  }
+  return keys.size();
 }
 
 }  // namespace kplay

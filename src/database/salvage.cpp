@@ -249,6 +249,10 @@ class Salvager {
     for (const TableShape& t : expected_tables()) report_.tables.push_back({t.name, 0, 0});
   }
 
+  // Thrown by take() once a record with kplay's checks is kept, when stop_at_first() was asked.
+  struct Found {};
+  void stop_at_first() { stop_at_first_ = true; }
+
   void run() {
     report_.pages = pages_.count();
     mark_structure();
@@ -541,12 +545,14 @@ class Salvager {
     }
     s.run();
     report_.tables[table].kept += out_.changes() > 0;
+    if (stop_at_first_ && t.name != "devices") throw Found{};  // devices carry no check of kplay's
   }
 
   const Pages& pages_;
   Connection& out_;
   SalvageReport& report_;
   std::vector<Role> roles_;
+  bool stop_at_first_ = false;
 };
 
 std::string plural(std::uint64_t n, const std::string& table) {
@@ -596,10 +602,30 @@ std::string SalvageReport::summary() const {
 }
 
 SalvageReport salvage(const std::string& damaged, const std::string& fresh) {
-  const Pages pages(damaged);
-  SalvageReport report;
   Connection out(fresh);
   out.exec("PRAGMA auto_vacuum = INCREMENTAL");
+  return salvage_into(damaged, out);
+}
+
+bool holds_kplay_records(const std::string& path) {
+  const Pages pages(path);
+  SalvageReport report;
+  Connection out(":memory:");
+  migrate(out);
+  Transaction t(out);
+  Salvager salvager(pages, out, report);
+  salvager.stop_at_first();
+  try {
+    salvager.run();
+  } catch (const Salvager::Found&) {
+    return true;
+  }
+  return false;
+}
+
+SalvageReport salvage_into(const std::string& damaged, Connection& out) {
+  const Pages pages(damaged);
+  SalvageReport report;
   migrate(out);
   {
     Transaction t(out);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "sqlite.hpp"
+
 namespace kplay::db {
 
 struct SalvageReport {
@@ -36,5 +38,13 @@ struct SalvageReport {
 // Reads what it can of `damaged` into a new database at `fresh` (which must not exist). Throws
 // Error(io_failed) when `damaged` cannot be opened or `fresh` cannot be written.
 SalvageReport salvage(const std::string& damaged, const std::string& fresh);
+// The same into an open, empty database (in memory, for a command that only reads).
+SalvageReport salvage_into(const std::string& damaged, Connection& out);
+
+// Whether a file without kplay's mark in its header still holds a record of kplay's: one with
+// the shape of a binary, tuning, candidate or progress row that passes kplay's own checks (a
+// binary's checksum, a config that parses), found as a salvage finds records. Stops at the first.
+// Only reads; throws Error(io_failed) when the file cannot be read.
+bool holds_kplay_records(const std::string& path);
 
 }  // namespace kplay::db

@@ -3,11 +3,14 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include "database_impl.hpp"
@@ -53,7 +56,13 @@ std::string shipped_file_name(const DeviceClass& c) {
 }
 
 std::vector<TuningRecord> read_shipped_file(const std::string& path) {
-  const std::string text = read_bounded_file(path, kMaxShippedFileBytes, "shipped tunings '" + path + "'");
+  return read_shipped_text(read_bounded_file(path, kMaxShippedFileBytes, "shipped tunings '" + path + "'"), path);
+}
+
+std::vector<TuningRecord> read_shipped_text(const std::string& text, const std::string& path) {
+  if (text.size() > kMaxShippedFileBytes)
+    throw Error(ErrorCode::invalid_argument,
+                path + ": larger than " + std::to_string(kMaxShippedFileBytes >> 20) + " MiB");
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded()) throw Error(ErrorCode::invalid_argument, path + ": not valid JSON");
   TuningDocument parsed;
@@ -280,6 +289,42 @@ std::map<std::string, std::string> shipped_documents(const TuningDocument& doc, 
     out[file] = std::move(text);
   }
   return out;
+}
+
+void write_shipped_file(const std::string& path, const std::string& text) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error(ErrorCode::invalid_argument, path + " is " +
+                                                 (S_ISLNK(st.st_mode)    ? "a symbolic link"
+                                                  : S_ISDIR(st.st_mode)  ? "a directory"
+                                                  : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                                                                         : "not a regular file") +
+                                                 "; refusing to replace it with a shipped tunings file");
+  read_shipped_text(text, path);  // what the loader would refuse is never written
+  // A new file beside the old one, renamed over it once complete: a failed write (a full disk)
+  // leaves the old file as it was, never a part of the new one.
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  std::string temp = (slash == std::string::npos ? std::string() : dir) + ".kplay-ship-XXXXXX";
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) throw Error(ErrorCode::io_failed, "cannot write " + path + ": " + std::strerror(errno));
+  std::string why;
+  for (std::size_t done = 0; why.empty() && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) why = std::strerror(n < 0 ? errno : ENOSPC);
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (why.empty() && ::fchmod(fd, 0666 & ~mask) != 0) why = std::strerror(errno);  // as a new file would be
+  if (why.empty() && ::fsync(fd) != 0) why = std::strerror(errno);
+  if (::close(fd) != 0 && why.empty()) why = std::strerror(errno);
+  if (why.empty() && ::rename(temp.c_str(), path.c_str()) != 0) why = std::strerror(errno);
+  if (!why.empty()) {
+    ::unlink(temp.c_str());
+    throw Error(ErrorCode::io_failed, "cannot write " + path + " (" + why + "); the file there is left as it was");
+  }
 }
 
 }  // namespace kplay

@@ -47,6 +47,14 @@ constexpr std::uint64_t kMaxShippedFileBytes = 64u << 20;
 // record with a provenance that names its GPU and command. Throws Error(invalid_argument) naming
 // the file and the field, or Error(io_failed) when it cannot be read.
 std::vector<TuningRecord> read_shipped_file(const std::string& path);
+// The same for a file's text, `path` naming it in messages.
+std::vector<TuningRecord> read_shipped_text(const std::string& text, const std::string& path);
+
+// Writes a shipped file (`kplay db export --ship`): `text` is first checked as read_shipped_text
+// checks it, then written to a new file in the same folder and renamed over `path`, so a failed
+// write leaves the old file whole. A target that is not a regular file (a symlink, a FIFO, a
+// directory) is refused with Error(invalid_argument); a failed write is Error(io_failed).
+void write_shipped_file(const std::string& path, const std::string& text);
 
 // The shipped files of the tuning records in `doc` (a `kplay db export` document), one per device
 // class: file name (shipped_file_name) -> text. Each record gets its provenance (its device's

@@ -179,4 +179,12 @@ void Transaction::commit() {
   open_ = false;
 }
 
+void copy_database(Connection& from, Connection& to) {
+  sqlite3_backup* backup = sqlite3_backup_init(to.get(), "main", from.get(), "main");
+  if (!backup) fail(to.get(), sqlite3_errcode(to.get()), "backup");
+  const int rc = sqlite3_backup_step(backup, -1);
+  sqlite3_backup_finish(backup);
+  if (rc != SQLITE_DONE) fail(to.get(), rc, "backup");
+}
+
 }  // namespace kplay::db

@@ -99,6 +99,10 @@ class Transaction {
   bool open_ = true;
 };
 
+// Copies every page of `from` into `to` (SQLite's online backup), replacing what `to` held: an
+// older file is upgraded in a copy in memory by a command that must not write it.
+void copy_database(Connection& from, Connection& to);
+
 // Throws CorruptDatabase or Error(io_failed) for result code `rc` of a call on `db`.
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& what);
 

@@ -88,14 +88,13 @@ void write_tuning(Connection& c, const TuningRecord& r) {
 
 }  // namespace db
 
-namespace {
+namespace db {
 
-constexpr const char* kTuningColumns =
+const char* const kTuningColumns =
     "id, fingerprint, backend, device_name, arch, activation, direction, dtype, saved, n, size_bucket, "
     "best_config, best_ms, best_gbps, copy_gbps, strategy, created_unix";
 
-// A stored row back into a record; throws Error(invalid_argument) for a field that does not parse.
-TuningRecord read_tuning(db::Connection& c, db::Statement& s) {
+TuningRecord read_tuning(Connection& c, Statement& s) {
   TuningRecord r;
   const std::int64_t id = s.column_int(0);
   r.fingerprint = s.column_text(1);
@@ -130,6 +129,13 @@ TuningRecord read_tuning(db::Connection& c, db::Statement& s) {
   }
   return r;
 }
+
+}  // namespace db
+
+namespace {
+
+using db::kTuningColumns;
+using db::read_tuning;
 
 CandidateResult read_progress(db::Statement& s) {
   CandidateResult k;

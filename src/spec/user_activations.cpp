@@ -14,6 +14,7 @@
 #include "kplay/error.hpp"
 #include "util/bounded_file.hpp"
 #include "util/hash.hpp"
+#include "util/private_dir.hpp"
 
 namespace kplay {
 namespace {
@@ -96,7 +97,13 @@ const Activation* search_path(const std::string& name) {
     if (dir.empty()) continue;
     std::string candidate = dir;
     candidate.append("/").append(name).append(".h");
-    if (!file_stamp(candidate).empty()) return &load_file(candidate);
+    if (file_stamp(candidate).empty()) continue;
+    // A snippet is code that runs in this process (on PoCL): found by name, it is taken only from
+    // a place no other user could have written, the database folder's rule (private_dir.hpp).
+    if (const std::string why = untrusted_path_reason(candidate); !why.empty())
+      throw Error(ErrorCode::invalid_argument,
+                  "refusing the activation snippet " + candidate + " found on KPLAY_ACTIVATION_PATH: " + why);
+    return &load_file(candidate);
   }
   return nullptr;
 }
