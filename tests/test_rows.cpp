@@ -255,7 +255,8 @@ TEST_SUITE("nvrtc") {
               std::string ptx;
               CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(k, t).bytes);
               // 16-byte accesses where the row allows them.
-              CHECK(ptx.find(".v4.u32") != std::string::npos);
+              CHECK((ptx.find("ld.global.v4.u32") != std::string::npos ||
+                     ptx.find("ld.global.v2.u64") != std::string::npos));
               if (row == RowStrategy::cluster) CHECK(ptx.find("barrier.cluster") != std::string::npos);
             }
   }
