@@ -9,8 +9,8 @@
 
 #include "cli_runner.hpp"
 #include "codegen/codegen.hpp"
-#include "codegen/row_codegen.hpp"
 #include "codegen/config_validation.hpp"
+#include "codegen/row_codegen.hpp"
 #include "device_checks.hpp"
 #include "engine/launch_geometry.hpp"
 #include "kplay/error.hpp"
@@ -57,8 +57,8 @@ TEST_CASE("row reference: torch's edges and the family's identities") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // +inf: inf - inf in the max-subtracting formula, the whole row NaN; NaN likewise; all -inf too.
   for (const char* act : {"softmax", "log_softmax", "softmin"}) {
-    for (const auto& row : {std::vector<double>{1, kInf, 2}, std::vector<double>{1, nan, 2},
-                            std::vector<double>{-kInf, -kInf}}) {
+    for (const auto& row :
+         {std::vector<double>{1, kInf, 2}, std::vector<double>{1, nan, 2}, std::vector<double>{-kInf, -kInf}}) {
       const bool negate = find_activation(act).row_form.negate;
       std::vector<double> x = row;
       if (negate)  // softmin meets +inf where softmax meets -inf
@@ -203,11 +203,14 @@ TEST_SUITE("opencl") {
   }
 
   TEST_CASE("OpenCL: kplay run, check, emit and list take the row activations; bad --dim exits 2") {
-    test::CliResult r = test::run_cli("run --backend opencl --act softmax,log_softmax,softmin --shape 16x3000 --repeat 1 --warmup 0 --no-db");
+    test::CliResult r = test::run_cli(
+        "run --backend opencl --act softmax,log_softmax,softmin --shape 16x3000 --repeat 1 --warmup 0 --no-db");
     INFO(r.output);
     CHECK(r.status == 0);
     CHECK(r.output.find("verdict: PASS") != std::string::npos);
-    r = test::run_cli("run --backend opencl --act softmax --direction backward --dtype bf16 --shape 4x5000 --repeat 1 --warmup 0 --no-db");
+    r = test::run_cli(
+        "run --backend opencl --act softmax --direction backward --dtype bf16 --shape 4x5000 --repeat 1 --warmup 0 "
+        "--no-db");
     INFO(r.output);
     CHECK(r.status == 0);
     r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --dim 2 --no-db");
@@ -242,7 +245,8 @@ TEST_SUITE("nvrtc") {
       for (const char* act : {"softmax", "log_softmax", "softmin"})
         for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
           for (Direction dir : {Direction::forward, Direction::backward})
-            for (RowStrategy row : {RowStrategy::registers, RowStrategy::shared, RowStrategy::online, RowStrategy::cluster}) {
+            for (RowStrategy row :
+                 {RowStrategy::registers, RowStrategy::shared, RowStrategy::online, RowStrategy::cluster}) {
               if (row == RowStrategy::cluster && arch < 90) continue;
               const KernelSpec spec = row_spec(act, d, dir);
               KernelConfig c = row_config(row, 256, row == RowStrategy::shared ? 2 : 4);

@@ -69,10 +69,10 @@ std::vector<double> input_row(Dtype d, std::uint64_t seed, std::uint64_t p, std:
   const std::uint64_t at = cols ? mix(base ^ 0xabcdef) % cols : 0;
   if (cols == 0) return x;
   switch (kind) {
-    case 2: x[at] = kInf; break;  // torch: inf - inf, the whole row NaN
-    case 3: x[at] = kNaN; break;  // the whole row NaN
+    case 2: x[at] = kInf; break;                          // torch: inf - inf, the whole row NaN
+    case 3: x[at] = kNaN; break;                          // the whole row NaN
     case 4: std::fill(x.begin(), x.end(), -kInf); break;  // the whole row NaN
-    case 5:  // -inf elements of an ordinary row: 0 (log_softmax: -inf)
+    case 5:                                               // -inf elements of an ordinary row: 0 (log_softmax: -inf)
       for (std::uint64_t i = at; i < cols; i += 3) x[i] = -kInf;
       break;
     default: break;
@@ -86,8 +86,8 @@ std::vector<double> gradient_row(Dtype d, std::uint64_t seed, std::uint64_t p, s
   const std::uint64_t base = mix(seed ^ mix(p + 0x5151));
   for (std::uint64_t i = 0; i < cols; ++i) {
     const std::uint64_t u = mix(base + i), v = mix(u);
-    g[i] = round_to(d, (u & 7) == 0 ? std::pow(10.0, -12.0 + 11.0 * unit(v)) * ((u & 8) ? -1 : 1)
-                                    : -8.0 + 16.0 * unit(v));
+    g[i] =
+        round_to(d, (u & 7) == 0 ? std::pow(10.0, -12.0 + 11.0 * unit(v)) * ((u & 8) ? -1 : 1) : -8.0 + 16.0 * unit(v));
   }
   if (p % kRowKinds == 6 && cols) g[mix(base) % cols] = kInf;
   return g;
@@ -168,8 +168,7 @@ class RowProblem : public DeviceProblem {
     // The guard zones: before the output (its offset) and after it.
     std::vector<unsigned char> guard((shape_.out_offset + kGuardElements) * esize_);
     backend_.download(guard.data(), out_.ptr(), shape_.out_offset * esize_);
-    backend_.download(guard.data() + shape_.out_offset * esize_, out().at(shape_.n * esize_),
-                      kGuardElements * esize_);
+    backend_.download(guard.data() + shape_.out_offset * esize_, out().at(shape_.n * esize_), kGuardElements * esize_);
     for (unsigned char b : guard)
       if (b != kPoisonByte) {
         stats.add(shape_.n, 1.0, kNaN);  // a write outside the output

@@ -14,8 +14,8 @@
 #include "config_flags.hpp"
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
-#include "tuner/row_defaults.hpp"
 #include "spec/activations.hpp"
+#include "tuner/row_defaults.hpp"
 #include "util/watchdog.hpp"
 #include "watched_backend.hpp"
 
@@ -30,8 +30,7 @@ bool check_rows(Engine& engine, const KernelSpec& spec, const KernelConfig* give
   bool pass = true;
   const std::uint64_t shapes[][2] = {{8, 1}, {64, 7}, {16, 1000}, {16, 4099}, {8, 65536}, {2, 1000003}};
   for (const auto& shape : shapes) {
-    const KernelConfig config =
-        given ? *given : default_row_config(spec, shape[1], engine.backend().limits());
+    const KernelConfig config = given ? *given : default_row_config(spec, shape[1], engine.backend().limits());
     ProblemShape ps;
     ps.rows = shape[0];
     ps.n = shape[0] * shape[1];

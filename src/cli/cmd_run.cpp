@@ -332,8 +332,8 @@ class RunCommand : public Command {
   // strided row kernel exists.
   void check_row_dim(bool any_row, const std::vector<std::uint64_t>& dims) const {
     if (!app_->count("--dim")) return;
-    if (!any_row) throw Error(ErrorCode::invalid_argument, "--dim is for the row activations (" +
-                                                               row_activation_names() + ")");
+    if (!any_row)
+      throw Error(ErrorCode::invalid_argument, "--dim is for the row activations (" + row_activation_names() + ")");
     const auto rank = static_cast<long long>(dims.size());
     long long d = 0;
     try {
@@ -350,9 +350,11 @@ class RunCommand : public Command {
     if (d < 0) d += rank;
     if (d != rank - 1)
       throw Error(ErrorCode::invalid_argument,
-                  "--dim " + dim_text_ + ": the row kernel runs over the last dimension (contiguous rows); a "
-                  "softmax over dim " + std::to_string(d) + " of " + std::to_string(rank) +
-                  " dimensions is not offered yet: move that dimension last (a transpose)");
+                  "--dim " + dim_text_ +
+                      ": the row kernel runs over the last dimension (contiguous rows); a "
+                      "softmax over dim " +
+                      std::to_string(d) + " of " + std::to_string(rank) +
+                      " dimensions is not offered yet: move that dimension last (a transpose)");
   }
   bool two_tensors_ = false;
   double scale_ = 1;

@@ -164,7 +164,7 @@ TargetLimits generic_limits(const std::string& backend) {
   if (backend == "opencl") {
     lim.cache_hints = false;
   } else if (backend == "cuda") {
-    lim.fp8 = true;  // the device's own limits say whether it has FP8 (sm_89 and newer)
+    lim.fp8 = true;        // the device's own limits say whether it has FP8 (sm_89 and newer)
     lim.max_cluster = 16;  // and whether it has clusters (sm_90 and newer)
   } else {
     throw Error(ErrorCode::invalid_argument, "unknown backend '" + backend + "' (expected cuda or opencl)");
@@ -211,9 +211,8 @@ void ConfigFlags::resolve_backend(bool with_device) {
 }
 
 bool ConfigFlags::knobs_given(const CLI::App& app) const {
-  for (const char* name :
-       {"--vec", "--block", "--per-thread", "--fast-math", "--grid", "--cache", "--general-kernel", "--late-gradient",
-        "--row", "--cluster"})
+  for (const char* name : {"--vec", "--block", "--per-thread", "--fast-math", "--grid", "--cache", "--general-kernel",
+                           "--late-gradient", "--row", "--cluster"})
     if (app.count(name) > 0) return true;
   return false;
 }

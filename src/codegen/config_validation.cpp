@@ -111,8 +111,7 @@ KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, 
     refuse("--late-gradient: only a backward kernel reads a gradient; drop it for " + to_string(spec));
   if (resolve_activation(spec.activation).is_row()) return resolve_row_config(spec, c, limits);
   if (c.row != RowStrategy::none || c.cluster != 0)
-    refuse("--row and --cluster are for the row activations (" + row_activation_names() + "), not " +
-           to_string(spec));
+    refuse("--row and --cluster are for the row activations (" + row_activation_names() + "), not " + to_string(spec));
   return c;
 }
 

@@ -89,7 +89,8 @@ std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std
   if (c.row != RowStrategy::cluster || c.cluster < 1 || c.vec < 1) return 0;
   const std::uint64_t vecs = (cols + c.vec - 1) / c.vec;
   const std::uint64_t slice_vecs = (vecs + c.cluster - 1) / c.cluster;
-  const std::uint64_t bytes = slice_vecs * c.vec * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 2 : 1);
+  const std::uint64_t bytes =
+      slice_vecs * c.vec * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 2 : 1);
   return (bytes + 15) / 16 * 16;
 }
 

@@ -73,14 +73,14 @@ constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
 
 json config_to_json(const KernelConfig& c) {
   json j = {{"vec", c.vec},
-          {"block", c.block},
-          {"per_thread", c.per_thread},
-          {"fast_math", c.fast_math},
-          {"grid", c.grid == GridPolicy::one_shot ? "one-shot" : "grid-stride"},
-          {"waves", c.waves},
-          {"cache", to_string(c.cache)},
-          {"flat", c.flat},
-          {"late_gradient", c.late_gradient}};
+            {"block", c.block},
+            {"per_thread", c.per_thread},
+            {"fast_math", c.fast_math},
+            {"grid", c.grid == GridPolicy::one_shot ? "one-shot" : "grid-stride"},
+            {"waves", c.waves},
+            {"cache", to_string(c.cache)},
+            {"flat", c.flat},
+            {"late_gradient", c.late_gradient}};
   // Row kernels only, so element-wise records read as they always have.
   if (c.row != RowStrategy::none) {
     j["row"] = to_string(c.row);

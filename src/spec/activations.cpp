@@ -318,9 +318,11 @@ const Activation& find_activation(const std::string& name) {
   for (const auto& a : row_activations())
     if (name == a.name) return a;
   if (const Activation* user = find_user_activation(name)) return *user;
-  throw Error(ErrorCode::invalid_argument, "unknown activation '" + name + "' (known: " + activation_names() + "; over a row: " +
-                                               row_activation_names() + "; gated(ACT) of any element-wise one; prelu; training(rrelu); or a snippet "
-                                               "file: --act ./my_act.h, see docs/user-activations.md)");
+  throw Error(ErrorCode::invalid_argument,
+              "unknown activation '" + name + "' (known: " + activation_names() +
+                  "; over a row: " + row_activation_names() +
+                  "; gated(ACT) of any element-wise one; prelu; training(rrelu); or a snippet "
+                  "file: --act ./my_act.h, see docs/user-activations.md)");
 }
 
 namespace {

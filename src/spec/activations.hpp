@@ -127,9 +127,7 @@ struct ResolvedActivation {
   // training(rrelu(...)): act and params are rrelu's.
   SlopeForm slope = SlopeForm::none;
 
-  bool has_backward() const {
-    return act->user ? user_backward : (act->is_row || act->grad_from_input != nullptr);
-  }
+  bool has_backward() const { return act->user ? user_backward : (act->is_row || act->grad_from_input != nullptr); }
   bool is_row() const { return act->is_row; }
   bool has_grad_from_output() const;  // never for gated: its backward takes a and b
   // act->bounds adjusted to these parameter values; for gated, the bounds of act(a) * b

@@ -96,8 +96,7 @@ void row_backward(const RowForm& form, const double* g, const double* y, std::si
 
 template void row_forward<double>(const RowForm&, const double*, std::size_t, double*);
 template void row_forward<long double>(const RowForm&, const double*, std::size_t, long double*);
-template void row_backward<double>(const RowForm&, const double*, const double*, std::size_t, double*, double*,
-                                   double);
+template void row_backward<double>(const RowForm&, const double*, const double*, std::size_t, double*, double*, double);
 template void row_backward<long double>(const RowForm&, const double*, const double*, std::size_t, long double*,
                                         double*, double);
 

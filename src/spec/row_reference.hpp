@@ -24,7 +24,7 @@ void row_forward(const RowForm& form, const double* x, std::size_t n, T* out);
 // g - sum and g - exp(y) sum, times `cancel` (the relative error the kernel's double arithmetic
 // leaves in them, over that of the dtype).
 template <typename T>
-void row_backward(const RowForm& form, const double* g, const double* y, std::size_t n, T* out,
-                  double* scale = nullptr, double cancel = 0);
+void row_backward(const RowForm& form, const double* g, const double* y, std::size_t n, T* out, double* scale = nullptr,
+                  double cancel = 0);
 
 }  // namespace kplay::reference
