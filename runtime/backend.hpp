@@ -88,6 +88,10 @@ struct KernelArgs {
 struct LaunchDims {
   std::uint64_t grid_x = 1, grid_y = 1;
   unsigned block = 256;
+  // Row kernels of the cluster strategy (CUDA): the dynamic shared memory of each block and the
+  // blocks per cluster the kernel was compiled for (__cluster_dims__; grid_x is a multiple).
+  unsigned shared_bytes = 0;
+  unsigned cluster = 0;
 };
 
 class LoadedKernel {

@@ -2,6 +2,7 @@
 // that backends never include codegen: a backend describes its kernel language (Dialect) and its
 // device's limits (TargetLimits); codegen hands it a RenderedKernel to compile.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct TargetLimits {
   bool fp8 = false;
   std::string fp8_why = "FP8 output is for CUDA only (OpenCL has no FP8 type)";
   std::vector<Dtype> dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64};
+  // Row kernels (the softmax family): the largest thread-block cluster (0: none; CUDA sm_90 and
+  // newer: 16, of which 8 is portable), and the dynamic shared memory one block may opt in to.
+  int max_cluster = 0;
+  std::uint64_t max_shared_optin = 48 * 1024;
 };
 
 // A kernel ready to compile: what codegen (render_kernel) produces for a backend.

@@ -114,11 +114,15 @@ TEST_CASE("kplay list prints every built-in of the registry, and --names, --text
   INFO(table.output);
   REQUIRE(table.status == 0);
   const std::vector<std::string> rows = lines(table.output);
-  // A header, one line per built-in, then the gated form and the per-element slope forms.
-  REQUIRE(rows.size() == expected.size() + 4);
-  CHECK(rows[rows.size() - 2].find("gated(ACT)") != std::string::npos);
-  CHECK(rows.back().find("prelu") != std::string::npos);
-  CHECK(rows.back().find("training(rrelu)") != std::string::npos);
+  // A header, one line per built-in, then the gated form and the per-element slope forms, then
+  // the row activations under their own title.
+  const std::size_t rowwise = kplay::row_activations().size();
+  REQUIRE(rows.size() == expected.size() + 6 + rowwise);
+  CHECK(rows[expected.size() + 2].find("gated(ACT)") != std::string::npos);
+  CHECK(rows[expected.size() + 3].find("prelu") != std::string::npos);
+  CHECK(rows[expected.size() + 3].find("training(rrelu)") != std::string::npos);
+  for (std::size_t i = 0; i < rowwise; ++i)
+    CHECK(rows[expected.size() + 6 + i].find(kplay::row_activations()[i].name) != std::string::npos);
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const kplay::Activation& a = kplay::activations()[i];
     CAPTURE(rows[i + 1]);

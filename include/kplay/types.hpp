@@ -30,6 +30,13 @@ enum class CacheHint { normal, streaming };
 // finite value (+-448, +-57344); NaN stays NaN.
 enum class OutDtype { same, f8e4m3, f8e5m2 };
 
+// How a row kernel (the softmax family, templates/common/rowwise.h) holds its row: none for the
+// element-wise kernels; registers or shared (the whole row in one block, read once); online (two
+// passes, an online max and sum then the output: any row length, every device); cluster (the row
+// split across a thread-block cluster of `cluster` blocks, each slice in shared memory, reduced
+// through distributed shared memory: CUDA sm_90 and newer).
+enum class RowStrategy { none, registers, shared, online, cluster };
+
 struct KernelSpec {
   std::string activation = "selu";
   Direction direction = Direction::forward;
@@ -51,10 +58,14 @@ struct KernelConfig {
   bool flat = true;
   // Backward only: load the incoming gradient after the saved tensor's math rather than with it.
   bool late_gradient = false;
+  // Row kernels only (RowStrategy); cluster: blocks per row for RowStrategy::cluster, else 0.
+  RowStrategy row = RowStrategy::none;
+  int cluster = 0;
 
   bool operator==(const KernelConfig& o) const {
     return vec == o.vec && block == o.block && per_thread == o.per_thread && fast_math == o.fast_math &&
-           grid == o.grid && waves == o.waves && cache == o.cache && flat == o.flat && late_gradient == o.late_gradient;
+           grid == o.grid && waves == o.waves && cache == o.cache && flat == o.flat &&
+           late_gradient == o.late_gradient && row == o.row && cluster == o.cluster;
   }
   bool operator!=(const KernelConfig& o) const { return !(*this == o); }
 };
@@ -67,6 +78,7 @@ const char* to_string(OutDtype d);  // "same", "f8e4m3", "f8e5m2"
 const char* to_string(Direction d);
 const char* to_string(Saved s);
 const char* to_string(CacheHint c);
+const char* to_string(RowStrategy r);  // "none", "registers", "shared", "online", "cluster"
 std::string to_string(GridPolicy g, int waves);
 std::string to_string(const KernelConfig& c);  // "vec=4 block=256 per-thread=1 ..."
 std::string to_string(const KernelSpec& s);    // "selu forward f32"
@@ -77,6 +89,7 @@ OutDtype parse_out_dtype(const std::string& s);  // f8e4m3 (float8_e4m3fn), f8e5
 Direction parse_direction(const std::string& s);
 Saved parse_saved(const std::string& s);
 CacheHint parse_cache_hint(const std::string& s);
+RowStrategy parse_row_strategy(const std::string& s);  // registers, shared, online, cluster
 void parse_grid_policy(const std::string& s, GridPolicy& grid, int& waves);
 
 }  // namespace kplay

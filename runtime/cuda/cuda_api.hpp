@@ -46,7 +46,12 @@ enum CUdevice_attribute : unsigned {
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
   CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR = 106,
+};
+enum CUfunction_attribute : unsigned {
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
 };
 enum CUpointer_attribute : unsigned { CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
 enum CUstreamCaptureStatus : unsigned { CU_STREAM_CAPTURE_STATUS_NONE = 0 };
@@ -89,6 +94,7 @@ CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name)
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                         unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                         unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra);
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
 CUresult cuMemAlloc(CUdeviceptr* dptr, std::size_t bytesize);
 CUresult cuMemFree(CUdeviceptr dptr);
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream);

@@ -39,8 +39,28 @@ class CudaKernel : public LoadedKernel {
     }
   }
   CUfunction fn() const { return fn_; }
+  // Row kernels of the cluster strategy: the dynamic shared memory this function may take,
+  // raised (cuFuncSetAttribute) on the first launch that needs more than the default 48 KiB, and
+  // clusters beyond the portable 8 allowed once.
+  void allow(unsigned shared_bytes, unsigned cluster) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shared_bytes > shared_allowed_ && shared_bytes > 48 * 1024) {
+      check(driver().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        static_cast<int>(shared_bytes)),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+      shared_allowed_ = shared_bytes;
+    }
+    if (cluster > 8 && !non_portable_) {
+      check(driver().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+            "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
+      non_portable_ = true;
+    }
+  }
 
  private:
+  std::mutex mutex_;
+  unsigned shared_allowed_ = 0;
+  bool non_portable_ = false;
   CUcontext ctx_;
   CUmodule module_;
   CUfunction fn_;
@@ -135,6 +155,9 @@ class CudaBackend : public Backend {
     limits_.max_block = info_.max_block;
     limits_.cache_hints = true;
     limits_.fp8 = cc >= 89;
+    limits_.max_cluster = cc >= 90 ? 16 : 0;  // 8 portable, 16 with the non-portable attribute
+    limits_.max_shared_optin =
+        static_cast<std::uint64_t>(attribute(dev_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
     limits_.fp8_why =
         limits_.fp8 ? ""
                     : "FP8 output needs a GPU of sm_89 or newer (Ada, Hopper); " + info_.name + " is " + info_.arch;
@@ -215,10 +238,11 @@ class CudaBackend : public Backend {
                       static_cast<void*>(&seed), static_cast<void*>(&counter), static_cast<void*>(&parts)})
         params[count++] = p;
     ContextScope scope(ctx_);
-    check(
-        driver().cuLaunchKernel(k.fn(), static_cast<unsigned>(dims.grid_x), static_cast<unsigned>(dims.grid_y), 1,
-                                dims.block, 1, 1, 0, stream ? static_cast<CUstream>(stream) : stream_, params, nullptr),
-        "cuLaunchKernel");
+    if (dims.shared_bytes || dims.cluster) k.allow(dims.shared_bytes, dims.cluster);
+    check(driver().cuLaunchKernel(k.fn(), static_cast<unsigned>(dims.grid_x), static_cast<unsigned>(dims.grid_y), 1,
+                                  dims.block, 1, 1, dims.shared_bytes, stream ? static_cast<CUstream>(stream) : stream_,
+                                  params, nullptr),
+          "cuLaunchKernel");
   }
 
   DevicePtr allocate(std::uint64_t bytes) override {

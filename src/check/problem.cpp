@@ -39,6 +39,7 @@ std::unique_ptr<DeviceProblem> make_problem(rt::Backend& backend, const KernelSp
   const ResolvedActivation act = resolve_activation(spec.activation);
   if (act.gated) return make_gated_problem(backend, spec, shape);
   if (act.slope != SlopeForm::none) return make_slope_problem(backend, spec, shape);
+  if (act.is_row()) return make_row_problem(backend, spec, shape);
   return std::make_unique<Problem>(backend, spec, shape);
 }
 

@@ -123,7 +123,12 @@ std::unique_ptr<DeviceProblem> make_gated_problem(rt::Backend& backend, const Ke
 std::unique_ptr<DeviceProblem> make_slope_problem(rt::Backend& backend, const KernelSpec& spec,
                                                   const ProblemShape& shape);
 
-// The problem of spec: element-wise, gated or per-element slope. Throws Error(invalid_argument) for a gated shape
+// A row activation's problem (row_problem.cpp): shape.rows rows of n / rows elements (0: one
+// row), the softmax family's edge rows among them, checked row by row against the row reference.
+std::unique_ptr<DeviceProblem> make_row_problem(rt::Backend& backend, const KernelSpec& spec,
+                                                const ProblemShape& shape);
+
+// The problem of spec: element-wise, gated, per-element slope or row. Throws Error(invalid_argument) for a gated shape
 // that does not divide (n not rows times an even number).
 std::unique_ptr<DeviceProblem> make_problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape);
 

@@ -9,16 +9,46 @@
 #include <string>
 
 #include "check/exhaustive_check.hpp"
+#include "check/problem.hpp"
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
+#include "tuner/row_defaults.hpp"
 #include "util/watchdog.hpp"
 #include "watched_backend.hpp"
 
 namespace kplay::cli {
 namespace {
+// A row activation (the softmax family) is a function of a whole row, so no sweep of every input
+// exists: its check runs rows of several lengths, from 1 to over a million elements, each with
+// the edge rows of row_problem.cpp (+inf, NaN, all -inf, some -inf, extremes, wide spread,
+// constant) and every element judged against the row reference. The config: the flags' where
+// knobs are given, else the default for each row length. Returns whether all passed.
+bool check_rows(Engine& engine, const KernelSpec& spec, const KernelConfig* given, std::uint64_t seed) {
+  bool pass = true;
+  const std::uint64_t shapes[][2] = {{8, 1}, {64, 7}, {16, 1000}, {16, 4099}, {8, 65536}, {2, 1000003}};
+  for (const auto& shape : shapes) {
+    const KernelConfig config = given ? *given : default_row_config(spec, shape[1], engine.backend().limits());
+    ProblemShape ps;
+    ps.rows = shape[0];
+    ps.n = shape[0] * shape[1];
+    ps.seed = seed;
+    const auto kernel = engine.prepare(spec, config);
+    const auto problem = make_problem(engine.backend(), spec, ps);
+    problem->launch(engine, *kernel);
+    engine.backend().synchronize();
+    const ErrorStats e = problem->verify(false);
+    pass &= e.mismatches == 0;
+    std::printf("rows %llu x %llu, %s: %s\n", static_cast<unsigned long long>(shape[0]),
+                static_cast<unsigned long long>(shape[1]), to_string(kernel->config).c_str(), e.summary().c_str());
+    std::fflush(stdout);
+  }
+  std::printf("verdict: %s\n", pass ? "PASS" : "FAIL");
+  return pass;
+}
+
 class CheckCommand : public Command {
  public:
   explicit CheckCommand(CLI::App& parent) {
@@ -100,6 +130,12 @@ class CheckCommand : public Command {
         last_tenth = tenth;
       };
       const watchdog::Activity doing("the sweep of " + to_string(spec));
+      if (resolve_activation(spec.activation).is_row()) {
+        std::printf("\n== %s, rows of several lengths with the edge rows\n", to_string(spec).c_str());
+        const KernelConfig* given = flags_.knobs_given(*app_) ? &config : nullptr;
+        if (!check_rows(engine, spec, given, seed_)) status = kExitFailed;
+        continue;
+      }
       std::printf("\n== %s, config %s\n", to_string(spec).c_str(),
                   to_string(resolve_config(spec, config, backend->limits())).c_str());
       std::fflush(stdout);

@@ -85,6 +85,9 @@ class ListCommand : public Command {
     std::printf(
         "and two forms with a slope per element: prelu (torch's PReLU, a weight per channel of dim 1 or one in all; "
         "--channels) and training(rrelu) (RReLU in training, slopes drawn from --seed; rrelu is its evaluation)\n");
+    std::printf("\nrow activations, a function of each row of the last dimension (--act NAME, not in --act all):\n");
+    for (const auto& a : row_activations())
+      std::printf("  %s  backward from the saved output  torch.nn.%s\n", a.name.c_str(), a.torch_class.c_str());
     return kExitOk;
   }
 

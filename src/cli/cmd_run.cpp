@@ -16,6 +16,7 @@
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
+#include "tuner/row_defaults.hpp"
 #include "util/size_parse.hpp"
 #include "util/watchdog.hpp"
 #include "watched_backend.hpp"
@@ -86,6 +87,9 @@ class RunCommand : public Command {
     app_->add_option("--channels", channels_text_,
                      "prelu: the weight's length, the shape's dim 1 (the default for two dimensions or more) or 1 "
                      "(one weight in all)");
+    app_->add_option("--dim", dim_text_,
+                     "row activations (softmax, log_softmax, softmin): the dimension of --shape the function runs "
+                     "over, as torch's dim (negative counts from the end; default -1, the last)");
     app_->add_option("--seed", seed_, "input seed (default: fresh each run; training(rrelu): also its seed)")
         ->check(whole_number());
     app_->add_option("--warmup", warmup_, "untimed launches first")
@@ -165,6 +169,9 @@ class RunCommand : public Command {
     }
     if (channels > 1)
       for (std::size_t k = 2; k < dims.size(); ++k) inner *= dims[k];
+    bool any_row = false;
+    for (const auto& spec : specs) any_row |= resolve_activation(spec.activation).is_row();
+    check_row_dim(any_row, dims);
     specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
     std::uint64_t most_bytes = 0;
     for (const auto& spec : specs) most_bytes = std::max(most_bytes, launch_bytes(spec, n));
@@ -196,7 +203,14 @@ class RunCommand : public Command {
       std::printf("\n== %s, %s\n", to_string(spec).c_str(), size_text.c_str());
       const watchdog::Activity doing(to_string(spec) + ", " + size_text);
       working_on(spec);
-      const ConfigChoice choice = flags_.choose(*app_, db.get(), engine, spec, n);
+      ConfigChoice choice;
+      if (!flags_.knobs_given(*app_) && resolve_activation(spec.activation).is_row()) {
+        choice.config = default_row_config(spec, last, backend->limits());
+        choice.layer = "model";
+        choice.source = "the row kernel's default for rows of " + std::to_string(last) + " on this device";
+      } else {
+        choice = flags_.choose(*app_, db.get(), engine, spec, n);
+      }
       auto kernel = engine.prepare(spec, choice.config);
       std::printf("config: %s\nlayer:  %s: %s\n", to_string(kernel->config).c_str(), choice.layer.c_str(),
                   choice.source.c_str());
@@ -224,7 +238,8 @@ class RunCommand : public Command {
       // the times and bytes add up to the whole problem's.
       // A gated problem is sliced by whole rows.
       // prelu by whole [channels, inner] blocks, so that each slice's channels line up.
-      const std::uint64_t unit = gated ? last : prelu ? channels * inner : 1;
+      const bool row = resolve_activation(spec.activation).is_row();
+      const std::uint64_t unit = gated || row ? last : prelu ? channels * inner : 1;
       const std::uint64_t slices = std::min(slice_count(dev, spec, n, std::max(in_offset, out_offset) + 4 * pad),
                                             std::max<std::uint64_t>(n / unit, 1));
       const std::uint64_t per_slice = (n / unit + slices - 1) / slices * unit;
@@ -240,7 +255,7 @@ class RunCommand : public Command {
       for (std::uint64_t s = 0; s < slices; ++s) {
         ProblemShape part = shape;
         part.n = std::min(per_slice, n - s * per_slice);
-        part.rows = gated ? part.n / last : 0;
+        part.rows = gated || row ? part.n / last : 0;
         part.seed = shape.seed + s;
         const auto problem_ptr = make_problem(*backend, spec, part);
         DeviceProblem& problem = *problem_ptr;
@@ -275,7 +290,7 @@ class RunCommand : public Command {
                   static_cast<unsigned long long>(shape.seed), slices > 1 ? " (+1 per slice)" : "",
                   err->summary().c_str());
       if (!problem_note.empty()) std::printf("%s\n", problem_note.c_str());
-      if (!resolve_activation(spec.activation).act->forward)
+      if (!resolve_activation(spec.activation).act->forward && !row)
         std::printf(
             "reference: the same snippet compiled for float64 and run on the same inputs; this checks "
             "rounding, not the formula (its conditioning and range are not counted: docs/user-activations.md)\n");
@@ -306,6 +321,37 @@ class RunCommand : public Command {
   std::string in_offset_text_ = "0", out_offset_text_ = "0";
   std::string pad_text_ = "0";
   std::string channels_text_;
+  std::string dim_text_;
+
+  // --dim, for row activations: torch's dim of --shape (negative from the end). The row kernel
+  // takes rows of contiguous elements, the last dimension; another is refused (exit 2) until the
+  // strided row kernel exists.
+  void check_row_dim(bool any_row, const std::vector<std::uint64_t>& dims) const {
+    if (!app_->count("--dim")) return;
+    if (!any_row)
+      throw Error(ErrorCode::invalid_argument, "--dim is for the row activations (" + row_activation_names() + ")");
+    const auto rank = static_cast<long long>(dims.size());
+    long long d = 0;
+    try {
+      std::size_t used = 0;
+      d = std::stoll(dim_text_, &used);
+      if (used != dim_text_.size()) throw std::invalid_argument(dim_text_);
+    } catch (const std::exception&) {
+      throw Error(ErrorCode::invalid_argument, "--dim '" + dim_text_ + "': expected a whole number");
+    }
+    if (d < -rank || d >= rank)
+      throw Error(ErrorCode::invalid_argument, "--dim " + dim_text_ + ": the shape has " + std::to_string(rank) +
+                                                   " dimension(s), so dim is in " + std::to_string(-rank) + ".." +
+                                                   std::to_string(rank - 1));
+    if (d < 0) d += rank;
+    if (d != rank - 1)
+      throw Error(ErrorCode::invalid_argument,
+                  "--dim " + dim_text_ +
+                      ": the row kernel runs over the last dimension (contiguous rows); a "
+                      "softmax over dim " +
+                      std::to_string(d) + " of " + std::to_string(rank) +
+                      " dimensions is not offered yet: move that dimension last (a transpose)");
+  }
   bool two_tensors_ = false;
   double scale_ = 1;
   std::uint64_t seed_ = 0;

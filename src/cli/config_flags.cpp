@@ -51,10 +51,16 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults 
   knob(app.add_flag("--late-gradient", f.late_gradient,
                     "backward: load the gradient after the saved tensor's math instead of with it"),
        true);
+  knob(app.add_option("--row", f.row,
+                      "row activations (softmax, log_softmax, softmin): how a row is held: registers, shared, "
+                      "online (two passes, any row) or cluster (CUDA sm_90: split across a thread-block cluster)" +
+                          from_layers));
+  knob(app.add_option("--cluster", f.cluster, "--row cluster: blocks per row, a power of two in 2..16" + from_layers)
+           ->check(CLI::Range(0, 1024)));
   if (tuned)
     app.footer(
         "Config knobs (--vec, --block, --per-thread, --fast-math, --grid, --cache, --general-kernel, "
-        "--late-gradient): when none is given, the config comes from the tuning layers, the first that has one: "
+        "--late-gradient, --row, --cluster): when none is given, the config comes from the tuning layers, the first that has one: "
         "your kernel database (kplay autotune), the tunings shipped for the device, the device model (README, "
         "\"How the default is chosen\"); the output's layer line says which. Once any knob is given, those not "
         "given take the built-in defaults (" +
@@ -150,6 +156,8 @@ KernelSpec ConfigFlags::spec(const std::string& activation) const {
   s.direction = parse_direction(direction);
   s.saved = parse_saved(saved);
   s.out = parse_out_dtype(out_dtype);
+  // A row activation's backward takes the saved output (torch saves it); there is no other.
+  if (resolve_activation(activation).is_row()) s.saved = Saved::output;
   return s;
 }
 
@@ -163,6 +171,8 @@ KernelConfig ConfigFlags::config() const {
   c.cache = parse_cache_hint(cache);
   c.flat = !general_kernel;
   c.late_gradient = late_gradient;
+  if (!row.empty()) c.row = parse_row_strategy(row);
+  c.cluster = cluster;
   return c;
 }
 
@@ -172,7 +182,8 @@ TargetLimits generic_limits(const std::string& backend) {
   if (backend == "opencl") {
     lim.cache_hints = false;
   } else if (backend == "cuda") {
-    lim.fp8 = true;  // the device's own limits say whether it has FP8 (sm_89 and newer)
+    lim.fp8 = true;        // the device's own limits say whether it has FP8 (sm_89 and newer)
+    lim.max_cluster = 16;  // and whether it has clusters (sm_90 and newer)
   } else {
     throw Error(ErrorCode::invalid_argument, "unknown backend '" + backend + "' (expected cuda or opencl)");
   }
@@ -224,8 +235,8 @@ ConfigChoice ConfigFlags::choose(const CLI::App& app, KernelDatabase* db, const 
 }
 
 bool ConfigFlags::knobs_given(const CLI::App& app) const {
-  for (const char* name :
-       {"--vec", "--block", "--per-thread", "--fast-math", "--grid", "--cache", "--general-kernel", "--late-gradient"})
+  for (const char* name : {"--vec", "--block", "--per-thread", "--fast-math", "--grid", "--cache", "--general-kernel",
+                           "--late-gradient", "--row", "--cluster"})
     if (app.count(name) > 0) return true;
   return false;
 }

@@ -32,6 +32,8 @@ struct ConfigFlags {
   std::string cache = "default";
   bool general_kernel = false;
   bool late_gradient = false;
+  std::string row;  // row kernels: registers, shared, online, cluster ("": the default)
+  int cluster = 0;
 
   std::vector<std::string> activation_list() const;
   KernelSpec spec(const std::string& activation) const;

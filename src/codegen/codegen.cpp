@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "row_codegen.hpp"
 #include "spec/activations.hpp"
 #include "template_store.hpp"
 #include "util/hash.hpp"
@@ -26,6 +27,7 @@ const char* to_string(Layout layout) {
 
 std::string entry_name(const KernelSpec& spec, const KernelConfig& c, Layout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
+  if (act.is_row()) return row_entry_name(spec, c);
   std::ostringstream os;
   // Parameters and user snippets add a hash of the activation's text: entry names stay identifiers.
   os << "kplay_" << (act.gated ? "gated_" : "");
@@ -77,6 +79,7 @@ void append_file(std::ostringstream& os, const std::string& name) { append_text(
 
 RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, const Dialect& dialect, Layout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
+  if (act.is_row()) return render_row_kernel(spec, c, dialect);  // the second kernel shape
   RenderedKernel k;
   k.entry = entry_name(spec, c, layout);
 

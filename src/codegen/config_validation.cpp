@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kplay/error.hpp"
+#include "row_codegen.hpp"
 #include "spec/activations.hpp"
 
 namespace kplay {
@@ -11,6 +12,33 @@ namespace {
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 [[noreturn]] void refuse(const std::string& msg) { throw Error(ErrorCode::invalid_config, msg); }
+
+// The row kernel's knobs (templates/common/rowwise.h): the strategy (online where none is given:
+// it takes any row), the cluster size, and what the element-wise kernel's knobs mean there.
+KernelConfig resolve_row_config(const KernelSpec& spec, KernelConfig c, const TargetLimits& limits) {
+  if (c.row == RowStrategy::none) c.row = RowStrategy::online;
+  if (c.fast_math) refuse("--fast-math: the row kernels have one path, in double (docs/accuracy.md)");
+  if (c.grid != GridPolicy::one_shot) refuse("--grid: a row kernel takes one block (or cluster) per row");
+  if (c.late_gradient) refuse("--late-gradient is for the element-wise kernels");
+  c.flat = true;  // one kernel: rows with pitches
+  if (c.row == RowStrategy::cluster) {
+    if (limits.max_cluster < 2)
+      throw Error(ErrorCode::unsupported, "--row cluster needs thread-block clusters (CUDA, sm_90 and newer); the " +
+                                              limits.backend + " device has none: use --row online");
+    if (c.cluster == 0) c.cluster = 8;
+    if (!is_pow2(c.cluster) || c.cluster < 2 || c.cluster > limits.max_cluster)
+      refuse("--cluster " + std::to_string(c.cluster) + ": blocks per cluster must be a power of two in 2.." +
+             std::to_string(limits.max_cluster) + " on this device");
+  } else if (c.cluster != 0) {
+    refuse("--cluster " + std::to_string(c.cluster) + " is for --row cluster, not --row " + to_string(c.row));
+  }
+  constexpr std::uint64_t kStaticShared = 48 * 1024;
+  if (row_static_shared_bytes(spec, c) > kStaticShared)
+    refuse("--row " + std::string(to_string(c.row)) + " with --block " + std::to_string(c.block) + " --per-thread " +
+           std::to_string(c.per_thread) + ": " + std::to_string(row_static_shared_bytes(spec, c)) +
+           " bytes of shared memory, more than the 48 KiB every device offers a block; fewer vectors per thread");
+  return c;
+}
 }  // namespace
 
 KernelConfig default_config(const KernelSpec& spec) {
@@ -37,6 +65,13 @@ std::string spec_unsupported(const KernelSpec& spec, const TargetLimits& limits)
   }
   if (std::find(limits.dtypes.begin(), limits.dtypes.end(), spec.dtype) == limits.dtypes.end())
     return std::string("the ") + limits.backend + " device cannot do dtype " + to_string(spec.dtype);
+  if (act.is_row()) {
+    if (spec.direction == Direction::backward && spec.saved != Saved::output)
+      return "'" + act.canonical + "' computes its backward from the saved output, as torch does (--saved output)";
+    if (std::find(limits.dtypes.begin(), limits.dtypes.end(), Dtype::f64) == limits.dtypes.end())
+      return "a row kernel keeps its max and sums in double, and this " + limits.backend +
+             " device has no float64 (cl_khr_fp64)";
+  }
   return {};
 }
 
@@ -74,6 +109,9 @@ KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, 
                     "16-bit dtype");
   if (c.late_gradient && spec.direction != Direction::backward)
     refuse("--late-gradient: only a backward kernel reads a gradient; drop it for " + to_string(spec));
+  if (resolve_activation(spec.activation).is_row()) return resolve_row_config(spec, c, limits);
+  if (c.row != RowStrategy::none || c.cluster != 0)
+    refuse("--row and --cluster are for the row activations (" + row_activation_names() + "), not " + to_string(spec));
   return c;
 }
 

@@ -72,15 +72,21 @@ constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
 }  // namespace
 
 json config_to_json(const KernelConfig& c) {
-  return {{"vec", c.vec},
-          {"block", c.block},
-          {"per_thread", c.per_thread},
-          {"fast_math", c.fast_math},
-          {"grid", c.grid == GridPolicy::one_shot ? "one-shot" : "grid-stride"},
-          {"waves", c.waves},
-          {"cache", to_string(c.cache)},
-          {"flat", c.flat},
-          {"late_gradient", c.late_gradient}};
+  json j = {{"vec", c.vec},
+            {"block", c.block},
+            {"per_thread", c.per_thread},
+            {"fast_math", c.fast_math},
+            {"grid", c.grid == GridPolicy::one_shot ? "one-shot" : "grid-stride"},
+            {"waves", c.waves},
+            {"cache", to_string(c.cache)},
+            {"flat", c.flat},
+            {"late_gradient", c.late_gradient}};
+  // Row kernels only, so element-wise records read as they always have.
+  if (c.row != RowStrategy::none) {
+    j["row"] = to_string(c.row);
+    j["cluster"] = c.cluster;
+  }
+  return j;
 }
 
 KernelConfig config_from_json(const json& j, const std::string& where) {
@@ -99,6 +105,11 @@ KernelConfig config_from_json(const json& j, const std::string& where) {
   // Records written before these two knobs existed mean the defaults.
   if (has(j, "flat")) c.flat = get_bool(j, "flat", where);
   if (has(j, "late_gradient")) c.late_gradient = get_bool(j, "late_gradient", where);
+  if (has(j, "row")) {
+    const std::string row = get_string(j, "row", where);
+    c.row = parsed(where + ".row", [&] { return parse_row_strategy(row); });
+    if (has(j, "cluster")) c.cluster = static_cast<int>(get_int(j, "cluster", where, 0, 16));
+  }
   return c;
 }
 

@@ -61,6 +61,7 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
   k->config = resolve_config(spec, config, backend_.limits());
   k->layout = layout;
   k->gated = resolve_activation(spec.activation).gated;
+  k->row = resolve_activation(spec.activation).is_row();
   k->rendered = render_kernel(spec, k->config, backend_.dialect(), layout);
   k->binary_key = hash_hex({k->rendered.hash, fingerprint()});
 
@@ -94,7 +95,7 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
 }
 
 const PreparedKernel& Engine::kernel_for(const PreparedKernel& k, const rt::KernelArgs& args) {
-  if (k.layout != Layout::flat) return k;
+  if (k.layout != Layout::flat || k.row) return k;  // a row kernel takes any rows and pitches
   const std::size_t vec_bytes = static_cast<std::size_t>(k.config.vec) * dtype_size(k.spec.dtype);
   const std::size_t out_vec_bytes = static_cast<std::size_t>(k.config.vec) * out_size(k.spec);
   const bool reads_in1 = k.gated || k.spec.direction == Direction::backward;
@@ -107,7 +108,10 @@ const PreparedKernel& Engine::kernel_for(const PreparedKernel& k, const rt::Kern
 void Engine::launch(const PreparedKernel& k, const rt::KernelArgs& args, void* stream) {
   if (args.rows == 0 || args.cols == 0) return;  // nothing to do; a zero-sized grid is an error
   const PreparedKernel& run = kernel_for(k, args);
-  if (run.layout == Layout::wgrad_parts || run.layout == Layout::wgrad_sum) {
+  if (run.row) {
+    backend_.launch(*run.loaded, row_launch_dims(run.spec, run.config, args.rows, args.cols, backend_.limits()), args,
+                    stream);
+  } else if (run.layout == Layout::wgrad_parts || run.layout == Layout::wgrad_sum) {
     rt::LaunchDims dims;
     dims.block = static_cast<unsigned>(run.config.block);
     dims.grid_x =

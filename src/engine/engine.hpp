@@ -21,6 +21,7 @@ struct PreparedKernel {
   KernelConfig config;              // resolved
   Layout layout = Layout::general;  // the safe default for a kernel assembled by hand
   bool gated = false;               // gated(ACT): reads a and b (and a gated backward writes two outputs)
+  bool row = false;                 // a row activation's kernel (templates/common/rowwise.h)
   RenderedKernel rendered;
   std::string binary_key;     // rendered.hash + device fingerprint
   std::string binary_format;  // "cubin", "ptx", ...

@@ -2,6 +2,10 @@
 #include "launch_geometry.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "codegen/row_codegen.hpp"
+#include "kplay/error.hpp"
 
 namespace kplay {
 
@@ -22,6 +26,36 @@ rt::LaunchDims launch_dims(const KernelConfig& c, std::uint64_t rows, std::uint6
     const std::uint64_t target = static_cast<std::uint64_t>(c.waves) * resident;
     d.grid_x = std::min({chunks, std::max<std::uint64_t>(1, target / d.grid_y), kMaxGridX});
   }
+  return d;
+}
+
+rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, std::uint64_t rows, std::uint64_t cols,
+                               const rt::TargetLimits& limits) {
+  rt::LaunchDims d;
+  d.block = static_cast<unsigned>(c.block);
+  const std::uint64_t capacity = row_capacity(c);
+  if (capacity && cols > capacity)
+    throw Error(ErrorCode::invalid_config, "a row of " + std::to_string(cols) + " elements is longer than --row " +
+                                               to_string(c.row) + " holds with --block " + std::to_string(c.block) +
+                                               " --per-thread " + std::to_string(c.per_thread) + " --vec " +
+                                               std::to_string(c.vec) + " (" + std::to_string(capacity) +
+                                               "): more vectors per thread, a larger block, or --row online (any row)");
+  const std::uint64_t per_row = c.row == RowStrategy::cluster ? static_cast<std::uint64_t>(c.cluster) : 1;
+  if (c.row == RowStrategy::cluster) {
+    const std::uint64_t slice = row_slice_bytes(spec, c, cols);
+    const std::uint64_t need = slice + row_static_shared_bytes(spec, c);
+    if (need > limits.max_shared_optin)
+      throw Error(ErrorCode::invalid_config, "--row cluster --cluster " + std::to_string(c.cluster) + ": a row of " +
+                                                 std::to_string(cols) + " elements puts " +
+                                                 std::to_string(need / 1024) +
+                                                 " KiB of shared memory on each block, more "
+                                                 "than the " +
+                                                 std::to_string(limits.max_shared_optin / 1024) +
+                                                 " KiB the device allows: a larger --cluster, or --row online");
+    d.shared_bytes = static_cast<unsigned>(slice);
+    d.cluster = static_cast<unsigned>(c.cluster);
+  }
+  d.grid_x = std::max<std::uint64_t>(1, std::min(rows, kMaxGridX / per_row)) * per_row;
   return d;
 }
 

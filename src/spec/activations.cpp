@@ -262,6 +262,44 @@ const std::vector<Activation>& activations() {
   return registry;
 }
 
+// The row shape: one entry per member of the softmax family (RowForm), each with its snippet
+// (which member it is) and torch's class; the reference is row_reference.cpp's, the bounds
+// docs/accuracy.md's (the double or long double row reference; float32 and 16-bit rows keep
+// their max and sums in double).
+namespace {
+Activation row_builtin(std::string name, std::string snippet, RowForm form, std::string torch_class) {
+  Activation a;
+  a.name = std::move(name);
+  a.snippet = std::move(snippet);
+  a.is_row = true;
+  a.row_form = form;
+  a.saves_output = true;
+  a.torch_class = std::move(torch_class);
+  a.bounds.f32_forward = 1;
+  a.bounds.f32_backward = 1;
+  a.bounds.narrow_forward = 1;
+  a.bounds.narrow_backward = 1;
+  a.bounds.f64_forward = 4;
+  a.bounds.f64_backward = 4;
+  return a;
+}
+}  // namespace
+
+const std::vector<Activation>& row_activations() {
+  static const std::vector<Activation> registry = {
+      row_builtin("softmax", "activations/softmax.h", RowForm{false, false}, "Softmax"),
+      row_builtin("log_softmax", "activations/log_softmax.h", RowForm{true, false}, "LogSoftmax"),
+      row_builtin("softmin", "activations/softmin.h", RowForm{false, true}, "Softmin"),
+  };
+  return registry;
+}
+
+std::string row_activation_names() {
+  std::string out;
+  for (const auto& a : row_activations()) out += (out.empty() ? "" : ", ") + a.name;
+  return out;
+}
+
 std::string activation_names() {
   std::string out;
   for (const auto& a : activations()) out += (out.empty() ? "" : ", ") + a.name;
@@ -277,10 +315,14 @@ std::vector<std::string> all_activation_texts() {
 const Activation& find_activation(const std::string& name) {
   for (const auto& a : activations())
     if (name == a.name) return a;
+  for (const auto& a : row_activations())
+    if (name == a.name) return a;
   if (const Activation* user = find_user_activation(name)) return *user;
-  throw Error(ErrorCode::invalid_argument, "unknown activation '" + name + "' (known: " + activation_names() +
-                                               "; gated(ACT) of any of them; prelu; training(rrelu); or a snippet "
-                                               "file: --act ./my_act.h, see docs/user-activations.md)");
+  throw Error(ErrorCode::invalid_argument,
+              "unknown activation '" + name + "' (known: " + activation_names() +
+                  "; over a row: " + row_activation_names() +
+                  "; gated(ACT) of any element-wise one; prelu; training(rrelu); or a snippet "
+                  "file: --act ./my_act.h, see docs/user-activations.md)");
 }
 
 namespace {
@@ -322,7 +364,7 @@ ResolvedActivation resolve_uncached(const std::string& text) {
     if (split_activation_call(call.args[0].second).name == "gated")
       bad_param(text, "a gated activation cannot gate another gated one");
     ResolvedActivation r = resolve_uncached(call.args[0].second);
-    if (r.slope != SlopeForm::none) bad_param(text, r.canonical + " has no gated form");
+    if (r.slope != SlopeForm::none || r.act->is_row) bad_param(text, r.canonical + " has no gated form");
     r.gated = true;
     r.inner = r.canonical;
     r.canonical = "gated(" + r.inner + ")";
@@ -439,6 +481,7 @@ bool gated_wide_math(Dtype dtype, bool fast_math) { return dtype == Dtype::f32 &
 
 bool ResolvedActivation::has_grad_from_output() const {
   if (gated || slope != SlopeForm::none) return false;
+  if (act->is_row) return true;
   if (act->user) return user_backward_from_output;
   if (!act->grad_from_output) return false;
   return !act->output_determines_grad || act->output_determines_grad(params.data());

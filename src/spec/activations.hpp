@@ -55,6 +55,15 @@ struct DerivedParam {
   double (*value)(const double* p);
 };
 
+// The row shape (the softmax family): a function of a whole row, computed by the row kernel
+// (templates/common/rowwise.h) over the last dimension's `cols` elements, its reference in
+// row_reference.hpp. `negate`: softmax of -x (softmin); `log`: log_softmax. Backward always
+// takes the saved output y, as torch saves it.
+struct RowForm {
+  bool log = false;
+  bool negate = false;
+};
+
 struct Activation {
   std::string name;     // identifier: the CLI word, part of entry names
   std::string snippet;  // built-in: template path; user: the snippet text itself
@@ -86,6 +95,9 @@ struct Activation {
   // and function take inplace=: what kplay.nn and replace_activations are built from.
   std::string torch_class;
   bool torch_inplace = false;
+  // Row activations only (row_activations()): is_row set, the family member in row_form.
+  bool is_row = false;
+  RowForm row_form;
   // User activations only.
   bool user = false;
   std::string origin;       // the file it came from, for #line and messages ("" if registered)
@@ -115,7 +127,8 @@ struct ResolvedActivation {
   // training(rrelu(...)): act and params are rrelu's.
   SlopeForm slope = SlopeForm::none;
 
-  bool has_backward() const { return act->user ? user_backward : act->grad_from_input != nullptr; }
+  bool has_backward() const { return act->user ? user_backward : (act->is_row || act->grad_from_input != nullptr); }
+  bool is_row() const { return act->is_row; }
   bool has_grad_from_output() const;  // never for gated: its backward takes a and b
   // act->bounds adjusted to these parameter values; for gated, the bounds of act(a) * b
   // (gated_bounds).
@@ -130,7 +143,12 @@ struct ResolvedActivation {
   std::string entry_suffix() const;
 };
 
-const std::vector<Activation>& activations();  // the built-ins
+const std::vector<Activation>& activations();  // the built-ins of the element-wise shape
+// The built-ins of the row shape (softmax, log_softmax, softmin): listed apart, so that `--act
+// all` and every loop over the element-wise kernels stay as they are; find_activation and
+// resolve_activation know both.
+const std::vector<Activation>& row_activations();
+std::string row_activation_names();  // "softmax, log_softmax, softmin"
 
 // Name, parameters, or a user snippet (path, registered name, or a name found on
 // KPLAY_ACTIVATION_PATH). Throws Error(invalid_argument) naming what is wrong: an unknown

@@ -43,6 +43,24 @@ const char* to_string(Direction d) { return d == Direction::forward ? "forward" 
 const char* to_string(Saved s) { return s == Saved::input ? "input" : "output"; }
 const char* to_string(CacheHint c) { return c == CacheHint::normal ? "default" : "streaming"; }
 
+const char* to_string(RowStrategy r) {
+  switch (r) {
+    case RowStrategy::none: return "none";
+    case RowStrategy::registers: return "registers";
+    case RowStrategy::shared: return "shared";
+    case RowStrategy::online: return "online";
+    case RowStrategy::cluster: return "cluster";
+  }
+  return "?";
+}
+
+RowStrategy parse_row_strategy(const std::string& s) {
+  for (RowStrategy r : {RowStrategy::registers, RowStrategy::shared, RowStrategy::online, RowStrategy::cluster})
+    if (s == to_string(r)) return r;
+  throw Error(ErrorCode::invalid_argument,
+              "unknown row strategy '" + s + "' (expected registers, shared, online or cluster)");
+}
+
 std::string to_string(GridPolicy g, int waves) {
   if (g == GridPolicy::one_shot) return "one-shot";
   return "grid-stride:" + std::to_string(waves);
@@ -56,6 +74,8 @@ std::string to_string(const KernelConfig& c) {
   // Named only when not the default, so most configs read as they always have.
   if (!c.flat) os << " kernel=general";
   if (c.late_gradient) os << " gradient=late";
+  if (c.row != RowStrategy::none) os << " row=" << to_string(c.row);
+  if (c.row == RowStrategy::cluster) os << " cluster=" << c.cluster;
   return os.str();
 }
 

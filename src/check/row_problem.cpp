@@ -1,0 +1,267 @@
+// The problem of a row activation (the softmax family): `rows` rows of `cols` elements, fresh
+// rows on the host (a kind per row: ordinary, wide spread, +inf, NaN, all -inf, some -inf, the
+// dtype's extremes, constant), launched, and every element of the checked rows compared with the
+// row reference (src/spec/row_reference.hpp) in ulps; the output poisoned first and fenced by
+// guard zones. Rows repeat with a period of whole rows (a large problem is generated once on the
+// host and replicated on the device), and the reference of each distinct row is computed once.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "kplay/error.hpp"
+#include "parallel.hpp"
+#include "problem.hpp"
+#include "spec/activations.hpp"
+#include "spec/row_reference.hpp"
+#include "util/host_dtype.hpp"
+
+namespace kplay {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::uint64_t kRowKinds = 8;
+
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+double unit(std::uint64_t u) { return static_cast<double>(u >> 11) * 0x1p-53; }
+
+// The largest finite value of the dtype.
+double largest(Dtype d) {
+  switch (d) {
+    case Dtype::f16: return 65504.0;
+    case Dtype::bf16: return 3.3895313892515355e38;
+    case Dtype::f32: return 3.4028234663852886e38;
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+// Row `p` of the forward input (kind p % kRowKinds), rounded to the dtype.
+std::vector<double> input_row(Dtype d, std::uint64_t seed, std::uint64_t p, std::uint64_t cols) {
+  std::vector<double> x(cols);
+  const std::uint64_t kind = p % kRowKinds, base = mix(seed ^ mix(p + 1));
+  for (std::uint64_t i = 0; i < cols; ++i) {
+    const std::uint64_t u = mix(base + i), v = mix(u);
+    double val;
+    switch (kind) {
+      case 1:  // wide spread: most exponentials underflow, a few dominate
+        val = std::pow(10.0, -12.0 + 16.0 * unit(v)) * ((u & 1) ? -1 : 1);
+        break;
+      case 6:  // the dtype's extremes beside ordinary values
+        val = (u & 7) == 0 ? largest(d) * ((u & 8) ? -1 : 1) * (0.5 + 0.5 * unit(v)) : -8.0 + 16.0 * unit(v);
+        break;
+      case 7:  // constant: every result is 1 / cols
+        val = 0.75;
+        break;
+      default:  // ordinary: mixed signs in [-8, 8), one in 8 a tiny magnitude
+        val = (u & 7) == 0 ? std::pow(10.0, -12.0 + 11.0 * unit(v)) * ((u & 8) ? -1 : 1) : -8.0 + 16.0 * unit(v);
+    }
+    x[i] = round_to(d, val);
+  }
+  const std::uint64_t at = cols ? mix(base ^ 0xabcdef) % cols : 0;
+  if (cols == 0) return x;
+  switch (kind) {
+    case 2: x[at] = kInf; break;                          // torch: inf - inf, the whole row NaN
+    case 3: x[at] = kNaN; break;                          // the whole row NaN
+    case 4: std::fill(x.begin(), x.end(), -kInf); break;  // the whole row NaN
+    case 5:                                               // -inf elements of an ordinary row: 0 (log_softmax: -inf)
+      for (std::uint64_t i = at; i < cols; i += 3) x[i] = -kInf;
+      break;
+    default: break;
+  }
+  return x;
+}
+
+// The incoming gradient of row p: ordinary values, and in rows of kind 6 an infinite one.
+std::vector<double> gradient_row(Dtype d, std::uint64_t seed, std::uint64_t p, std::uint64_t cols) {
+  std::vector<double> g(cols);
+  const std::uint64_t base = mix(seed ^ mix(p + 0x5151));
+  for (std::uint64_t i = 0; i < cols; ++i) {
+    const std::uint64_t u = mix(base + i), v = mix(u);
+    g[i] =
+        round_to(d, (u & 7) == 0 ? std::pow(10.0, -12.0 + 11.0 * unit(v)) * ((u & 8) ? -1 : 1) : -8.0 + 16.0 * unit(v));
+  }
+  if (p % kRowKinds == 6 && cols) g[mix(base) % cols] = kInf;
+  return g;
+}
+
+class RowProblem : public DeviceProblem {
+ public:
+  RowProblem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape)
+      : DeviceProblem(backend, spec, shape),
+        act_(resolve_activation(spec.activation)),
+        esize_(dtype_size(spec.dtype)),
+        backward_(spec.direction == Direction::backward) {
+    rows_ = shape_.rows ? shape_.rows : 1;
+    if (shape_.n % rows_ != 0)
+      throw Error(ErrorCode::invalid_argument,
+                  std::to_string(shape_.n) + " elements are not " + std::to_string(rows_) + " rows of equal length");
+    if (shape_.in_place) throw Error(ErrorCode::invalid_argument, "--in-place is not offered for row activations");
+    cols_ = shape_.n / rows_;
+    // Whole rows per period: at least every row kind where the rows are short.
+    period_rows_ = std::min<std::uint64_t>(
+        rows_, std::max<std::uint64_t>(kRowKinds, cols_ ? kInputPeriod / std::max<std::uint64_t>(cols_, 1) : 1));
+    out_ = rt::DeviceBuffer(backend_, (shape_.out_offset + shape_.n + kGuardElements) * esize_);
+    in0_ = rt::DeviceBuffer(backend_, (shape_.in_offset + shape_.n) * esize_ + 1);
+    if (backward_) in1_ = rt::DeviceBuffer(backend_, (shape_.in_offset + shape_.n) * esize_ + 1);
+    upload(in0(), false);
+    if (backward_) upload(in1(), true);
+    reset_output();
+  }
+
+  rt::DevicePtr out() const { return out_.ptr().at(shape_.out_offset * esize_); }
+  rt::DevicePtr in0() const { return in0_.ptr().at(shape_.in_offset * esize_); }
+  rt::DevicePtr in1() const { return backward_ ? in1_.ptr().at(shape_.in_offset * esize_) : in0(); }
+
+  rt::KernelArgs args() const override {
+    rt::KernelArgs a;
+    a.out = out();
+    a.in0 = in0();
+    a.in1 = in1();
+    a.rows = rows_;
+    a.cols = cols_;
+    a.ld_out = a.ld_in0 = a.ld_in1 = cols_;
+    return a;
+  }
+  std::uint64_t bytes_moved() const override { return (backward_ ? 3 : 2) * shape_.n * esize_; }
+  rt::DevicePtr copy_source() const override { return in0(); }
+  std::uint64_t copy_bytes() const override { return shape_.n * esize_; }
+  std::uint64_t outputs() const override { return shape_.n; }
+  std::string note() const override {
+    return "rows: " + std::to_string(rows_) + " of " + std::to_string(cols_) +
+           " elements, every 8th of a kind: ordinary, wide spread, +inf, NaN, all -inf, some -inf, extremes, "
+           "constant";
+  }
+
+  void reset_output(bool sampled = false) override {
+    (void)sampled;
+    backend_.fill_bytes(out_.ptr(), kPoisonByte, out_.bytes());
+  }
+
+  ErrorStats verify(bool sampled) const override {
+    ErrorStats stats(spec_.dtype, act_.bounds().get(spec_.dtype, spec_.direction), backward_);
+    if (shape_.n == 0) return stats;
+    std::vector<std::uint64_t> rows;
+    if (!sampled || rows_ <= 2 * period_rows_ + 64) {
+      for (std::uint64_t r = 0; r < rows_; ++r) rows.push_back(r);
+    } else {  // every distinct row once, the last row, and 64 more at random
+      for (std::uint64_t r = 0; r < period_rows_; ++r) rows.push_back(r);
+      rows.push_back(rows_ - 1);
+      std::mt19937_64 rng(shape_.seed ^ 0x5eed);
+      for (int k = 0; k < 64; ++k) rows.push_back(period_rows_ + rng() % (rows_ - period_rows_));
+    }
+    std::vector<unsigned char> host(cols_ * esize_);
+    for (std::uint64_t r : rows) {
+      backend_.download(host.data(), out().at(r * cols_ * esize_), cols_ * esize_);
+      const Expected& e = expected(r % period_rows_);
+      for (std::uint64_t i = 0; i < cols_; ++i)
+        stats.add(r * cols_ + i, load_element(spec_.dtype, host.data(), i), e.value[i], e.scale[i]);
+    }
+    // The guard zones: before the output (its offset) and after it.
+    std::vector<unsigned char> guard((shape_.out_offset + kGuardElements) * esize_);
+    backend_.download(guard.data(), out_.ptr(), shape_.out_offset * esize_);
+    backend_.download(guard.data() + shape_.out_offset * esize_, out().at(shape_.n * esize_), kGuardElements * esize_);
+    for (unsigned char b : guard)
+      if (b != kPoisonByte) {
+        stats.add(shape_.n, 1.0, kNaN);  // a write outside the output
+        break;
+      }
+    return stats;
+  }
+
+ private:
+  struct Expected {
+    std::vector<long double> value;
+    std::vector<double> scale;
+  };
+
+  // The forward input of distinct row p, and for backward the saved output (the reference's
+  // forward, rounded to the dtype as the forward kernel stored it) and the incoming gradient.
+  std::vector<double> saved_output(std::uint64_t p) const {
+    const std::vector<double> x = input_row(spec_.dtype, shape_.seed, p, cols_);
+    std::vector<double> y(cols_);
+    std::vector<long double> yl(cols_);
+    reference::row_forward<long double>(act_.act->row_form, x.data(), cols_, yl.data());
+    for (std::uint64_t i = 0; i < cols_; ++i) y[i] = round_to(spec_.dtype, static_cast<double>(yl[i]));
+    return y;
+  }
+  std::vector<double> host_row(std::uint64_t p, bool second) const {
+    if (!backward_) return input_row(spec_.dtype, shape_.seed, p, cols_);
+    return second ? saved_output(p) : gradient_row(spec_.dtype, shape_.seed, p, cols_);
+  }
+
+  void upload(rt::DevicePtr dst, bool second) const {
+    const std::uint64_t generated = period_rows_ * cols_;
+    if (generated == 0) return;
+    std::vector<unsigned char> host(generated * esize_);
+    parallel_for(period_rows_, [&](std::uint64_t b, std::uint64_t e) {
+      for (std::uint64_t p = b; p < e; ++p) {
+        const std::vector<double> row = host_row(p, second);
+        for (std::uint64_t i = 0; i < cols_; ++i) store_element(spec_.dtype, host.data(), p * cols_ + i, row[i]);
+      }
+    });
+    upload_repeated(backend_, dst, host, esize_, shape_.n);
+  }
+
+  // The reference of distinct row p, computed once (the tuner verifies many candidates).
+  const Expected& expected(std::uint64_t p) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = expected_.find(p);
+    if (it != expected_.end()) return it->second;
+    Expected e;
+    e.value.resize(cols_);
+    e.scale.assign(cols_, 0.0);
+    const bool f64 = spec_.dtype == Dtype::f64;
+    // Backward: g - sum cancels; the kernel's double arithmetic leaves about 2^-52 of the terms'
+    // magnitude there, which counts against 2^-24 of it (float32 and narrower: a fraction of an
+    // ulp of float) and against the magnitude itself for float64 (docs/accuracy.md).
+    const double cancel = f64 ? 1.0 : 0x1p-24;
+    if (!backward_) {
+      const std::vector<double> x = input_row(spec_.dtype, shape_.seed, p, cols_);
+      if (f64) {
+        reference::row_forward<long double>(act_.act->row_form, x.data(), cols_, e.value.data());
+      } else {
+        std::vector<double> v(cols_);
+        reference::row_forward<double>(act_.act->row_form, x.data(), cols_, v.data());
+        for (std::uint64_t i = 0; i < cols_; ++i) e.value[i] = v[i];
+      }
+    } else {
+      const std::vector<double> g = gradient_row(spec_.dtype, shape_.seed, p, cols_), y = saved_output(p);
+      if (f64) {
+        reference::row_backward<long double>(act_.act->row_form, g.data(), y.data(), cols_, e.value.data(),
+                                             e.scale.data(), cancel);
+      } else {
+        std::vector<double> v(cols_);
+        reference::row_backward<double>(act_.act->row_form, g.data(), y.data(), cols_, v.data(), e.scale.data(),
+                                        cancel);
+        for (std::uint64_t i = 0; i < cols_; ++i) e.value[i] = v[i];
+      }
+    }
+    return expected_.emplace(p, std::move(e)).first->second;
+  }
+
+  ResolvedActivation act_;
+  std::size_t esize_;
+  bool backward_;
+  std::uint64_t rows_ = 1, cols_ = 0, period_rows_ = 1;
+  rt::DeviceBuffer in0_, in1_, out_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::uint64_t, Expected> expected_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceProblem> make_row_problem(rt::Backend& backend, const KernelSpec& spec,
+                                                const ProblemShape& shape) {
+  return std::make_unique<RowProblem>(backend, spec, shape);
+}
+
+}  // namespace kplay

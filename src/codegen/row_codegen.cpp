@@ -1,0 +1,109 @@
+// Rendering of the row kernel; see row_codegen.hpp.
+#include "row_codegen.hpp"
+
+#include <sstream>
+
+#include "spec/activations.hpp"
+#include "template_store.hpp"
+#include "util/hash.hpp"
+
+namespace kplay {
+namespace {
+const char* row_tag(RowStrategy r) {
+  switch (r) {
+    case RowStrategy::registers: return "reg";
+    case RowStrategy::shared: return "shm";
+    case RowStrategy::online: return "onl";
+    case RowStrategy::cluster: return "cl";
+    default: return "none";
+  }
+}
+
+int row_macro(RowStrategy r) {
+  switch (r) {
+    case RowStrategy::registers: return 1;
+    case RowStrategy::shared: return 2;
+    case RowStrategy::online: return 3;
+    case RowStrategy::cluster: return 4;
+    default: return 0;
+  }
+}
+
+void append_file(std::ostringstream& os, const std::string& name) {
+  const std::string text = template_text(name);
+  os << "#line 1 \"" << name << "\"\n" << text;
+  if (text.empty() || text.back() != '\n') os << '\n';
+}
+}  // namespace
+
+std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c) {
+  const ResolvedActivation act = resolve_activation(spec.activation);
+  std::ostringstream os;
+  os << "kplay_" << act.act->name << '_' << (spec.direction == Direction::forward ? "fwd" : "bwdy") << '_'
+     << to_string(spec.dtype) << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread << '_' << row_tag(c.row);
+  if (c.row == RowStrategy::cluster) os << c.cluster;
+  if (c.cache == CacheHint::streaming) os << "_cs";
+  return os.str();
+}
+
+rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& c, const rt::Dialect& dialect) {
+  const ResolvedActivation act = resolve_activation(spec.activation);
+  rt::RenderedKernel k;
+  k.entry = row_entry_name(spec, c);
+  std::ostringstream os;
+  os << "/* kplay " << dialect.name << " row kernel: " << to_string(spec) << " */\n";
+  os << "#define KP_ENTRY " << k.entry << '\n';
+  os << "#define KP_DTYPE_F32 " << (spec.dtype == Dtype::f32 ? 1 : 0) << '\n';
+  os << "#define KP_DTYPE_F16 " << (spec.dtype == Dtype::f16 ? 1 : 0) << '\n';
+  os << "#define KP_DTYPE_BF16 " << (spec.dtype == Dtype::bf16 ? 1 : 0) << '\n';
+  os << "#define KP_DTYPE_F64 " << (spec.dtype == Dtype::f64 ? 1 : 0) << '\n';
+  os << "#define KP_WIDE_F32 0\n";
+  os << "#define KP_VEC " << c.vec << '\n';
+  os << "#define KP_VEC_BYTES " << c.vec * dtype_size(spec.dtype) << '\n';
+  os << "#define KP_OUT_VEC_BYTES " << c.vec * dtype_size(spec.dtype) << '\n';
+  os << "#define KP_VPT " << c.per_thread << '\n';
+  os << "#define KP_BLOCK " << c.block << '\n';
+  os << "#define KP_BACKWARD " << (spec.direction == Direction::backward ? 1 : 0) << '\n';
+  os << "#define KP_OUT_F8 0\n";
+  os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
+  os << "#define KP_FAST_MATH 0\n";
+  os << "#define KP_FAST_FP64 0\n";
+  os << "#define KP_ROW " << row_macro(c.row) << '\n';
+  os << "#define KP_CLUSTER " << (c.row == RowStrategy::cluster ? c.cluster : 1) << '\n';
+  append_file(os, dialect.prelude);
+  append_file(os, act.act->snippet);
+  append_file(os, "common/rowwise.h");
+  k.source = os.str();
+  // The compensated sums must be rounded as written: no contraction into fma (CUDA's -fmad=false;
+  // OpenCL's FP_CONTRACT OFF is in the template).
+  k.options = dialect.options;
+  k.options.insert(k.options.end(), dialect.precise_options.begin(), dialect.precise_options.end());
+  Hasher h;
+  h.add(dialect.name).add(k.source).add(k.entry);
+  for (const auto& o : k.options) h.add(o);
+  k.hash = h.hex();
+  return k;
+}
+
+std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std::uint64_t cols) {
+  if (c.row != RowStrategy::cluster || c.cluster < 1 || c.vec < 1) return 0;
+  const std::uint64_t vecs = (cols + c.vec - 1) / c.vec;
+  const std::uint64_t slice_vecs = (vecs + c.cluster - 1) / c.cluster;
+  const std::uint64_t bytes =
+      slice_vecs * c.vec * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 2 : 1);
+  return (bytes + 15) / 16 * 16;
+}
+
+std::uint64_t row_capacity(const KernelConfig& c) {
+  if (c.row != RowStrategy::registers && c.row != RowStrategy::shared) return 0;
+  return static_cast<std::uint64_t>(c.block) * c.per_thread * c.vec;
+}
+
+std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& c) {
+  std::uint64_t bytes = 2ull * c.block * sizeof(double) + 3 * sizeof(double);
+  if (c.row == RowStrategy::shared)
+    bytes += row_capacity(c) * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 2 : 1);
+  return bytes;
+}
+
+}  // namespace kplay

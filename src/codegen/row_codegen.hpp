@@ -1,0 +1,29 @@
+// Rendering of the row kernel (templates/common/rowwise.h) for the row activations (the softmax
+// family): codegen.cpp's render_kernel and entry_name hand a row activation's spec here.
+#pragma once
+#include <string>
+
+#include "kplay/types.hpp"
+#include "runtime/target.hpp"
+
+namespace kplay {
+
+// "kplay_softmax_fwd_f32_v4_b256_p4_reg" (registers), "..._shm", "..._onl", "..._cl8" (cluster of 8).
+std::string row_entry_name(const KernelSpec& spec, const KernelConfig& config);
+
+// `config` must come from resolve_config (vec and row filled in).
+rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& config, const rt::Dialect& dialect);
+
+// The dynamic shared memory a cluster launch's blocks need for a row of `cols` elements: its
+// slice (backward: the gradient's and the output's), 16-byte aligned. 0 for the other strategies.
+std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols);
+
+// The longest row a registers or shared kernel holds (block x per_thread x vec elements); 0 for
+// online and cluster, which hold any row that fits memory.
+std::uint64_t row_capacity(const KernelConfig& config);
+
+// The static shared memory of a row kernel of `config` (its reductions' scratch, and the slots of
+// the shared strategy), which codegen's validation keeps within the 48 KiB every device offers.
+std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& config);
+
+}  // namespace kplay

@@ -1,0 +1,268 @@
+// The row activations (softmax, log_softmax, softmin): the host reference's edges (unit), every
+// strategy, dtype and direction on PoCL against the row reference with its edge rows (opencl),
+// the CLI's handling of them, and the CUDA source of every strategy through NVRTC (nvrtc).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "codegen/codegen.hpp"
+#include "codegen/config_validation.hpp"
+#include "codegen/row_codegen.hpp"
+#include "device_checks.hpp"
+#include "engine/launch_geometry.hpp"
+#include "kplay/error.hpp"
+#include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
+#include "spec/row_reference.hpp"
+#include "tuner/row_defaults.hpp"
+
+#ifdef KPLAY_WITH_CUDA
+#include "runtime/cuda/nvrtc_compiler.hpp"
+#endif
+
+using namespace kplay;
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+KernelSpec row_spec(const char* act, Dtype d, Direction dir) {
+  KernelSpec s;
+  s.activation = act;
+  s.dtype = d;
+  s.direction = dir;
+  s.saved = Saved::output;
+  return s;
+}
+
+KernelConfig row_config(RowStrategy row, int block, int per_thread, int vec = 0) {
+  KernelConfig c;
+  c.row = row;
+  c.block = block;
+  c.per_thread = per_thread;
+  c.vec = vec;
+  return c;
+}
+
+std::vector<double> forward_of(const char* act, std::vector<double> x) {
+  std::vector<double> y(x.size());
+  reference::row_forward<double>(find_activation(act).row_form, x.data(), x.size(), y.data());
+  return y;
+}
+}  // namespace
+
+TEST_CASE("row reference: torch's edges and the family's identities") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // +inf: inf - inf in the max-subtracting formula, the whole row NaN; NaN likewise; all -inf too.
+  for (const char* act : {"softmax", "log_softmax", "softmin"}) {
+    for (const auto& row :
+         {std::vector<double>{1, kInf, 2}, std::vector<double>{1, nan, 2}, std::vector<double>{-kInf, -kInf}}) {
+      const bool negate = find_activation(act).row_form.negate;
+      std::vector<double> x = row;
+      if (negate)  // softmin meets +inf where softmax meets -inf
+        for (double& v : x) v = -v;
+      for (double y : forward_of(act, x)) CHECK(std::isnan(y));
+    }
+  }
+  // -inf elements of an ordinary row: 0, and -inf for log_softmax; a dim of length 1: 1 and 0.
+  const auto s = forward_of("softmax", {-kInf, 0.0, 0.0});
+  CHECK(s[0] == 0.0);
+  CHECK(s[1] == doctest::Approx(0.5));
+  CHECK(forward_of("log_softmax", {-kInf, 3.0})[0] == -kInf);
+  CHECK(forward_of("softmax", {-7.5})[0] == 1.0);
+  CHECK(forward_of("log_softmax", {123.0})[0] == 0.0);
+  // softmin is softmax of -x; exp(log_softmax) is softmax.
+  const std::vector<double> x = {0.25, -3.0, 7.0, 1e-3};
+  const auto a = forward_of("softmin", x), b = forward_of("softmax", {-0.25, 3.0, -7.0, -1e-3});
+  const auto l = forward_of("log_softmax", x), p = forward_of("softmax", x);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-15));
+    CHECK(std::exp(l[i]) == doctest::Approx(p[i]).epsilon(1e-14));
+  }
+}
+
+TEST_CASE("row reference: backward matches a finite difference of the forward") {
+  const std::vector<double> x = {0.5, -1.25, 2.0, 0.125, -0.75};
+  const std::vector<double> g = {1.0, -2.0, 0.5, 3.0, -0.25};
+  for (const char* act : {"softmax", "log_softmax", "softmin"}) {
+    const RowForm form = find_activation(act).row_form;
+    const auto y = forward_of(act, x);
+    std::vector<double> grad(x.size());
+    reference::row_backward<double>(form, g.data(), y.data(), x.size(), grad.data());
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      const double h = 1e-6;
+      std::vector<double> up = x, down = x;
+      up[j] += h;
+      down[j] -= h;
+      const auto yu = forward_of(act, up), yd = forward_of(act, down);
+      double d = 0;  // d(sum_i g_i y_i) / dx_j
+      for (std::size_t i = 0; i < x.size(); ++i) d += g[i] * (yu[i] - yd[i]) / (2 * h);
+      INFO(act << " element " << j);
+      CHECK(grad[j] == doctest::Approx(d).epsilon(1e-7));
+    }
+  }
+}
+
+TEST_CASE("row activations: in the registry apart, refused where they have no meaning") {
+  CHECK(resolve_activation("softmax").is_row());
+  CHECK_FALSE(resolve_activation("selu").is_row());
+  for (const auto& a : activations()) CHECK_FALSE(a.is_row);  // --act all stays element-wise
+  for (const auto& t : all_activation_texts()) CHECK_FALSE(resolve_activation(t).is_row());
+  CHECK_THROWS_AS(resolve_activation("gated(softmax)"), Error);
+  // The backward takes the saved output; --row and --cluster belong to row kernels.
+  KernelSpec s = row_spec("softmax", Dtype::f32, Direction::backward);
+  s.saved = Saved::input;
+  CHECK_THROWS_AS(resolve_config(s, KernelConfig{}, TargetLimits{}), Error);
+  KernelSpec selu;
+  CHECK_THROWS_AS(resolve_config(selu, row_config(RowStrategy::online, 256, 1), TargetLimits{}), Error);
+  // Clusters only where the device has them (OpenCL: never).
+  TargetLimits opencl;
+  opencl.backend = "opencl";
+  const KernelSpec f = row_spec("softmax", Dtype::f32, Direction::forward);
+  CHECK_THROWS_AS(resolve_config(f, row_config(RowStrategy::cluster, 256, 1), opencl), Error);
+  TargetLimits hopper;
+  hopper.max_cluster = 16;
+  KernelConfig c = row_config(RowStrategy::cluster, 256, 1);
+  c.cluster = 3;
+  CHECK_THROWS_AS(resolve_config(f, c, hopper), Error);
+  // A row longer than the strategy holds is refused at launch, naming what would hold it.
+  const KernelConfig reg = resolve_config(f, row_config(RowStrategy::registers, 32, 2), opencl);
+  CHECK_NOTHROW(row_launch_dims(f, reg, 4, 256, opencl));
+  CHECK_THROWS_AS(row_launch_dims(f, reg, 4, 257, opencl), Error);
+}
+
+TEST_CASE("row default config: registers for short rows, cluster on sm_90 for long ones, else online") {
+  TargetLimits opencl;
+  opencl.backend = "opencl";
+  TargetLimits hopper;
+  hopper.max_cluster = 16;
+  hopper.max_shared_optin = 227 * 1024;
+  const KernelSpec f = row_spec("softmax", Dtype::f32, Direction::forward);
+  for (std::uint64_t cols : {1ull, 128ull, 4096ull, 16384ull}) {
+    const KernelConfig c = default_row_config(f, cols, hopper);
+    CHECK(c.row == RowStrategy::registers);
+    CHECK(row_capacity(c) >= cols);
+  }
+  const KernelConfig big = default_row_config(f, 393216, hopper);
+  CHECK(big.row == RowStrategy::cluster);
+  CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, big, hopper), 4096, 393216, hopper));
+  CHECK(default_row_config(f, 393216, opencl).row == RowStrategy::online);
+  // Rows too long for any cluster's shared memory fall back to online.
+  CHECK(default_row_config(f, 1ull << 26, hopper).row == RowStrategy::online);
+}
+
+TEST_SUITE("opencl") {
+  TEST_CASE("OpenCL: softmax, log_softmax and softmin, every strategy, dtype and direction, with the edge rows") {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    struct Shape {
+      std::uint64_t rows, cols;
+    };
+    // One element, ragged rows (not a multiple of any vector: misaligned row starts), a thousand,
+    // and rows long enough to loop (online) or to need many slots.
+    const Shape shapes[] = {{3, 1}, {7, 33}, {9, 1000}, {2, 70001}};
+    for (const char* act : {"softmax", "log_softmax", "softmin"})
+      for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+        for (Direction dir : {Direction::forward, Direction::backward})
+          for (const Shape& sh : shapes) {
+            const KernelSpec spec = row_spec(act, d, dir);
+            std::vector<KernelConfig> configs = {row_config(RowStrategy::online, 64, 2),
+                                                 default_row_config(spec, sh.cols, be->limits())};
+            if (sh.cols <= 1000) {
+              configs.push_back(row_config(RowStrategy::registers, 128, 4));
+              configs.push_back(row_config(RowStrategy::shared, 64, 8));
+            }
+            for (const KernelConfig& c : configs) {
+              ProblemShape ps;
+              ps.rows = sh.rows;
+              ps.n = sh.rows * sh.cols;
+              KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
+            }
+          }
+  }
+
+  TEST_CASE("OpenCL: row kernels on misaligned buffers and with scalar vectors") {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    for (Direction dir : {Direction::forward, Direction::backward})
+      for (RowStrategy row : {RowStrategy::registers, RowStrategy::online}) {
+        const KernelSpec spec = row_spec("softmax", Dtype::f32, dir);
+        for (int vec : {1, 4}) {
+          ProblemShape ps;
+          ps.rows = 5;
+          ps.n = 5 * 64;
+          ps.in_offset = 1;
+          ps.out_offset = 3;
+          KPLAY_CHECK_PROBLEM(engine, spec, row_config(row, 32, 2, vec), ps);
+        }
+      }
+  }
+
+  TEST_CASE("OpenCL: kplay run, check, emit and list take the row activations; bad --dim exits 2") {
+    test::CliResult r = test::run_cli(
+        "run --backend opencl --act softmax,log_softmax,softmin --shape 16x3000 --repeat 1 --warmup 0 --no-db");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("verdict: PASS") != std::string::npos);
+    r = test::run_cli(
+        "run --backend opencl --act softmax --direction backward --dtype bf16 --shape 4x5000 --repeat 1 --warmup 0 "
+        "--no-db");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --dim 2 --no-db");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("--dim 2") != std::string::npos);
+    r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --dim 0 --no-db");
+    CHECK(r.status == 2);
+    r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --dim -1 --no-db --repeat 1 --warmup 0");
+    CHECK(r.status == 0);
+    r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --row cluster --no-db");
+    CHECK(r.status == 2);
+    r = test::run_cli("run --backend opencl --act softmax --shape 2x5000 --row registers --block 32 --no-db");
+    CHECK(r.status == 2);
+    r = test::run_cli("run --backend opencl --act selu --n 100 --row online --no-db");
+    CHECK(r.status == 2);
+    r = test::run_cli("emit --backend opencl --act log_softmax --row online");
+    CHECK(r.status == 0);
+    CHECK(r.output.find("#define KP_ROW_LOG 1") != std::string::npos);
+    r = test::run_cli("list");
+    CHECK(r.output.find("softmax") != std::string::npos);
+    r = test::run_cli("list --names");
+    CHECK(r.output.find("softmax") == std::string::npos);  // --names: what --act all runs
+  }
+}
+
+#ifdef KPLAY_WITH_CUDA
+TEST_SUITE("nvrtc") {
+  TEST_CASE("the row kernel compiles for sm_80 and sm_90 with every strategy (cluster: sm_90)") {
+    TargetLimits hopper;
+    hopper.max_cluster = 16;
+    for (int arch : {80, 90})
+      for (const char* act : {"softmax", "log_softmax", "softmin"})
+        for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+          for (Direction dir : {Direction::forward, Direction::backward})
+            for (RowStrategy row :
+                 {RowStrategy::registers, RowStrategy::shared, RowStrategy::online, RowStrategy::cluster}) {
+              if (row == RowStrategy::cluster && arch < 90) continue;
+              const KernelSpec spec = row_spec(act, d, dir);
+              KernelConfig c = row_config(row, 256, row == RowStrategy::shared ? 2 : 4);
+              if (row == RowStrategy::cluster) c.cluster = 8;
+              const RenderedKernel k = render_kernel(spec, resolve_config(spec, c, hopper), rt::dialect_of("cuda"));
+              rt::cuda::CompileTarget t;
+              t.arch = arch;
+              t.ptx = true;
+              INFO(k.entry << " sm_" << arch);
+              std::string ptx;
+              CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(k, t).bytes);
+              // 16-byte accesses where the row allows them.
+              CHECK((ptx.find("ld.global.v4.u32") != std::string::npos ||
+                     ptx.find("ld.global.v2.u64") != std::string::npos));
+              if (row == RowStrategy::cluster) CHECK(ptx.find("barrier.cluster") != std::string::npos);
+            }
+  }
+}
+#endif
