@@ -153,35 +153,60 @@ TEST_CASE("row default config: registers for short rows, cluster on sm_90 for lo
   CHECK(default_row_config(f, 1ull << 26, hopper).row == RowStrategy::online);
 }
 
+namespace {
+// Every member, dtype and direction on `backend` against the row reference with its edge rows:
+// rows of one element, ragged rows (no multiple of any vector: misaligned row starts), a thousand,
+// and rows long enough to loop (online) or to need many slots; with the online and default
+// configs, registers and shared for short rows, and on a device with clusters, clusters of 2, 8
+// and 16 blocks (16: the non-portable size) for the long ones where the slice fits.
+void check_row_family(const char* backend) {
+  rt::Backend* be = test::shared_backend(backend);
+  REQUIRE(be != nullptr);
+  Engine engine(*be);
+  struct Shape {
+    std::uint64_t rows, cols;
+  };
+  const Shape shapes[] = {{3, 1}, {7, 33}, {9, 1000}, {2, 70001}};
+  for (const char* act : {"softmax", "log_softmax", "softmin"})
+    for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+      for (Direction dir : {Direction::forward, Direction::backward})
+        for (const Shape& sh : shapes) {
+          const KernelSpec spec = row_spec(act, d, dir);
+          std::vector<KernelConfig> configs = {row_config(RowStrategy::online, 64, 2),
+                                               default_row_config(spec, sh.cols, be->limits())};
+          if (sh.cols <= 1000) {
+            configs.push_back(row_config(RowStrategy::registers, 128, 4));
+            configs.push_back(row_config(RowStrategy::shared, 64, 8));
+          }
+          if (sh.cols > 1000 && be->limits().max_cluster >= 16)
+            for (int cluster : {2, 8, 16}) {
+              KernelConfig c = row_config(RowStrategy::cluster, 256, 4);
+              c.cluster = cluster;
+              try {  // a cluster whose slice is beyond the device's shared memory is refused, rightly
+                row_launch_dims(spec, resolve_config(spec, c, be->limits()), sh.rows, sh.cols, be->limits());
+                configs.push_back(c);
+              } catch (const Error&) {
+              }
+            }
+          for (const KernelConfig& c : configs) {
+            ProblemShape ps;
+            ps.rows = sh.rows;
+            ps.n = sh.rows * sh.cols;
+            KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
+          }
+        }
+}
+}  // namespace
+
+TEST_SUITE("cuda") {
+  TEST_CASE("CUDA: softmax, log_softmax and softmin, every strategy, dtype and direction, with the edge rows") {
+    check_row_family("cuda");
+  }
+}
+
 TEST_SUITE("opencl") {
   TEST_CASE("OpenCL: softmax, log_softmax and softmin, every strategy, dtype and direction, with the edge rows") {
-    rt::Backend* be = test::shared_backend("opencl");
-    REQUIRE(be != nullptr);
-    Engine engine(*be);
-    struct Shape {
-      std::uint64_t rows, cols;
-    };
-    // One element, ragged rows (not a multiple of any vector: misaligned row starts), a thousand,
-    // and rows long enough to loop (online) or to need many slots.
-    const Shape shapes[] = {{3, 1}, {7, 33}, {9, 1000}, {2, 70001}};
-    for (const char* act : {"softmax", "log_softmax", "softmin"})
-      for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
-        for (Direction dir : {Direction::forward, Direction::backward})
-          for (const Shape& sh : shapes) {
-            const KernelSpec spec = row_spec(act, d, dir);
-            std::vector<KernelConfig> configs = {row_config(RowStrategy::online, 64, 2),
-                                                 default_row_config(spec, sh.cols, be->limits())};
-            if (sh.cols <= 1000) {
-              configs.push_back(row_config(RowStrategy::registers, 128, 4));
-              configs.push_back(row_config(RowStrategy::shared, 64, 8));
-            }
-            for (const KernelConfig& c : configs) {
-              ProblemShape ps;
-              ps.rows = sh.rows;
-              ps.n = sh.rows * sh.cols;
-              KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
-            }
-          }
+    check_row_family("opencl");
   }
 
   TEST_CASE("OpenCL: row kernels on misaligned buffers and with scalar vectors") {

@@ -64,6 +64,12 @@ KP_FN kp_acc kp_term(kp_acc x, kp_acc m) {
   const kp_acc lo = d - d == 0.0 ? (x - (d - bb)) + (-m - bb) : 0.0;
   const kp_acc e = exp(d);
   return e + e * lo;
+#elif KP_FAST_FP64
+  /* x - m is exact (float32 or narrower); kp_d_exp is 2^-29 relative and gives 0 below -708, where
+   * every result rounds to 0 anyway, but neither NaN nor e^0 = 1 exactly, which log_softmax's
+   * log1p(sum - 1) needs for its results near 0: both are selected here. */
+  const kp_acc d = x - m;
+  return d != d ? d : d == 0.0 ? 1.0 : kp_d_exp(d);
 #else
   return exp(x - m); /* exact: x and m are float32 or narrower */
 #endif
@@ -74,11 +80,20 @@ KP_FN kp_acc kp_term(kp_acc x, kp_acc m) {
 typedef struct {
   kp_acc hi, lo;
 } kp_sum2;
+#if KP_ROW_LOG || KP_DTYPE_F64
 KP_FN void kp_sum_add(kp_sum2* s, kp_acc v) {
   const kp_acc t = s->hi + v;
   s->lo += fabs(s->hi) >= fabs(v) ? (s->hi - t) + v : (v - t) + s->hi;
   s->hi = t;
 }
+#else
+/* softmax and softmin below float64: a thread's own terms in a plain double sum. A thread adds at
+ * most cols / KP_BLOCK of them, so its relative error is at most 2^-53 cols / KP_BLOCK (2^-31 for
+ * 2^31 columns in blocks of 32; the partial sums are then merged compensated), far below the
+ * 2^-24 that would move a float32 result by a sixteenth of an ulp, and three FP64 operations a
+ * term cheaper. log_softmax keeps the compensated sum: its log1p(sum - 1) needs the low part. */
+KP_FN void kp_sum_add(kp_sum2* s, kp_acc v) { s->hi += v; }
+#endif
 KP_FN kp_sum2 kp_sum_merge(kp_sum2 a, kp_sum2 b) {
   kp_sum2 r;
   r.hi = a.hi + b.hi;
@@ -217,7 +232,7 @@ KP_FN void kp_vec_terms(kp_vec g, kp_vec y, kp_u64 e, kp_u64 len, kp_sum2* s) {
 }
 KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
 #if KP_ROW_LOG
-  return g - exp(y) * kp_sum_value(s);
+  return g - exp(y) * kp_sum_value(s); /* the device library's exp: g and exp(y) sum(g) may cancel */
 #elif KP_ROW_NEGATE
   return y * (s.hi - s.hi == 0.0 ? (s.hi - g) + s.lo : s.hi - g);
 #else
