@@ -73,6 +73,20 @@ inline std::unique_ptr<KernelDatabase> open_db(const std::string& path, Warnings
   return std::make_unique<KernelDatabase>(o);
 }
 
+// A PoCL-like device for records written by hand: no device is opened.
+inline rt::DeviceInfo test_cpu_device() {
+  rt::DeviceInfo d;
+  d.backend = "opencl";
+  d.name = "Test CPU";
+  d.platform = "Portable Computing Language";
+  d.arch = "cpu";
+  d.driver_version = "1.0";
+  d.compiler_version = "pocl 5";
+  d.memory_bytes = 80ull << 30;
+  d.compute_units = 16;
+  return d;
+}
+
 inline rt::Binary make_binary(const std::string& seed, std::size_t size = 1000) {
   rt::Binary b;
   b.format = "cubin";

@@ -21,15 +21,7 @@ using kplay::test::Warnings;
 namespace {
 
 rt::DeviceInfo device() {
-  rt::DeviceInfo d;
-  d.backend = "opencl";
-  d.name = "Test CPU";
-  d.platform = "Portable Computing Language";
-  d.arch = "cpu";
-  d.driver_version = "1.0";
-  d.compiler_version = "pocl 5";
-  d.memory_bytes = 80ull << 30;
-  d.compute_units = 16;
+  rt::DeviceInfo d = test::test_cpu_device();
   d.note = "measured here";
   return d;
 }

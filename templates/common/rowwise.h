@@ -275,6 +275,34 @@ KP_FN kp_acc kp_cluster_load(const kp_acc* local, unsigned rank) {
   asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(remote) : "memory");
   return v;
 }
+/* The cluster's sum: each block's (thread 0 publishes it in slot[1..2]) merged in rank order in
+ * every block, so that all of them finish with the same sum; returned to every thread. */
+KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_acc* red_hi, kp_acc* red_lo, kp_sum2 s) {
+  const unsigned t = KP_LOCAL_ID;
+  if (t == 0) {
+    slot[1] = s.hi;
+    slot[2] = s.lo;
+  }
+  kp_cluster_sync();
+  if (t == 0) {
+    kp_sum2 cs;
+    cs.hi = 0.0;
+    cs.lo = 0.0;
+    for (unsigned q = 0; q < KP_CLUSTER; ++q) {
+      kp_sum2 p;
+      p.hi = kp_cluster_load(&slot[1], q);
+      p.lo = kp_cluster_load(&slot[2], q);
+      cs = kp_sum_merge(cs, p);
+    }
+    red_hi[0] = cs.hi;
+    red_lo[0] = cs.lo;
+  }
+  KP_BARRIER();
+  s.hi = red_hi[0];
+  s.lo = red_lo[0];
+  KP_BARRIER();
+  return s;
+}
 #define KP_ROW_KERNEL KP_KERNEL __cluster_dims__(KP_CLUSTER, 1, 1)
 #else
 #define KP_ROW_KERNEL KP_KERNEL
@@ -417,29 +445,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #endif
     s = kp_block_sum(red_hi, red_lo, s);
 #if KP_ROW == 4
-    if (t == 0) {
-      cl_slot[1] = s.hi;
-      cl_slot[2] = s.lo;
-    }
-    kp_cluster_sync();
-    if (t == 0) {
-      /* in rank order in every block, so that all of them finish with the same sum */
-      kp_sum2 cs;
-      cs.hi = 0.0;
-      cs.lo = 0.0;
-      for (unsigned q = 0; q < KP_CLUSTER; ++q) {
-        kp_sum2 p;
-        p.hi = kp_cluster_load(&cl_slot[1], q);
-        p.lo = kp_cluster_load(&cl_slot[2], q);
-        cs = kp_sum_merge(cs, p);
-      }
-      red_hi[0] = cs.hi;
-      red_lo[0] = cs.lo;
-    }
-    KP_BARRIER();
-    s.hi = red_hi[0];
-    s.lo = red_lo[0];
-    KP_BARRIER();
+    s = kp_cluster_sum(cl_slot, red_hi, red_lo, s);
 #endif
 #endif
     const kp_acc sum = kp_row_sum_of(s, m);
@@ -525,28 +531,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #endif
     s = kp_block_sum(red_hi, red_lo, s);
 #if KP_ROW == 4
-    if (t == 0) {
-      cl_slot[1] = s.hi;
-      cl_slot[2] = s.lo;
-    }
-    kp_cluster_sync();
-    if (t == 0) {
-      kp_sum2 cs;
-      cs.hi = 0.0;
-      cs.lo = 0.0;
-      for (unsigned q = 0; q < KP_CLUSTER; ++q) {
-        kp_sum2 p;
-        p.hi = kp_cluster_load(&cl_slot[1], q);
-        p.lo = kp_cluster_load(&cl_slot[2], q);
-        cs = kp_sum_merge(cs, p);
-      }
-      red_hi[0] = cs.hi;
-      red_lo[0] = cs.lo;
-    }
-    KP_BARRIER();
-    s.hi = red_hi[0];
-    s.lo = red_lo[0];
-    KP_BARRIER();
+    s = kp_cluster_sum(cl_slot, red_hi, red_lo, s);
 #endif
     /* one rounding of the finished sum, so that hi + lo is one value in every term */
     {
