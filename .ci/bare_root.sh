@@ -45,7 +45,9 @@ case ${1:-} in
     ;;
   run)
     [ -x "$root/usr/bin/apt-get" ] || { echo "no bare root at $root: run '$0 make' first"; exit 1; }
+    # Never leave /dev or /sys mounted inside build/: a later rm -rf of it would go through them.
     trap unmount_all EXIT
+    trap 'unmount_all; exit 143' TERM INT
     mkdir -p "$root/dev/pts"
     mount -t proc proc "$root/proc"
     mount --bind /sys "$root/sys"
