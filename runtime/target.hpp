@@ -40,7 +40,7 @@ struct TargetLimits {
   // Row kernels (the softmax family): the largest thread-block cluster (0: none; CUDA sm_90 and
   // newer: 16, of which 8 is portable), and the dynamic shared memory one block may opt in to.
   int max_cluster = 0;
-  std::uint64_t max_shared_optin = 48 * 1024;
+  std::uint64_t max_shared_optin = 48ull * 1024;
 };
 
 // A kernel ready to compile: what codegen (render_kernel) produces for a backend.

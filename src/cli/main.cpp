@@ -29,9 +29,15 @@ std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
     std::string names;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
       if (sub->get_name() == word) return "";
-      names += (names.empty() ? "" : ", ") + sub->get_name();
+      if (!names.empty()) names += ", ";
+      names += sub->get_name();
     }
-    return "unknown subcommand '" + word + "' (expected one of: " + names + "; kplay --help says what each does)";
+    std::string message = "unknown subcommand '";
+    message += word;
+    message += "' (expected one of: ";
+    message += names;
+    message += "; kplay --help says what each does)";
+    return message;
   }
   return "";
 }

@@ -32,7 +32,7 @@ KernelConfig resolve_row_config(const KernelSpec& spec, KernelConfig c, const Ta
   } else if (c.cluster != 0) {
     refuse("--cluster " + std::to_string(c.cluster) + " is for --row cluster, not --row " + to_string(c.row));
   }
-  constexpr std::uint64_t kStaticShared = 48 * 1024;
+  constexpr std::uint64_t kStaticShared = 48ull * 1024;
   if (row_static_shared_bytes(spec, c) > kStaticShared)
     refuse("--row " + std::string(to_string(c.row)) + " with --block " + std::to_string(c.block) + " --per-thread " +
            std::to_string(c.per_thread) + ": " + std::to_string(row_static_shared_bytes(spec, c)) +

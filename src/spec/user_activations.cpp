@@ -100,9 +100,13 @@ const Activation* search_path(const std::string& name) {
     if (file_stamp(candidate).empty()) continue;
     // A snippet is code that runs in this process (on PoCL): found by name, it is taken only from
     // a place no other user could have written, the database folder's rule (private_dir.hpp).
-    if (const std::string why = untrusted_path_reason(candidate); !why.empty())
-      throw Error(ErrorCode::invalid_argument,
-                  "refusing the activation snippet " + candidate + " found on KPLAY_ACTIVATION_PATH: " + why);
+    if (const std::string why = untrusted_path_reason(candidate); !why.empty()) {
+      std::string message = "refusing the activation snippet ";
+      message += candidate;
+      message += " found on KPLAY_ACTIVATION_PATH: ";
+      message += why;
+      throw Error(ErrorCode::invalid_argument, message);
+    }
     return &load_file(candidate);
   }
   return nullptr;
