@@ -61,11 +61,14 @@ struct KernelConfig {
   // Row kernels only (RowStrategy); cluster: blocks per row for RowStrategy::cluster, else 0.
   RowStrategy row = RowStrategy::none;
   int cluster = 0;
+  // Row kernels but cluster: threads per row, a power of two up to the block (0: the block), so
+  // that short rows share a block; CUDA reduces a row of up to 32 threads by warp shuffles.
+  int row_threads = 0;
 
   bool operator==(const KernelConfig& o) const {
     return vec == o.vec && block == o.block && per_thread == o.per_thread && fast_math == o.fast_math &&
            grid == o.grid && waves == o.waves && cache == o.cache && flat == o.flat &&
-           late_gradient == o.late_gradient && row == o.row && cluster == o.cluster;
+           late_gradient == o.late_gradient && row == o.row && cluster == o.cluster && row_threads == o.row_threads;
   }
   bool operator!=(const KernelConfig& o) const { return !(*this == o); }
 };

@@ -57,10 +57,16 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults 
                           from_layers));
   knob(app.add_option("--cluster", f.cluster, "--row cluster: blocks per row, a power of two in 2..16" + from_layers)
            ->check(CLI::Range(0, 1024)));
+  knob(app.add_option("--row-threads", f.row_threads,
+                      "row activations: threads per row, a power of two up to --block (0: the block); short rows "
+                      "share a block" +
+                          from_layers)
+           ->check(CLI::Range(0, 1024)));
   if (tuned)
     app.footer(
         "Config knobs (--vec, --block, --per-thread, --fast-math, --grid, --cache, --general-kernel, "
-        "--late-gradient, --row, --cluster): when none is given, the config comes from the tuning layers, the first "
+        "--late-gradient, --row, --cluster, --row-threads): when none is given, the config comes from the tuning "
+        "layers, the first "
         "that has one: "
         "your kernel database (kplay autotune), the tunings shipped for the device, the device model (README, "
         "\"How the default is chosen\"); the output's layer line says which. Once any knob is given, those not "
@@ -174,6 +180,7 @@ KernelConfig ConfigFlags::config() const {
   c.late_gradient = late_gradient;
   if (!row.empty()) c.row = parse_row_strategy(row);
   c.cluster = cluster;
+  c.row_threads = row_threads;
   return c;
 }
 
@@ -237,7 +244,7 @@ ConfigChoice ConfigFlags::choose(const CLI::App& app, KernelDatabase* db, const 
 
 bool ConfigFlags::knobs_given(const CLI::App& app) const {
   for (const char* name : {"--vec", "--block", "--per-thread", "--fast-math", "--grid", "--cache", "--general-kernel",
-                           "--late-gradient", "--row", "--cluster"})
+                           "--late-gradient", "--row", "--cluster", "--row-threads"})
     if (app.count(name) > 0) return true;
   return false;
 }

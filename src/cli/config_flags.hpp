@@ -34,6 +34,7 @@ struct ConfigFlags {
   bool late_gradient = false;
   std::string row;  // row kernels: registers, shared, online, cluster ("": the default)
   int cluster = 0;
+  int row_threads = 0;
 
   std::vector<std::string> activation_list() const;
   KernelSpec spec(const std::string& activation) const;

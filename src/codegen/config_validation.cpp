@@ -32,6 +32,16 @@ KernelConfig resolve_row_config(const KernelSpec& spec, KernelConfig c, const Ta
   } else if (c.cluster != 0) {
     refuse("--cluster " + std::to_string(c.cluster) + " is for --row cluster, not --row " + to_string(c.row));
   }
+  if (c.row_threads != 0) {
+    if (c.row == RowStrategy::cluster)
+      refuse("--row-threads " + std::to_string(c.row_threads) +
+             ": a cluster's blocks each hold a slice with all their "
+             "threads; --row-threads is for registers, shared and online");
+    if (!is_pow2(c.row_threads) || c.row_threads > c.block)
+      refuse("--row-threads " + std::to_string(c.row_threads) +
+             ": threads per row must be a power of two up to --block " + std::to_string(c.block));
+    if (c.row_threads == c.block) c.row_threads = 0;  // one name for one kernel
+  }
   constexpr std::uint64_t kStaticShared = 48ull * 1024;
   if (row_static_shared_bytes(spec, c) > kStaticShared)
     refuse("--row " + std::string(to_string(c.row)) + " with --block " + std::to_string(c.block) + " --per-thread " +
@@ -110,8 +120,9 @@ KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, 
   if (c.late_gradient && spec.direction != Direction::backward)
     refuse("--late-gradient: only a backward kernel reads a gradient; drop it for " + to_string(spec));
   if (resolve_activation(spec.activation).is_row()) return resolve_row_config(spec, c, limits);
-  if (c.row != RowStrategy::none || c.cluster != 0)
-    refuse("--row and --cluster are for the row activations (" + row_activation_names() + "), not " + to_string(spec));
+  if (c.row != RowStrategy::none || c.cluster != 0 || c.row_threads != 0)
+    refuse("--row, --cluster and --row-threads are for the row activations (" + row_activation_names() + "), not " +
+           to_string(spec));
   return c;
 }
 

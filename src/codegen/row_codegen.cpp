@@ -1,6 +1,7 @@
 // Rendering of the row kernel; see row_codegen.hpp.
 #include "row_codegen.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "spec/activations.hpp"
@@ -42,6 +43,7 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c) {
   os << "kplay_" << act.act->name << '_' << (spec.direction == Direction::forward ? "fwd" : "bwdy") << '_'
      << to_string(spec.dtype) << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread << '_' << row_tag(c.row);
   if (c.row == RowStrategy::cluster) os << c.cluster;
+  if (c.row_threads != 0 && c.row_threads != c.block) os << "_t" << c.row_threads;
   if (c.cache == CacheHint::streaming) os << "_cs";
   return os.str();
 }
@@ -63,23 +65,21 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_OUT_VEC_BYTES " << c.vec * dtype_size(spec.dtype) << '\n';
   os << "#define KP_VPT " << c.per_thread << '\n';
   os << "#define KP_BLOCK " << c.block << '\n';
+  os << "#define KP_TPR " << row_group_threads(c) << '\n';
   os << "#define KP_BACKWARD " << (spec.direction == Direction::backward ? 1 : 0) << '\n';
   os << "#define KP_OUT_F8 0\n";
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH 0\n";
-  // Below float64, on a device whose FP64 runs at half the FP32 rate, exp is fp64_math.h's
-  // kp_d_exp (2^-29 relative, 9 FP64 operations) instead of the device library's double exp
-  // (about 30 and a branch): the results are rounded to float32 or narrower once, so its error
-  // adds 2^-29 2^24 = 0.03 ulp, and the memory rate can feed it (docs/accuracy.md, "Softmax").
+  // Below float64, on a device whose FP64 runs at half the FP32 rate, exp is rowwise.h's
+  // kp_row_exp (2^-30.7 relative, 7 FP64 operations and a table) instead of the device library's
+  // double exp (about 30 and a branch): the results are rounded to float32 or narrower once, so
+  // its error adds 2^-30.7 2^24 = 0.01 ulp, and the memory rate can feed it (docs/accuracy.md,
+  // "Softmax").
   const bool fast_fp64 = dialect.fast_fp64 && spec.dtype != Dtype::f64;
   os << "#define KP_FAST_FP64 " << (fast_fp64 ? 1 : 0) << '\n';
   os << "#define KP_ROW " << row_macro(c.row) << '\n';
   os << "#define KP_CLUSTER " << (c.row == RowStrategy::cluster ? c.cluster : 1) << '\n';
   append_file(os, dialect.prelude);
-  if (fast_fp64) {
-    append_file(os, "common/precise_math.h");  // fp64_math.h's float helpers
-    append_file(os, "common/fp64_math.h");
-  }
   append_file(os, act.act->snippet);
   append_file(os, "common/rowwise.h");
   k.source = os.str();
@@ -103,13 +103,20 @@ std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std
   return (bytes + 15) / 16 * 16;
 }
 
+int row_group_threads(const KernelConfig& c) {
+  return c.row == RowStrategy::cluster || c.row_threads == 0 ? c.block : c.row_threads;
+}
+
 std::uint64_t row_capacity(const KernelConfig& c) {
   if (c.row != RowStrategy::registers && c.row != RowStrategy::shared) return 0;
-  return static_cast<std::uint64_t>(c.block) * c.per_thread * c.vec;
+  return static_cast<std::uint64_t>(row_group_threads(c)) * c.per_thread * c.vec;
 }
 
 std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& c) {
-  std::uint64_t bytes = 2ull * c.block * sizeof(double) + 3 * sizeof(double);
+  // The reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's: three of 64),
+  // the cluster's slots and the exp table, counted for the larger.
+  const std::uint64_t reductions = std::max<std::uint64_t>(2ull * c.block, 3ull * 64) * sizeof(double);
+  std::uint64_t bytes = reductions + 6 * sizeof(double) + 32 * sizeof(double);
   if (c.row == RowStrategy::shared)
     bytes += row_capacity(c) * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 2 : 1);
   return bytes;

@@ -18,7 +18,10 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 // slice (backward: the gradient's and the output's), 16-byte aligned. 0 for the other strategies.
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols);
 
-// The longest row a registers or shared kernel holds (block x per_thread x vec elements); 0 for
+// The threads that hold one row: the block, or row_threads where given (not for cluster).
+int row_group_threads(const KernelConfig& config);
+
+// The longest row a registers or shared kernel holds (row threads x per_thread x vec); 0 for
 // online and cluster, which hold any row that fits memory.
 std::uint64_t row_capacity(const KernelConfig& config);
 

@@ -85,6 +85,7 @@ json config_to_json(const KernelConfig& c) {
   if (c.row != RowStrategy::none) {
     j["row"] = to_string(c.row);
     j["cluster"] = c.cluster;
+    if (c.row_threads != 0) j["row_threads"] = c.row_threads;
   }
   return j;
 }
@@ -109,6 +110,7 @@ KernelConfig config_from_json(const json& j, const std::string& where) {
     const std::string row = get_string(j, "row", where);
     c.row = parsed(where + ".row", [&] { return parse_row_strategy(row); });
     if (has(j, "cluster")) c.cluster = static_cast<int>(get_int(j, "cluster", where, 0, 16));
+    if (has(j, "row_threads")) c.row_threads = static_cast<int>(get_int(j, "row_threads", where, 0, 1024));
   }
   return c;
 }

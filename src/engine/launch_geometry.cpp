@@ -33,6 +33,10 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
                                const rt::TargetLimits& limits) {
   rt::LaunchDims d;
   d.block = static_cast<unsigned>(c.block);
+  // rowwise.h indexes within a row in 32 bits.
+  if (cols >= (1ull << 31))
+    throw Error(ErrorCode::invalid_argument, "a row of " + std::to_string(cols) +
+                                                 " elements: the row kernels take rows of fewer than 2^31 elements");
   const std::uint64_t capacity = row_capacity(c);
   if (capacity && cols > capacity)
     throw Error(ErrorCode::invalid_config, "a row of " + std::to_string(cols) + " elements is longer than --row " +
@@ -55,7 +59,10 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
     d.shared_bytes = static_cast<unsigned>(slice);
     d.cluster = static_cast<unsigned>(c.cluster);
   }
-  d.grid_x = std::max<std::uint64_t>(1, std::min(rows, kMaxGridX / per_row)) * per_row;
+  // A block holds block / row threads rows at once.
+  const std::uint64_t per_block = static_cast<std::uint64_t>(c.block) / row_group_threads(c);
+  const std::uint64_t row_blocks = (rows + per_block - 1) / per_block;
+  d.grid_x = std::max<std::uint64_t>(1, std::min(row_blocks, kMaxGridX / per_row)) * per_row;
   return d;
 }
 

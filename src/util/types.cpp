@@ -76,6 +76,7 @@ std::string to_string(const KernelConfig& c) {
   if (c.late_gradient) os << " gradient=late";
   if (c.row != RowStrategy::none) os << " row=" << to_string(c.row);
   if (c.row == RowStrategy::cluster) os << " cluster=" << c.cluster;
+  if (c.row_threads != 0) os << " row-threads=" << c.row_threads;
   return os.str();
 }
 

@@ -1,31 +1,39 @@
 /* Row kernel: the softmax family (softmax, log_softmax, softmin), forward and backward, one body for
  * CUDA and OpenCL C 1.2 through the same prelude as templates/common/elementwise.h (which lists the
- * dialect's macros). Codegen defines the knobs (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK,
+ * dialect's macros). Codegen defines the knobs (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK, KP_TPR,
  * KP_BACKWARD, KP_STREAMING, KP_ROW, KP_CLUSTER, KP_ENTRY) and puts the prelude and the member's
  * snippet (KP_ROW_LOG, KP_ROW_NEGATE) in front of this file.
  *
  * A row is `cols` contiguous elements; row r of each buffer starts r * ld elements into it. Forward
  * reads x (in0) and writes y (out); backward reads the incoming gradient g (in0) and the saved
- * output y (in1) and writes grad_in (out). One block (KP_ROW 4: one cluster) per row, looping over
- * rows. Element e of a row belongs to thread t when e / KP_VEC = k KP_BLOCK + t (slot k), so each
- * thread reads whole KP_VEC_BYTES vectors where the row starts on one in every buffer, element by
- * element elsewhere (ragged rows of a contiguous tensor), and reads back only what it loaded.
+ * output y (in1) and writes grad_in (out). A group of KP_TPR threads holds a row (KP_BLOCK / KP_TPR
+ * rows a block: short rows share a block, reduced by warp shuffles on CUDA), and KP_ROW 4 a cluster
+ * of blocks; groups loop over rows. Element e of a row belongs to thread t of its group when
+ * e / KP_VEC = k KP_TPR + t (slot k), so each thread reads whole KP_VEC_BYTES vectors where the row
+ * starts on one in every buffer, element by element elsewhere (ragged rows of a contiguous tensor),
+ * and reads back only what it loaded.
  *
  * KP_ROW, how the row is held:
- *   1 registers  KP_VPT vectors per thread: rows of up to KP_BLOCK KP_VPT KP_VEC elements, read once
+ *   1 registers  KP_VPT vectors per thread: rows of up to KP_TPR KP_VPT KP_VEC elements, read once
  *   2 shared     the same slots in shared memory (fewer registers for the same row)
  *   3 online     any row: one pass keeps a running max and a sum rescaled to it, a second reads the
  *                row again and writes (forward: 2 reads and a write; backward: 4 and a write)
  *   4 cluster    CUDA sm_90+: the row split into KP_CLUSTER slices, one per block of a thread-block
- *                cluster, each slice in dynamic shared memory; the max and the sums are reduced
- *                across the cluster through distributed shared memory: one read per element
+ *                cluster, each slice in dynamic shared memory (loaded KP_VPT vectors at a time);
+ *                the max and the sums are reduced across the cluster through distributed shared
+ *                memory: one read per element
  *
- * Accuracy: the max, the sums and every result are in double (kp_acc) and rounded once to the
- * dtype. x - max is exact in double for float32 and narrower, the sums are compensated (each
- * addition's error carried, as the host reference does), so float32 and 16-bit results are within
- * a rounding of exact; float64's error is that of the device's double exp and log (docs/accuracy.md).
- * Edges as torch's max-subtracting formula gives them: a row holding +inf or NaN, or all -inf, is
- * NaN throughout; -inf elements of other rows give 0 (log_softmax: -inf). */
+ * Accuracy: the max (exact in the compute type), the sums and every result are in double (kp_acc)
+ * and rounded once to the dtype. x - max is exact in double for float32 and narrower, the sums
+ * are compensated where it matters (each addition's error carried, as the host reference does),
+ * so float32 and 16-bit results are within a rounding of exact; float64's error is that of the
+ * device's double exp and log (docs/accuracy.md). Edges as torch's max-subtracting formula gives
+ * them: a row holding +inf or NaN, or all -inf, is NaN throughout; -inf elements of other rows give
+ * 0 (log_softmax: -inf).
+ *
+ * Cost (KP_FAST_FP64, below float64): the FP64 pipe is what limits a long row on the H200, so the
+ * forward takes the max in the compute type, one table-driven exp (kp_row_exp, 7 FP64 operations)
+ * per element for the sum and one for the result, exp(x - max - log sum), with no division. */
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 /* TwoSum and the exact product error must be rounded as written. */
@@ -42,36 +50,105 @@ typedef double kp_acc;
 #ifndef KP_CLUSTER
 #define KP_CLUSTER 1
 #endif
+#if KP_ROW == 4 || !defined(KP_TPR)
+#undef KP_TPR
+#define KP_TPR KP_BLOCK
+#endif
+#define KP_RPB (KP_BLOCK / KP_TPR) /* rows a block holds at once */
+#define KP_LEAN (KP_FAST_FP64 && KP_DTYPE_F32)
+/* 16-bit dtypes: every result needs 2^-16 of relative precision, so the math is in float, exp by
+ * the hardware's ex2 (CUDA: ex2.approx.f32, 2^-22 relative, subnormal results kept; OpenCL: exp2)
+ * of (x - max) log2(e), whose float rounding costs 2^-24 |x - max| (2^-17 at the -130 below which
+ * every bfloat16 result is 0), and a thread's terms summed in float (2^-24 a term, 2^-13 for 2^11
+ * terms a thread: an eighth of a float16 ulp); the partial sums are merged in double. */
+#define KP_ROW_FLOAT (KP_DTYPE_F16 || KP_DTYPE_BF16)
+#define KP_LOG2E_F 1.44269502f
+#ifdef __OPENCL_VERSION__
+#define KP_EX2F(u) exp2(u)
+#else
+KP_FN float kp_ex2f(float u) {
+  float r;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(u));
+  return r;
+}
+#define KP_EX2F(u) kp_ex2f(u)
+#endif
 
-/* The value whose softmax is taken: x, or -x for softmin. */
-KP_FN kp_acc kp_row_in(KP_T v) {
-  const kp_acc x = (kp_acc)kp_to_compute(v);
+/* The value whose softmax is taken: x, or -x for softmin; in the compute type (exact) and in double. */
+KP_FN KP_C kp_row_c(KP_T v) {
+  const KP_C x = kp_to_compute(v);
   return KP_ROW_NEGATE ? -x : x;
 }
+KP_FN kp_acc kp_row_in(KP_T v) { return (kp_acc)kp_row_c(v); }
 KP_FN kp_acc kp_row_value(KP_T v) { return (kp_acc)kp_to_compute(v); }
 /* One rounding to the dtype (16-bit: through float, within 2^-13 ulp of one rounding). */
 KP_FN KP_T kp_row_store(kp_acc v) { return kp_to_storage((KP_C)v); }
-KP_FN kp_acc kp_max_of(kp_acc a, kp_acc b) { return b > a ? b : a; }
-/* exp(x - m) of one element; -inf elements are 0 whatever m, so that a row's -inf elements do not
- * make it NaN before its max is known (the online pass); a row whose max is -inf is made NaN where
- * the sum is finished (kp_row_sum_of). */
-KP_FN kp_acc kp_term(kp_acc x, kp_acc m) {
-  if (x == KP_ACC_NEG_INF) return 0.0;
+/* max that keeps a NaN on either side (a row holding NaN is NaN). */
+KP_FN kp_acc kp_max_of(kp_acc a, kp_acc b) { return b > a || b != b ? b : a; }
+KP_FN KP_C kp_max_c(KP_C a, KP_C b) { return b > a || b != b ? b : a; }
+
+#if KP_LEAN
+/* 2^(j/32), each rounded to double. */
+KP_D_TABLE kp_exp2_32[32] = {
+    0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0, 0x1.172b83c7d517bp+0,
+    0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0, 0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0,
+    0x1.3dea64c123422p+0, 0x1.44e086061892dp+0, 0x1.4bfdad5362a27p+0, 0x1.5342b569d4f82p+0, 0x1.5ab07dd485429p+0,
+    0x1.6247eb03a5585p+0, 0x1.6a09e667f3bcdp+0, 0x1.71f75e8ec5f74p+0, 0x1.7a11473eb0187p+0, 0x1.82589994cce13p+0,
+    0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0, 0x1.ae89f995ad3adp+0,
+    0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0, 0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0,
+    0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0};
+/* The table as `tab` in the kernel and in the helpers it is passed to. */
+#ifdef __OPENCL_VERSION__
+#define KP_EXP_TAB_DECL __constant double* tab = kp_exp2_32;
+#define KP_EXP_TAB_PARAM , __constant double* tab
+#else
+/* A copy in shared memory: lanes index it at random, which constant memory serializes. */
+#define KP_EXP_TAB_DECL                                         \
+  __shared__ double tab[32];                                    \
+  if (KP_LOCAL_ID < 32) tab[KP_LOCAL_ID] = kp_exp2_32[KP_LOCAL_ID]; \
+  KP_BARRIER();
+#define KP_EXP_TAB_PARAM , const double* tab
+#endif
+#define KP_EXP_TAB_ARG , tab
+/* e^t for t <= 0 (or NaN, whose result callers select away), relative error 2^-30.7: t = (32 k +
+ * j) ln2/32 + r, |r| <= ln2/64, e^r by its cubic (the next term, r^4/24, is the error), 2^(j/32)
+ * from the table and 2^k added to its exponent as an integer. Below -708 the result is 0, where
+ * every float32 or narrower result it feeds rounds to 0 (and 2^k would leave the normal range).
+ * Exact at 0: log_softmax's log1p(sum - 1) needs the max's term to be 1. */
+KP_FN kp_acc kp_row_exp(kp_acc t KP_EXP_TAB_PARAM) {
+  const double z = fma(t, 0x1.71547652b82fep+5, 0x1.8p52); /* n = round(32 t / ln2) in its low word */
+  const double n = z - 0x1.8p52;
+  const double r = fma(n, -0x1.62e42fefa39efp-6, t);
+  const double p = fma(fma(fma(0x1.5555555555555p-3, r, 0.5), r, 1.0), r, 1.0);
+  const int ni = KP_D_LO(z);
+  const double tj = tab[ni & 31];
+  const double s = KP_D_FROM_HILO(KP_D_HI(tj) + (int)((unsigned)(ni >> 5) << 20), KP_D_LO(tj));
+  return (KP_D_HI(t) & 0x7fffffff) > 0x40862000 ? 0.0 : p * s;
+}
+#else
+#define KP_EXP_TAB_DECL
+#define KP_EXP_TAB_ARG
+#define KP_EXP_TAB_PARAM
+#endif
+
+/* exp(x - m) of one element. Below float64 x - m is exact. -inf elements are 0 whatever m, so
+ * that a row's -inf elements do not make it NaN before its max is known (the online pass); a row
+ * whose max is -inf is made NaN where the sum is finished (kp_row_sum_of). */
+KP_FN kp_acc kp_term(kp_acc x, kp_acc m KP_EXP_TAB_PARAM) {
 #if KP_DTYPE_F64
+  if (x == KP_ACC_NEG_INF) return 0.0;
   /* float64: x - m is rounded in double, and exp magnifies that by |x - m| (7 ulp at -13); its
    * rounding error lo (TwoSum), carried as exp(d + lo) = exp(d) (1 + lo), takes it back. */
   const kp_acc d = x - m, bb = d - x;
   const kp_acc lo = d - d == 0.0 ? (x - (d - bb)) + (-m - bb) : 0.0;
   const kp_acc e = exp(d);
   return e + e * lo;
-#elif KP_FAST_FP64
-  /* x - m is exact (float32 or narrower); kp_d_exp is 2^-29 relative and gives 0 below -708, where
-   * every result rounds to 0 anyway, but neither NaN nor e^0 = 1 exactly, which log_softmax's
-   * log1p(sum - 1) needs for its results near 0: both are selected here. */
-  const kp_acc d = x - m;
-  return d != d ? d : d == 0.0 ? 1.0 : kp_d_exp(d);
+#elif KP_LEAN
+  /* -inf - m is -inf, which kp_row_exp takes to 0; a NaN x makes the row NaN (kp_row_sum_of) */
+  return kp_row_exp(x - m KP_EXP_TAB_ARG);
 #else
-  return exp(x - m); /* exact: x and m are float32 or narrower */
+  if (x == KP_ACC_NEG_INF) return 0.0;
+  return exp(x - m);
 #endif
 }
 
@@ -88,42 +165,57 @@ KP_FN void kp_sum_add(kp_sum2* s, kp_acc v) {
 }
 #else
 /* softmax and softmin below float64: a thread's own terms in a plain double sum. A thread adds at
- * most cols / KP_BLOCK of them, so its relative error is at most 2^-53 cols / KP_BLOCK (2^-31 for
- * 2^31 columns in blocks of 32; the partial sums are then merged compensated), far below the
+ * most cols / KP_TPR of them, so its relative error is at most 2^-53 cols / KP_TPR (2^-27 for
+ * 2^31 columns and a thread a row; the partial sums are then merged compensated), below the
  * 2^-24 that would move a float32 result by a sixteenth of an ulp, and three FP64 operations a
  * term cheaper. log_softmax keeps the compensated sum: its log1p(sum - 1) needs the low part. */
 KP_FN void kp_sum_add(kp_sum2* s, kp_acc v) { s->hi += v; }
 #endif
+/* The merge is symmetric (TwoSum's error is exact in either order), so that every lane of a
+ * shuffle butterfly ends with the same bits. */
 KP_FN kp_sum2 kp_sum_merge(kp_sum2 a, kp_sum2 b) {
   kp_sum2 r;
   r.hi = a.hi + b.hi;
   const kp_acc bb = r.hi - a.hi;
-  r.lo = a.lo + b.lo + ((a.hi - (r.hi - bb)) + (b.hi - bb));
+  r.lo = (a.lo + b.lo) + ((a.hi - (r.hi - bb)) + (b.hi - bb));
   return r;
 }
 KP_FN kp_acc kp_sum_value(kp_sum2 s) { return s.hi - s.hi == 0.0 ? s.hi + s.lo : s.hi; }
 
-/* Block reductions through a tree in shared memory (red: KP_BLOCK values), the result in every
- * thread; red is free again on return. */
-KP_FN kp_acc kp_block_max(KP_LOCAL_PTR kp_acc* red, kp_acc v) {
+/* Reductions over a row's group of KP_TPR threads, the result in every thread of the group.
+ * CUDA: a butterfly of warp shuffles, then (groups wider than a warp) the warps' values through
+ * shared memory, each warp reducing them in the same order; `red` holds 32 values per parity,
+ * and alternating parity between rows lets a group write the next row's while a slower warp
+ * still reads this one's, with one barrier a reduction. OpenCL C 1.2 has no shuffles: a tree in
+ * shared memory over KP_BLOCK values, with a barrier after the read. */
+#ifdef __OPENCL_VERSION__
+#define KP_RED_SIZE KP_BLOCK
+#define KP_TREE_REDUCE(red, t, T, OP)                                        \
+  {                                                                          \
+    for (unsigned s_ = KP_TPR / 2; s_ > 0; s_ >>= 1) {                       \
+      if ((t & (KP_TPR - 1)) < s_) OP(red, t, t + s_);                       \
+      KP_BARRIER();                                                          \
+    }                                                                        \
+  }
+#define KP_MAX_STEP(red, a, b) red[a] = kp_max_of(red[a], red[b]);
+KP_FN kp_acc kp_group_max(KP_LOCAL_PTR kp_acc* red, kp_acc v, unsigned parity) {
   const unsigned t = KP_LOCAL_ID;
+  (void)parity;
   red[t] = v;
   KP_BARRIER();
-  for (unsigned s = KP_BLOCK / 2; s > 0; s >>= 1) {
-    if (t < s) red[t] = kp_max_of(red[t], red[t + s]);
-    KP_BARRIER();
-  }
-  const kp_acc m = red[0];
+  KP_TREE_REDUCE(red, t, kp_acc, KP_MAX_STEP)
+  const kp_acc m = red[t & ~(unsigned)(KP_TPR - 1)];
   KP_BARRIER();
   return m;
 }
-KP_FN kp_sum2 kp_block_sum(KP_LOCAL_PTR kp_acc* hi, KP_LOCAL_PTR kp_acc* lo, kp_sum2 v) {
+KP_FN kp_sum2 kp_group_sum(KP_LOCAL_PTR kp_acc* hi, KP_LOCAL_PTR kp_acc* lo, kp_sum2 v, unsigned parity) {
   const unsigned t = KP_LOCAL_ID;
+  (void)parity;
   hi[t] = v.hi;
   lo[t] = v.lo;
   KP_BARRIER();
-  for (unsigned s = KP_BLOCK / 2; s > 0; s >>= 1) {
-    if (t < s) {
+  for (unsigned s = KP_TPR / 2; s > 0; s >>= 1) {
+    if ((t & (KP_TPR - 1)) < s) {
       kp_sum2 a, b;
       a.hi = hi[t];
       a.lo = lo[t];
@@ -136,18 +228,71 @@ KP_FN kp_sum2 kp_block_sum(KP_LOCAL_PTR kp_acc* hi, KP_LOCAL_PTR kp_acc* lo, kp_
     KP_BARRIER();
   }
   kp_sum2 r;
-  r.hi = hi[0];
-  r.lo = lo[0];
+  r.hi = hi[t & ~(unsigned)(KP_TPR - 1)];
+  r.lo = lo[t & ~(unsigned)(KP_TPR - 1)];
   KP_BARRIER();
   return r;
 }
+#else
+#define KP_RED_SIZE 64
+#define KP_WARP_SPAN (KP_TPR < 32 ? KP_TPR : 32)
+KP_FN kp_acc kp_shfl(kp_acc v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+KP_FN kp_sum2 kp_shfl2(kp_sum2 v, int o) {
+  kp_sum2 r;
+  r.hi = kp_shfl(v.hi, o);
+  r.lo = kp_shfl(v.lo, o);
+  return r;
+}
+KP_FN kp_acc kp_group_max(kp_acc* red, kp_acc v, unsigned parity) {
+#pragma unroll
+  for (int o = KP_WARP_SPAN / 2; o > 0; o >>= 1) v = kp_max_of(v, kp_shfl(v, o));
+#if KP_TPR > 32
+  const unsigned lane = KP_LOCAL_ID % 32, w = KP_LOCAL_ID / 32;
+  red += parity * 32;
+  if (lane == 0) red[w] = v;
+  KP_BARRIER();
+  v = lane < KP_TPR / 32 ? red[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane] : KP_ACC_NEG_INF;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kp_max_of(v, kp_shfl(v, o));
+#else
+  (void)red;
+  (void)parity;
+#endif
+  return v;
+}
+KP_FN kp_sum2 kp_group_sum(kp_acc* hi, kp_acc* lo, kp_sum2 v, unsigned parity) {
+#pragma unroll
+  for (int o = KP_WARP_SPAN / 2; o > 0; o >>= 1) v = kp_sum_merge(v, kp_shfl2(v, o));
+#if KP_TPR > 32
+  const unsigned lane = KP_LOCAL_ID % 32, w = KP_LOCAL_ID / 32;
+  hi += parity * 32;
+  lo += parity * 32;
+  if (lane == 0) {
+    hi[w] = v.hi;
+    lo[w] = v.lo;
+  }
+  KP_BARRIER();
+  const unsigned at = (w & ~(unsigned)(KP_TPR / 32 - 1)) + lane;
+  v.hi = lane < KP_TPR / 32 ? hi[at] : 0.0;
+  v.lo = lane < KP_TPR / 32 ? lo[at] : 0.0;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kp_sum_merge(v, kp_shfl2(v, o));
+#else
+  (void)hi;
+  (void)lo;
+  (void)parity;
+#endif
+  return v;
+}
+#endif
 
 /* Vector vi of a row of len elements at p: whole where the row is vector-aligned and the vector
- * complete, else lane by lane (lanes past the row are left unset and never read). */
+ * complete, else lane by lane (lanes past the row are left unset and never read). In-row indices
+ * are 32-bit (codegen refuses rows of 2^31 elements or more): fewer instructions an element. */
 #define KP_ROW_LOAD_LANE(k) \
   if (e + (k) < len) KP_LANE(*v, k) = KP_LD(p + e + (k));
-KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, kp_u64 vi, kp_u64 len, int aligned) {
-  const kp_u64 e = vi * KP_VEC;
+KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, unsigned vi, unsigned len, int aligned) {
+  const unsigned e = vi * KP_VEC;
   if (e >= len) return;
   if (aligned && e + KP_VEC <= len) {
     KP_SET_RAW(*v, KP_LD((KP_GLOBAL const kp_raw*)p + vi));
@@ -157,8 +302,8 @@ KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, kp_u64 vi, kp_u64 len
 }
 #define KP_ROW_STORE_LANE(k) \
   if (e + (k) < len) KP_ST(p + e + (k), KP_LANE(v, k));
-KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, kp_u64 vi, kp_u64 len, int aligned) {
-  const kp_u64 e = vi * KP_VEC;
+KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned len, int aligned) {
+  const unsigned e = vi * KP_VEC;
   if (e >= len) return;
   if (aligned && e + KP_VEC <= len) {
     KP_ST((KP_GLOBAL kp_raw*)p + vi, KP_VEC_TO_RAW(v));
@@ -166,69 +311,129 @@ KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, kp_u64 vi, kp_u64 len, 
     KP_FOR_LANES(KP_ROW_STORE_LANE)
   }
 }
+/* The lanes of vector vi inside a row of len elements (0 past its end). */
+KP_FN int kp_lanes(unsigned vi, unsigned len) {
+  const unsigned e = vi * KP_VEC;
+  return e >= len ? 0 : len - e >= KP_VEC ? KP_VEC : (int)(len - e);
+}
 
-/* Per-vector steps, lane by lane over the lanes inside the row (e: the vector's first element). */
+/* What a row's results need: its max m (and in the compute type), its sum (float64: divided by),
+ * the sum's reciprocal, log and (16-bit) log2 in float, and whether the row is NaN throughout. */
+typedef struct {
+  kp_acc m, sum, inv, log_sum;
+  KP_C mf, log_sum_f, log2_sum_f;
+  int nan_row;
+} kp_row_k;
+
+/* Per-vector steps over the nl lanes inside the row. Each step is written once for any nl (the
+ * _n form) and called with nl = KP_VEC for complete vectors, where the lane tests fold away. */
 #define KP_MAX_LANE(k) \
-  if (e + (k) < len) m = kp_max_of(m, kp_row_in(KP_LANE(x, k)));
-KP_FN kp_acc kp_vec_max(kp_vec x, kp_u64 e, kp_u64 len, kp_acc m) {
+  if ((k) < nl) m = kp_max_c(m, kp_row_c(KP_LANE(x, k)));
+KP_FN KP_C kp_vec_max_n(kp_vec x, int nl, KP_C m) {
   KP_FOR_LANES(KP_MAX_LANE)
   return m;
 }
-#define KP_EXP_LANE(k) \
-  if (e + (k) < len) kp_sum_add(s, kp_term(kp_row_in(KP_LANE(x, k)), m));
-KP_FN void kp_vec_exp_sum(kp_vec x, kp_u64 e, kp_u64 len, kp_acc m, kp_sum2* s) { KP_FOR_LANES(KP_EXP_LANE) }
+KP_FN KP_C kp_vec_max(kp_vec x, int nl, KP_C m) {
+  return nl == KP_VEC ? kp_vec_max_n(x, KP_VEC, m) : kp_vec_max_n(x, nl, m);
+}
 
-/* The forward result from x (already negated for softmin), the row's max m, the sum's reciprocal
- * (float64: the sum itself, divided by, one rounding fewer) and its log. */
-KP_FN kp_acc kp_forward_of(kp_acc x, kp_acc m, kp_acc sum, kp_acc inv, kp_acc log_sum) {
-#if KP_ROW_LOG
-  (void)sum;
-  (void)inv;
-#if KP_DTYPE_F64
-  const kp_acc d = x - m, bb = d - x;
-  const kp_acc lo = d - d == 0.0 ? (x - (d - bb)) + (-m - bb) : 0.0;
-  return (d - log_sum) + lo; /* -inf stays -inf; a NaN sum (and so log_sum) makes the row NaN */
+/* The sum's terms: float32 and float64 in double (kp_term); 16-bit by ex2 in float, summed in
+ * float (log_softmax: in the compensated double sum, whose low part log1p needs). */
+#if KP_ROW_FLOAT && !KP_ROW_LOG
+#define KP_EXP_LANE(k) \
+  if ((k) < nl) *sf += KP_EX2F((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F);
+#elif KP_ROW_FLOAT
+#define KP_EXP_LANE(k) \
+  if ((k) < nl) kp_sum_add(s, (kp_acc)KP_EX2F((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F));
 #else
-  return (x - m) - log_sum; /* -inf stays -inf; a NaN sum (and so log_sum) makes the row NaN */
+#define KP_EXP_LANE(k) \
+  if ((k) < nl) kp_sum_add(s, kp_term(kp_row_in(KP_LANE(x, k)), m KP_EXP_TAB_ARG));
 #endif
-#elif KP_DTYPE_F64
-  (void)inv;
-  (void)log_sum;
-  return kp_term(x, m) / sum;
+KP_FN void kp_vec_exp_sum_n(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf KP_EXP_TAB_PARAM) {
+  (void)m;
+  (void)mf;
+  (void)s;
+  (void)sf;
+  KP_FOR_LANES(KP_EXP_LANE)
+}
+KP_FN void kp_vec_exp_sum(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf KP_EXP_TAB_PARAM) {
+  if (nl == KP_VEC)
+    kp_vec_exp_sum_n(x, KP_VEC, m, mf, s, sf KP_EXP_TAB_ARG);
+  else
+    kp_vec_exp_sum_n(x, nl, m, mf, s, sf KP_EXP_TAB_ARG);
+}
+
+/* The forward result from x (already negated for softmin). */
+#if KP_ROW_FLOAT
+KP_FN KP_C kp_forward_f(KP_C x, kp_row_k k) {
+#if KP_ROW_LOG
+  return (x - k.mf) - k.log_sum_f; /* -inf stays -inf; a NaN row has a NaN log */
 #else
-  (void)sum;
-  (void)log_sum;
-  return kp_term(x, m) * inv;
+  const KP_C y = KP_EX2F(fma(x - k.mf, KP_LOG2E_F, -k.log2_sum_f)); /* 2^-17 relative at -130 */
+  return k.nan_row ? (KP_C)KP_ACC_NAN : y;
 #endif
 }
 #define KP_OUT_LANE(k) \
-  if (e + (k) < len) KP_LANE(y, k) = kp_row_store(kp_forward_of(kp_row_in(KP_LANE(x, k)), m, sum, inv, log_sum));
-KP_FN kp_vec kp_vec_forward(kp_vec x, kp_u64 e, kp_u64 len, kp_acc m, kp_acc sum, kp_acc inv, kp_acc log_sum) {
+  if ((k) < nl) KP_LANE(y, k) = kp_to_storage(kp_forward_f(kp_row_c(KP_LANE(x, k)), rk));
+#else
+KP_FN kp_acc kp_forward_of(kp_acc x, kp_row_k k KP_EXP_TAB_PARAM) {
+#if KP_ROW_LOG
+#if KP_DTYPE_F64
+  const kp_acc d = x - k.m, bb = d - x;
+  const kp_acc lo = d - d == 0.0 ? (x - (d - bb)) + (-k.m - bb) : 0.0;
+  return (d - k.log_sum) + lo; /* -inf stays -inf; a NaN sum (and so log_sum) makes the row NaN */
+#else
+  return (x - k.m) - k.log_sum; /* -inf stays -inf; a NaN sum (and so log_sum) makes the row NaN */
+#endif
+#elif KP_DTYPE_F64
+  return kp_term(x, k.m) / k.sum;
+#elif KP_LEAN
+  /* exp(x - m - log sum): x - m exact, its difference with log sum rounded in double (2^-46 of
+   * the result's exponent at the -104 below which every float32 result is 0) */
+  const kp_acc y = kp_row_exp((x - k.m) - k.log_sum KP_EXP_TAB_ARG);
+  return k.nan_row ? KP_ACC_NAN : y;
+#else
+  return kp_term(x, k.m) * k.inv;
+#endif
+}
+#define KP_OUT_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_row_store(kp_forward_of(kp_row_in(KP_LANE(x, k)), rk KP_EXP_TAB_ARG));
+#endif
+KP_FN kp_vec kp_vec_forward_n(kp_vec x, int nl, kp_row_k rk KP_EXP_TAB_PARAM) {
   kp_vec y = x;
   KP_FOR_LANES(KP_OUT_LANE)
   return y;
+}
+KP_FN kp_vec kp_vec_forward(kp_vec x, int nl, kp_row_k rk KP_EXP_TAB_PARAM) {
+  return nl == KP_VEC ? kp_vec_forward_n(x, KP_VEC, rk KP_EXP_TAB_ARG) : kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG);
 }
 
 /* Backward: the sum's terms (g y, or g for log_softmax; float64's products split exactly by an
  * fma into the product and its rounding error) and the result from it. */
 #if KP_ROW_LOG
 #define KP_TERM_LANE(k) \
-  if (e + (k) < len) kp_sum_add(s, kp_row_value(KP_LANE(g, k)));
+  if ((k) < nl) kp_sum_add(s, kp_row_value(KP_LANE(g, k)));
 #elif KP_DTYPE_F64
-#define KP_TERM_LANE(k)                                                   \
-  if (e + (k) < len) {                                                    \
+#define KP_TERM_LANE(k)                                                              \
+  if ((k) < nl) {                                                                    \
     const kp_acc g_ = kp_row_value(KP_LANE(g, k)), y_ = kp_row_value(KP_LANE(y, k)); \
-    const kp_acc p_ = g_ * y_;                                            \
-    kp_sum_add(s, p_);                                                    \
-    kp_sum_add(s, fma(g_, y_, -p_));                                      \
+    const kp_acc p_ = g_ * y_;                                                       \
+    kp_sum_add(s, p_);                                                               \
+    kp_sum_add(s, fma(g_, y_, -p_));                                                 \
   }
 #else
 #define KP_TERM_LANE(k) \
-  if (e + (k) < len) kp_sum_add(s, kp_row_value(KP_LANE(g, k)) * kp_row_value(KP_LANE(y, k)));
+  if ((k) < nl) kp_sum_add(s, kp_row_value(KP_LANE(g, k)) * kp_row_value(KP_LANE(y, k)));
 #endif
-KP_FN void kp_vec_terms(kp_vec g, kp_vec y, kp_u64 e, kp_u64 len, kp_sum2* s) {
+KP_FN void kp_vec_terms_n(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
   (void)y;
   KP_FOR_LANES(KP_TERM_LANE)
+}
+KP_FN void kp_vec_terms(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
+  if (nl == KP_VEC)
+    kp_vec_terms_n(g, y, KP_VEC, s);
+  else
+    kp_vec_terms_n(g, y, nl, s);
 }
 KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
 #if KP_ROW_LOG
@@ -240,19 +445,36 @@ KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
 #endif
 }
 #define KP_GRAD_LANE(k) \
-  if (e + (k) < len) KP_LANE(r, k) = kp_row_store(kp_backward_of(kp_row_value(KP_LANE(g, k)), kp_row_value(KP_LANE(y, k)), s));
-KP_FN kp_vec kp_vec_backward(kp_vec g, kp_vec y, kp_u64 e, kp_u64 len, kp_sum2 s) {
+  if ((k) < nl) KP_LANE(r, k) = kp_row_store(kp_backward_of(kp_row_value(KP_LANE(g, k)), kp_row_value(KP_LANE(y, k)), s));
+KP_FN kp_vec kp_vec_backward_n(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
   kp_vec r = g;
   KP_FOR_LANES(KP_GRAD_LANE)
   return r;
 }
+KP_FN kp_vec kp_vec_backward(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
+  return nl == KP_VEC ? kp_vec_backward_n(g, y, KP_VEC, s) : kp_vec_backward_n(g, y, nl, s);
+}
 
-/* The finished forward sum: NaN where the row's max is -inf (every element -inf: -inf - -inf). */
-KP_FN kp_acc kp_row_sum_of(kp_sum2 s, kp_acc m) { return m == KP_ACC_NEG_INF ? KP_ACC_NAN : kp_sum_value(s); }
+/* The finished forward sum: NaN where the row's max is not finite (+inf or NaN: an inf - inf or
+ * NaN term; -inf: every element -inf, -inf - -inf), whatever the terms gave. */
+KP_FN kp_acc kp_row_sum_of(kp_sum2 s, kp_acc m) { return m - m == 0.0 ? kp_sum_value(s) : KP_ACC_NAN; }
 /* log of the finished sum: near 1 (one element dominates) as log1p of sum - 1, which the sum's
  * low part keeps exact, so that log_softmax's results near 0 keep their precision. */
 KP_FN kp_acc kp_log_sum(kp_sum2 s, kp_acc sum) {
   return sum < 2.0 && sum >= 1.0 ? log1p((s.hi - 1.0) + s.lo) : log(sum);
+}
+/* The row's constants from its max and sum. */
+KP_FN kp_row_k kp_row_constants(kp_acc m, kp_sum2 s) {
+  kp_row_k k;
+  k.m = m;
+  k.sum = kp_row_sum_of(s, m);
+  k.inv = 1.0 / k.sum;
+  k.log_sum = kp_log_sum(s, k.sum);
+  k.nan_row = !(k.sum - k.sum == 0.0);
+  k.mf = (KP_C)m;
+  k.log_sum_f = (KP_C)k.log_sum;
+  k.log2_sum_f = (KP_C)(k.log_sum * 1.4426950408889634);
+  return k;
 }
 
 #if KP_ROW == 4
@@ -275,32 +497,32 @@ KP_FN kp_acc kp_cluster_load(const kp_acc* local, unsigned rank) {
   asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(remote) : "memory");
   return v;
 }
-/* The cluster's sum: each block's (thread 0 publishes it in slot[1..2]) merged in rank order in
- * every block, so that all of them finish with the same sum; returned to every thread. */
-KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_acc* red_hi, kp_acc* red_lo, kp_sum2 s) {
-  const unsigned t = KP_LOCAL_ID;
-  if (t == 0) {
-    slot[1] = s.hi;
-    slot[2] = s.lo;
+/* Across the cluster: thread 0 of each block publishes the block's value in its slot (the slots
+ * alternate between rows by parity, so that a block may publish the next row's while another
+ * still reads this one's), and after the cluster barrier lane q of every warp loads block q's and
+ * the warp reduces them by shuffles, in the same order in every warp and block. No barrier is
+ * needed at the end of a row: a block writes a slot again only after a cluster barrier that every
+ * reader of its old value has passed. */
+KP_FN kp_acc kp_cluster_max(kp_acc* slot, kp_acc v) {
+  if (KP_LOCAL_ID == 0) *slot = v;
+  kp_cluster_sync();
+  const unsigned lane = KP_LOCAL_ID % 32;
+  v = lane < KP_CLUSTER ? kp_cluster_load(slot, lane) : KP_ACC_NEG_INF;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kp_max_of(v, kp_shfl(v, o));
+  return v;
+}
+KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
+  if (KP_LOCAL_ID == 0) {
+    slot[0] = s.hi;
+    slot[1] = s.lo;
   }
   kp_cluster_sync();
-  if (t == 0) {
-    kp_sum2 cs;
-    cs.hi = 0.0;
-    cs.lo = 0.0;
-    for (unsigned q = 0; q < KP_CLUSTER; ++q) {
-      kp_sum2 p;
-      p.hi = kp_cluster_load(&slot[1], q);
-      p.lo = kp_cluster_load(&slot[2], q);
-      cs = kp_sum_merge(cs, p);
-    }
-    red_hi[0] = cs.hi;
-    red_lo[0] = cs.lo;
-  }
-  KP_BARRIER();
-  s.hi = red_hi[0];
-  s.lo = red_lo[0];
-  KP_BARRIER();
+  const unsigned lane = KP_LOCAL_ID % 32;
+  s.hi = lane < KP_CLUSTER ? kp_cluster_load(&slot[0], lane) : 0.0;
+  s.lo = lane < KP_CLUSTER ? kp_cluster_load(&slot[1], lane) : 0.0;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) s = kp_sum_merge(s, kp_shfl2(s, o));
   return s;
 }
 #define KP_ROW_KERNEL KP_KERNEL __cluster_dims__(KP_CLUSTER, 1, 1)
@@ -309,7 +531,7 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_acc* red_hi, kp_acc* red_lo, kp_su
 #endif
 
 /* Where the slots live: registers (an array the compiler keeps in registers: every index is a
- * constant after unrolling), shared memory (KP_ROW 2, 4), or nowhere (online reads again). */
+ * constant after unrolling), shared memory (KP_ROW 2), or nowhere (online reads again). */
 #if KP_ROW == 1
 #define KP_HOLD_DECL(name) kp_vec name[KP_VPT];
 #define KP_HOLD_PUT(name, j, v) name[j] = (v)
@@ -322,31 +544,46 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_acc* red_hi, kp_acc* red_lo, kp_su
 
 KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFFER(const KP_T, in1), kp_u64 rows,
                        kp_u64 cols, kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1) {
-  KP_SHARED kp_acc red_hi[KP_BLOCK];
-  KP_SHARED kp_acc red_lo[KP_BLOCK];
+  KP_SHARED kp_acc red_hi[KP_RED_SIZE];
+  KP_SHARED kp_acc red_lo[KP_RED_SIZE];
+#ifdef __OPENCL_VERSION__
+#define red_mx red_hi /* the tree's barrier after its read frees it for the next reduction */
+#else
+  __shared__ kp_acc red_mx[KP_RED_SIZE];
+#endif
+  KP_EXP_TAB_DECL
 #if KP_ROW == 1 || KP_ROW == 2
   KP_HOLD_DECL(hold0)
 #if KP_BACKWARD
   KP_HOLD_DECL(hold1)
 #endif
 #endif
+  const unsigned t = KP_LOCAL_ID % KP_TPR, sub = KP_LOCAL_ID / KP_TPR;
 #if KP_ROW == 4
   extern __shared__ kp_raw kp_slice[];
-  __shared__ kp_acc cl_slot[3];
+  __shared__ kp_acc cl_slot[6]; /* by parity: the max, and the sum's hi and lo */
   const unsigned rank = kp_cluster_rank();
-  const kp_u64 first_row = KP_GROUP_X / KP_CLUSTER, row_step = KP_NUM_GROUPS_X / KP_CLUSTER;
-  /* Slices of whole vectors: this block's elements [lo, lo + len) of the row. */
-  const kp_u64 slice_vecs = ((cols + KP_VEC - 1) / KP_VEC + KP_CLUSTER - 1) / KP_CLUSTER;
+  const kp_u64 first = KP_GROUP_X / KP_CLUSTER, step = KP_NUM_GROUPS_X / KP_CLUSTER;
+  /* Slices of whole vectors: this block's elements [lo, lo + slice_len) of the row. */
+  const unsigned slice_vecs = (unsigned)((cols + KP_VEC - 1) / KP_VEC + KP_CLUSTER - 1) / KP_CLUSTER;
   const kp_u64 lo = (kp_u64)rank * slice_vecs * KP_VEC;
-  const kp_u64 len = cols > lo ? (cols - lo < slice_vecs * KP_VEC ? cols - lo : slice_vecs * KP_VEC) : 0;
-  const kp_u64 slots = (slice_vecs + KP_BLOCK - 1) / KP_BLOCK;
+  const unsigned slice_len = cols > lo ? (unsigned)(cols - lo < slice_vecs * KP_VEC ? cols - lo : slice_vecs * KP_VEC) : 0u;
+  const unsigned slots = (slice_vecs + KP_BLOCK - 1) / KP_BLOCK;
 #else
-  const kp_u64 first_row = KP_GROUP_X, row_step = KP_NUM_GROUPS_X;
-  const kp_u64 lo = 0, len = cols;
+  const kp_u64 first = KP_GROUP_X, step = KP_NUM_GROUPS_X;
+  const kp_u64 lo = 0;
 #endif
   (void)ld_in1;
-  const unsigned t = KP_LOCAL_ID;
-  for (kp_u64 r = first_row; r < rows; r += row_step) {
+  unsigned parity = 0;
+  for (kp_u64 rb = first; rb * KP_RPB < rows; rb += step, parity ^= 1u) {
+    /* every thread of a block runs every row block (the reductions need them all); a group past
+     * the last row has an empty row */
+    const kp_u64 r = rb * KP_RPB + sub < rows ? rb * KP_RPB + sub : rows - 1;
+#if KP_ROW == 4
+    const unsigned len = slice_len;
+#else
+    const unsigned len = rb * KP_RPB + sub < rows ? (unsigned)cols : 0u;
+#endif
     const kp_u64 o_at = KP_OFFSET(out) + r * ld_out + lo, a_at = KP_OFFSET(in0) + r * ld_in0 + lo;
     KP_GLOBAL KP_T* o = out + o_at;
     KP_GLOBAL const KP_T* a = in0 + a_at;
@@ -360,123 +597,118 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 
 #if !KP_BACKWARD
     /* ---- forward: the max, the sum of exp(x - max), then the results ---- */
-    kp_acc m = KP_ACC_NEG_INF;
+    KP_C mc = (KP_C)KP_ACC_NEG_INF;
+    kp_acc m;
     kp_sum2 s;
     s.hi = 0.0;
     s.lo = 0.0;
+    KP_C sf = (KP_C)0; /* the 16-bit dtypes' float sum, folded into s before the reduction */
 #if KP_ROW == 3
-    for (kp_u64 base = 0; base * KP_VEC < len; base += (kp_u64)KP_BLOCK * KP_VPT) {
+    m = KP_ACC_NEG_INF;
+    for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
       kp_vec xs[KP_VPT];
 #pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (kp_u64)j * KP_BLOCK + t, len, aligned);
-      kp_acc cm = m;
+      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (unsigned)j * KP_TPR + t, len, aligned);
+      KP_C cmc = (KP_C)KP_ACC_NEG_INF;
 #pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) cm = kp_vec_max(xs[j], (base + (kp_u64)j * KP_BLOCK + t) * KP_VEC, len, cm);
-      if (cm > m) {
-        if (s.hi != 0.0) { /* rescale the sum to the new max (0 stays 0: no -inf - -inf) */
+      for (int j = 0; j < KP_VPT; ++j) cmc = kp_vec_max(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), cmc);
+      const kp_acc cm = (kp_acc)cmc;
+      if (cm > m || cm != cm) {
+        if (s.hi != 0.0 || sf != (KP_C)0) { /* rescale the sum to the new max (0 stays 0: no -inf - -inf) */
           const kp_acc f = exp(m - cm);
           s.hi *= f;
           s.lo *= f;
+          sf *= (KP_C)f;
         }
-        m = cm;
+        m = kp_max_of(m, cm);
       }
+      if (m != KP_ACC_NEG_INF) /* else every element so far is -inf: each term 0, and -inf - -inf NaN */
 #pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) kp_vec_exp_sum(xs[j], (base + (kp_u64)j * KP_BLOCK + t) * KP_VEC, len, m, &s);
+        for (int j = 0; j < KP_VPT; ++j)
+          kp_vec_exp_sum(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
     }
-    const kp_acc mx = kp_block_max(red_hi, m);
+    const kp_acc mx = kp_group_max(red_mx, m, parity);
+    s.hi += (kp_acc)sf;
     if (s.hi != 0.0) {
       const kp_acc f = exp(m - mx);
       s.hi *= f;
       s.lo *= f;
     }
     m = mx;
-    s = kp_block_sum(red_hi, red_lo, s);
-#else
-    /* registers, shared, cluster: the row (slice) read once into the slots */
-#if KP_ROW == 4
-    for (kp_u64 j = 0; j < slots; ++j) {
-      const kp_u64 vi = j * KP_BLOCK + t;
-      if (vi >= slice_vecs) break;
-      kp_vec x;
-      kp_row_load(&x, a, vi, len, aligned);
-      kp_slice[vi] = KP_VEC_TO_RAW(x);
-      m = kp_vec_max(x, vi * KP_VEC, len, m);
+    s = kp_group_sum(red_hi, red_lo, s, parity);
+#elif KP_ROW == 4
+    /* the slice read once into shared memory, KP_VPT vectors a thread in flight */
+    for (unsigned j0 = 0; j0 < slots; j0 += KP_VPT) {
+      kp_vec xs[KP_VPT];
+#pragma unroll
+      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, (j0 + j) * KP_BLOCK + t, len, aligned);
+#pragma unroll
+      for (int j = 0; j < KP_VPT; ++j) {
+        const unsigned vi = (j0 + j) * KP_BLOCK + t;
+        if (vi < slice_vecs) {
+          kp_slice[vi] = KP_VEC_TO_RAW(xs[j]);
+          mc = kp_vec_max(xs[j], kp_lanes(vi, len), mc);
+        }
+      }
     }
+    m = kp_cluster_max(&cl_slot[parity], kp_group_max(red_mx, (kp_acc)mc, parity));
+    for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
+      kp_vec x;
+      KP_SET_RAW(x, kp_slice[vi]);
+      kp_vec_exp_sum(x, kp_lanes(vi, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
+    }
+    s.hi += (kp_acc)sf;
+    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], kp_group_sum(red_hi, red_lo, s, parity));
 #else
+    /* registers, shared: the row read once into the slots */
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec x;
-      kp_row_load(&x, a, (kp_u64)j * KP_BLOCK + t, len, aligned);
+      kp_row_load(&x, a, (unsigned)j * KP_TPR + t, len, aligned);
       KP_HOLD_PUT(hold0, j, x);
     }
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec x;
       KP_HOLD_GET(hold0, j, x);
-      m = kp_vec_max(x, ((kp_u64)j * KP_BLOCK + t) * KP_VEC, len, m);
+      mc = kp_vec_max(x, kp_lanes((unsigned)j * KP_TPR + t, len), mc);
     }
-#endif
-    m = kp_block_max(red_hi, m);
-#if KP_ROW == 4
-    if (t == 0) cl_slot[0] = m;
-    kp_cluster_sync();
-    if (t == 0) {
-      kp_acc cm = KP_ACC_NEG_INF;
-      for (unsigned q = 0; q < KP_CLUSTER; ++q) cm = kp_max_of(cm, kp_cluster_load(&cl_slot[0], q));
-      red_hi[0] = cm;
-    }
-    KP_BARRIER();
-    m = red_hi[0];
-    KP_BARRIER();
-    for (kp_u64 j = 0; j < slots; ++j) {
-      const kp_u64 vi = j * KP_BLOCK + t;
-      if (vi >= slice_vecs) break;
-      kp_vec x;
-      KP_SET_RAW(x, kp_slice[vi]);
-      kp_vec_exp_sum(x, vi * KP_VEC, len, m, &s);
-    }
-#else
+    m = kp_group_max(red_mx, (kp_acc)mc, parity);
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec x;
       KP_HOLD_GET(hold0, j, x);
-      kp_vec_exp_sum(x, ((kp_u64)j * KP_BLOCK + t) * KP_VEC, len, m, &s);
+      kp_vec_exp_sum(x, kp_lanes((unsigned)j * KP_TPR + t, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
     }
+    s.hi += (kp_acc)sf;
+    s = kp_group_sum(red_hi, red_lo, s, parity);
 #endif
-    s = kp_block_sum(red_hi, red_lo, s);
-#if KP_ROW == 4
-    s = kp_cluster_sum(cl_slot, red_hi, red_lo, s);
-#endif
-#endif
-    const kp_acc sum = kp_row_sum_of(s, m);
-    const kp_acc inv = 1.0 / sum, log_sum = kp_log_sum(s, sum);
+    const kp_row_k rk = kp_row_constants(m, s);
     /* ---- the results ---- */
 #if KP_ROW == 3
-    for (kp_u64 base = 0; base * KP_VEC < len; base += (kp_u64)KP_BLOCK * KP_VPT) {
+    for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
       kp_vec xs[KP_VPT];
 #pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (kp_u64)j * KP_BLOCK + t, len, aligned);
+      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (unsigned)j * KP_TPR + t, len, aligned);
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
-        const kp_u64 vi = base + (kp_u64)j * KP_BLOCK + t;
-        kp_row_store_vec(kp_vec_forward(xs[j], vi * KP_VEC, len, m, sum, inv, log_sum), o, vi, len, aligned);
+        const unsigned vi = base + (unsigned)j * KP_TPR + t;
+        kp_row_store_vec(kp_vec_forward(xs[j], kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, aligned);
       }
     }
 #elif KP_ROW == 4
-    for (kp_u64 j = 0; j < slots; ++j) {
-      const kp_u64 vi = j * KP_BLOCK + t;
-      if (vi >= slice_vecs) break;
+    for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
       kp_vec x;
       KP_SET_RAW(x, kp_slice[vi]);
-      kp_row_store_vec(kp_vec_forward(x, vi * KP_VEC, len, m, sum, inv, log_sum), o, vi, len, aligned);
+      kp_row_store_vec(kp_vec_forward(x, kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, aligned);
     }
 #else
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec x;
       KP_HOLD_GET(hold0, j, x);
-      const kp_u64 vi = (kp_u64)j * KP_BLOCK + t;
-      kp_row_store_vec(kp_vec_forward(x, vi * KP_VEC, len, m, sum, inv, log_sum), o, vi, len, aligned);
+      const unsigned vi = (unsigned)j * KP_TPR + t;
+      kp_row_store_vec(kp_vec_forward(x, kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, aligned);
     }
 #endif
 
@@ -486,38 +718,47 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     s.hi = 0.0;
     s.lo = 0.0;
 #if KP_ROW == 3
-    for (kp_u64 base = 0; base * KP_VEC < len; base += (kp_u64)KP_BLOCK * KP_VPT) {
+    for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
       kp_vec gs[KP_VPT], ys[KP_VPT];
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
-        kp_row_load(&gs[j], a, base + (kp_u64)j * KP_BLOCK + t, len, aligned);
+        kp_row_load(&gs[j], a, base + (unsigned)j * KP_TPR + t, len, aligned);
 #if !KP_ROW_LOG
-        kp_row_load(&ys[j], b, base + (kp_u64)j * KP_BLOCK + t, len, aligned);
+        kp_row_load(&ys[j], b, base + (unsigned)j * KP_TPR + t, len, aligned);
 #else
         ys[j] = gs[j];
 #endif
       }
 #pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) kp_vec_terms(gs[j], ys[j], (base + (kp_u64)j * KP_BLOCK + t) * KP_VEC, len, &s);
+      for (int j = 0; j < KP_VPT; ++j) kp_vec_terms(gs[j], ys[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), &s);
     }
+    s = kp_group_sum(red_hi, red_lo, s, parity);
 #elif KP_ROW == 4
     kp_raw* kp_slice_y = kp_slice + slice_vecs;
-    for (kp_u64 j = 0; j < slots; ++j) {
-      const kp_u64 vi = j * KP_BLOCK + t;
-      if (vi >= slice_vecs) break;
-      kp_vec g, y;
-      kp_row_load(&g, a, vi, len, aligned);
-      kp_row_load(&y, b, vi, len, aligned);
-      kp_slice[vi] = KP_VEC_TO_RAW(g);
-      kp_slice_y[vi] = KP_VEC_TO_RAW(y);
-      kp_vec_terms(g, y, vi * KP_VEC, len, &s);
+    for (unsigned j0 = 0; j0 < slots; j0 += KP_VPT) {
+      kp_vec gs[KP_VPT], ys[KP_VPT];
+#pragma unroll
+      for (int j = 0; j < KP_VPT; ++j) {
+        kp_row_load(&gs[j], a, (j0 + j) * KP_BLOCK + t, len, aligned);
+        kp_row_load(&ys[j], b, (j0 + j) * KP_BLOCK + t, len, aligned);
+      }
+#pragma unroll
+      for (int j = 0; j < KP_VPT; ++j) {
+        const unsigned vi = (j0 + j) * KP_BLOCK + t;
+        if (vi < slice_vecs) {
+          kp_slice[vi] = KP_VEC_TO_RAW(gs[j]);
+          kp_slice_y[vi] = KP_VEC_TO_RAW(ys[j]);
+          kp_vec_terms(gs[j], ys[j], kp_lanes(vi, len), &s);
+        }
+      }
     }
+    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], kp_group_sum(red_hi, red_lo, s, parity));
 #else
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec g, y;
-      kp_row_load(&g, a, (kp_u64)j * KP_BLOCK + t, len, aligned);
-      kp_row_load(&y, b, (kp_u64)j * KP_BLOCK + t, len, aligned);
+      kp_row_load(&g, a, (unsigned)j * KP_TPR + t, len, aligned);
+      kp_row_load(&y, b, (unsigned)j * KP_TPR + t, len, aligned);
       KP_HOLD_PUT(hold0, j, g);
       KP_HOLD_PUT(hold1, j, y);
     }
@@ -526,12 +767,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       kp_vec g, y;
       KP_HOLD_GET(hold0, j, g);
       KP_HOLD_GET(hold1, j, y);
-      kp_vec_terms(g, y, ((kp_u64)j * KP_BLOCK + t) * KP_VEC, len, &s);
+      kp_vec_terms(g, y, kp_lanes((unsigned)j * KP_TPR + t, len), &s);
     }
-#endif
-    s = kp_block_sum(red_hi, red_lo, s);
-#if KP_ROW == 4
-    s = kp_cluster_sum(cl_slot, red_hi, red_lo, s);
+    s = kp_group_sum(red_hi, red_lo, s, parity);
 #endif
     /* one rounding of the finished sum, so that hi + lo is one value in every term */
     {
@@ -540,27 +778,25 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       s.hi = v;
     }
 #if KP_ROW == 3
-    for (kp_u64 base = 0; base * KP_VEC < len; base += (kp_u64)KP_BLOCK * KP_VPT) {
+    for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
       kp_vec gs[KP_VPT], ys[KP_VPT];
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
-        kp_row_load(&gs[j], a, base + (kp_u64)j * KP_BLOCK + t, len, aligned);
-        kp_row_load(&ys[j], b, base + (kp_u64)j * KP_BLOCK + t, len, aligned);
+        kp_row_load(&gs[j], a, base + (unsigned)j * KP_TPR + t, len, aligned);
+        kp_row_load(&ys[j], b, base + (unsigned)j * KP_TPR + t, len, aligned);
       }
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
-        const kp_u64 vi = base + (kp_u64)j * KP_BLOCK + t;
-        kp_row_store_vec(kp_vec_backward(gs[j], ys[j], vi * KP_VEC, len, s), o, vi, len, aligned);
+        const unsigned vi = base + (unsigned)j * KP_TPR + t;
+        kp_row_store_vec(kp_vec_backward(gs[j], ys[j], kp_lanes(vi, len), s), o, vi, len, aligned);
       }
     }
 #elif KP_ROW == 4
-    for (kp_u64 j = 0; j < slots; ++j) {
-      const kp_u64 vi = j * KP_BLOCK + t;
-      if (vi >= slice_vecs) break;
+    for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
       kp_vec g, y;
       KP_SET_RAW(g, kp_slice[vi]);
       KP_SET_RAW(y, kp_slice_y[vi]);
-      kp_row_store_vec(kp_vec_backward(g, y, vi * KP_VEC, len, s), o, vi, len, aligned);
+      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s), o, vi, len, aligned);
     }
 #else
 #pragma unroll
@@ -568,14 +804,14 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       kp_vec g, y;
       KP_HOLD_GET(hold0, j, g);
       KP_HOLD_GET(hold1, j, y);
-      const kp_u64 vi = (kp_u64)j * KP_BLOCK + t;
-      kp_row_store_vec(kp_vec_backward(g, y, vi * KP_VEC, len, s), o, vi, len, aligned);
+      const unsigned vi = (unsigned)j * KP_TPR + t;
+      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s), o, vi, len, aligned);
     }
 #endif
 #endif
-#if KP_ROW == 4
-    /* no block may overwrite its slots (next row) or leave while another still reads them */
-    kp_cluster_sync();
-#endif
   }
+#if KP_ROW == 4
+  /* no block may leave while another still reads its slots */
+  kp_cluster_sync();
+#endif
 }
