@@ -15,9 +15,13 @@ const std::vector<std::string>& program_arguments() { return arguments(); }
 void set_program_arguments(std::vector<std::string> args) { arguments() = std::move(args); }
 void arm_watchdog(double seconds) { watchdog::configure(seconds, kExitTimeout); }
 
+bool takes_value(const CLI::Option& option) {
+  return option.get_expected_max() != 0 && option.get_type_size_max() != 0;
+}
+
 void refuse_empty_values(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
-    if (o->get_type_size_max() == 0) continue;  // a flag: no value to be empty
+    if (!takes_value(*o)) continue;
     o->transform(CLI::Validator(
         [](const std::string& value) {
           return value.empty() ? std::string("an empty value is not allowed (give one, or leave the option out)")

@@ -22,5 +22,7 @@ std::unique_ptr<CliApp> make_cli_app();
 // option's own, that refuses '' (CLI11 reads it as 0 into a number and as "" into a text, and both
 // mean something: no timeout, prune every binary, the widest vector, no output file).
 void refuse_empty_values(CLI::App& app);
+// Whether `option` takes a value (a flag, --help included, takes none).
+bool takes_value(const CLI::Option& option);
 
 }  // namespace kplay::cli
