@@ -190,9 +190,9 @@ TEST_SUITE("opencl") {
     }
     // --backend auto says which backend it took on stderr: stdout parses as JSON.
     const std::string out = dir.file("out.json");
-    const CliResult r = test::run_shell("timeout -s KILL 300 " + test::cli_path() +
+    const CliResult r = test::run_shell("(timeout -s KILL 300 " + test::cli_path() +
                                         " autotune --act relu --n 4096 --strategy local --budget 1 --json --db " +
-                                        dir.file("b.db") + " >" + out);
+                                        dir.file("b.db") + " >" + out + ")");
     INFO(r.output);
     REQUIRE(r.status == 0);
     CHECK(r.has("backend: "));
