@@ -306,7 +306,7 @@ TEST_CASE("the watchdog ends the process when a wait outlives the timeout, namin
       const watchdog::Wait quick("quick wait");
     }
     const watchdog::Activity outer("the outer job");
-    const watchdog::Activity inner("the inner step", [] {
+    const watchdog::Activity inner("the inner step", [](const watchdog::Failure&) {
       std::fprintf(stderr, "[recorded]\n");
       return true;
     });

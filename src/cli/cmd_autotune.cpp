@@ -63,11 +63,12 @@ std::string budget_help() {
   return "at most this many candidates (" + names + ")";
 }
 
-// A kernel that outlived --timeout leaves the device to a wait no call can end, so autotune goes
-// on in a fresh process: the watchdog's thread has recorded the candidate as timed out in the
-// database (tuner.hpp, kTimedOut), and the same command line, started again with resume on, skips
-// it and what this run finished. The environment carries the count (bounded) and, when this run
-// was told --no-resume, its start, so that older records still count as not done.
+// A kernel that outlived --timeout leaves the device to a wait no call can end, and one that
+// crashed (a user snippet's bad store, on PoCL in this process) leaves nothing to go on with, so
+// autotune goes on in a fresh process: the watchdog's thread has recorded the candidate as timed
+// out or crashed in the database (tuner.hpp, kTimedOut, kCrashed), and the same command line,
+// started again with resume on, skips it and what this run finished. The environment carries the count (bounded) and,
+// when this run was told --no-resume, its start, so that older records still count as not done.
 constexpr const char* kRestartsEnv = "KPLAY_AUTOTUNE_RESTARTS";
 constexpr const char* kSinceEnv = "KPLAY_AUTOTUNE_SINCE";
 constexpr int kMaxRestarts = 256;
@@ -80,7 +81,8 @@ void restart_after_timeout(const std::string& message, bool recorded, bool no_re
   std::fflush(stdout);
   if (!recorded) {
     std::fprintf(stderr, "\nkplay: autotune cannot go on in a fresh process: %s\n",
-                 "the timed-out candidate could not be recorded (an in-memory or unwritable database)");
+                 "no failed candidate could be recorded (an in-memory or unwritable database, or no candidate "
+                 "was running)");
     return;
   }
   if (count >= kMaxRestarts) {
@@ -212,7 +214,7 @@ class AutotuneCommand : public Command {
                   "--out-dtype " + flags_.out_dtype +
                       ": FP8 output is not tuned of its own; it takes the tuning of the same gated kernel with the "
                       "inputs' dtype as output: tune that (drop --out-dtype)");
-    flags_.resolve_backend();
+    flags_.resolve_backend(json_ ? stderr : stdout);  // --json: stdout is the JSON alone
     const auto specs = table_specs();
     // A gated activation tunes on one row of its [1, 2d] input: the size must be even.
     for (const auto& spec : specs)
@@ -235,7 +237,7 @@ class AutotuneCommand : public Command {
     if (restarts && *restarts) {
       const char* since = std::getenv(kSinceEnv);
       if (since && *since) options_.resume_since = std::atoll(since);
-      std::fprintf(stderr, "autotune: going on after %s kernel timeout(s), resuming this run\n", restarts);
+      std::fprintf(stderr, "autotune: going on after %s kernel timeout(s) or crash(es), resuming this run\n", restarts);
     }
 
     // Every chosen device, its own backend and engine, one shared database.

@@ -98,6 +98,9 @@ class CheckCommand : public Command {
     if (!(scale_ > 0 && scale_ <= 3.4e38))
       throw Error(ErrorCode::invalid_argument,
                   "--scale " + app_->get_option("--scale")->as<std::string>() + ": expected a finite number above 0");
+    // Only an FP8 output is scaled: without one, the scale would be ignored without a word.
+    if (app_->count("--scale") && parse_out_dtype(flags_.out_dtype) == OutDtype::same)
+      throw Error(ErrorCode::invalid_argument, "--scale is for FP8 output (--out-dtype f8e4m3 or f8e5m2)");
     // A sweep waits on one chunk of 2^24 elements at a time (exhaustive_check.cpp).
     std::uint64_t most_bytes = 0;
     for (const auto& spec : specs) most_bytes = std::max(most_bytes, launch_bytes(spec, 1u << 24));

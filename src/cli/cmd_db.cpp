@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
 #include <sstream>
 
 #include "command.hpp"
@@ -70,7 +71,7 @@ class DbCommand : public Command {
                       "remove the bad entries, or salvage a damaged file record by record into a new one "
                       "(exit 0 when that leaves the database clean)");
     prune_ = sub("prune", "evict least recently used binaries down to a size bound");
-    prune_->add_option("--max-mb", max_mb_, "bound on cached binaries, MiB (0 .. 2^30)")->capture_default_str();
+    prune_->add_option("--max-mb", max_mb_text_, "bound on cached binaries, MiB (0 .. 2^30)")->capture_default_str();
   }
   CLI::App* app() const override { return app_; }
 
@@ -315,13 +316,16 @@ class DbCommand : public Command {
   }
 
   int prune() {
-    // Written so that NaN fails too; the bound keeps MiB * 2^20 well inside 64 bits (1e300 once
-    // overflowed the conversion to bytes and pruned everything).
-    if (!(max_mb_ >= 0 && max_mb_ <= kMaxPruneMiB))
-      throw Error(ErrorCode::invalid_argument, "--max-mb " + prune_->get_option("--max-mb")->as<std::string>() +
-                                                   ": expected MiB from 0 to 2^30 (1 PiB)");
+    // A decimal number as written (strtod alone would take hex, leading spaces, nan and inf), then
+    // the bound, which keeps MiB * 2^20 well inside 64 bits (1e300 once overflowed the conversion
+    // to bytes and pruned everything).
+    static const std::regex decimal(R"(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?)");
+    const double max_mb = std::regex_match(max_mb_text_, decimal) ? std::strtod(max_mb_text_.c_str(), nullptr) : -1;
+    if (!(max_mb >= 0 && max_mb <= kMaxPruneMiB))
+      throw Error(ErrorCode::invalid_argument,
+                  "--max-mb " + max_mb_text_ + ": expected MiB from 0 to 2^30 (1 PiB), in decimal digits");
     auto db = open(false);
-    const std::uint64_t removed = db->prune(static_cast<std::uint64_t>(max_mb_ * (1 << 20)));
+    const std::uint64_t removed = db->prune(static_cast<std::uint64_t>(max_mb * (1 << 20)));
     const auto s = db->stats();
     std::printf("removed %llu binaries; %llu remain (%.1f MiB) in %s\n", static_cast<unsigned long long>(removed),
                 static_cast<unsigned long long>(s.binaries), mib(s.binary_bytes), db->path().c_str());
@@ -336,7 +340,7 @@ class DbCommand : public Command {
   std::string ship_dir_, ship_command_, layer_ = "user";
   std::string import_file_;
   bool fix_ = false;
-  double max_mb_ = 256;
+  std::string max_mb_text_ = "256";
 };
 
 }  // namespace

@@ -150,6 +150,9 @@ class RunCommand : public Command {
                       std::to_string(last));
     if (!any_gated && (two_tensors_ || app_->count("--pad") || app_->count("--scale")))
       throw Error(ErrorCode::invalid_argument, "--two-tensors, --pad and --scale are for gated activations");
+    // Only an FP8 output is scaled: without one, the scale would be ignored without a word.
+    if (app_->count("--scale") && parse_out_dtype(flags_.out_dtype) == OutDtype::same)
+      throw Error(ErrorCode::invalid_argument, "--scale is for FP8 output (--out-dtype f8e4m3 or f8e5m2)");
     // prelu: the weight's length and the elements per channel position (torch's channel is dim 1).
     bool any_prelu = false;
     for (const auto& spec : specs) any_prelu |= resolve_activation(spec.activation).slope == SlopeForm::weight;

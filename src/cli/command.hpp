@@ -47,6 +47,7 @@ constexpr int kExitTimeout = 4;   // a kernel outlived --timeout (util/watchdog.
 
 // The arguments kplay was started with (argv), for `autotune` to start itself again.
 const std::vector<std::string>& program_arguments();
+void set_program_arguments(std::vector<std::string> args);  // main, first
 // Arms the watchdog for `seconds` (0: off) with exit status kExitTimeout.
 void arm_watchdog(double seconds);
 

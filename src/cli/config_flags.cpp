@@ -76,9 +76,16 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults 
 
 CLI::Validator whole_number() {
   return CLI::Validator(
-      [](const std::string& text) {
-        if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
+      [](std::string& text) {
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
           return std::string("'" + text + "' is not a whole number (decimal digits, no sign)");
+        // Without its leading zeros (CLI11 would read 010 as octal); a number above 2^64 - 1 CLI11
+        // would clamp to it.
+        const std::size_t first = text.find_first_not_of('0');
+        const std::string digits = first == std::string::npos ? "0" : text.substr(first);
+        if (digits.size() > 20 || (digits.size() == 20 && digits > "18446744073709551615"))
+          return std::string("'" + text + "' is more than 18446744073709551615 (2^64 - 1)");
+        text = digits;
         return std::string();
       },
       "UINT");

@@ -1,23 +1,16 @@
-// kplay's command line: parses, dispatches to one Command, and turns errors into a clear message
-// and a non-zero status.
+// kplay's command line: parses, dispatches to one Command, and turns errors (a failed write to
+// standard output too) into a clear message and a non-zero status.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <string>
 #include <vector>
 
+#include "cli_app.hpp"
 #include "command.hpp"
 #include "kplay/error.hpp"
 #include "util/watchdog.hpp"
-
-namespace kplay::cli {
-namespace {
-std::vector<std::string>& arguments() {
-  static std::vector<std::string> args;
-  return args;
-}
-}  // namespace
-const std::vector<std::string>& program_arguments() { return arguments(); }
-void arm_watchdog(double seconds) { watchdog::configure(seconds, kExitTimeout); }
-}  // namespace kplay::cli
 
 namespace {
 // A word where the subcommand goes that names none: CLI11 would say only "A subcommand is
@@ -42,6 +35,19 @@ std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// "--name=" with nothing after the '=': CLI11 takes the next argument as the value instead (--vec=
+// --n 10 reads "--n"), or says a value is missing; refused here by name, as '' is by the options'
+// own check (cli_app.hpp). "" when argv has none.
+std::string empty_assignment(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (word.size() > 3 && word.compare(0, 2, "--") == 0 && word.find('=') == word.size() - 1)
+      return word.substr(0, word.size() - 1) + ": an empty value is not allowed (give one, or leave the option out)";
+  }
+  return "";
+}
+
 int exit_code(kplay::ErrorCode code) {
   using kplay::ErrorCode;
   switch (code) {
@@ -55,21 +61,18 @@ int exit_code(kplay::ErrorCode code) {
 }  // namespace
 
 static int run(int argc, char** argv) {
-  kplay::cli::arguments().assign(argv, argv + argc);
-  CLI::App app{"kplay: element-wise activation kernels specialized at run time (NVRTC, OpenCL)"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "kplay " KPLAY_VERSION_TEXT, "print kplay's version and exit");
-  std::vector<std::unique_ptr<kplay::cli::Command>> commands;
-  commands.push_back(kplay::cli::make_devices_command(app));
-  commands.push_back(kplay::cli::make_list_command(app));
-  commands.push_back(kplay::cli::make_emit_command(app));
-  commands.push_back(kplay::cli::make_run_command(app));
-  commands.push_back(kplay::cli::make_db_command(app));
-  commands.push_back(kplay::cli::make_autotune_command(app));
-  commands.push_back(kplay::cli::make_check_command(app));
-  commands.push_back(kplay::cli::make_bench_command(app));
+  kplay::cli::set_program_arguments(std::vector<std::string>(argv, argv + argc));
+  // A user snippet that faults ends the process on PoCL, which runs kernels in it: at least say
+  // which kernel, and let autotune record it as a failed candidate (util/watchdog.hpp).
+  kplay::watchdog::report_crashes(kplay::cli::kExitFailed);
+  const auto cli = kplay::cli::make_cli_app();
+  CLI::App& app = cli->app;
   if (const std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     std::fprintf(stderr, "kplay: error: %s\n", unknown.c_str());
+    return kplay::cli::kExitUsage;
+  }
+  if (const std::string empty = empty_assignment(argc, argv); !empty.empty()) {
+    std::fprintf(stderr, "kplay: error: %s\n", empty.c_str());
     return kplay::cli::kExitUsage;
   }
   try {
@@ -79,7 +82,7 @@ static int run(int argc, char** argv) {
     return rc == 0 ? 0 : kplay::cli::kExitUsage;
   }
   kplay::cli::Command* command = nullptr;
-  for (auto& c : commands)
+  for (auto& c : cli->commands)
     if (c->app()->parsed()) command = c.get();
   if (!command) return kplay::cli::kExitUsage;
   try {
@@ -99,9 +102,23 @@ static int run(int argc, char** argv) {
   }
 }
 
+// What a command printed must have reached standard output: a write that failed there (a full
+// disk, /dev/full, a closed file) makes the exit status 1 whatever the command returned, with a
+// message, since what the caller reads is incomplete. CLI11 prints help and versions on std::cout.
+static int checked_output(int status) {
+  std::cout.flush();
+  errno = 0;
+  const bool flush_failed = std::fflush(stdout) != 0;
+  const int err = errno;
+  if (!flush_failed && !std::ferror(stdout) && std::cout.good()) return status;
+  std::fprintf(stderr, "kplay: error: cannot write the output to standard output (%s)\n",
+               flush_failed && err ? std::strerror(err) : "a write failed");
+  return status == kplay::cli::kExitOk ? kplay::cli::kExitFailed : status;
+}
+
 int main(int argc, char** argv) {
   try {
-    return run(argc, argv);
+    return checked_output(run(argc, argv));
   } catch (...) {  // setting up the commands failed (out of memory): still a message, not a crash
     std::fprintf(stderr, "kplay: error: cannot start\n");
     return kplay::cli::kExitFailed;

@@ -13,8 +13,12 @@ class WatchedBackend : public rt::Backend {
   const rt::DeviceInfo& info() const override { return inner_->info(); }
   const rt::TargetLimits& limits() const override { return inner_->limits(); }
   rt::Dialect dialect() const override { return inner_->dialect(); }
-  rt::Binary compile(const rt::RenderedKernel& kernel) override { return inner_->compile(kernel); }
+  rt::Binary compile(const rt::RenderedKernel& kernel) override {
+    const watchdog::Wait wait("compile", watchdog::WaitFor::compiler);
+    return inner_->compile(kernel);
+  }
   std::unique_ptr<rt::LoadedKernel> load(const rt::Binary& binary, const std::string& entry) override {
+    const watchdog::Wait wait("load", watchdog::WaitFor::compiler);  // PoCL finishes compiling here
     return inner_->load(binary, entry);
   }
   void launch(rt::LoadedKernel& kernel, const rt::LaunchDims& dims, const rt::KernelArgs& args, void* stream) override {

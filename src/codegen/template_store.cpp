@@ -35,7 +35,8 @@ std::string template_text(const std::string& name) {
       throw Error(ErrorCode::invalid_argument, "refusing the template " + path + " (KPLAY_TEMPLATE_DIR): " + why);
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
-      throw Error(ErrorCode::io_failed, "template '" + name + "' not found in KPLAY_TEMPLATE_DIR (" + path + ")");
+      throw Error(ErrorCode::invalid_argument, "template '" + name + "' not found in KPLAY_TEMPLATE_DIR (" + path +
+                                                   "): the folder must hold every template, as templates/ does");
     return read_bounded_file(path, kMaxTemplateBytes, "template " + path + " (KPLAY_TEMPLATE_DIR)");
   }
   for (std::size_t i = 0; i < detail::kEmbeddedTemplateCount; ++i)

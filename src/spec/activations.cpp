@@ -353,6 +353,20 @@ double parse_value(const std::string& text, const Activation& a, const ParamDef&
   return v;
 }
 
+// Kernels take a parameter as a float32 literal (rounded further for the 16-bit dtypes, written
+// exactly for float64): beyond float32's range the literal does not compile (rrelu(lower=1e308,
+// upper=1e308)), and a nonzero one below its normal range becomes 0 or loses its precision
+// (celu(alpha=1e-320) divides by 0: NaN). So every value, and each one derived from them, is 0 or
+// a float32 normal number.
+void check_float_range(const std::string& text, const std::string& what, double v) {
+  const double magnitude = std::fabs(v);
+  if (magnitude == 0 ||
+      (magnitude >= std::numeric_limits<float>::min() && magnitude <= std::numeric_limits<float>::max()))
+    return;
+  bad_param(text, what + " is " + format_number(v) +
+                      ": parameters are 0 or float32 normal numbers, of magnitude 1.1754944e-38 to 3.4028235e+38");
+}
+
 ResolvedActivation resolve_uncached(const std::string& text) {
   const ActivationCall call = split_activation_call(text);
   if (call.name == "gated") {
@@ -431,6 +445,10 @@ ResolvedActivation resolve_uncached(const std::string& text) {
             (def.choices.empty() ? format_number(r.params[i]) : def.choices[static_cast<std::size_t>(r.params[i])]);
   }
   if (!args.empty()) r.canonical += "(" + args + ")";
+  for (std::size_t i = 0; i < a.params.size(); ++i)
+    if (a.params[i].choices.empty()) check_float_range(text, a.name + "'s " + a.params[i].name, r.params[i]);
+  for (const DerivedParam& d : a.derived)
+    check_float_range(text, a.name + "'s " + d.name + " (from its parameters)", d.value(r.params.data()));
   if (a.check_params) {
     const std::string why = a.check_params(r.params.data());
     if (!why.empty()) bad_param(text, why);

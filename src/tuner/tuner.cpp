@@ -154,10 +154,10 @@ std::uint64_t fidelity_n(std::uint64_t n) { return n >= (1ull << 26) ? n / 16 : 
 // prepare() waits only for the configs it is asked about.
 class DeviceMeasurer : public CandidateMeasurer {
  public:
-  // `timed_out` records a candidate whose launch outlived the watchdog (true: recorded where a
-  // fresh process finds it); it runs on the watchdog's thread.
+  // `timed_out` records a candidate whose launch outlived the watchdog or crashed (true: recorded
+  // where a fresh process finds it); it runs on a watchdog thread.
   DeviceMeasurer(Engine& engine, const KernelSpec& spec, const TuneOptions& o, TuneTimes& times,
-                 std::function<bool(const KernelConfig&)> timed_out)
+                 std::function<bool(const KernelConfig&, const watchdog::Failure&)> timed_out)
       : engine_(engine), spec_(spec), o_(o), times_(times), timed_out_(std::move(timed_out)) {
     benches_.push_back(std::make_unique<Bench>(engine, spec, o.n, o.seed));
     if (find_strategy(o.strategy).smaller_n_first && fidelity_n(o.n))
@@ -216,9 +216,10 @@ class DeviceMeasurer : public CandidateMeasurer {
     std::shared_ptr<const PreparedKernel> kernel;
   };
 
-  // What the watchdog says and records if this candidate's launch never ends.
+  // What the watchdog says and records if this candidate's launch never ends or crashes.
   watchdog::Activity candidate(const KernelConfig& c) const {
-    return watchdog::Activity("candidate " + to_string(c), [this, c] { return timed_out_ && timed_out_(c); });
+    return watchdog::Activity("candidate " + to_string(c),
+                              [this, c](const watchdog::Failure& f) { return timed_out_ && timed_out_(c, f); });
   }
 
   // The configs not yet queued, grouped by the binary they share (first appearance order), each
@@ -286,7 +287,7 @@ class DeviceMeasurer : public CandidateMeasurer {
   KernelSpec spec_;
   const TuneOptions& o_;
   TuneTimes& times_;
-  std::function<bool(const KernelConfig&)> timed_out_;
+  std::function<bool(const KernelConfig&, const watchdog::Failure&)> timed_out_;
   std::vector<std::unique_ptr<Bench>> benches_;
   std::mutex mutex_;
   std::condition_variable ready_;
@@ -607,6 +608,10 @@ SearchOutcome search(CandidateMeasurer& m, const std::vector<KernelConfig>& spac
   return out;
 }
 
+bool ended_the_process(const CandidateResult& c) {
+  return !c.ok && (c.rejection.rfind(kTimedOut, 0) == 0 || c.rejection.rfind(kCrashed, 0) == 0);
+}
+
 std::vector<KernelConfig> with_baseline(std::vector<KernelConfig> space, const KernelConfig& baseline) {
   if (std::find(space.begin(), space.end(), baseline) == space.end()) space.push_back(baseline);
   return space;
@@ -650,7 +655,7 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   std::vector<CandidateResult> timed_out;
   bool finished_any = false;
   for (const auto& c : progress) {
-    if (!c.ok && c.rejection.rfind(kTimedOut, 0) == 0) timed_out.push_back(c);
+    if (ended_the_process(c)) timed_out.push_back(c);
     finished_any = finished_any || c.ok;
   }
   for (const auto& t : timed_out)
@@ -659,7 +664,10 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
                   "the default config " + to_string(t.config) +
                       (timed_out.size() > 1 ? " and " + std::to_string(timed_out.size() - 1) + " other candidate(s)"
                                             : std::string()) +
-                      " of " + to_string(spec) + " ran longer than --timeout: the kernel most likely never ends");
+                      " of " + to_string(spec) +
+                      (t.rejection.rfind(kCrashed, 0) == 0
+                           ? " crashed the process: the kernel most likely crashes in every config"
+                           : " ran longer than --timeout: the kernel most likely never ends"));
   std::vector<CandidateResult> resumed = resumable ? progress : std::vector<CandidateResult>{};
   if (!resumable)
     for (const auto& t : timed_out) space.erase(std::remove(space.begin(), space.end(), t.config), space.end());
@@ -670,12 +678,15 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
                   watchdog::timeout_seconds());
     return std::string(text);
   }();
-  // Runs on the watchdog's thread while this one waits on the device forever.
-  auto record_timeout = [&db, &times, key, timeout_text](const KernelConfig& c) {
+  // Runs on a watchdog thread while this one waits on the device forever, or on the crash reporter
+  // while the faulting thread is held in its signal handler.
+  auto record_timeout = [&db, &times, key, timeout_text](const KernelConfig& c, const watchdog::Failure& f) {
     if (!times.not_stored.empty() || !db.persistent()) return false;
     CandidateResult r;
     r.config = c;
-    r.rejection = timeout_text;
+    r.rejection = f.crashed() ? std::string(kCrashed) + ": the kernel crashed the process (signal " +
+                                    std::to_string(f.signal) + ")"
+                              : timeout_text;
     db.save_progress(key, r);
     return true;
   };

@@ -72,6 +72,11 @@ struct TuneTimes {
 // that tune() first tries the device's default config: when it times out too, the job fails in
 // the next process (its kernel most likely never ends) instead of trying every candidate.
 constexpr const char* kTimedOut = "timed out";
+// Likewise a candidate whose kernel crashed the process (a user snippet's bad store on PoCL, which
+// runs kernels in kplay's process), recorded by the watchdog's crash reporter.
+constexpr const char* kCrashed = "crashed";
+// Whether a candidate's record says it ended its process (timed out or crashed): never run again.
+bool ended_the_process(const CandidateResult& c);
 
 // How candidates are measured: on the device (the default) or, in tests, a synthetic model.
 // Level 0 is the tuned size; level 1, where levels() == 2, is a smaller problem for "fast".
