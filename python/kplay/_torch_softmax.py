@@ -1,5 +1,6 @@
-"""The softmax family as PyTorch operators (torch.library.custom_op), behind kplay.torch.softmax,
-log_softmax and softmin:
+"""The softmax family as PyTorch operators, behind kplay.torch.softmax, log_softmax and softmin;
+registered here (torch.library.custom_op) where the C++ extension kplay._torch_ops does not register
+them itself (python/src/torch_ops.cpp, its SOFTMAX_OPS), and their CPU kernels for either:
     torch.ops.kplay.softmax(Tensor x, int dim, str activation) -> Tensor
     torch.ops.kplay.softmax_backward(Tensor grad, Tensor y, int dim, str activation) -> Tensor
 activation is "softmax", "log_softmax" or "softmin". Autograd saves the output y, as torch does, and
@@ -20,6 +21,7 @@ torch's outputs and gradients. Tensors are float32, float16, bfloat16 or float64
 from __future__ import annotations
 
 import atexit
+import sys
 from typing import Any, Callable, Dict, Tuple
 
 import torch
@@ -84,50 +86,7 @@ def _check_cuda(t: Tensor, what: str) -> None:
         raise _core.InvalidArgumentError(f"kplay.torch's softmax kernels need CUDA tensors; {what} is on '{t.device}'")
 
 
-# ---- the operators ----------------------------------------------------------------------------
-
-@torch.library.custom_op("kplay::softmax", mutates_args=())
-def _softmax(x: Tensor, dim: int, activation: str) -> Tensor:
-    check_family(activation)
-    code = _code(x, "x")
-    _check_cuda(x, "x")
-    d = _dim(x, dim)
-    out = _output(x, d)
-    if x.numel():
-        x, rows, cols, ld_x = _rows(x, d)
-        _, _, ld_y = row_layout(tuple(out.shape), tuple(out.stride()), d)
-        device = x.get_device()
-        _launcher(activation, code, device, False).launch_rows(x.data_ptr(), ld_x, 0, ld_x, out.data_ptr(), ld_y,
-                                                               rows, cols, _raw_stream(device), True)
-    return out
-
-
-@_softmax.register_fake
-def _(x: Tensor, dim: int, activation: str) -> Tensor:
-    check_family(activation)
-    _code(x, "x")
-    return _output(x, _dim(x, dim))
-
-
-@torch.library.custom_op("kplay::softmax_backward", mutates_args=())
-def _softmax_backward(grad: Tensor, y: Tensor, dim: int, activation: str) -> Tensor:
-    check_family(activation)
-    code = _code(y, "y")
-    _check_grad(grad, y)
-    _check_cuda(y, "y")
-    _check_cuda(grad, "grad")
-    d = _dim(y, dim)
-    out = _output(y, d)
-    if y.numel():
-        grad, rows, cols, ld_g = _rows(grad, d)
-        y, _, _, ld_y = _rows(y, d)
-        _, _, ld_o = row_layout(tuple(out.shape), tuple(out.stride()), d)
-        device = y.get_device()
-        _launcher(activation, code, device, True).launch_rows(grad.data_ptr(), ld_g, y.data_ptr(), ld_y,
-                                                              out.data_ptr(), ld_o, rows, cols, _raw_stream(device),
-                                                              True)
-    return out
-
+# ---- the operators, where the C++ extension does not register them (its SOFTMAX_OPS) ---------
 
 def _check_grad(grad: Tensor, y: Tensor) -> None:
     if grad.shape != y.shape or grad.dtype != y.dtype:
@@ -135,26 +94,68 @@ def _check_grad(grad: Tensor, y: Tensor) -> None:
             f"grad ({grad.dtype}, {tuple(grad.shape)}) and y ({y.dtype}, {tuple(y.shape)}) must match")
 
 
-@_softmax_backward.register_fake
-def _(grad: Tensor, y: Tensor, dim: int, activation: str) -> Tensor:
-    check_family(activation)
-    _code(y, "y")
-    _check_grad(grad, y)
-    return _output(y, _dim(y, dim))
+EXTENSION_OPS = bool(getattr(sys.modules.get("kplay._torch_ops"), "SOFTMAX_OPS", 0))
 
+if not EXTENSION_OPS:
+    @torch.library.custom_op("kplay::softmax", mutates_args=(),
+                             schema="(Tensor x, int dim, str activation) -> Tensor")
+    def _softmax(x: Tensor, dim: int, activation: str) -> Tensor:
+        check_family(activation)
+        code = _code(x, "x")
+        _check_cuda(x, "x")
+        d = _dim(x, dim)
+        out = _output(x, d)
+        if x.numel():
+            x, rows, cols, ld_x = _rows(x, d)
+            _, _, ld_y = row_layout(tuple(out.shape), tuple(out.stride()), d)
+            device = x.get_device()
+            _launcher(activation, code, device, False).launch_rows(x.data_ptr(), ld_x, 0, ld_x, out.data_ptr(), ld_y,
+                                                                   rows, cols, _raw_stream(device), True)
+        return out
 
-def _setup(ctx: Any, inputs: Any, output: Tensor) -> None:
-    _, dim, activation = inputs
-    ctx.save_for_backward(output)
-    ctx.dim, ctx.activation = dim, activation
+    @_softmax.register_fake
+    def _(x: Tensor, dim: int, activation: str) -> Tensor:
+        check_family(activation)
+        _code(x, "x")
+        return _output(x, _dim(x, dim))
 
+    @torch.library.custom_op("kplay::softmax_backward", mutates_args=(),
+                             schema="(Tensor grad, Tensor y, int dim, str activation) -> Tensor")
+    def _softmax_backward(grad: Tensor, y: Tensor, dim: int, activation: str) -> Tensor:
+        check_family(activation)
+        code = _code(y, "y")
+        _check_grad(grad, y)
+        _check_cuda(y, "y")
+        _check_cuda(grad, "grad")
+        d = _dim(y, dim)
+        out = _output(y, d)
+        if y.numel():
+            grad, rows, cols, ld_g = _rows(grad, d)
+            y, _, _, ld_y = _rows(y, d)
+            _, _, ld_o = row_layout(tuple(out.shape), tuple(out.stride()), d)
+            device = y.get_device()
+            _launcher(activation, code, device, True).launch_rows(grad.data_ptr(), ld_g, y.data_ptr(), ld_y,
+                                                                  out.data_ptr(), ld_o, rows, cols, _raw_stream(device),
+                                                                  True)
+        return out
 
-def _grad(ctx: Any, grad: Tensor):
-    (y,) = ctx.saved_tensors
-    return torch.ops.kplay.softmax_backward(grad, y, ctx.dim, ctx.activation), None, None
+    @_softmax_backward.register_fake
+    def _(grad: Tensor, y: Tensor, dim: int, activation: str) -> Tensor:
+        check_family(activation)
+        _code(y, "y")
+        _check_grad(grad, y)
+        return _output(y, _dim(y, dim))
 
+    def _setup(ctx: Any, inputs: Any, output: Tensor) -> None:
+        _, dim, activation = inputs
+        ctx.save_for_backward(output)
+        ctx.dim, ctx.activation = dim, activation
 
-_softmax.register_autograd(_grad, setup_context=_setup)
+    def _grad(ctx: Any, grad: Tensor):
+        (y,) = ctx.saved_tensors
+        return torch.ops.kplay.softmax_backward(grad, y, ctx.dim, ctx.activation), None, None
+
+    _softmax.register_autograd(_grad, setup_context=_setup)
 
 
 # ---- CPU: torch's own computation -------------------------------------------------------------
@@ -162,7 +163,7 @@ _softmax.register_autograd(_grad, setup_context=_setup)
 def _as_fake(t: Tensor, d: int) -> Tensor:
     """t in the layout the fake kernel promises (compiled graphs rely on it)."""
     out = _output(t, d)
-    return t if out.stride() == t.stride() or t.numel() == 0 else out.copy_(t)
+    return t if out.stride() == t.stride() else out.copy_(t)
 
 
 def _cpu_softmax(x: Tensor, dim: int, activation: str) -> Tensor:

@@ -11,7 +11,9 @@ built-in of the registry its name and parameters (torch's, where torch has the a
 One op per activation string would register a new op for every parameter value; the generic op
 keeps the string as a graph constant, so torch.compile specializes on it all the same. The gated
 form, out = act(a) * b, has two ops of its own (gated_forward, gated_backward; their block at the
-end of this module) behind kplay.torch.gated, swiglu, geglu and glu.
+end of this module) behind kplay.torch.gated, swiglu, geglu and glu, and so has the softmax family
+(softmax, softmax_backward; kplay/_torch_softmax.py) behind kplay.torch.softmax, log_softmax and
+softmin.
 
 Where they run: the C++ extension kplay._torch_ops (python/src/torch_ops.cpp) registers the ops
 with PyTorch's dispatcher, with kernels for CUDA and Meta (fake tensors) and the autograd formula

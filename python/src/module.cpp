@@ -249,6 +249,14 @@ const KplayTorchBridge torch_bridge = {
                               {kplay::Backend::cuda, stream});
       });
     },
+    // The softmax family, on CUDA.
+    [](const void* launcher, const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
+       std::int64_t ld_out, std::int64_t rows, std::int64_t cols, void* stream, const char** msg) {
+      return bridged(msg, [&] {
+        static_cast<const kplay::Launcher*>(launcher)->launch_rows(in, ld_in, in1, ld_in1, out, ld_out, rows, cols,
+                                                                   stream, kplay::PointerChecks::vouched);
+      });
+    },
 };
 
 }  // namespace

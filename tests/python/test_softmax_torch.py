@@ -115,6 +115,38 @@ def test_compile_without_graph_break_on_cpu():
     exactly(compiled(x), f(x))
 
 
+def test_python_operators_have_the_extensions_schemas():
+    # Without the C++ extension (KPLAY_TORCH_OPS=python) kplay/_torch_softmax.py registers the same
+    # two ops in Python, with the same schemas, CPU results and autograd.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import warnings, torch\n"
+            "with warnings.catch_warnings():\n"
+            "    warnings.simplefilter('ignore')\n"
+            "    import kplay.torch as kt\n"
+            "from kplay import _torch_softmax\n"
+            "print(_torch_softmax.EXTENSION_OPS)\n"
+            "print(torch.ops.kplay.softmax.default._schema)\n"
+            "print(torch.ops.kplay.softmax_backward.default._schema)\n"
+            "x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)\n"
+            "print(torch.autograd.gradcheck(lambda t: kt.softmin(t, 0), (x,)))\n")
+    env = dict(os.environ, KPLAY_TORCH_OPS="python")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == "False", out
+    from kplay import _torch_softmax
+
+    def names(schema):  # the argument names and types; the op's own name is the same
+        return str(schema).split("(", 1)[1]
+
+    assert names(lines[1]) == names(torch.ops.kplay.softmax.default._schema)
+    assert names(lines[2]) == names(torch.ops.kplay.softmax_backward.default._schema)
+    assert lines[3] == "True"
+    assert isinstance(_torch_softmax.EXTENSION_OPS, bool)
+
+
 def test_bad_arguments_raise():
     x = torch.randn(3, 4)
     with pytest.raises(kplay.InvalidArgumentError, match="out of range"):
