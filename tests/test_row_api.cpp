@@ -214,6 +214,23 @@ void check_rows_call(test::UserDevice& dev, const std::string& act_name, Dtype d
 }
 }  // namespace
 
+TEST_SUITE("cuda") {
+  TEST_CASE("row API on CUDA: every member, dtype and direction, rows short and long (clusters on sm_90)") {
+    std::string why;
+    auto dev = test::cuda_user_device(&why);
+    REQUIRE_MESSAGE(dev, why);
+    // The default config by row length: registers, then (sm_90) a cluster or (elsewhere) online.
+    const std::int64_t shapes[][2] = {{13, 37}, {6, 1}, {5, 5000}, {3, 70000}, {2, 393216}};
+    for (const char* act : {"softmax", "log_softmax", "softmin"})
+      for (Dtype d : dev->dtypes())
+        for (Direction dir : {Direction::forward, Direction::backward})
+          for (const auto& sh : shapes) check_rows_call(*dev, act, d, dir, sh[0], sh[1], Path::call);
+    for (Path p : {Path::c_api, Path::launcher})
+      for (Direction dir : {Direction::forward, Direction::backward})
+        check_rows_call(*dev, "softmin", Dtype::bf16, dir, 4, 70000, p);
+  }
+}
+
 TEST_SUITE("opencl") {
   TEST_CASE("row API on OpenCL: softmax, log_softmax and softmin on pitched views, every dtype and direction") {
     std::string why;
