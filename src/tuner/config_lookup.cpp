@@ -123,6 +123,7 @@ ConfigChoice choose_row_config(KernelDatabase* db, const Engine& engine, const K
       row_launch_dims(spec, resolve_config(spec, c->config, limits), rows, cols, limits);
       return *c;
     } catch (const Error& e) {
+      if (e.code() != ErrorCode::invalid_config) throw;  // e.g. a dtype the device cannot do: no config can
       why_not = "the " + c->layer + " tuning (" + c->source + ") does not hold these rows: " + e.what();
     }
   }
