@@ -127,6 +127,8 @@ if not EXTENSION_OPS:
         _check_grad(grad, y)
         _check_cuda(y, "y")
         _check_cuda(grad, "grad")
+        if grad.device != y.device:
+            raise _core.InvalidArgumentError(f"grad is on {grad.device} but y on {y.device}")
         d = _dim(y, dim)
         out = _output(y, d)
         if y.numel():

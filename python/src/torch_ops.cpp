@@ -1176,6 +1176,8 @@ at::Tensor softmax_backward_cuda(const at::Tensor& grad_in, const at::Tensor& y_
   check_row_grad(grad_in, y_in);
   check_cuda(y_in, "y");
   check_cuda(grad_in, "grad");
+  if (grad_in.device() != y_in.device())
+    invalid("grad is on " + grad_in.device().str() + " but y on " + y_in.device().str());
   const std::int64_t d = row_dim(y_in.dim(), dim);
   at::Tensor out = row_output(y_in, d);
   if (y_in.numel() == 0) return out;

@@ -245,14 +245,17 @@ def test_cuda_long_rows_and_edges():
     for dtype in DTYPES:
         for name in NAMES:
             close(KT[name](edge_rows(dtype, "cuda"), -1), TORCH[name](edge_rows(dtype, "cuda"), -1), dtype)
-    for cols in (1, 1000, 4099, 65536, 393216):  # registers, shared and (sm_90) cluster kernels by default
+    # Registers, then (sm_90) cluster kernels by default. Relative tolerances: a long row's results
+    # are below torch's default atol, which would pass anything; 1e-4 leaves room for torch's own
+    # float sums (kplay's are in double).
+    for cols in (1, 1000, 4099, 65536, 393216):
         x = torch.randn(8, cols, device="cuda") * 3
         grad = torch.randn_like(x)
         for name in NAMES:
             y, gx = run(KT[name], x, grad, -1)
             ty, tgx = run(TORCH[name], x, grad, -1)
-            close(y, ty, torch.float32)
-            torch.testing.assert_close(gx, tgx, rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(y, ty, rtol=1e-4, atol=0)
+            torch.testing.assert_close(gx, tgx, rtol=1e-4, atol=1e-8)
 
 
 @cuda
@@ -278,8 +281,8 @@ def test_cuda_compile_fullgraph_and_modules():
     want = model(x)
     kt.replace_activations(model)
     close(model(x), want, torch.float32)
-    compiled = torch.compile(model, fullgraph=True)
-    close(compiled(x), want, torch.float32)
+    compiled = torch.compile(model, fullgraph=True)  # Inductor's own matmuls and fusions around kplay's op
+    torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-5)
     f = torch.compile(lambda t: kt.softmax(t * 2, -1).sum(), fullgraph=True)
     t = torch.randn(64, 1000, device="cuda", requires_grad=True)
     f(t).backward()
