@@ -20,6 +20,7 @@
 #include "memoryless_backend.hpp"
 #include "tuner/config_lookup.hpp"
 #include "tuner/default_model.hpp"
+#include "tuner/row_defaults.hpp"
 
 using namespace kplay;
 using kplay::test::TempDir;
@@ -253,6 +254,45 @@ TEST_CASE("a missing folder, a damaged or unreadable file: one warning each, and
   Shipped s(dir.path());
   CHECK_FALSE(s.tunings.find(a, spec("selu"), 1 << 20));
   CHECK(s.warnings.size() == 1);
+}
+
+TEST_CASE("a row activation's lookup: a tuning where its config holds the rows, else the row default") {
+  struct RowGpu : FakeGpu {
+    explicit RowGpu(const rt::DeviceInfo& d) : FakeGpu(d) {
+      limits_.backend = "cuda";
+      limits_.dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64};
+      limits_.max_block = 1024;
+      limits_.max_shared_optin = 227 * 1024;
+      limits_.max_cluster = 16;
+    }
+  };
+  const rt::DeviceInfo a = test_gpu();
+  RowGpu gpu(a);
+  KernelDatabase::Options o;
+  o.path = ":memory:";
+  KernelDatabase db(o);
+  Engine engine(gpu, &db);
+  Shipped off("off");
+  const KernelSpec softmax = spec("softmax");
+  // A registers config of 128 threads x 1 vector of 4: rows of up to 512 elements.
+  TuningRecord rec = record(a, "softmax", Dtype::f32, Direction::forward, 1 << 20, 128);
+  rec.best.row = RowStrategy::registers;
+  rec.best.per_thread = 1;
+  db.save_tuning(rec);
+
+  ConfigChoice c = choose_row_config(&db, engine, softmax, 2048, 512, &off.tunings);
+  CHECK(c.layer == "user");
+  CHECK(c.config.row == RowStrategy::registers);
+  CHECK(c.config.block == 128);
+  // The same size bucket in rows of 16384: the tuning cannot hold them, the row default serves.
+  c = choose_row_config(&db, engine, softmax, 64, 16384, &off.tunings);
+  CHECK(c.layer == "model");
+  CHECK(c.config == default_row_config(softmax, 16384, gpu.limits()));
+  CHECK(c.source.find("does not hold these rows") != std::string::npos);
+  // Nothing stored: the row default for the length (not the element-wise model's config).
+  c = choose_row_config(nullptr, engine, spec("log_softmax"), 64, 16384, &off.tunings);
+  CHECK(c.layer == "model");
+  CHECK(c.config == default_row_config(spec("log_softmax"), 16384, gpu.limits()));
 }
 
 TEST_CASE("the lookup: the user's tuning, then the shipped one for the device's class, then the model") {

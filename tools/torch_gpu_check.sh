@@ -6,7 +6,8 @@
 # CUDA graphs, layouts, values and gradients against torch; test_torch_ops.py: compiled graphs in
 # each compile mode against eager, the current stream, the extension against the Python
 # operators; test_foreign_activations.py; test_gated_torch.py, the gated ops; test_prelu_rrelu.py:
-# prelu and rrelu against torch), prints the per-call host cost table (examples/overhead.py) and
+# prelu and rrelu against torch; test_softmax_torch.py and test_softmax_opinfo.py: the softmax
+# family against torch in every layout and dtype, compiled, and torch's OpInfo samples), prints the per-call host cost table (examples/overhead.py) and
 # the training step of compiled models in each compile mode against
 # torch's compiled activations (examples/compile_modes.py), and the SwiGLU benchmark
 # (python -m kplay.bench_gated). Exits 1 when a step failed.
@@ -48,7 +49,7 @@ assert kt.EXTENSION and torch.cuda.is_available()" || exit 1
 cd "$root" || exit 1
 step pytest timeout 1200 "$PY" -m pytest -q -rfs -p no:cacheprovider tests/python/test_torch.py \
   tests/python/test_torch_ops.py tests/python/test_foreign_activations.py tests/python/test_gated_torch.py \
-  tests/python/test_prelu_rrelu.py
+  tests/python/test_prelu_rrelu.py tests/python/test_softmax_torch.py tests/python/test_softmax_opinfo.py
 step overhead timeout 600 "$PY" examples/overhead.py --json "$OUT/overhead.json"
 step compile_modes timeout 1800 "$PY" examples/compile_modes.py ${KPLAY_MODELS:+--models $KPLAY_MODELS}
 step bench_gated timeout 400 "$PY" -m kplay.bench_gated --rounds 5 --json "$OUT/bench_gated.json"

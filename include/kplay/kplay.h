@@ -71,6 +71,17 @@ kplay_status kplay_gated_forward_fp8(kplay_backend backend, const char* activati
                                      int64_t ld_b, void* out, int64_t out_offset, int64_t ld_out, int64_t rows,
                                      int64_t d, const float* scale_device, float scale, void* stream);
 
+/* The softmax family over rows (see kplay::softmax_forward in kplay.hpp): activation "softmax",
+ * "log_softmax" or "softmin" along each row of rows x cols elements, each operand with its own row
+ * pitch in elements. Backward takes the saved output y and the incoming gradient and writes
+ * grad_in (y (g - sum(g y)); softmin y (sum(g y) - g); log_softmax g - exp(y) sum(g)). The output
+ * may not overlap an input. */
+kplay_status kplay_softmax_forward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* x,
+                                   int64_t ld_x, void* y, int64_t ld_y, int64_t rows, int64_t cols, void* stream);
+kplay_status kplay_softmax_backward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* y,
+                                    int64_t ld_y, const void* grad_out, int64_t ld_grad_out, void* grad_in,
+                                    int64_t ld_grad_in, int64_t rows, int64_t cols, void* stream);
+
 /* PReLU and RReLU (see kplay::prelu_forward and kplay::rrelu_forward in kplay.hpp): prelu's weight
  * of `channels` elements (one per channel of dim 1, or one), `inner` elements per (sample,
  * channel); its backward writes grad_in and/or grad_weight (NULL: not computed) through a workspace

@@ -101,6 +101,27 @@ void gated_backward_packed(const std::string& activation, Dtype dtype, const voi
                            const void* x, std::int64_t ld_x, void* grad_x, std::int64_t ld_grad_x, std::int64_t rows,
                            std::int64_t d, Stream stream = {});
 
+// The softmax family over rows: `activation` is "softmax", "log_softmax" or "softmin" (torch.nn's
+// Softmax, LogSoftmax and Softmin along the last dimension of a [rows, cols] view; another
+// dimension is a row of its own pitch where its elements are contiguous, e.g. Softmax2d's channels
+// of a channels-last tensor). Each operand is rows x cols elements with its own row pitch in
+// elements (>= cols where rows > 1): a column slice of a wider tensor needs no copy. Forward
+// writes y = act(x) along each row. Backward takes the saved output y, as torch saves it, and the
+// incoming gradient g, and writes grad_in = y (g - sum(g y)) (softmax), y (sum(g y) - g) (softmin),
+// g - exp(y) sum(g) (log_softmax). A row with +inf or NaN, or all -inf, is NaN throughout, as
+// torch's; rows or cols of 0 write nothing. The output may not overlap an input (no in place: a
+// row is written only after all of it is read). The kernel (one block per row, or a thread-block
+// cluster per row on sm_90, or an online two-pass) and its config come as for forward(): the
+// database's tuning for the size where it holds rows of this length, else the row kernel's default
+// for the row length. Accuracy: docs/accuracy.md; every dtype needs a device with float64 (the max
+// and the sums are kept in double). Errors as forward's; a name that is not a row activation is
+// Error(invalid_argument), and forward()/backward() refuse these names the same way.
+void softmax_forward(const std::string& activation, Dtype dtype, const void* x, std::int64_t ld_x, void* y,
+                     std::int64_t ld_y, std::int64_t rows, std::int64_t cols, Stream stream = {});
+void softmax_backward(const std::string& activation, Dtype dtype, const void* y, std::int64_t ld_y,
+                      const void* grad_out, std::int64_t ld_grad_out, void* grad_in, std::int64_t ld_grad_in,
+                      std::int64_t rows, std::int64_t cols, Stream stream = {});
+
 // PReLU and RReLU as torch defines them (docs/activations.md, "PReLU and RReLU").
 //
 // PReLU: out = x > 0 ? x : w[c] x over n contiguous elements, with torch's channel (dim 1): for

@@ -51,6 +51,14 @@ class Launcher {
                              std::int64_t rows, std::int64_t d, void* stream = nullptr,
                              PointerChecks checks = PointerChecks::full) const;
 
+  // A row activation's launcher (softmax, log_softmax, softmin; backward made with Saved::output):
+  // the operands of kplay::softmax_forward and softmax_backward (kplay.hpp), a launch each.
+  // Forward: in = x, out = y (in1 unused, may be null); backward: in = grad_out, in1 = y (the saved
+  // output), out = grad_in. Throws Error(invalid_argument) on a launcher of another kind.
+  void launch_rows(const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
+                   std::int64_t ld_out, std::int64_t rows, std::int64_t cols, void* stream = nullptr,
+                   PointerChecks checks = PointerChecks::full) const;
+
   const KernelSpec& spec() const;
   Backend backend() const;
   int device() const;  // CUDA ordinal; -1 for OpenCL

@@ -4,6 +4,7 @@
     y = kplay.forward("selu", x)                      # x: torch/CuPy/JAX CUDA array or pyopencl array
     g = kplay.backward("selu", grad_y, y, saved_output=True)
     y = kplay.gated_forward("silu", x)                # SwiGLU of x = [..., 2d]: silu(a) * b in one kernel
+    p = kplay.softmax(x, dim=-1)                      # the softmax family: softmax, log_softmax, softmin
 
 Importing kplay needs neither a GPU nor torch. kplay.torch (torch custom ops with autograd),
 kplay.nn (drop-in modules) and kplay.plot (matplotlib charts) are imported on demand.
@@ -16,6 +17,7 @@ from typing import Any, Dict, List
 from . import _core
 from ._api import backward, forward, gated_backward, gated_forward
 from ._slope import prelu, prelu_backward, rrelu, rrelu_backward
+from ._softmax import log_softmax, log_softmax_backward, softmax, softmax_backward, softmin, softmin_backward
 from ._core import CompileError, Error, InvalidArgumentError, NoDeviceError, UnsupportedError
 from .database import db_clear, db_export, db_import, db_path, db_stats, db_tunings
 
@@ -23,6 +25,7 @@ __version__ = _core.version()
 
 __all__ = [
     "forward", "backward", "gated_forward", "gated_backward", "prelu", "prelu_backward", "rrelu", "rrelu_backward",
+    "softmax", "log_softmax", "softmin", "softmax_backward", "log_softmax_backward", "softmin_backward",
     "activations", "supports_saved_output", "devices", "backends", "autotune",
     "db_path", "db_stats", "db_tunings", "db_export", "db_import", "db_clear",
     "Error", "InvalidArgumentError", "NoDeviceError", "UnsupportedError", "CompileError", "__version__",

@@ -5,7 +5,8 @@ module's `activation` attribute is the kplay string it runs; Activation runs any
 built-ins torch has no class for, as Activation("quick_gelu")). from_foreign() gives the module for
 a transformers or timm activation class (kplay/_foreign.py). The gated forms: GLU (torch.nn.GLU's),
 Gated (act(a) * b for any activation) and GatedMLP (a LLaMA-style MLP around one gated kernel,
-which replace_activations makes from Hugging Face's).
+which replace_activations makes from Hugging Face's). The softmax family: Softmax, LogSoftmax,
+Softmin and Softmax2d (kplay.torch.softmax's row kernel).
 """
 from __future__ import annotations
 
@@ -211,3 +212,74 @@ class RReLU(Activation):
 
 
 __all__.append("PReLU")  # RReLU is in already: the registry's class, replaced by this one
+
+
+# ---- the softmax family --------------------------------------------------------------------------
+
+__all__ += ["Softmax", "LogSoftmax", "Softmin", "Softmax2d", "softmax_from_torch"]
+
+
+def _implicit_dim(name: str, ndim: int) -> int:
+    """torch's choice where dim is None (deprecated there, with its warning): 0 for 0-, 1- and 3-D
+    inputs, else 1."""
+    get = getattr(torch.nn.functional, "_get_softmax_dim", None)
+    if get is not None:
+        return get(name, ndim, 5)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+class _RowModule(torch.nn.Module):
+    activation = ""  # "softmax", "log_softmax" or "softmin"
+
+    def __init__(self, dim: Optional[int] = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dim = self.dim if self.dim is not None else _implicit_dim(self.activation, x.dim())
+        return torch.ops.kplay.softmax(x, dim, self.activation)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax(_RowModule):
+    """kplay's torch.nn.Softmax(dim=None): softmax along dim by kplay's row kernel
+    (kplay.torch.softmax says which layouts it reads without a copy)."""
+    activation = "softmax"
+
+
+class LogSoftmax(_RowModule):
+    """kplay's torch.nn.LogSoftmax(dim=None)."""
+    activation = "log_softmax"
+
+
+class Softmin(_RowModule):
+    """kplay's torch.nn.Softmin(dim=None): softmax of -x."""
+    activation = "softmin"
+
+
+class Softmax2d(torch.nn.Module):
+    """kplay's torch.nn.Softmax2d(): softmax over the channels (dim -3) of a [C, H, W] or [N, C, H, W]
+    input. The channels of a contiguous tensor are strided, so they are copied last first (an extra
+    read and write of the input, and the output is channels-last in memory); a channels-last
+    tensor is read where it is."""
+    activation = "softmax"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {x.dim()}D instead")
+        return torch.ops.kplay.softmax(x, -3, "softmax")
+
+
+_ROW_CLASSES = {torch.nn.Softmax: Softmax, torch.nn.LogSoftmax: LogSoftmax, torch.nn.Softmin: Softmin}
+
+
+def softmax_from_torch(module: torch.nn.Module) -> Optional[torch.nn.Module]:
+    """kplay's module for torch.nn.Softmax, LogSoftmax, Softmin (the same dim) or Softmax2d; None for
+    any other module."""
+    cls = type(module)
+    if cls is torch.nn.Softmax2d:
+        return Softmax2d()
+    mine = _ROW_CLASSES.get(cls)
+    return mine(getattr(module, "dim", None)) if mine is not None else None

@@ -11,7 +11,9 @@ built-in of the registry its name and parameters (torch's, where torch has the a
 One op per activation string would register a new op for every parameter value; the generic op
 keeps the string as a graph constant, so torch.compile specializes on it all the same. The gated
 form, out = act(a) * b, has two ops of its own (gated_forward, gated_backward; their block at the
-end of this module) behind kplay.torch.gated, swiglu, geglu and glu.
+end of this module) behind kplay.torch.gated, swiglu, geglu and glu, and so has the softmax family
+(softmax, softmax_backward; kplay/_torch_softmax.py) behind kplay.torch.softmax, log_softmax and
+softmin.
 
 Where they run: the C++ extension kplay._torch_ops (python/src/torch_ops.cpp) registers the ops
 with PyTorch's dispatcher, with kernels for CUDA and Meta (fake tensors) and the autograd formula
@@ -240,7 +242,7 @@ def replace_activations(model: torch.nn.Module, only_available: bool = True,
                         gated_mlp: bool = True) -> torch.nn.Module:
     """Swaps every activation module of `model` (recursively, in place) that kplay computes for its
     kplay.nn counterpart with the same parameters, and returns the model: torch.nn's classes
-    (kplay/_table.py) and transformers' and timm's activation classes (NewGELUActivation,
+    (kplay/_table.py; Softmax, LogSoftmax, Softmin and Softmax2d, kplay.nn's row modules) and transformers' and timm's activation classes (NewGELUActivation,
     QuickGELUActivation, ...: kplay/_foreign.py, which also says which it leaves alone and why),
     and torch.nn.GLU for kplay.nn.GLU. gated_mlp=True also swaps each LLaMA-style gated MLP
     (down_proj(act_fn(gate_proj(x)) * up_proj(x)): LlamaMLP, MistralMLP, Qwen2MLP, GemmaMLP, ...;
@@ -254,6 +256,10 @@ def replace_activations(model: torch.nn.Module, only_available: bool = True,
         fused = _gated_replacement(child, available, only_available, gated_mlp)
         if fused is not None:  # torch.nn.GLU, or a gated MLP as one kernel (their block below)
             setattr(model, name, fused)
+            continue
+        row = knn.softmax_from_torch(child)
+        if row is not None:  # torch.nn.Softmax, LogSoftmax, Softmin, Softmax2d
+            setattr(model, name, row)
             continue
         cls = type(child)
         if isinstance(child, torch.nn.PReLU) and cls.__module__.startswith("torch.nn"):
@@ -484,6 +490,38 @@ def rrelu_(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: 
            generator: Any = None, seed: Any = None) -> Tensor:
     """In-place rrelu; returns x."""
     return rrelu(x, lower, upper, training, True, generator=generator, seed=seed)
+
+
+# ---- the softmax family (kplay/_torch_softmax.py: its ops, layouts and CPU kernels) ------------
+
+from . import _torch_softmax  # noqa: E402,F401  (registers torch.ops.kplay.softmax, softmax_backward)
+
+__all__.extend(["softmax", "log_softmax", "softmin"])
+
+
+def _row_op(x: Tensor, dim: Any, dtype: Optional[torch.dtype], activation: str) -> Tensor:
+    if dtype is not None:
+        x = x.to(dtype)  # torch's dtype=: the input cast before the operation
+    return torch.ops.kplay.softmax(x, dim, activation)
+
+
+def softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Tensor:
+    """torch.softmax(x, dim, dtype=None) by kplay's row kernel, with autograd from the saved output.
+    No copy where dim is the last dimension of rows of one pitch, or has unit stride with the other
+    dimensions folding into rows of one pitch (a channels-last image's channels); any other layout
+    (dim 1 of a contiguous [N, C, H, W]) is first copied with dim moved last: an extra read and
+    write of the input, and the output keeps that layout (dim last in memory)."""
+    return _row_op(x, dim, dtype, "softmax")
+
+
+def log_softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Tensor:
+    """torch.log_softmax(x, dim, dtype=None); layouts and copies as softmax()."""
+    return _row_op(x, dim, dtype, "log_softmax")
+
+
+def softmin(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Tensor:
+    """torch.nn.functional.softmin(x, dim, dtype=None): softmax(-x); layouts and copies as softmax()."""
+    return _row_op(x, dim, dtype, "softmin")
 
 
 from . import _torch_cpu  # noqa: E402  (after every op above is registered)

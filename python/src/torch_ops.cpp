@@ -10,6 +10,7 @@
 //   kplay::backward(Tensor grad, Tensor saved, str activation, bool saved_output) -> Tensor
 //   kplay::gated_forward / gated_backward: the gated form, out = act(a) * b (its block below)
 //   kplay::prelu, prelu_backward, rrelu_train, rrelu_train_backward (their block below)
+//   kplay::softmax, softmax_backward: the softmax family (their block below)
 //
 // Built against the torch it runs with (C++ ABI): pip install --no-build-isolation . in an
 // environment with torch; python/CMakeLists.txt records the version and kplay.torch refuses the
@@ -32,6 +33,7 @@
 #include <torch/headeronly/version.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -1072,6 +1074,196 @@ TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
   m.impl("rrelu_train_backward", torch::autograd::autogradNotImplementedFallback());
 }
 
+// ---- the softmax family (kplay/_torch_softmax.py has the same ops in Python) ---------------------
+//
+//   kplay::softmax(Tensor x, int dim, str activation) -> Tensor
+//   kplay::softmax_backward(Tensor grad, Tensor y, int dim, str activation) -> Tensor
+//
+// activation: softmax, log_softmax or softmin, run by kplay's row kernel along `dim`. An operand is
+// read where it is when `dim` has unit stride and the other dimensions fold, in order, into rows
+// of one pitch; else it is copied with `dim` moved last first (an extra read and write). Outputs
+// are contiguous with `dim` moved last, viewed in the input's dimension order; the Meta kernels
+// give the same strides. Autograd saves the output, as torch does.
+
+namespace {
+
+void check_family(c10::string_view activation) {
+  if (activation != "softmax" && activation != "log_softmax" && activation != "softmin")
+    invalid("'" + std::string(activation) + "' is not one of the softmax family (softmax, log_softmax, softmin)");
+}
+
+std::int64_t row_dim(std::int64_t ndim, std::int64_t dim) {
+  const std::int64_t n = std::max<std::int64_t>(ndim, 1);
+  if (dim < -n || dim >= n)
+    invalid("dim " + std::to_string(dim) + " is out of range for an array of " + std::to_string(ndim) +
+            " dimensions (expected " + std::to_string(-n) + ".." + std::to_string(n - 1) + ")");
+  return dim < 0 ? dim + n : dim;
+}
+
+// A tensor of like's shape, contiguous with dim moved last, viewed in like's dimension order.
+at::Tensor row_output(const at::Tensor& like, std::int64_t dim) {
+  if (like.dim() == 0) return at::empty_symint({}, like.options());
+  c10::SymDimVector moved;
+  for (std::int64_t k = 0; k < like.dim(); ++k)
+    if (k != dim) moved.push_back(like.sym_size(k));
+  moved.push_back(like.sym_size(dim));
+  return at::empty_symint(moved, like.options()).movedim(-1, dim);
+}
+
+struct RowLayout {
+  std::int64_t rows = 1, cols = 1, pitch = 1;
+};
+
+// rows x cols with a row pitch along dim, as kplay/_softmax.py's row_layout; nullopt where dim
+// has no unit stride or the other dimensions do not fold, in order, into rows of one pitch.
+std::optional<RowLayout> row_layout(const at::Tensor& t, std::int64_t dim) {
+  if (t.dim() == 0) return RowLayout{};
+  RowLayout l;
+  l.cols = t.size(dim);
+  l.rows = l.cols ? t.numel() / l.cols : 0;
+  l.pitch = std::max<std::int64_t>(l.cols, 1);
+  if (t.numel() == 0) return l;
+  if (l.cols > 1 && t.stride(dim) != 1) return std::nullopt;
+  c10::SmallVector<std::pair<std::int64_t, std::int64_t>, 6> lead;  // (size, stride), size != 1
+  for (std::int64_t k = 0; k < t.dim(); ++k)
+    if (k != dim && t.size(k) != 1) lead.emplace_back(t.size(k), t.stride(k));
+  if (lead.empty()) return l;
+  for (std::size_t i = 0; i + 1 < lead.size(); ++i)
+    if (lead[i].second != lead[i + 1].second * lead[i + 1].first) return std::nullopt;
+  l.pitch = lead.back().second;
+  if (l.pitch < l.cols) return std::nullopt;
+  return l;
+}
+
+// t where it reads as rows along dim, else a copy that does (dim moved last, contiguous).
+std::pair<at::Tensor, RowLayout> rows_of(const at::Tensor& t, std::int64_t dim) {
+  if (auto l = row_layout(t, dim)) return {t, *l};
+  at::Tensor copy = row_output(t, dim).copy_(t);
+  return {copy, *row_layout(copy, dim)};
+}
+
+void launch_rows(const void* l, const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
+                 std::int64_t ld_out, const RowLayout& shape, void* stream) {
+  const char* message = nullptr;
+  check(bridge->launch_rows(l, in, ld_in, in1, ld_in1, out, ld_out, shape.rows, shape.cols, stream, &message), message);
+}
+
+at::Tensor softmax_cuda(const at::Tensor& x_in, std::int64_t dim, c10::string_view activation) {
+  check_family(activation);
+  const int slot = checked_slot(x_in, "x");
+  check_cuda(x_in, "x");
+  const std::int64_t d = row_dim(x_in.dim(), dim);
+  at::Tensor out = row_output(x_in, d);
+  if (x_in.numel() == 0) return out;
+  const auto [x, shape] = rows_of(x_in, d);
+  const c10::DeviceIndex device = x.device().index();
+  launch_rows(launcher(activation_entry(activation), slot, forward_kind, device), x.const_data_ptr(), shape.pitch,
+              nullptr, shape.pitch, out.data_ptr(), row_layout(out, d)->pitch, shape, current_stream(device));
+  return out;
+}
+
+void check_row_grad(const at::Tensor& grad, const at::Tensor& y) {
+  if (grad.sym_sizes() != y.sym_sizes() || grad.scalar_type() != y.scalar_type())
+    invalid("grad (" + std::string(c10::toString(grad.scalar_type())) + ", " + c10::str(grad.sym_sizes()) +
+            ") and y (" + std::string(c10::toString(y.scalar_type())) + ", " + c10::str(y.sym_sizes()) +
+            ") must match");
+}
+
+at::Tensor softmax_backward_cuda(const at::Tensor& grad_in, const at::Tensor& y_in, std::int64_t dim,
+                                 c10::string_view activation) {
+  check_family(activation);
+  const int slot = checked_slot(y_in, "y");
+  check_row_grad(grad_in, y_in);
+  check_cuda(y_in, "y");
+  check_cuda(grad_in, "grad");
+  if (grad_in.device() != y_in.device())
+    invalid("grad is on " + grad_in.device().str() + " but y on " + y_in.device().str());
+  const std::int64_t d = row_dim(y_in.dim(), dim);
+  at::Tensor out = row_output(y_in, d);
+  if (y_in.numel() == 0) return out;
+  const auto [g, shape] = rows_of(grad_in, d);
+  const auto [y, y_shape] = rows_of(y_in, d);
+  const c10::DeviceIndex device = y.device().index();
+  launch_rows(launcher(activation_entry(activation), slot, backward_from_output, device), g.const_data_ptr(),
+              shape.pitch, y.const_data_ptr(), y_shape.pitch, out.data_ptr(), row_layout(out, d)->pitch, shape,
+              current_stream(device));
+  return out;
+}
+
+at::Tensor softmax_meta(const at::Tensor& x, std::int64_t dim, c10::string_view activation) {
+  check_family(activation);
+  checked_slot(x, "x");
+  return row_output(x, row_dim(x.dim(), dim));
+}
+
+at::Tensor softmax_backward_meta(const at::Tensor& grad, const at::Tensor& y, std::int64_t dim,
+                                 c10::string_view activation) {
+  check_family(activation);
+  checked_slot(y, "y");
+  check_row_grad(grad, y);
+  return row_output(y, row_dim(y.dim(), dim));
+}
+
+using SoftmaxFn = at::Tensor(const at::Tensor&, std::int64_t, c10::string_view);
+using SoftmaxBackwardFn = at::Tensor(const at::Tensor&, const at::Tensor&, std::int64_t, c10::string_view);
+
+const c10::TypedOperatorHandle<SoftmaxFn>& softmax_op() {
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("kplay::softmax", "").typed<SoftmaxFn>();
+  return op;
+}
+const c10::TypedOperatorHandle<SoftmaxBackwardFn>& softmax_backward_op() {
+  static const auto op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("kplay::softmax_backward", "").typed<SoftmaxBackwardFn>();
+  return op;
+}
+
+struct SoftmaxFunction : public torch::autograd::Function<SoftmaxFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, std::int64_t dim, c10::string_view activation) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor y = softmax_op().call(x, dim, activation);
+    ctx->save_for_backward({y});
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["activation"] = std::string(activation);
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
+    const at::Tensor y = ctx->get_saved_variables()[0];
+    const std::string activation = ctx->saved_data["activation"].toStringRef();
+    return {softmax_backward_op().call(grads[0], y, ctx->saved_data["dim"].toInt(), activation), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+at::Tensor softmax_autograd(const at::Tensor& x, std::int64_t dim, c10::string_view activation) {
+  if (!needs_grad(x)) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return softmax_op().call(x, dim, activation);
+  }
+  return SoftmaxFunction::apply(x, dim, activation);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(kplay, m) {
+  m.def("softmax(Tensor x, int dim, str activation) -> Tensor");
+  m.def("softmax_backward(Tensor grad, Tensor y, int dim, str activation) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(kplay, CUDA, m) {
+  m.impl("softmax", &softmax_cuda);
+  m.impl("softmax_backward", &softmax_backward_cuda);
+}
+
+TORCH_LIBRARY_IMPL(kplay, Meta, m) {
+  m.impl("softmax", &softmax_meta);
+  m.impl("softmax_backward", &softmax_backward_meta);
+}
+
+TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
+  m.impl("softmax", &softmax_autograd);
+  m.impl("softmax_backward", torch::autograd::autogradNotImplementedFallback());
+}
+
 // ---- Python entry points: eager calls and torch.ops.kplay.* ---------------------------------
 
 namespace {
@@ -1358,5 +1550,7 @@ PyMODINIT_FUNC PyInit__torch_ops() {  // NOLINT(bugprone-reserved-identifier): P
   if (PyModule_AddStringConstant(m, "TORCH_VERSION", KPLAY_TORCH_VERSION) < 0) return nullptr;
   // kplay.torch registers kplay/_torch_slope.py's Python ops only where the extension lacks these.
   if (PyModule_AddIntConstant(m, "PRELU_RRELU_OPS", 1) < 0) return nullptr;
+  // ... and kplay/_torch_softmax.py's only where it lacks the softmax family's.
+  if (PyModule_AddIntConstant(m, "SOFTMAX_OPS", 1) < 0) return nullptr;
   return m;
 }

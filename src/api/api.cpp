@@ -6,6 +6,7 @@
 
 #include "device_registry.hpp"
 #include "gated_call.hpp"
+#include "row_call.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "spec/user_activations.hpp"
@@ -195,6 +196,50 @@ void gated_backward_packed(const std::string& activation, Dtype dtype, const voi
   check_packed(ld_grad_x, rows, d, "grad_x");
   gated_backward(activation, dtype, {grad_out, ld_grad_out, 0}, {x, ld_x, 0}, {x, ld_x, d}, {grad_x, ld_grad_x, 0},
                  {grad_x, ld_grad_x, d}, rows, d, stream);
+}
+
+namespace {
+void run_rows(const api::RowCall& call, Stream stream) {
+  api::check_rows(call, stream.backend == Backend::cuda);
+  api::DeviceEngine* de = nullptr;
+  void* queue = stream.handle;
+  if (stream.backend == Backend::cuda) {
+    const int device = api::row_cuda_device(call);
+    rt::interop::cuda_require_primary_context(device);
+    de = &api::cuda_engine(device);
+    if (!queue) queue = rt::interop::cuda_legacy_default_stream();
+  } else {
+    de = &api::opencl_engine(stream.handle);
+  }
+  if (call.rows == 0 || call.cols == 0) return;  // checked, nothing to do
+  const auto rows = static_cast<std::uint64_t>(call.rows), cols = static_cast<std::uint64_t>(call.cols);
+  auto kernel = de->row_kernel_for_launch(call.spec, rows, cols, stream.backend, queue);
+  de->engine().launch(*kernel, api::row_kernel_args(call), queue);
+}
+}  // namespace
+
+void softmax_forward(const std::string& activation, Dtype dtype, const void* x, std::int64_t ld_x, void* y,
+                     std::int64_t ld_y, std::int64_t rows, std::int64_t cols, Stream stream) {
+  api::RowCall c;
+  c.spec = api::row_spec(activation, dtype, Direction::forward);
+  c.in[0] = {x, ld_x};
+  c.out = {y, ld_y};
+  c.rows = rows;
+  c.cols = cols;
+  run_rows(c, stream);
+}
+
+void softmax_backward(const std::string& activation, Dtype dtype, const void* y, std::int64_t ld_y,
+                      const void* grad_out, std::int64_t ld_grad_out, void* grad_in, std::int64_t ld_grad_in,
+                      std::int64_t rows, std::int64_t cols, Stream stream) {
+  api::RowCall c;
+  c.spec = api::row_spec(activation, dtype, Direction::backward);
+  c.in[0] = {grad_out, ld_grad_out};
+  c.in[1] = {y, ld_y};
+  c.out = {grad_in, ld_grad_in};
+  c.rows = rows;
+  c.cols = cols;
+  run_rows(c, stream);
 }
 
 bool supports_saved_output(const std::string& activation) {

@@ -219,6 +219,23 @@ kplay_status kplay_gated_forward_fp8(kplay_backend backend, const char* activati
   });
 }
 
+kplay_status kplay_softmax_forward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* x,
+                                   int64_t ld_x, void* y, int64_t ld_y, int64_t rows, int64_t cols, void* stream) {
+  return guarded([&] {
+    kplay::softmax_forward(name_of(activation), dtype_of(dtype), x, ld_x, y, ld_y, rows, cols,
+                           stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_softmax_backward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* y,
+                                    int64_t ld_y, const void* grad_out, int64_t ld_grad_out, void* grad_in,
+                                    int64_t ld_grad_in, int64_t rows, int64_t cols, void* stream) {
+  return guarded([&] {
+    kplay::softmax_backward(name_of(activation), dtype_of(dtype), y, ld_y, grad_out, ld_grad_out, grad_in, ld_grad_in,
+                            rows, cols, stream_of(backend, stream));
+  });
+}
+
 int kplay_supports_saved_output(const char* activation) {
   try {
     return activation && kplay::supports_saved_output(activation) ? 1 : 0;

@@ -69,8 +69,33 @@ std::shared_ptr<const PreparedKernel> DeviceEngine::kernel_for_launch(const Kern
   return kernel(spec, n);
 }
 
+std::shared_ptr<const PreparedKernel> DeviceEngine::row_kernel_for_launch(const KernelSpec& spec, std::uint64_t rows,
+                                                                          std::uint64_t cols, Backend backend,
+                                                                          void* queue) {
+  const std::string key = kernel_key(spec, rows * cols) + "x" + std::to_string(cols);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = kernels_.find(key);
+    if (it != kernels_.end()) return it->second;
+  }
+  if (backend == Backend::cuda && rt::interop::cuda_stream_is_capturing(queue))
+    throw Error(ErrorCode::unsupported,
+                "kplay: '" + to_string(spec) + "' for rows of " + std::to_string(cols) +
+                    " elements is not compiled yet and the stream is being captured into a CUDA graph; call it "
+                    "once with the same activation, dtype and shape before the capture (warm-up)");
+  const ConfigChoice choice = choose_row_config(db_, *engine_, spec, rows, cols);
+  auto k = engine_->prepare(spec, choice.config);
+  std::lock_guard<std::mutex> lock(mutex_);
+  kernels_.emplace(key, k);
+  return k;
+}
+
 KernelSpec checked_spec(const std::string& activation, Dtype dtype, Direction direction, Saved saved) {
   const ResolvedActivation act = resolve_activation(activation);
+  if (act.is_row())
+    throw Error(ErrorCode::invalid_argument, "'" + act.canonical +
+                                                 "' is a row activation (each output depends on its whole row): "
+                                                 "kplay::softmax_forward / softmax_backward take its rows");
   if (act.slope == SlopeForm::weight)
     throw Error(ErrorCode::invalid_argument, "prelu takes a weight tensor: kplay::prelu_forward / prelu_backward");
   if (act.slope == SlopeForm::random)

@@ -27,6 +27,11 @@ class DeviceEngine {
   // does not allow, so on a capturing CUDA stream it refuses with a message saying to warm up.
   std::shared_ptr<const PreparedKernel> kernel_for_launch(const KernelSpec& spec, std::uint64_t n, Backend backend,
                                                           void* queue);
+  // A row activation's kernel for `rows` rows of `cols` elements (tuner/config_lookup.hpp's
+  // choose_row_config), remembered per (spec, size bucket, cols); on a capturing CUDA stream a
+  // first use refuses as kernel_for_launch does.
+  std::shared_ptr<const PreparedKernel> row_kernel_for_launch(const KernelSpec& spec, std::uint64_t rows,
+                                                              std::uint64_t cols, Backend backend, void* queue);
 
  private:
   std::unique_ptr<rt::Backend> backend_;
@@ -37,7 +42,8 @@ class DeviceEngine {
 };
 
 // The spec of an API call: the activation's canonical text, and the direction and saved tensor
-// checked against what the activation has (Error unsupported otherwise).
+// checked against what the activation has (Error unsupported otherwise). A row activation (the
+// softmax family) is refused here: its calls are row_call.hpp's.
 KernelSpec checked_spec(const std::string& activation, Dtype dtype, Direction direction, Saved saved);
 
 // The engine of CUDA device `ordinal`.

@@ -19,10 +19,8 @@ const char* out_name(const GatedCall& c, int o) {
   return c.spec.direction == Direction::backward ? (o == 0 ? "grad_a" : "grad_b") : "out";
 }
 
-// Whether two row-pitched regions of `rows` rows share a byte: row r of the first is [p + r pa,
-// p + r pa + wa), of the second [q + r pb, q + r pb + wb). Exact for equal pitches (side-by-side
-// column slices of one matrix, as a and b of a [rows, 2d] tensor, do not overlap); otherwise the
-// spans are compared, which may refuse a case that would have been safe.
+}  // namespace
+
 bool regions_overlap(std::int64_t p, std::int64_t pa, std::int64_t wa, std::int64_t q, std::int64_t pb, std::int64_t wb,
                      std::int64_t rows) {
   if (wa <= 0 || wb <= 0 || rows <= 0) return false;
@@ -38,7 +36,6 @@ bool regions_overlap(std::int64_t p, std::int64_t pa, std::int64_t wa, std::int6
   const std::int64_t end_a = p + (rows - 1) * pa + wa, end_b = q + (rows - 1) * pb + wb;
   return p < end_b && q < end_a;
 }
-}  // namespace
 
 KernelSpec gated_spec(const std::string& activation, Dtype dtype, Direction direction, OutDtype out) {
   ResolvedActivation act = resolve_activation(activation);

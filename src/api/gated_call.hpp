@@ -66,4 +66,11 @@ int gated_cuda_device(const GatedCall& call);
 
 rt::KernelArgs gated_kernel_args(const GatedCall& call);
 
+// Whether two row-pitched regions of `rows` rows share a byte: row r of the first is [p + r pa,
+// p + r pa + wa), of the second [q + r pb, q + r pb + wb) (bytes). Exact for equal pitches
+// (side-by-side column slices of one matrix, as a and b of a [rows, 2d] tensor, do not overlap);
+// otherwise the spans are compared, which may refuse a case that would have been safe.
+bool regions_overlap(std::int64_t p, std::int64_t pa, std::int64_t wa, std::int64_t q, std::int64_t pb, std::int64_t wb,
+                     std::int64_t rows);
+
 }  // namespace kplay::api

@@ -8,6 +8,7 @@
 
 #include "device_registry.hpp"
 #include "gated_call.hpp"
+#include "row_call.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 
@@ -16,6 +17,7 @@ namespace kplay {
 struct Launcher::State {
   KernelSpec spec;
   bool gated = false;  // a gated activation: launched by launch_gated_forward/backward
+  bool row = false;    // a row activation: launched by launch_rows
   Backend backend = Backend::cuda;
   int device = -1;
   void* queue = nullptr;  // OpenCL only
@@ -49,12 +51,24 @@ void check_cuda_pointers(const Launcher::State& s, const void* in, const void* i
   }
 }
 
+// The spec of a launcher: a row activation's (backward from the saved output only), else the
+// element-wise or gated one of kplay::forward.
+KernelSpec launcher_spec(const std::string& activation, Dtype dtype, Direction direction, Saved saved, bool* row) {
+  *row = resolve_activation(activation).is_row();
+  if (!*row) return api::checked_spec(activation, dtype, direction, saved);
+  KernelSpec s = api::row_spec(activation, dtype, direction);
+  if (direction == Direction::backward && saved != Saved::output)
+    throw Error(ErrorCode::unsupported,
+                "'" + s.activation + "' computes its backward from the saved output, as torch does (Saved::output)");
+  return s;
+}
+
 }  // namespace
 
 Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction direction, Saved saved, int device,
                         OutDtype out) {
   auto s = std::make_shared<State>();
-  s->spec = api::checked_spec(activation, dtype, direction, saved);
+  s->spec = launcher_spec(activation, dtype, direction, saved, &s->row);
   if (out != OutDtype::same) s->spec = api::gated_spec(activation, dtype, direction, out);
   if (device < 0) invalid("CUDA device ordinal must be >= 0 (got " + std::to_string(device) + ")");
   s->gated = resolve_activation(s->spec.activation).gated;
@@ -66,7 +80,7 @@ Launcher Launcher::cuda(const std::string& activation, Dtype dtype, Direction di
 
 Launcher Launcher::opencl(const std::string& activation, Dtype dtype, Direction direction, Saved saved, void* queue) {
   auto s = std::make_shared<State>();
-  s->spec = api::checked_spec(activation, dtype, direction, saved);
+  s->spec = launcher_spec(activation, dtype, direction, saved, &s->row);
   s->gated = resolve_activation(s->spec.activation).gated;
   s->backend = Backend::opencl;
   s->queue = queue;
@@ -128,9 +142,41 @@ void Launcher::launch_gated_backward(GatedIn grad_out, GatedIn a, GatedIn b, Gat
   launch_gated_call(*state_, api::gated_backward_call(spec, grad_out, a, b, grad_a, grad_b, rows, d), stream, checks);
 }
 
+void Launcher::launch_rows(const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
+                           std::int64_t ld_out, std::int64_t rows, std::int64_t cols, void* stream,
+                           PointerChecks checks) const {
+  const State& s = *state_;
+  if (!s.row)
+    invalid("this launcher is for '" + s.spec.activation + "'; launch_rows is for a launcher of a row activation (" +
+            row_activation_names() + ")");
+  api::RowCall c;
+  c.spec = s.spec;
+  c.in[0] = {in, ld_in};
+  c.in[1] = {in1, ld_in1};
+  c.out = {out, ld_out};
+  c.rows = rows;
+  c.cols = cols;
+  const bool cuda = s.backend == Backend::cuda;
+  api::check_rows(c, cuda);
+  void* queue = cuda ? stream : s.queue;
+  if (cuda) {
+    if (checks == PointerChecks::full) {
+      if (api::row_cuda_device(c) != s.device)
+        invalid("the operands are not memory of cuda:" + std::to_string(s.device) + ", the launcher's device");
+      rt::interop::cuda_require_primary_context(s.device);
+    }
+    if (!queue) queue = rt::interop::cuda_legacy_default_stream();
+  }
+  if (rows == 0 || cols == 0) return;
+  const auto kernel = s.engine->row_kernel_for_launch(s.spec, static_cast<std::uint64_t>(rows),
+                                                      static_cast<std::uint64_t>(cols), s.backend, queue);
+  s.engine->engine().launch(*kernel, api::row_kernel_args(c), queue);
+}
+
 void Launcher::launch(const void* in, const void* in1, void* out, std::int64_t n, void* stream,
                       PointerChecks checks) const {
   const State& s = *state_;
+  if (s.row) invalid("this launcher is for the row activation '" + s.spec.activation + "': launch it with launch_rows");
   if (s.gated)
     invalid("this launcher is for the gated activation '" + s.spec.activation +
             "': launch it with launch_gated_forward or launch_gated_backward");

@@ -2,7 +2,11 @@
 // config_lookup.hpp.
 #include "config_lookup.hpp"
 
+#include "codegen/config_validation.hpp"
 #include "default_model.hpp"
+#include "engine/launch_geometry.hpp"
+#include "kplay/error.hpp"
+#include "row_defaults.hpp"
 
 namespace kplay {
 namespace {
@@ -54,9 +58,11 @@ ConfigChoice untuned_config(const Engine& engine, const KernelSpec& spec, std::u
   return c;
 }
 
-ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n,
-                           ShippedTunings* shipped) {
-  ShippedTunings& s = shipped ? *shipped : ShippedTunings::process();
+namespace {
+// The user's and the shipped layers of choose_config; nullopt where neither serves, with *why_not
+// saying why.
+std::optional<ConfigChoice> stored_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
+                                          std::uint64_t n, ShippedTunings& s, std::string* why_not) {
   const rt::DeviceInfo& dev = engine.backend().info();
   std::string user = "no kernel database";
   std::optional<TuningRecord> other_device;  // of the same architecture, another class
@@ -80,8 +86,8 @@ ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const Kerne
       other_device = std::move(rec);
     }
   }
-  std::string why_not;
-  if (auto rec = s.find(dev, tuned_as(spec), n, &why_not)) return from_shipped(*rec, dev, n, s);
+  std::string shipped_why;
+  if (auto rec = s.find(dev, tuned_as(spec), n, &shipped_why)) return from_shipped(*rec, dev, n, s);
   if (other_device && dev.memory_bandwidth_gbps <= 0) {
     ConfigChoice c;
     c.config = other_device->best;
@@ -90,8 +96,41 @@ ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const Kerne
                bucket_text(*other_device, n) + " (" + db->path() + "; this device reports no bandwidth to model)";
     return c;
   }
-  ConfigChoice c = from_model(spec, dev, n);
-  c.source += "; " + user + "; " + why_not;
+  *why_not = user + "; " + shipped_why;
+  return std::nullopt;
+}
+}  // namespace
+
+ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n,
+                           ShippedTunings* shipped) {
+  ShippedTunings& s = shipped ? *shipped : ShippedTunings::process();
+  std::string why_not;
+  if (auto c = stored_config(db, engine, spec, n, s, &why_not)) return *c;
+  ConfigChoice c = from_model(spec, engine.backend().info(), n);
+  c.source += "; " + why_not;
+  return c;
+}
+
+ConfigChoice choose_row_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t rows,
+                               std::uint64_t cols, ShippedTunings* shipped) {
+  ShippedTunings& s = shipped ? *shipped : ShippedTunings::process();
+  const rt::TargetLimits& limits = engine.backend().limits();
+  std::string why_not;
+  if (auto c = stored_config(db, engine, spec, rows * cols, s, &why_not)) {
+    // A tuning is stored by size bucket, and a registers or shared config holds rows up to a
+    // length: one tuned for shorter rows than these cannot run them.
+    try {
+      row_launch_dims(spec, resolve_config(spec, c->config, limits), rows, cols, limits);
+      return *c;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::invalid_config) throw;  // e.g. a dtype the device cannot do: no config can
+      why_not = "the " + c->layer + " tuning (" + c->source + ") does not hold these rows: " + e.what();
+    }
+  }
+  ConfigChoice c;
+  c.layer = "model";
+  c.config = default_row_config(spec, cols, limits);
+  c.source = "the row kernel's default for rows of " + std::to_string(cols) + " elements on this device; " + why_not;
   return c;
 }
 

@@ -26,6 +26,12 @@ struct ConfigChoice {
 ConfigChoice choose_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t n,
                            ShippedTunings* shipped = nullptr);
 
+// The config of a row activation (the softmax family) for `rows` rows of `cols` elements: the
+// user's and the shipped layers as above (keyed by rows x cols elements) where their config holds
+// rows of this length, else the row kernel's default for the row length (row_defaults.hpp).
+ConfigChoice choose_row_config(KernelDatabase* db, const Engine& engine, const KernelSpec& spec, std::uint64_t rows,
+                               std::uint64_t cols, ShippedTunings* shipped = nullptr);
+
 // What a device serves without the user's database: the shipped tuning, else the model. The
 // tuner's baseline, which every tuning must match or beat.
 ConfigChoice untuned_config(const Engine& engine, const KernelSpec& spec, std::uint64_t n,

@@ -69,7 +69,10 @@ def test_kplay_torch_has_every_builtin_and_kplay_nn_every_torch_class():
         assert callable(getattr(kt, e.activation)) and callable(getattr(kt, e.activation + "_")), e.activation
     # The gated modules and PReLU (a weight tensor) are kplay.nn's own classes, not registry entries.
     gated = {"GLU", "Gated", "GatedMLP"}
-    assert set(knn.__all__) - {"Activation", "from_torch", "from_foreign", "PReLU"} - gated == set(_table.BY_CLASS)
+    # The softmax family's modules run the row kernel's op (kplay/_torch_softmax.py), not the registry's.
+    rows = {"Softmax", "LogSoftmax", "Softmin", "Softmax2d", "softmax_from_torch"}
+    assert set(knn.__all__) - {"Activation", "from_torch", "from_foreign", "PReLU"} - gated - rows == \
+        set(_table.BY_CLASS)
     assert callable(kt.prelu) and issubclass(knn.PReLU, torch.nn.Module)
     for e in _table.TABLE:
         assert issubclass(getattr(knn, e.torch_class), knn.Activation)

@@ -1,0 +1,301 @@
+"""kplay.torch's softmax family (kplay/_torch_softmax.py) and kplay.nn's Softmax, LogSoftmax, Softmin
+and Softmax2d. Without a GPU (CI): the ops' schemas, fake kernels and autograd (opcheck), gradcheck
+in float64 and bit-exact agreement with torch on CPU tensors (torch's own kernels there), torch's
+edge rows, replace_activations on a small model, refusals. On a CUDA device: kplay's row kernel
+against torch for each member, dtype, direction and layout (the no-copy ones and the copied ones),
+the edge rows, gradcheck in float64, and torch.compile(fullgraph=True); skipped visibly elsewhere."""
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import kplay  # noqa: E402
+import kplay.nn as knn  # noqa: E402
+import kplay.torch as kt  # noqa: E402
+
+KT = {"softmax": kt.softmax, "log_softmax": kt.log_softmax, "softmin": kt.softmin}
+TORCH = {"softmax": F.softmax, "log_softmax": F.log_softmax, "softmin": F.softmin}
+NAMES = sorted(KT)
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def exactly(actual, expected):
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+
+
+def edge_rows(dtype, device="cpu"):
+    inf, nan = float("inf"), float("nan")
+    return torch.tensor([[1.0, inf, 2.0, 3.0],      # +inf: NaN throughout (inf - inf)
+                         [1.0, nan, 2.0, 3.0],      # NaN: NaN throughout
+                         [-inf, -inf, -inf, -inf],  # every element -inf: NaN
+                         [-inf, 0.0, -inf, 1.0],    # some -inf: 0 there (log_softmax: -inf)
+                         [60.0, -60.0, 0.0, 1e-30]], dtype=dtype, device=device)
+
+
+def run(fn, x, grad, dim):
+    xr = x.detach().clone().requires_grad_()
+    y = fn(xr, dim)
+    y.backward(grad)
+    return y.detach(), xr.grad
+
+
+# ---- no GPU needed ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NAMES)
+def test_opcheck(name):
+    # Schema, fake kernel, autograd registration and AOT dispatch of both ops, on CPU tensors, for
+    # the layouts the CUDA kernel reads in place and those it copies.
+    x = torch.randn(6, 5, 4, dtype=torch.float64)
+    for t, dim in [(x, -1), (x, 0), (x.transpose(0, 2), 0), (x[:, 1:4], 1), (x, 1)]:
+        torch.library.opcheck(torch.ops.kplay.softmax.default, (t.clone().requires_grad_(), dim, name))
+        y = torch.ops.kplay.softmax(t, dim, name)
+        torch.library.opcheck(torch.ops.kplay.softmax_backward.default, (torch.randn_like(y), y, dim, name))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradcheck_float64(name):
+    # Autograd's wiring (the saved output, the sign of softmin's chain rule, log_softmax's exp(y)).
+    g = torch.Generator().manual_seed(1)
+    for shape, dim in [((4, 7), -1), ((4, 7), 0), ((2, 3, 4), 1), ((5,), 0)]:
+        x = torch.randn(shape, generator=g, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(lambda t: KT[name](t, dim), (x,))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cpu_is_torch_bit_for_bit(name, dtype):
+    g = torch.Generator().manual_seed(2)
+    x = (torch.randn(6, 5, 9, generator=g) * 5).to(dtype)
+    grad = torch.randn(x.shape, generator=g).to(dtype)
+    for dim in (-1, 0, 1):
+        y, gx = run(KT[name], x, grad, dim)
+        ty, tgx = run(TORCH[name], x, grad, dim)
+        exactly(y, ty)
+        exactly(gx, tgx)
+    exactly(KT[name](edge_rows(dtype), -1), TORCH[name](edge_rows(dtype), -1))
+
+
+def test_empty_tensors_scalars_and_rows_of_one():
+    for name in NAMES:
+        for shape, dim in [((5, 0, 0), -1), ((0, 3), 1), ((0, 3), 0), ((), 0), ((), -1), ((4, 1), 1)]:
+            x = torch.randn(shape, dtype=torch.float64)
+            y = KT[name](x, dim)
+            assert y.shape == x.shape
+            exactly(y, TORCH[name](x, dim))
+
+
+def test_dtype_argument_casts_first():
+    x = torch.randn(3, 4)
+    exactly(kt.softmax(x, 1, dtype=torch.float64), torch.softmax(x, 1, dtype=torch.float64))
+    exactly(kt.log_softmax(x.half(), -1, dtype=torch.float32), torch.log_softmax(x.half(), -1, dtype=torch.float32))
+
+
+def test_fake_kernel_promises_the_strides_every_kernel_gives():
+    # dim last: contiguous; another dim: contiguous with dim moved last (the layout the CUDA kernel
+    # writes, the CPU kernel too), so torch.compile plans its buffers right.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x = torch.randn(2, 3, 4, 5)
+    for dim in (-1, 1, 0):
+        real = torch.ops.kplay.softmax(x, dim, "softmax")
+        with FakeTensorMode() as mode:
+            fake = torch.ops.kplay.softmax(mode.from_tensor(x), dim, "softmax")
+        assert fake.stride() == real.stride() and fake.shape == real.shape
+    assert torch.ops.kplay.softmax(x, -1, "softmax").is_contiguous()
+    y = torch.ops.kplay.softmax(x, 1, "softmax")
+    assert y.stride(1) == 1  # channels last in memory
+
+
+def test_compile_without_graph_break_on_cpu():
+    def f(t):
+        return kt.log_softmax(kt.softmax(t, -1) * 2, 0)
+
+    x = torch.randn(4, 6)
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    exactly(compiled(x), f(x))
+
+
+def test_python_operators_have_the_extensions_schemas():
+    # Without the C++ extension (KPLAY_TORCH_OPS=python) kplay/_torch_softmax.py registers the same
+    # two ops in Python, with the same schemas, CPU results and autograd.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import warnings, torch\n"
+            "with warnings.catch_warnings():\n"
+            "    warnings.simplefilter('ignore')\n"
+            "    import kplay.torch as kt\n"
+            "from kplay import _torch_softmax\n"
+            "print(_torch_softmax.EXTENSION_OPS)\n"
+            "print(torch.ops.kplay.softmax.default._schema)\n"
+            "print(torch.ops.kplay.softmax_backward.default._schema)\n"
+            "x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)\n"
+            "print(torch.autograd.gradcheck(lambda t: kt.softmin(t, 0), (x,)))\n")
+    env = dict(os.environ, KPLAY_TORCH_OPS="python")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == "False", out
+    from kplay import _torch_softmax
+
+    def names(schema):  # the argument names and types; the op's own name is the same
+        return str(schema).split("(", 1)[1]
+
+    assert names(lines[1]) == names(torch.ops.kplay.softmax.default._schema)
+    assert names(lines[2]) == names(torch.ops.kplay.softmax_backward.default._schema)
+    assert lines[3] == "True"
+    assert isinstance(_torch_softmax.EXTENSION_OPS, bool)
+
+
+def test_bad_arguments_raise():
+    x = torch.randn(3, 4)
+    with pytest.raises(kplay.InvalidArgumentError, match="out of range"):
+        kt.softmax(x, 2)
+    with pytest.raises(kplay.InvalidArgumentError, match="float32, float16, bfloat16 or float64"):
+        kt.softmax(torch.ones(3, 4, dtype=torch.int32), -1)
+    with pytest.raises(kplay.InvalidArgumentError, match="softmax family"):
+        torch.ops.kplay.softmax(x, -1, "relu")
+    with pytest.raises(ValueError, match="3D or 4D"):
+        knn.Softmax2d()(torch.randn(2, 3))
+
+
+class Tiny(torch.nn.Module):
+    """Attention-like scores through every softmax module torch.nn has."""
+
+    def __init__(self, legacy=True):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.attn = torch.nn.Softmax(dim=-1)
+        self.head = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.LogSoftmax(dim=1))
+        self.gate = torch.nn.Softmin(dim=0)
+        self.maps = torch.nn.Softmax2d()
+        # dim=None: torch's implicit choice (1 for 2-D), with its warning
+        self.legacy = torch.nn.Softmax() if legacy else torch.nn.Softmax(1)
+
+    def forward(self, x):
+        s = self.attn(self.proj(x) @ self.proj(x).T)
+        h = self.head(s @ x) + self.gate(x)[:, :6] + self.legacy(x)[:, :6]
+        return h + self.maps(h.reshape(1, 2, 3, -1)).reshape(h.shape)
+
+
+def test_replace_activations_swaps_every_softmax_module_and_keeps_the_output():
+    torch.manual_seed(0)
+    model = Tiny()
+    x = torch.randn(5, 8, dtype=torch.float32)
+    with pytest.warns(UserWarning, match="Implicit dimension"):
+        want = model(x)
+    kt.replace_activations(model)
+    assert type(model.attn) is knn.Softmax and model.attn.dim == -1
+    assert type(model.head[1]) is knn.LogSoftmax and model.head[1].dim == 1
+    assert type(model.gate) is knn.Softmin and model.gate.dim == 0
+    assert type(model.maps) is knn.Softmax2d
+    assert type(model.legacy) is knn.Softmax and model.legacy.dim is None
+    with pytest.warns(UserWarning, match="Implicit dimension"):
+        exactly(model(x), want)  # CPU tensors: torch's own kernels
+    assert "dim=-1" in repr(model.attn)
+
+
+# ---- on a CUDA device ---------------------------------------------------------------------------
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                          reason="no CUDA device: kplay's row kernels are not run (CPU and OpenCL tests cover the rest)")
+# Per dtype: torch's own tolerances (torch.testing's defaults) hold between kplay and torch, both
+# within a rounding or two of exact.
+TOL = {torch.float32: (1.3e-6, 1e-5), torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5),
+       torch.float64: (1e-7, 1e-7)}
+
+
+def close(actual, expected, dtype):
+    rtol, atol = TOL[dtype]
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def layouts(device, dtype):
+    """(tensor, dim): the layouts kplay reads where they are, then those it copies first."""
+    g = torch.Generator(device="cpu").manual_seed(4)
+    base = (torch.randn(6, 40, 24, generator=g) * 4).to(dtype).to(device)
+    nhwc = torch.randn(2, 5, 3, 7, generator=g).to(dtype).to(device).to(memory_format=torch.channels_last)
+    return [
+        (base, -1),                                   # contiguous, last dim
+        (base[3], -1),                                # 2-D
+        (base[:, 3:30, 5:20], -1),                    # a slice: rows of one pitch
+        (base.transpose(1, 2), 1),                    # unit stride along dim 1, rows of pitch 24
+        (base.reshape(240, 24).T, 0),                 # a transposed matrix along dim 0
+        (nhwc, 1),                                    # channels-last image's channels (Softmax2d)
+        (base, 1),                                    # strided dim: copied
+        (base[:, :, :1].expand(6, 40, 7), -1),        # broadcast: copied
+        (nhwc.contiguous(), -3),                      # Softmax2d of a contiguous image: copied
+    ]
+
+
+@cuda
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cuda_matches_torch_in_every_layout(name, dtype):
+    for x, dim in layouts("cuda", dtype):
+        grad = torch.randn(x.shape, device="cuda").to(dtype)
+        y, gx = run(KT[name], x, grad, dim)
+        ty, tgx = run(TORCH[name], x, grad, dim)
+        close(y, ty, dtype)
+        close(gx, tgx, dtype)
+
+
+@cuda
+def test_cuda_long_rows_and_edges():
+    for dtype in DTYPES:
+        for name in NAMES:
+            close(KT[name](edge_rows(dtype, "cuda"), -1), TORCH[name](edge_rows(dtype, "cuda"), -1), dtype)
+    # Registers, then (sm_90) cluster kernels by default. Relative tolerances: a long row's results
+    # are below torch's default atol, which would pass anything; 1e-4 leaves room for torch's own
+    # float sums (kplay's are in double).
+    for cols in (1, 1000, 4099, 65536, 393216):
+        x = torch.randn(8, cols, device="cuda") * 3
+        grad = torch.randn_like(x)
+        for name in NAMES:
+            y, gx = run(KT[name], x, grad, -1)
+            ty, tgx = run(TORCH[name], x, grad, -1)
+            torch.testing.assert_close(y, ty, rtol=1e-4, atol=0)
+            torch.testing.assert_close(gx, tgx, rtol=1e-4, atol=1e-8)
+
+
+@cuda
+def test_cuda_empty_and_scalar():
+    for name in NAMES:
+        for shape, dim in [((5, 0, 0), -1), ((0, 3), 1), ((), 0), ((4, 1), 1)]:
+            x = torch.randn(shape, device="cuda")
+            exactly(KT[name](x, dim), TORCH[name](x, dim))
+
+
+@cuda
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_gradcheck_float64(name):
+    for shape, dim in [((4, 33), -1), ((5, 6, 7), 1)]:
+        x = torch.randn(shape, device="cuda", dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(lambda t: KT[name](t, dim), (x,))
+
+
+@cuda
+def test_cuda_compile_fullgraph_and_modules():
+    model = Tiny(legacy=False).cuda()
+    x = torch.randn(5, 8, device="cuda")
+    want = model(x)
+    kt.replace_activations(model)
+    close(model(x), want, torch.float32)
+    compiled = torch.compile(model, fullgraph=True)  # Inductor's own matmuls and fusions around kplay's op
+    torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-5)
+    f = torch.compile(lambda t: kt.softmax(t * 2, -1).sum(), fullgraph=True)
+    t = torch.randn(64, 1000, device="cuda", requires_grad=True)
+    f(t).backward()
+    u = t.detach().clone().requires_grad_()
+    torch.softmax(u * 2, -1).sum().backward()
+    torch.testing.assert_close(t.grad, u.grad, rtol=1e-5, atol=1e-6)
+
+
+@cuda
+def test_cuda_kplay_softmax_on_torch_tensors():
+    # kplay.softmax (the array API) on a CUDA tensor: the same kernel, no autograd.
+    x = torch.randn(7, 300, device="cuda", dtype=torch.float64)
+    close(kplay.softmax(x), torch.softmax(x, -1), torch.float64)
+    y = torch.softmax(x, -1)
+    g = torch.randn_like(x)
+    close(kplay.softmax_backward(g, y), torch.ops.aten._softmax_backward_data(g, y, 1, x.dtype), torch.float64)
