@@ -16,7 +16,6 @@
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
-#include "tuner/row_defaults.hpp"
 #include "util/size_parse.hpp"
 #include "util/watchdog.hpp"
 #include "watched_backend.hpp"
@@ -208,9 +207,7 @@ class RunCommand : public Command {
       working_on(spec);
       ConfigChoice choice;
       if (!flags_.knobs_given(*app_) && resolve_activation(spec.activation).is_row()) {
-        choice.config = default_row_config(spec, last, backend->limits());
-        choice.layer = "model";
-        choice.source = "the row kernel's default for rows of " + std::to_string(last) + " on this device";
+        choice = choose_row_config(db.get(), engine, spec, last ? n / last : 0, last);
       } else {
         choice = flags_.choose(*app_, db.get(), engine, spec, n);
       }
