@@ -1,0 +1,98 @@
+/* Lean float32 activations: float arithmetic alone, at few instructions, within each
+ * activation's documented bound (docs/accuracy.md), for float32 kernels on every device
+ * (KP_F32_LEAN, set by codegen; the double routines of fp64_math.h cost FP64 operations and two
+ * conversions per element, which at one wave on an H200 made kplay's float32 sigmoid, silu, tanh
+ * 15-20 % slower than torch's float formula). Written only with +, -, *, fma, comparisons,
+ * selects, bit casts and one reciprocal estimate (KP_RCP_APPROXF, always followed by an fma
+ * residual correction), so the host computes the same bits: tools/numerics/f32_lean_check.cpp
+ * proves each function over all 2^32 inputs with this very header, with the reciprocal
+ * correctly rounded and 1 ulp off either way (rcp.approx.ftz.f32 is within 1 ulp).
+ * The kernels must not contract a * b + c into fma (CUDA: -fmad=false; OpenCL: FP_CONTRACT OFF
+ * below): the compensations rely on the roundings as written.
+ *
+ * The exponential: e^-a = 2^k (1 + t) for a >= 0, k = rint(-a log2 e) by the 1.5 2^23 shift,
+ * r = -a - k ln2 by two fmas (the first exact), t = e^r - 1 = r + r^2 P(r), P of degree 4
+ * (0.06 ulp of e^r on |r| <= ln2/2). The numerator of a quotient is formed from 2^(k+64) (1 + t)
+ * as an exact float-float (the scale keeps it normal down to subnormal results, which then round
+ * from a normal quotient), the denominator rounded once, and the quotient corrected once. */
+#ifndef KP_F32_MATH_H
+#define KP_F32_MATH_H
+#ifdef __OPENCL_VERSION__
+#pragma OPENCL FP_CONTRACT OFF /* CUDA: -fmad=false (the float32 kernels' precise_options) */
+#endif
+
+#define KP_F_SHIFT 0x1.8p+23f /* adding it rounds |v| < 2^22 to an integer in the low bits */
+
+/* t = e^r - 1 for r = -a - k ln2, a in [0, 110]; returns the shifted k (KP_F_SHIFT + k). */
+KP_FN float kp_f_expm1_reduced(float a, float* t) {
+  const float j = KP_FMAF(-a, 0x1.715476p+0f, KP_F_SHIFT);
+  const float k = j - KP_F_SHIFT;
+  float r = KP_FMAF(k, -0x1.62e43p-1f, -a); /* exact: k ln2_hi has 29 bits, the difference < ln2 */
+  r = KP_FMAF(k, 0x1.05c610p-29f, r);     /* ln2 = 0x1.62e43p-1 - 0x1.05c610p-29 */
+  float p = 0.001375133404508233f;
+  p = KP_FMAF(p, r, 0.008368936367332935f);
+  p = KP_FMAF(p, r, 0.041669536381959915f);
+  p = KP_FMAF(p, r, 0.166665181517601f);
+  p = KP_FMAF(p, r, 0.49999988079071045f);
+  *t = KP_FMAF(r * r, p, r);
+  return j;
+}
+
+/* 2^(k + bias) from the shifted k: (bits of j) << 23 is k << 23, the shift's bits falling off. */
+KP_FN float kp_f_pow2(float j, int bias) { return KP_AS_FLOAT((int)((unsigned)KP_AS_INT(j) << 23) + ((bias + 127) << 23)); }
+
+/* m sigmoid(x) 2^64 = m 2^64 / (1 + e^-x), m = x (silu) or 1 (sigmoid), from e = e^-|x|:
+ * x >= 0 gives m 2^64 / (1 + e), x < 0 gives m e 2^64 / (1 + e), its numerator rounded once at
+ * the 2^64 scale (normal down to the subnormal results) and 1 + e = d + dl exactly; the quotient
+ * is corrected once against d + dl. Keeping the numerator's rounding error as well (2 fmas and an
+ * add more) measures 0.94 ulp at most; dropping dl instead of it, 1.51 on a sample; dropping both,
+ * 2.005. |x| is clamped at 110 (110 e^-110 < 2^-151) by a select that lets NaN through. */
+KP_FN float kp_f_mul_sigmoid(float m, float x) {
+  const float ax = KP_FABSF(x);
+  float t;
+  const float j = kp_f_expm1_reduced(ax > 110.0f ? 110.0f : ax, &t);
+  const float s = kp_f_pow2(j, 64);
+  const float ms = m * s; /* exact: a power of two, and silu's |x| <= 110 */
+  const float e = KP_FMAF(s, t, s) * 0x1p-64f;
+  const float d = 1.0f + e;
+  const float dl = (1.0f - d) + e;
+  const float nh = x < 0.0f ? KP_FMAF(ms, t, ms) : m * 0x1p64f;
+  const float rc = KP_RCP_APPROXF(d);
+  const float q0 = nh * rc;
+  const float res = KP_FMAF(-q0, dl, KP_FMAF(-q0, d, nh));
+  return KP_FMAF(res, rc, q0);
+}
+
+/* sigmoid(x); NaN in, NaN out (through e). */
+KP_FN float kp_f_sigmoid(float x) { return kp_f_mul_sigmoid(1.0f, x) * 0x1p-64f; }
+
+/* silu(x) = x sigmoid(x); -inf gives NaN (-inf * 0), as torch's x / (1 + exp(-x)); beyond 110
+ * the result is x (or -0 below -110). */
+KP_FN float kp_f_silu(float x) {
+  /* the sign of x on the result, with the scale: the residual turns -0 into +0 */
+  const float y = KP_FABSF(kp_f_mul_sigmoid(x, x)) * KP_AS_FLOAT((KP_AS_INT(x) & (int)0x80000000) | 0x1f800000);
+  return x > 110.0f ? x : (x < -110.0f ? x * 0.0f : y);
+}
+
+/* tanh(x) = sign(x) (1 - e) / (1 + e), e = e^-2|x| = s (1 + t): 1 - e = (1 - s) - s t and
+ * 1 + e = (1 + s) + s t, each an exact float-float from one fma and its residual (1 -+ s is exact
+ * for k >= -23, and the residual's difference by Sterbenz); k = 0 gives -t / (2 + t), t with
+ * relative precision, so small |x| keep theirs. |x| clamped at 9.1, where tanh rounds to 1. */
+KP_FN float kp_f_tanh(float x) {
+  const float ax = KP_FABSF(x);
+  float t;
+  const float j = kp_f_expm1_reduced(2.0f * (ax > 9.1f ? 9.1f : ax), &t);
+  const float s = kp_f_pow2(j, 0);
+  const float om = 1.0f - s, op = 1.0f + s;
+  const float nh = KP_FMAF(-s, t, om);
+  const float nl = KP_FMAF(-s, t, om - nh);
+  const float dh = KP_FMAF(s, t, op);
+  const float dl = KP_FMAF(s, t, op - dh);
+  const float rc = KP_RCP_APPROXF(dh);
+  const float q0 = nh * rc;
+  const float res = KP_FMAF(-q0, dl, KP_FMAF(-q0, dh, nh) + nl);
+  const float y = KP_FMAF(res, rc, q0);
+  return KP_AS_FLOAT((KP_AS_INT(y) & 0x7fffffff) | (KP_AS_INT(x) & (int)0x80000000)); /* odd; NaN stays NaN */
+}
+
+#endif /* KP_F32_MATH_H */
