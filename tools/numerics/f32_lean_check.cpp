@@ -6,7 +6,7 @@
 // the correctly rounded reciprocal and by its neighbours one ulp up and down, and each input's
 // error is the worst of the three. NaN, infinities and signed zeros must match the reference
 // (torch's values). Exit 1 when a function exceeds its bound (docs/accuracy.md), 2 on bad usage.
-//   kplay_f32_lean_check [--step N] [--threads N] [--g G]... [FUNCTION ...]
+//   kplay_f32_lean_check [--step N] [--threads N] [FUNCTION ...]   (sigmoid, silu, tanh)
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -146,6 +146,14 @@ int main(int argc, char** argv) {
   if (step == 0 || threads == 0) {
     std::fprintf(stderr, "%s: --step and --threads take a positive integer\n", argv[0]);
     return 2;
+  }
+  for (const auto& o : only) {
+    bool known = false;
+    for (const auto& f : kForward) known = known || o == f.name;
+    if (!known) {
+      std::fprintf(stderr, "%s: no function '%s' (sigmoid, silu, tanh)\n", argv[0], o.c_str());
+      return 2;
+    }
   }
   const auto wanted = [&](const char* name) {
     if (only.empty()) return true;
