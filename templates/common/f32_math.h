@@ -23,7 +23,7 @@
 
 #define KP_F_SHIFT 0x1.8p+23f /* adding it rounds |v| < 2^22 to an integer in the low bits */
 
-/* t = e^r - 1 for r = -a - k ln2, a in [0, 110]; returns the shifted k (KP_F_SHIFT + k). */
+/* t = e^r - 1 for r = -a - k ln2, a in [0, 132.5]; returns the shifted k (KP_F_SHIFT + k). */
 KP_FN float kp_f_expm1_reduced(float a, float* t) {
   const float j = KP_FMAF(-a, 0x1.715476p+0f, KP_F_SHIFT);
   const float k = j - KP_F_SHIFT;
@@ -41,37 +41,42 @@ KP_FN float kp_f_expm1_reduced(float a, float* t) {
 /* 2^(k + bias) from the shifted k: (bits of j) << 23 is k << 23, the shift's bits falling off. */
 KP_FN float kp_f_pow2(float j, int bias) { return KP_AS_FLOAT((int)((unsigned)KP_AS_INT(j) << 23) + ((bias + 127) << 23)); }
 
-/* m sigmoid(x) 2^64 = m 2^64 / (1 + e^-x), m = x (silu) or 1 (sigmoid), from e = e^-|x|:
- * x >= 0 gives m 2^64 / (1 + e), x < 0 gives m e 2^64 / (1 + e), its numerator rounded once at
- * the 2^64 scale (normal down to the subnormal results) and 1 + e = d + dl exactly; the quotient
- * is corrected once against d + dl. Keeping the numerator's rounding error as well (2 fmas and an
- * add more) measures 0.94 ulp at most; dropping dl instead of it, 1.51 on a sample; dropping both,
- * 2.005. |x| is clamped at 110 (110 e^-110 < 2^-151) by a select that lets NaN through. */
+/* m sigmoid(x) = m / (1 + e^-x), m = x (silu) or 1 (sigmoid), from e = e^-|x|: x >= 0 gives
+ * m 2^64 / (2^64 (1 + e)), x < 0 gives m e 2^64 / (2^64 (1 + e)). At that scale the numerator is
+ * normal down to the subnormal results and the quotient needs no scaling back, so a subnormal
+ * result is rounded once, by the last fma. The numerator is rounded once, 2^64 (1 + e) = d + dl
+ * exactly, and the quotient corrected once against d + dl. Keeping the numerator's rounding
+ * error as well (two fmas and an add more) measures 0.94 ulp at most on a sample; dropping dl
+ * instead of it, 1.51; dropping both, 2.005. |x| is clamped at 132.5 by a select that lets NaN
+ * through: there k = -191, so the scale 2^(k+64) is +0 (exponent field k + 191 = 0), and so is
+ * the numerator x e 2^64 of every x below -132.5 (NaN at -inf, as torch), while at -110 it is
+ * already below 2^-151. */
 KP_FN float kp_f_mul_sigmoid(float m, float x) {
   const float ax = KP_FABSF(x);
   float t;
-  const float j = kp_f_expm1_reduced(ax > 110.0f ? 110.0f : ax, &t);
-  const float s = kp_f_pow2(j, 64);
-  const float ms = m * s; /* exact: a power of two, and silu's |x| <= 110 */
-  const float e = KP_FMAF(s, t, s) * 0x1p-64f;
-  const float d = 1.0f + e;
-  const float dl = (1.0f - d) + e;
+  const float j = kp_f_expm1_reduced(ax > 132.5f ? 132.5f : ax, &t);
+  const float s = kp_f_pow2(j, 64); /* 2^(k+64), or +0 at k = -191 */
+  const float ms = m * s;            /* exact: a power of two or zero */
+  const float es = KP_FMAF(s, t, s); /* e 2^64 */
+  const float d = 0x1p64f + es;
+  const float dl = (0x1p64f - d) + es;
   const float nh = x < 0.0f ? KP_FMAF(ms, t, ms) : m * 0x1p64f;
-  const float rc = KP_RCP_APPROXF(d);
+  const float rc = KP_RCP_APPROXF(d); /* d in [2^64, 2^65]: 1 / d is normal */
   const float q0 = nh * rc;
   const float res = KP_FMAF(-q0, dl, KP_FMAF(-q0, d, nh));
   return KP_FMAF(res, rc, q0);
 }
 
 /* sigmoid(x); NaN in, NaN out (through e). */
-KP_FN float kp_f_sigmoid(float x) { return kp_f_mul_sigmoid(1.0f, x) * 0x1p-64f; }
+KP_FN float kp_f_sigmoid(float x) { return kp_f_mul_sigmoid(1.0f, x); }
 
-/* silu(x) = x sigmoid(x); -inf gives NaN (-inf * 0), as torch's x / (1 + exp(-x)); beyond 110
- * the result is x (or -0 below -110). */
+/* silu(x) = x sigmoid(x); q has the sign of x but at -0, where the residual gives +0: the sign
+ * bit is or-ed in. -inf gives NaN (-inf * 0), as torch's x / (1 + exp(-x)); beyond 110 the result
+ * is x, selected (x 2^64 would overflow). */
 KP_FN float kp_f_silu(float x) {
-  /* the sign of x on the result, with the scale: the residual turns -0 into +0 */
-  const float y = KP_FABSF(kp_f_mul_sigmoid(x, x)) * KP_AS_FLOAT((KP_AS_INT(x) & (int)0x80000000) | 0x1f800000);
-  return x > 110.0f ? x : (x < -110.0f ? x * 0.0f : y);
+  const float q = kp_f_mul_sigmoid(x, x);
+  const float y = KP_AS_FLOAT(KP_AS_INT(q) | (KP_AS_INT(x) & (int)0x80000000));
+  return x > 110.0f ? x : y;
 }
 
 /* tanh(x) = sign(x) (1 - e) / (1 + e), e = e^-2|x| = s (1 + t): 1 - e = (1 - s) - s t and

@@ -6,7 +6,7 @@
 // the correctly rounded reciprocal and by its neighbours one ulp up and down, and each input's
 // error is the worst of the three. NaN, infinities and signed zeros must match the reference
 // (torch's values). Exit 1 when a function exceeds its bound (docs/accuracy.md), 2 on bad usage.
-//   kplay_f32_lean_check [--step N] [--threads N] [FUNCTION ...]   (sigmoid, silu, tanh)
+//   kplay_f32_lean_check [--step N] [--range LO:HI] [--threads N] [FUNCTION ...]   (sigmoid, silu, tanh)
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -94,14 +94,27 @@ void record(Stats& s, double err, float x) {
   if (err > s.max) s.max = err, s.at = x;
 }
 
+// Bit patterns [first, last], both ends included.
+struct Span {
+  uint32_t first, last;
+};
+uint32_t bits(float f) { return static_cast<uint32_t>(as_int(f)); }
+// The spans of every float in [lo, hi] (lo <= hi): negative floats' patterns grow with magnitude.
+std::vector<Span> spans_of(float lo, float hi) {
+  if (lo >= 0) return {{bits(lo), bits(hi)}};
+  if (hi <= 0) return {{bits(hi), bits(lo)}};
+  return {{0, bits(hi)}, {0x80000000u, bits(lo)}};
+}
+
 template <class Body>
-Stats sweep(uint64_t step, unsigned threads, Body body) {
+Stats sweep(const std::vector<Span>& spans, uint64_t step, unsigned threads, Body body) {
   std::vector<Stats> per(threads);
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      for (uint64_t b = t * step; b < (uint64_t{1} << 32); b += threads * step)
-        body(as_float(static_cast<int>(static_cast<uint32_t>(b))), per[t]);
+      for (const Span& sp : spans)
+        for (uint64_t b = sp.first + t * step; b <= sp.last; b += threads * step)
+          body(as_float(static_cast<int>(static_cast<uint32_t>(b))), per[t]);
       // a thinned sweep still checks the special values and the ends of each binade's range
       if (step > 1 && t == 0)
         for (uint32_t b : {0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x807fffffu, 0x7f7fffffu,
@@ -128,18 +141,30 @@ bool report(const char* name, const char* what, const Stats& s, double bound) {
 
 int main(int argc, char** argv) {
   uint64_t step = 1;
+  std::vector<Span> spans = {{0, 0xffffffffu}};
   unsigned threads = 1;
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--step" && i + 1 < argc) {
       step = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--range" || a.rfind("--range=", 0) == 0) {
+      // a negative LO needs the = form: "--range=-140:-100"
+      const char* v = a == "--range" ? (i + 1 < argc ? argv[++i] : "") : argv[i] + 8;
+      char* end = nullptr;
+      const float lo = std::strtof(v, &end);
+      const float hi = end != v && *end == ':' ? std::strtof(end + 1, &end) : NAN;
+      if (*end != '\0' || !(lo <= hi)) {
+        std::fprintf(stderr, "%s: --range takes LO:HI with LO <= HI, e.g. --range=-140:-100\n", argv[0]);
+        return 2;
+      }
+      spans = spans_of(lo, hi);
     } else if (a == "--threads" && i + 1 < argc) {
       threads = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
     } else if (a[0] != '-') {
       only.push_back(a);
     } else {
-      std::fprintf(stderr, "usage: %s [--step N] [--threads N] [FUNCTION ...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--step N] [--range LO:HI] [--threads N] [FUNCTION ...]\n", argv[0]);
       return 2;
     }
   }
@@ -164,7 +189,7 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (const auto& f : kForward) {
     if (!wanted(f.name)) continue;
-    const Stats s = sweep(step, threads, [&](float x, Stats& st) {
+    const Stats s = sweep(spans, step, threads, [&](float x, Stats& st) {
       const double ref = f.ref(x);
       double worst = 0;
       for (int nudge = -1; nudge <= 1; ++nudge) {
