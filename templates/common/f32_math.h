@@ -24,17 +24,39 @@
 #define KP_F_SHIFT 0x1.8p+23f /* adding it rounds |v| < 2^22 to an integer in the low bits */
 
 /* t = e^r - 1 for r = -a - k ln2, a in [0, 132.5]; returns the shifted k (KP_F_SHIFT + k). */
+#define KP_F_P4 0.001375133404508233f
+#define KP_F_P3 0.008368936367332935f
+#define KP_F_P2 0.041669536381959915f
+#define KP_F_P1 0.166665181517601f
+#define KP_F_P0 0.49999988079071045f
 KP_FN float kp_f_expm1_reduced(float a, float* t) {
   const float j = KP_FMAF(-a, 0x1.715476p+0f, KP_F_SHIFT);
   const float k = j - KP_F_SHIFT;
   float r = KP_FMAF(k, -0x1.62e43p-1f, -a); /* exact: k ln2_hi has 29 bits, the difference < ln2 */
   r = KP_FMAF(k, 0x1.05c610p-29f, r);     /* ln2 = 0x1.62e43p-1 - 0x1.05c610p-29 */
-  float p = 0.001375133404508233f;
-  p = KP_FMAF(p, r, 0.008368936367332935f);
-  p = KP_FMAF(p, r, 0.041669536381959915f);
-  p = KP_FMAF(p, r, 0.166665181517601f);
-  p = KP_FMAF(p, r, 0.49999988079071045f);
+  float p = KP_F_P4;
+  p = KP_FMAF(p, r, KP_F_P3);
+  p = KP_FMAF(p, r, KP_F_P2);
+  p = KP_FMAF(p, r, KP_F_P1);
+  p = KP_FMAF(p, r, KP_F_P0);
   *t = KP_FMAF(r * r, p, r);
+  return j;
+}
+
+/* The same for e^-2a, a in [0, 9.1], without forming 2a: every value is the one above halved
+ * exactly (r/2, the constants scaled by powers of two, so each rounding is the same), and *th is
+ * t/2, bit for bit; the caller doubles the scale instead (2^(k+1): free in kp_f_pow2). */
+KP_FN float kp_f_expm1_reduced_2a(float a, float* th) {
+  const float j = KP_FMAF(-a, 0x1.715476p+1f, KP_F_SHIFT);
+  const float k = j - KP_F_SHIFT;
+  float r = KP_FMAF(k, -0x1.62e43p-2f, -a);
+  r = KP_FMAF(k, 0x1.05c610p-30f, r);
+  float p = 32.0f * KP_F_P4;
+  p = KP_FMAF(p, r, 16.0f * KP_F_P3);
+  p = KP_FMAF(p, r, 8.0f * KP_F_P2);
+  p = KP_FMAF(p, r, 4.0f * KP_F_P1);
+  p = KP_FMAF(p, r, 2.0f * KP_F_P0);
+  *th = KP_FMAF(r * r, p, r);
   return j;
 }
 
@@ -82,22 +104,24 @@ KP_FN float kp_f_silu(float x) {
 /* tanh(x) = sign(x) (1 - e) / (1 + e), e = e^-2|x| = s (1 + t): 1 - e = (1 - s) - s t and
  * 1 + e = (1 + s) + s t, each an exact float-float from one fma and its residual (1 -+ s is exact
  * for k >= -23, and the residual's difference by Sterbenz); k = 0 gives -t / (2 + t), t with
- * relative precision, so small |x| keep theirs. |x| clamped at 9.1, where tanh rounds to 1. */
+ * relative precision, so small |x| keep theirs. |x| clamped at 9.1, where tanh rounds to 1. The
+ * quotient is +0 or positive (+0 at x = +-0), so the sign of x is xor-ed in. */
 KP_FN float kp_f_tanh(float x) {
   const float ax = KP_FABSF(x);
-  float t;
-  const float j = kp_f_expm1_reduced(2.0f * (ax > 9.1f ? 9.1f : ax), &t);
-  const float s = kp_f_pow2(j, 0);
+  float th;
+  const float j = kp_f_expm1_reduced_2a(ax > 9.1f ? 9.1f : ax, &th);
+  const float s2 = kp_f_pow2(j, 1); /* 2 s: s2 th = s t exactly */
+  const float s = s2 * 0.5f;
   const float om = 1.0f - s, op = 1.0f + s;
-  const float nh = KP_FMAF(-s, t, om);
-  const float nl = KP_FMAF(-s, t, om - nh);
-  const float dh = KP_FMAF(s, t, op);
-  const float dl = KP_FMAF(s, t, op - dh);
+  const float nh = KP_FMAF(-s2, th, om);
+  const float nl = KP_FMAF(-s2, th, om - nh);
+  const float dh = KP_FMAF(s2, th, op);
+  const float dl = KP_FMAF(s2, th, op - dh);
   const float rc = KP_RCP_APPROXF(dh);
   const float q0 = nh * rc;
   const float res = KP_FMAF(-q0, dl, KP_FMAF(-q0, dh, nh) + nl);
   const float y = KP_FMAF(res, rc, q0);
-  return KP_AS_FLOAT((KP_AS_INT(y) & 0x7fffffff) | (KP_AS_INT(x) & (int)0x80000000)); /* odd; NaN stays NaN */
+  return KP_AS_FLOAT(KP_AS_INT(y) ^ (KP_AS_INT(x) & (int)0x80000000)); /* odd; NaN stays NaN */
 }
 
 #endif /* KP_F32_MATH_H */
