@@ -13,8 +13,8 @@
  * The exponential: e^-a = 2^k (1 + t) for a >= 0, k = rint(-a log2 e) by the 1.5 2^23 shift,
  * r = -a - k ln2 by two fmas (the first exact), t = e^r - 1 = r + r^2 P(r), P of degree 4
  * (0.06 ulp of e^r on |r| <= ln2/2). Each result is one quotient: its numerator rounded once
- * (sigmoid and silu at 2^64 scale, normal down to the subnormal results), its denominator an exact
- * float-float, one reciprocal estimate and one residual correction.
+ * (sigmoid and silu, at 2^64 scale, normal down to the subnormal results) or exact (tanh), its
+ * denominator an exact float-float, one reciprocal estimate and one residual correction.
  * Proven maxima over every float32 (docs/accuracy.md): sigmoid 1.48, silu 1.79, tanh 1.50 ulp. */
 #ifndef KP_F32_MATH_H
 #define KP_F32_MATH_H
