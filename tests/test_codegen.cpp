@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "codegen/codegen.hpp"
 #include "codegen/config_validation.hpp"
 #include "kplay/error.hpp"
@@ -142,4 +144,25 @@ TEST_CASE("the fast-FP64 trait reaches the kernel as KP_FAST_FP64 and moves the 
   KernelConfig fm;
   fm.fast_math = true;
   CHECK(render(s, fm).hash == render(s, fm, fast).hash);
+}
+
+TEST_CASE("float32 IEEE kernels take the lean float routines unless KPLAY_F32_LEAN=0") {
+  KernelSpec s;
+  s.activation = "silu";
+  unsetenv("KPLAY_F32_LEAN");
+  const RenderedKernel lean = render(s);
+  CHECK(lean.source.find("#define KP_F32_LEAN 1") != std::string::npos);
+  CHECK(lean.source.find("#line 1 \"common/f32_math.h\"") != std::string::npos);
+  setenv("KPLAY_F32_LEAN", "0", 1);
+  const RenderedKernel off = render(s);
+  unsetenv("KPLAY_F32_LEAN");
+  CHECK(off.source.find("#define KP_F32_LEAN 0") != std::string::npos);
+  CHECK(off.hash != lean.hash);
+  // other dtypes and fast-math never name it: their sources and hashes stay as they were
+  KernelSpec h = s;
+  h.dtype = Dtype::bf16;
+  CHECK(render(h).source.find("#define KP_F32_LEAN") == std::string::npos);
+  KernelConfig c;
+  c.fast_math = true;
+  CHECK(render(s, c).source.find("#define KP_F32_LEAN") == std::string::npos);
 }

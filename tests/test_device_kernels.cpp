@@ -36,6 +36,20 @@ TEST_SUITE("cuda") {
       Engine engine(*be);
       test::check_backend_f32_transcendentals(engine);
     }
+    {
+      // KPLAY_F32_LEAN=0 is read when a kernel is rendered: sigmoid, silu and tanh forward by the
+      // device's double or float-float routine, which the lean float one (f32_math.h) replaces.
+      INFO("math path: the device's, with KPLAY_F32_LEAN=0");
+      setenv("KPLAY_F32_LEAN", "0", 1);
+      Engine engine(*be);
+      try {
+        test::check_backend_f32_transcendentals(engine);
+      } catch (...) {
+        unsetenv("KPLAY_F32_LEAN");
+        throw;
+      }
+      unsetenv("KPLAY_F32_LEAN");
+    }
     // KPLAY_FP64_MATH=0 is read when a backend describes its device: a second backend without it.
     setenv("KPLAY_FP64_MATH", "0", 1);
     std::unique_ptr<rt::Backend> plain;

@@ -1,6 +1,8 @@
 // Rendering of kernel sources from templates; see codegen.hpp.
 #include "codegen.hpp"
 
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "row_codegen.hpp"
@@ -75,6 +77,12 @@ void append_text(std::ostringstream& os, const std::string& where, const std::st
 }
 
 void append_file(std::ostringstream& os, const std::string& name) { append_text(os, name, template_text(name)); }
+
+// KPLAY_FP64_MATH's counterpart (runtime/fast_fp64.hpp): "0" turns the lean float32 routines off.
+bool f32_lean_allowed() {
+  const char* v = std::getenv("KPLAY_F32_LEAN");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
 }  // namespace
 
 RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, const Dialect& dialect, Layout layout) {
@@ -120,6 +128,11 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   const bool f32_storage = math == Dtype::f32 || wide;
   const bool fast_fp64 = dialect.fast_fp64 && f32_storage && !c.fast_math;
   os << "#define KP_FAST_FP64 " << (fast_fp64 ? 1 : 0) << '\n';
+  // The lean float routines (templates/common/f32_math.h) for the float32 IEEE kernels of the
+  // activations that have one, on every device; KPLAY_F32_LEAN=0 keeps the double or float-float
+  // routines instead (to compare them). Only those kernels name it: other hashes stay as they were.
+  const bool f32_ieee = math == Dtype::f32 && !c.fast_math;
+  if (f32_ieee) os << "#define KP_F32_LEAN " << (f32_lean_allowed() ? 1 : 0) << '\n';
   // Parameters are compile-time constants (docs/design.md says why): KP_P_<NAME>, rounded for the
   // storage dtype (float32's in a wide kernel, written exactly).
   os << act.param_defines(spec.dtype, spec.direction, wide);
@@ -130,6 +143,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
     append_file(os, "common/precise_math.h");
     append_file(os, "common/precise_grad.h");  // snippets define their backward in every kernel
     append_file(os, "common/fp64_math.h");     // empty unless KP_FAST_FP64
+    append_file(os, "common/f32_math.h");
   }
   // Full-precision double routines that undercut the built-ins (float64 IEEE kernels only), and in
   // a wide kernel on a fast-FP64 device fp64_math.h's for the activations it has.

@@ -15,7 +15,8 @@ namespace kplay {
 
 // Instructions per element of `act`'s math for this dtype and direction (backward: from the
 // input; the derivative from the output is never dearer). float32 counts the path the device runs:
-// double where it has fast FP64 (`fp64_math`), float-float elsewhere. nullopt for an activation
+// double where it has fast FP64 (`fp64_math`), float-float elsewhere, and on both the lean float
+// routine (templates/common/f32_math.h) where the activation has one. nullopt for an activation
 // that has not been counted (a user snippet, a built-in added since): the model then takes the
 // dearest counted math of that dtype and direction, so that it never gives such an activation
 // fewer bytes in flight than a counted one.

@@ -1,6 +1,9 @@
 /* Sigmoid as torch: 1 / (1 + exp(-x)), from exp(-|x|) so that neither tail overflows or loses
  * relative precision; torch's sigmoid_backward uses the output: g * y * (1 - y). */
-#if KP_FAST_FP64
+#if KP_F32_LEAN
+/* float32: float arithmetic alone, within 2 ulp (templates/common/f32_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_f_sigmoid(x); }
+#elif KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_sigmoid(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH

@@ -1,7 +1,10 @@
 /* SiLU (swish) as torch: x * sigmoid(x); backward g * s * (1 + x (1 - s)). The sigmoid comes
  * from exp(-|x|), which never overflows, so x * e^x stays a normal number deep in the negative
  * tail instead of flushing to zero; at -inf the result is NaN, as torch's x / (1 + exp(-x)). */
-#if KP_FAST_FP64
+#if KP_F32_LEAN
+/* float32: float arithmetic alone, within 2 ulp (templates/common/f32_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_f_silu(x); }
+#elif KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_silu(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH

@@ -1,6 +1,9 @@
 /* Tanh as torch; torch's tanh_backward uses the output: g * (1 - y^2) (one rounding with fma).
  * From the input, 1 - tanh^2 = 4 e / (1 + e)^2 with e = exp(-2|x|), exact where tanh rounds to 1. */
-#if KP_FAST_FP64
+#if KP_F32_LEAN
+/* float32: float arithmetic alone, within 2 ulp (templates/common/f32_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_f_tanh(x); }
+#elif KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_tanh(x); }
 #elif KP_DTYPE_F32 && !KP_FAST_MATH

@@ -1,0 +1,128 @@
+/* Lean float32 activations: float arithmetic alone, at few instructions, within each
+ * activation's documented bound (docs/accuracy.md), for float32 kernels on every device
+ * (KP_F32_LEAN, set by codegen; the double routines of fp64_math.h cost FP64 operations and two
+ * conversions per element, which at one wave on an H200 made kplay's float32 sigmoid, silu, tanh
+ * 15-20 % slower than torch's float formula). Written only with +, -, *, fma, comparisons,
+ * selects, bit casts and one reciprocal estimate (KP_RCP_APPROXF, always followed by an fma
+ * residual correction), so the host computes the same bits: tools/numerics/f32_lean_check.cpp
+ * proves each function over all 2^32 inputs with this very header, with the reciprocal
+ * correctly rounded and 1 ulp off either way (rcp.approx.ftz.f32 is within 1 ulp).
+ * The kernels must not contract a * b + c into fma (CUDA: -fmad=false; OpenCL: FP_CONTRACT OFF
+ * below): the compensations rely on the roundings as written.
+ *
+ * The exponential: e^-a = 2^k (1 + t) for a >= 0, k = rint(-a log2 e) by the 1.5 2^23 shift,
+ * r = -a - k ln2 by two fmas (the first exact), t = e^r - 1 = r + r^2 P(r), P of degree 4
+ * (0.06 ulp of e^r on |r| <= ln2/2). Each result is one quotient: its numerator rounded once
+ * (sigmoid and silu, at 2^64 scale, normal down to the subnormal results) or exact (tanh), its
+ * denominator an exact float-float, one reciprocal estimate and one residual correction.
+ * Proven maxima over every float32 (docs/accuracy.md): sigmoid 1.48, silu 1.79, tanh 1.50 ulp. */
+#ifndef KP_F32_MATH_H
+#define KP_F32_MATH_H
+#ifdef __OPENCL_VERSION__
+#pragma OPENCL FP_CONTRACT OFF /* CUDA: -fmad=false (the float32 kernels' precise_options) */
+#endif
+
+#define KP_F_SHIFT 0x1.8p+23f /* adding it rounds |v| < 2^22 to an integer in the low bits */
+
+/* t = e^r - 1 for r = -a - k ln2, a in [0, 132.5]; returns the shifted k (KP_F_SHIFT + k). */
+#define KP_F_P4 0.001375133404508233f
+#define KP_F_P3 0.008368936367332935f
+#define KP_F_P2 0.041669536381959915f
+#define KP_F_P1 0.166665181517601f
+#define KP_F_P0 0.49999988079071045f
+KP_FN float kp_f_expm1_reduced(float a, float* t) {
+  const float j = KP_FMAF(-a, 0x1.715476p+0f, KP_F_SHIFT);
+  const float k = j - KP_F_SHIFT;
+  float r = KP_FMAF(k, -0x1.62e43p-1f, -a); /* exact: k ln2_hi has 29 bits, the difference < ln2 */
+  r = KP_FMAF(k, 0x1.05c610p-29f, r);     /* ln2 = 0x1.62e43p-1 - 0x1.05c610p-29 */
+  float p = KP_F_P4;
+  p = KP_FMAF(p, r, KP_F_P3);
+  p = KP_FMAF(p, r, KP_F_P2);
+  p = KP_FMAF(p, r, KP_F_P1);
+  p = KP_FMAF(p, r, KP_F_P0);
+  *t = KP_FMAF(r * r, p, r);
+  return j;
+}
+
+/* The same for e^-2a, a in [0, 9.1], without forming 2a: every value is the one above halved
+ * exactly (r/2, the constants scaled by powers of two, so each rounding is the same), and *th is
+ * t/2, bit for bit; the caller doubles the scale instead (2^(k+1): free in kp_f_pow2). */
+KP_FN float kp_f_expm1_reduced_2a(float a, float* th) {
+  const float j = KP_FMAF(-a, 0x1.715476p+1f, KP_F_SHIFT);
+  const float k = j - KP_F_SHIFT;
+  float r = KP_FMAF(k, -0x1.62e43p-2f, -a);
+  r = KP_FMAF(k, 0x1.05c610p-30f, r);
+  float p = 32.0f * KP_F_P4;
+  p = KP_FMAF(p, r, 16.0f * KP_F_P3);
+  p = KP_FMAF(p, r, 8.0f * KP_F_P2);
+  p = KP_FMAF(p, r, 4.0f * KP_F_P1);
+  p = KP_FMAF(p, r, 2.0f * KP_F_P0);
+  *th = KP_FMAF(r * r, p, r);
+  return j;
+}
+
+/* 2^(k + bias) from the shifted k: (bits of j) << 23 is k << 23, the shift's bits falling off. */
+KP_FN float kp_f_pow2(float j, int bias) { return KP_AS_FLOAT((int)((unsigned)KP_AS_INT(j) << 23) + ((bias + 127) << 23)); }
+
+/* m sigmoid(x) = m / (1 + e^-x), m = x (silu) or 1 (sigmoid), from e = e^-|x|: x >= 0 gives
+ * m 2^64 / (2^64 (1 + e)), x < 0 gives m e 2^64 / (2^64 (1 + e)). At that scale the numerator is
+ * normal down to the subnormal results and the quotient needs no scaling back, so a subnormal
+ * result is rounded once, by the last fma. The numerator is rounded once, 2^64 (1 + e) = d + dl
+ * exactly, and the quotient corrected once against d + dl. Keeping the numerator's rounding
+ * error as well (two fmas and an add more) measures 0.94 ulp at most on a sample; dropping dl
+ * instead of it, 1.51; dropping both, 2.005. |x| is clamped at 132.5 by a select that lets NaN
+ * through: there k = -191, so the scale 2^(k+64) is +0 (exponent field k + 191 = 0), and so is
+ * the numerator x e 2^64 of every x below -132.5 (NaN at -inf, as torch), while at -110 it is
+ * already below 2^-151. */
+KP_FN float kp_f_mul_sigmoid(float m, float x) {
+  const float ax = KP_FABSF(x);
+  float t;
+  const float j = kp_f_expm1_reduced(ax > 132.5f ? 132.5f : ax, &t);
+  const float s = kp_f_pow2(j, 64); /* 2^(k+64), or +0 at k = -191 */
+  const float ms = m * s;            /* exact: a power of two or zero */
+  const float es = KP_FMAF(s, t, s); /* e 2^64 */
+  const float d = 0x1p64f + es;
+  const float dl = (0x1p64f - d) + es;
+  const float nh = x < 0.0f ? KP_FMAF(ms, t, ms) : m * 0x1p64f;
+  const float rc = KP_RCP_APPROXF(d); /* d in [2^64, 2^65]: 1 / d is normal */
+  const float q0 = nh * rc;
+  const float res = KP_FMAF(-q0, dl, KP_FMAF(-q0, d, nh));
+  return KP_FMAF(res, rc, q0);
+}
+
+/* sigmoid(x); NaN in, NaN out (through e). */
+KP_FN float kp_f_sigmoid(float x) { return kp_f_mul_sigmoid(1.0f, x); }
+
+/* silu(x) = x sigmoid(x); q has the sign of x but at -0, where the residual gives +0: the sign
+ * bit is or-ed in. -inf gives NaN (-inf * 0), as torch's x / (1 + exp(-x)); beyond 110 the result
+ * is x, selected (x 2^64 would overflow). */
+KP_FN float kp_f_silu(float x) {
+  const float q = kp_f_mul_sigmoid(x, x);
+  const float y = KP_AS_FLOAT(KP_AS_INT(q) | (KP_AS_INT(x) & (int)0x80000000));
+  return x > 110.0f ? x : y;
+}
+
+/* tanh(x) = sign(x) (1 - e) / (1 + e), e = e^-2|x| = s (1 + t): 1 - e = (1 - s) - s t and
+ * 1 + e = (1 + s) + s t, each an exact float-float from one fma and its residual (1 -+ s is exact
+ * for k >= -23, and the residual's difference by Sterbenz); k = 0 gives -t / (2 + t), t with
+ * relative precision, so small |x| keep theirs. |x| clamped at 9.1, where tanh rounds to 1. The
+ * quotient is +0 or positive (+0 at x = +-0), so the sign of x is xor-ed in. */
+KP_FN float kp_f_tanh(float x) {
+  const float ax = KP_FABSF(x);
+  float th;
+  const float j = kp_f_expm1_reduced_2a(ax > 9.1f ? 9.1f : ax, &th);
+  const float s2 = kp_f_pow2(j, 1); /* 2 s: s2 th = s t exactly */
+  const float s = s2 * 0.5f;
+  const float om = 1.0f - s, op = 1.0f + s;
+  const float nh = KP_FMAF(-s2, th, om);
+  const float nl = KP_FMAF(-s2, th, om - nh);
+  const float dh = KP_FMAF(s2, th, op);
+  const float dl = KP_FMAF(s2, th, op - dh);
+  const float rc = KP_RCP_APPROXF(dh);
+  const float q0 = nh * rc;
+  const float res = KP_FMAF(-q0, dl, KP_FMAF(-q0, dh, nh) + nl);
+  const float y = KP_FMAF(res, rc, q0);
+  return KP_AS_FLOAT(KP_AS_INT(y) ^ (KP_AS_INT(x) & (int)0x80000000)); /* odd; NaN stays NaN */
+}
+
+#endif /* KP_F32_MATH_H */
