@@ -36,7 +36,9 @@ def activations() -> List[str]:
 
 def supports_saved_output(activation: str) -> bool:
     """Whether backward can start from the forward output (saved_output=True) for this activation."""
-    return bool(_core.supports_saved_output(activation))
+    from ._arguments import text
+
+    return bool(_core.supports_saved_output(text(activation, "activation")))
 
 
 def backends() -> List[Dict[str, Any]]:
