@@ -34,6 +34,8 @@ def text(value: Any, name: str) -> str:
     """value as a str that UTF-8 can carry whole: no lone surrogate, no NUL character."""
     if not isinstance(value, str):
         raise _core.InvalidArgumentError(f"{name} must be a str, not {type(value).__name__} {value!r}")
+    if value.isascii() and "\0" not in value:  # the common case, cheap on the launch path
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as e:
