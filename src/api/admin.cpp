@@ -21,9 +21,9 @@ namespace {
 
 // The database helpers open the file as `kplay db` does: a file that is not a kplay database is
 // refused (Error(invalid_argument)) and left as it is, and those that only read (stats, export)
-// create, write and move nothing, a missing folder included.
-// A path that names something other than a regular file (/dev/zero, a FIFO, a folder) is refused
-// here too: opening would only warn and serve an empty database from memory.
+// create, write and move nothing, a missing folder included. A path that names something other
+// than a regular file (/dev/zero, a FIFO, a folder) is refused too: opening would only warn and
+// serve an empty database from memory.
 KernelDatabase::Options db_options(const std::string& path, bool read_only) {
   const std::string file = path.empty() ? KernelDatabase::default_path() : path;
   struct stat st {};
