@@ -7,6 +7,7 @@
 //   kplay_fuzz TARGET --input FILE      runs one input (to reproduce a finding)
 //   kplay_fuzz TARGET|all --write-corpus DIR   writes the seeds as DIR/TARGET/seed-N, the form
 //                                       of the checked-in corpus libFuzzer starts from
+//   kplay_fuzz TARGET|all --check-corpus DIR   exit 1 where DIR does not hold them so
 // Exit 0: no finding. On a finding (an exception the target does not allow) it prints the
 // target and the input (C-escaped) and exits 1; a crash or sanitizer report ends the process,
 // and an input that runs longer than 10 s is reported as a hang by the watchdog (exit 1).
@@ -167,6 +168,26 @@ long fuzz(const Target& t, double seconds, long runs, std::uint64_t seed) {
   return n;
 }
 
+// --check-corpus: whether DIR/TARGET/seed-N holds each seed as --write-corpus writes it (ctest
+// runs it on tests/fuzz/corpus, so the committed corpus cannot drift from the seeds).
+int check_corpus(const std::string& which, const std::string& dir) {
+  int bad = 0;
+  for (const auto& t : kplay::fuzz::targets()) {
+    if (which != "all" && which != t.name) continue;
+    for (std::size_t i = 0; i < t.seeds.size(); ++i) {
+      const std::string path = dir + "/" + t.name + "/seed-" + std::to_string(i);
+      std::ifstream in(path, std::ios::binary);
+      const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (!in.is_open() || held != t.seeds[i]) {
+        std::fprintf(stderr, "kplay_fuzz: %s is not seed %zu of target '%s' (kplay_fuzz all --write-corpus %s)\n",
+                     path.c_str(), i, t.name, dir.c_str());
+        ++bad;
+      }
+    }
+  }
+  return bad ? 1 : 0;
+}
+
 int write_corpus(const std::string& which, const std::string& dir) {
   for (const auto& t : kplay::fuzz::targets()) {
     if (which != "all" && which != t.name) continue;
@@ -191,7 +212,7 @@ int main(int argc, char** argv) {
   double seconds = 10;
   long runs = 1L << 40;
   std::uint64_t seed = 1;
-  std::string input_file, corpus_dir;
+  std::string input_file, corpus_dir, check_dir;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--seconds")
@@ -204,6 +225,8 @@ int main(int argc, char** argv) {
       input_file = argv[i + 1];
     else if (flag == "--write-corpus")
       corpus_dir = argv[i + 1];
+    else if (flag == "--check-corpus")
+      check_dir = argv[i + 1];
     else
       which.clear();
   }
@@ -212,12 +235,13 @@ int main(int argc, char** argv) {
   if (!known || argc % 2 != 0) {
     std::fprintf(stderr,
                  "usage: kplay_fuzz TARGET|all [--seconds S] [--runs N] [--seed K] [--input FILE] "
-                 "[--write-corpus DIR]; targets:");
+                 "[--write-corpus DIR] [--check-corpus DIR]; targets:");
     for (const auto& t : kplay::fuzz::targets()) std::fprintf(stderr, " %s", t.name);
     std::fprintf(stderr, "\n");
     return 64;
   }
   if (!corpus_dir.empty()) return write_corpus(which, corpus_dir);
+  if (!check_dir.empty()) return check_corpus(which, check_dir);
   signal(SIGALRM, on_hang);
   if (!input_file.empty()) {
     std::ifstream in(input_file, std::ios::binary);
