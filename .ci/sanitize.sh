@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # A second build with AddressSanitizer + UndefinedBehaviorSanitizer (KPLAY_SANITIZE) in
-# build-sanitize/. Runs the unit and database tests, a small OpenCL subset on PoCL (every knob
-# value, a stored binary loading back, the 2-D API), and each fuzz target for a fixed time.
-# Usage: .ci/sanitize.sh [fuzz seconds per target, default 30]
+# build-sanitize/. Runs the unit and database tests and a small OpenCL subset on PoCL (every knob
+# value, a stored binary loading back, the 2-D API). The fuzz targets run coverage-guided, under
+# the same sanitizers, in .ci/libfuzzer.sh's clang build.
+# Usage: .ci/sanitize.sh
 #        .ci/sanitize.sh --build-only   (the build alone; .ci/run starts it early, in the background)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzz_seconds=${1:-30}
+mode=${1:-}
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # PoCL's compiler (LLVM) leaks by design at exit and is not instrumented; its reports are not ours.
@@ -19,17 +20,16 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$PWD/.ci/lsan.supp:print_suppressions=0:intercept_tls_get_addr=0
 
 # -O0: half the compile time of -O1 with the sanitizers (tests/test_database.cpp: 17.8 -> 8.5 CPU
-# seconds), and the build is most of this stage; the tests run slower but are short, and the fuzz
-# targets run for a fixed time. Only the targets run below (and the CLI and stress binaries the
-# tests start) are built.
+# seconds), and the build is most of this stage; the tests run slower but are short. Only the
+# targets run below (and the CLI and stress binaries the tests start) are built.
 mkdir -p build-sanitize
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DCMAKE_C_FLAGS_DEBUG="-O0 -g1" \
   -DKPLAY_SANITIZE=ON >/dev/null
-cmake --build build-sanitize -j"$(nproc)" --target kplay_tests kplay_fuzz kplay kplay_db_stress
-[ "$fuzz_seconds" = "--build-only" ] && exit 0
+cmake --build build-sanitize -j"$(nproc)" --target kplay_tests kplay kplay_db_stress
+[ "$mode" = "--build-only" ] && exit 0
 
-# The tests and then the fuzz targets run side by side, one per core, each into its own log; the
-# logs are printed whole, in order, and any failure fails the stage.
+# The two test runs go side by side, one per core, each into its own log; the logs are printed
+# whole, in order, and any failure fails the stage.
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 failed=0
@@ -64,18 +64,3 @@ run_logged "unit and database tests (ASan+UBSan)" "$tests" --test-suite-exclude=
 run_logged "OpenCL subset (ASan+UBSan): -tc='$opencl_subset'" opencl_subset_or_skip
 collect
 
-# The fuzz targets, as kplay_fuzz's usage line names them, dealt round-robin to one queue per
-# core: each target runs for the full time with a core of its own.
-fuzz=build-sanitize/tests/kplay_fuzz
-read -r -a targets <<<"$("$fuzz" 2>&1 | sed -n 's/.*targets://p' || true)"
-[ ${#targets[@]} -gt 0 ] || { echo "kplay_fuzz named no targets"; exit 1; }
-echo "-- fuzz targets, ${fuzz_seconds}s each (ASan+UBSan): ${targets[*]}"
-fuzz_queue() {  # FIRST STEP: targets FIRST, FIRST+STEP, ... one after another
-  local i
-  for ((i = $1; i < ${#targets[@]}; i += $2)); do "$fuzz" "${targets[i]}" --seconds "$fuzz_seconds" || return; done
-}
-queues=$(nproc)
-for ((q = 0; q < queues && q < ${#targets[@]}; ++q)); do
-  run_logged "fuzz queue $((q + 1)) of $queues" fuzz_queue "$q" "$queues"
-done
-collect

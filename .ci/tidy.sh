@@ -8,7 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 log=$tmp/log
 # Once per source file: clang-tidy checks a file once for every compile command it has, and
-# src/cli/config_flags.cpp has two (the CLI and kplay_fuzz build it), the longest file to check.
+# src/cli/config_flags.cpp has two (the CLI and the fuzz targets build it), the longest file to check.
 python3 -c '
 import json, sys
 seen, once = set(), []

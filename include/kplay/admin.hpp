@@ -57,7 +57,7 @@ struct TuneRequest {
   Dtype dtype = Dtype::f32;
   Direction direction = Direction::forward;
   Saved saved = Saved::input;
-  std::string backend = "cuda";
+  std::string backend = "auto";  // "cuda", "opencl", or "auto": CUDA where it has a device, else OpenCL
   int device = 0;
   std::string strategy = "exhaustive";  // as `kplay autotune --strategy`
   int budget = 40, warmup = 2, repeats = 7;
@@ -65,6 +65,8 @@ struct TuneRequest {
   std::string db_path;
 };
 // Tunes and stores the result; returns the tuning record as JSON (the `kplay db export` form).
+// Numbers outside kplay/limits.hpp's bounds (those of `kplay autotune`'s flags) are refused with
+// Error(invalid_argument) naming the field.
 std::string autotune(const TuneRequest& request);
 
 namespace db {

@@ -39,7 +39,9 @@ def activations() -> List[str]:
 
 def supports_saved_output(activation: str) -> bool:
     """Whether backward can start from the forward output (saved_output=True) for this activation."""
-    return bool(_core.supports_saved_output(activation))
+    from ._arguments import text
+
+    return bool(_core.supports_saved_output(text(activation, "activation")))
 
 
 def backends() -> List[Dict[str, Any]]:
@@ -54,12 +56,25 @@ def devices() -> List[Dict[str, Any]]:
 
 
 def autotune(activation: str, n: int, dtype: str = "f32", direction: str = "forward", saved: str = "input",
-             backend: str = "cuda", device: int = 0, strategy: str = "exhaustive", budget: int = 40,
+             backend: str = "auto", device: int = 0, strategy: str = "exhaustive", budget: int = 40,
              warmup: int = 2, repeats: int = 7, resume: bool = True, db: str = "") -> Dict[str, Any]:
     """Finds the fastest correct configuration for (activation, dtype, direction) at size n on one
     device, stores it with every candidate in the kernel database (db: path, "" = default), and
-    returns the record as `kplay autotune --json` prints it. Later calls of any process use it."""
+    returns the record as `kplay autotune --json` prints it. Later calls of any process use it.
+    backend "auto" picks as `kplay autotune` does (CUDA where it has a device, else OpenCL); the
+    numbers are held to the command line's bounds (InvalidArgumentError naming the argument)."""
     import json
 
-    return json.loads(_core.autotune(activation, int(n), dtype, direction, saved, backend, int(device), strategy,
-                                     int(budget), int(warmup), int(repeats), bool(resume), db))
+    from ._arguments import LIMITS, text, whole
+
+    names = {"activation": activation, "dtype": dtype, "direction": direction, "saved": saved, "backend": backend,
+             "strategy": strategy, "db": db}
+    for name, value in names.items():
+        text(value, name)
+    if not isinstance(resume, bool):
+        raise InvalidArgumentError(f"resume must be True or False, not {type(resume).__name__} {resume!r}")
+    return json.loads(_core.autotune(
+        activation, whole(n, "n", 1, LIMITS["max_elements"]), dtype, direction, saved, backend,
+        whole(device, "device", 0, LIMITS["max_device"]), strategy, whole(budget, "budget", 1, LIMITS["max_budget"]),
+        whole(warmup, "warmup", 0, LIMITS["max_launches"]),
+        whole(repeats, "repeats", LIMITS["min_repeats"], LIMITS["max_launches"]), resume, db))

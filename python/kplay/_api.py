@@ -6,6 +6,7 @@ import sys
 from typing import Any, Dict, Optional, Tuple
 
 from . import _core
+from ._arguments import text
 from ._arrays import DTYPE_NAMES, ArrayRef, describe, empty, empty_like
 from ._layout import plan
 
@@ -15,6 +16,13 @@ _bad = _core.InvalidArgumentError
 _launchers: Dict[Tuple[str, int, int, bool, bool], Any] = {}
 atexit.register(_launchers.clear)  # before nanobind's teardown, which would report them as leaks
 _torch_codes: Dict[Any, int] = {}
+
+
+def _name(activation: Any, example: str) -> None:
+    """An activation's name: a str (TypeError otherwise) that UTF-8 carries whole."""
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a str such as '{example}', not {type(activation).__name__}")
+    text(activation, "activation")
 
 
 def _torch_fast(activation: str, inputs: Tuple[Any, ...], out: Any, backward: bool = False,
@@ -104,8 +112,7 @@ def forward(activation: str, x: Any, out: Any = None, stream: Any = None) -> Any
     with (torch's current stream, __cuda_array_interface__'s stream, the pyopencl array's queue),
     else CUDA's legacy default stream. Returns out.
     """
-    if not isinstance(activation, str):
-        raise TypeError(f"activation must be a str such as 'selu', not {type(activation).__name__}")
+    _name(activation, "selu")
     torch = sys.modules.get("torch")
     if stream is None and torch is not None and type(x) is torch.Tensor:
         done = _torch_fast(activation, (x,), out)
@@ -116,6 +123,8 @@ def forward(activation: str, x: Any, out: Any = None, stream: Any = None) -> Any
         out = empty_like(x)
     orf = xr if out is x else describe(out)
     _check_same(xr, orf, "x", "out")
+    if xr.size == 0:  # nothing to compute: out as it is, like numpy and torch on empty arrays
+        return out
     s = _stream_for(xr, stream, "x")
     p = _layout((xr, orf), ("x", "out"))
     if p[0] == "flat":
@@ -130,8 +139,7 @@ def backward(activation: str, grad_out: Any, saved: Any, saved_output: bool = Fa
              stream: Any = None) -> Any:
     """grad_in = grad_out * activation'(x), where saved is the forward input x, or its output y when
     saved_output=True (only where supports_saved_output(activation)). Returns grad_in."""
-    if not isinstance(activation, str):
-        raise TypeError(f"activation must be a str such as 'selu', not {type(activation).__name__}")
+    _name(activation, "selu")
     torch = sys.modules.get("torch")
     if stream is None and torch is not None and type(grad_out) is torch.Tensor and type(saved) is torch.Tensor:
         done = _torch_fast(activation, (grad_out, saved), grad_in, True, bool(saved_output))
@@ -144,6 +152,8 @@ def backward(activation: str, grad_out: Any, saved: Any, saved_output: bool = Fa
         grad_in = empty_like(grad_out)
     ir = gr if grad_in is grad_out else describe(grad_in)
     _check_same(gr, ir, "grad_out", "grad_in")
+    if gr.size == 0:
+        return grad_in
     s = _stream_for(gr, stream, "grad_out")
     p = _layout((gr, sr, ir), ("grad_out", "saved", "grad_in"))
     if p[0] == "flat":
@@ -219,10 +229,11 @@ def gated_forward(activation: str, x: Any = None, *, a: Any = None, b: Any = Non
     arrays a and b of one shape, each with its own row pitch (a column slice needs no copy). out:
     [..., d], allocated when None; it may be a itself (in place). Returns out. FP8 output: the raw
     _core.gated_forward with out_dtype."""
-    if not isinstance(activation, str):
-        raise TypeError(f"activation must be a str such as 'silu', not {type(activation).__name__}")
+    _name(activation, "silu")
     (ar, aoff, pa), (br, boff, pb), rows, d, shape = _gated_inputs(x, a, b, "gated_forward")
     out, orf, po = _gated_output(x if x is not None else a, ar, out, shape, "out")
+    if rows * d == 0:
+        return out
     s = _stream_for(ar, stream, "x" if x is not None else "a")
     _core.gated_forward(activation, ar.dtype, ar.ptr, aoff, pa, br.ptr, boff, pb, orf.ptr, 0, po, rows, d,
                         ar.backend, s)
@@ -235,8 +246,7 @@ def gated_backward(activation: str, grad_out: Any, x: Any = None, *, a: Any = No
     With x ([..., 2d]) returns grad_x of x's shape (grad_a its first half, grad_b its second);
     with a and b returns (grad_a, grad_b). Gradients may be written over the inputs (grad_x is x,
     or grad_a is a and grad_b is b)."""
-    if not isinstance(activation, str):
-        raise TypeError(f"activation must be a str such as 'silu', not {type(activation).__name__}")
+    _name(activation, "silu")
     (ar, aoff, pa), (br, boff, pb), rows, d, shape = _gated_inputs(x, a, b, "gated_backward")
     gr = describe(grad_out)
     if gr.backend != ar.backend or gr.dtype != ar.dtype:
@@ -247,11 +257,15 @@ def gated_backward(activation: str, grad_out: Any, x: Any = None, *, a: Any = No
     s = _stream_for(gr, stream, "grad_out")
     if x is not None:
         grad_x, xr, px = _gated_output(x, ar, grad_x, tuple(ar.shape), "grad_x")
+        if rows * d == 0:
+            return grad_x
         _core.gated_backward(activation, ar.dtype, gr.ptr, 0, pg, ar.ptr, aoff, pa, br.ptr, boff, pb, xr.ptr, 0, px,
                              xr.ptr, d, px, rows, d, ar.backend, s)
         return grad_x
     grad_a, gar, pga = _gated_output(a, ar, grad_a, shape, "grad_a")
     grad_b, gbr, pgb = _gated_output(a, ar, grad_b, shape, "grad_b")
+    if rows * d == 0:
+        return grad_a, grad_b
     _core.gated_backward(activation, ar.dtype, gr.ptr, 0, pg, ar.ptr, aoff, pa, br.ptr, boff, pb, gar.ptr, 0, pga,
                          gbr.ptr, 0, pgb, rows, d, ar.backend, s)
     return grad_a, grad_b

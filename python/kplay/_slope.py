@@ -8,6 +8,7 @@ from typing import Any, Optional, Tuple
 
 from . import _core
 from ._api import _check_same, _stream_for
+from ._arguments import whole
 from ._arrays import ArrayRef, describe, empty, empty_like
 
 _bad = _core.InvalidArgumentError
@@ -53,6 +54,8 @@ def prelu(x: Any, weight: Any, out: Any = None, stream: Any = None) -> Any:
         raise _bad("weight must be of x's dtype and backend")
     for r, name in ((xr, "x"), (orf, "out"), (wr, "weight")):
         _contiguous(r, name)
+    if xr.size == 0:  # nothing to compute, as numpy and torch on empty arrays
+        return out
     _core.prelu_forward(xr.dtype, xr.ptr, wr.ptr, orf.ptr, math.prod(xr.shape), channels, inner, xr.backend,
                         _stream_for(xr, stream, "x"))
     return out
@@ -90,8 +93,11 @@ def rrelu(x: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool
     _check_same(xr, orf, "x", "out")
     _contiguous(xr, "x")
     _contiguous(orf, "out")
+    seed, offset = whole(seed, "seed", 0, 2**64 - 1), whole(offset, "offset", 0, 2**64 - 1)
+    if xr.size == 0:
+        return out
     _core.rrelu_forward(xr.dtype, xr.ptr, orf.ptr, math.prod(xr.shape), float(lower), float(upper), bool(training),
-                        int(seed), int(offset), xr.backend, _stream_for(xr, stream, "x"))
+                        seed, offset, xr.backend, _stream_for(xr, stream, "x"))
     return out
 
 
@@ -107,6 +113,9 @@ def rrelu_backward(grad_out: Any, x: Any, lower: float = 1.0 / 8, upper: float =
     _check_same(gr, ir, "grad_out", "grad_in")
     for r, name in ((gr, "grad_out"), (xr, "x"), (ir, "grad_in")):
         _contiguous(r, name)
+    seed, offset = whole(seed, "seed", 0, 2**64 - 1), whole(offset, "offset", 0, 2**64 - 1)
+    if gr.size == 0:
+        return grad_in
     _core.rrelu_backward(gr.dtype, gr.ptr, xr.ptr, ir.ptr, math.prod(xr.shape), float(lower), float(upper),
-                         bool(training), int(seed), int(offset), gr.backend, _stream_for(gr, stream, "grad_out"))
+                         bool(training), seed, offset, gr.backend, _stream_for(gr, stream, "grad_out"))
     return grad_in

@@ -11,6 +11,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "kplay/kplay.h"
 #include "kplay/kplay.hpp"
 #include "kplay/launcher.hpp"
+#include "kplay/limits.hpp"
 #include "torch_bridge.h"
 
 namespace nb = nanobind;
@@ -581,6 +583,17 @@ NB_MODULE(_core, m) {
                            a.device_type(), a.device_id());
   });
 
+  // The bounds of kplay/limits.hpp, which kplay.autotune checks its arguments against before
+  // they become C++ integers (kplay/_arguments.py), as the command line checks its flags.
+  m.def("limits", [] {
+    nb::dict d;
+    d["max_elements"] = kplay::kMaxElements;
+    d["max_launches"] = kplay::kMaxLaunches;
+    d["min_repeats"] = kplay::kMinTuneRepeats;
+    d["max_budget"] = kplay::kMaxTuneBudget;
+    d["max_device"] = std::numeric_limits<int>::max();
+    return d;
+  });
   m.def(
       "autotune",
       [](const std::string& activation, std::uint64_t n, const std::string& dtype, const std::string& direction,

@@ -176,7 +176,7 @@ class AutotuneCommand : public Command {
     app_->add_option("--strategy", options_.tune.strategy, strategy_help())->capture_default_str();
     app_->add_option("--budget", options_.tune.budget, budget_help())
         ->capture_default_str()
-        ->check(CLI::Range(1, 1 << 20));
+        ->check(CLI::Range(1, kMaxTuneBudget));
     app_->add_option("--seed", options_.tune.seed, "seed for inputs and the random strategy")
         ->capture_default_str()
         ->check(whole_number());
@@ -185,7 +185,7 @@ class AutotuneCommand : public Command {
         ->check(CLI::Range(0, kMaxLaunches));
     app_->add_option("--repeat", options_.tune.repeats, "timed launches per candidate (median)")
         ->capture_default_str()
-        ->check(CLI::Range(3, kMaxLaunches));
+        ->check(CLI::Range(kMinTuneRepeats, kMaxLaunches));
     app_->add_option("--space", space_text_,
                      "search other knob values: 'block=128,256 per-thread=1,2 grid=one-shot cache=default "
                      "kernel=flat,general gradient=early,late vec-bytes=16' (knobs not named keep theirs)");

@@ -10,6 +10,7 @@
 
 #include "codegen/codegen.hpp"
 #include "codegen/config_validation.hpp"
+#include "kplay/limits.hpp"
 #include "kplay/types.hpp"
 #include "runtime/backend.hpp"
 #include "tuner/config_lookup.hpp"
@@ -76,10 +77,7 @@ void add_config_flags(CLI::App& app, ConfigFlags& flags, bool several_activation
 // CLI11 reads "-1" into an unsigned option as 2^64 - 1 (strtoull) and "010" as octal: options of
 // unsigned type take this validator, which accepts decimal digits only.
 CLI::Validator whole_number();
-// The most elements a problem may have (--n, --shape): 2^48, beyond every device's memory and far
-// beyond what a run can finish; larger counts would also overflow byte sizes.
-constexpr std::uint64_t kMaxElements = 1ull << 48;
-// Problem sizes as typed: each must be 1 .. kMaxElements; `flag` names the option in the message.
+// Problem sizes as typed: each must be 1 .. kMaxElements (kplay/limits.hpp); `flag` names the option in the message.
 void check_elements(std::uint64_t n, const char* flag);
 // Refuses (Error(invalid_argument) naming `flag`) a problem of n elements of spec whose buffers
 // (`sets` sets of input, output, saved tensor and the copy's scratch) do not fit the device: each
@@ -95,7 +93,4 @@ void add_timeout_flag(CLI::App& app, double& seconds);
 double timeout_seconds(const CLI::App& app, double flag_seconds, std::uint64_t bytes_per_launch);
 // Bytes one launch of spec on n elements moves: input(s) and output.
 std::uint64_t launch_bytes(const KernelSpec& spec, std::uint64_t n);
-// --warmup and --repeat: the most launches a measurement may ask for.
-constexpr int kMaxLaunches = 10000;
-
 }  // namespace kplay::cli

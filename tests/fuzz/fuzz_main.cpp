@@ -1,19 +1,26 @@
 // kplay_fuzz: a bounded random-corpus fuzzer for the targets of fuzz_targets.hpp that needs no
 // clang or libFuzzer. It mutates the seeds (bit flips, byte edits, inserted tokens, splices,
-// cuts) deterministically from --seed, for --seconds or --runs, whichever ends first.
+// cuts) deterministically from --seed, for --seconds or --runs (divided by the target's cost),
+// whichever ends first. Built with clang, tests/fuzz/libfuzzer_main.cpp runs the same targets
+// coverage-guided instead (KPLAY_LIBFUZZER).
 //   kplay_fuzz TARGET|all [--seconds S] [--runs N] [--seed K]
 //   kplay_fuzz TARGET --input FILE      runs one input (to reproduce a finding)
+//   kplay_fuzz TARGET|all --write-corpus DIR   writes the seeds as DIR/TARGET/seed-N, the form
+//                                       of the checked-in corpus libFuzzer starts from
+//   kplay_fuzz TARGET|all --check-corpus DIR   exit 1 where DIR does not hold them so
 // Exit 0: no finding. On a finding (an exception the target does not allow) it prints the
 // target and the input (C-escaped) and exits 1; a crash or sanitizer report ends the process,
 // and an input that runs longer than 10 s is reported as a hang by the watchdog (exit 1).
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -145,7 +152,8 @@ long fuzz(const Target& t, double seconds, long runs, std::uint64_t seed) {
   for (const auto& s : corpus)
     if (!run_one(t, s)) return -1;
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (n < runs && std::chrono::steady_clock::now() < end) {
+  const long most = std::max(1L, runs / t.cost);
+  while (n < most && std::chrono::steady_clock::now() < end) {
     const std::string input = mutate(corpus[rng() % corpus.size()], corpus, rng);
     if (!run_one(t, input)) return -1;
     ++n;
@@ -160,6 +168,43 @@ long fuzz(const Target& t, double seconds, long runs, std::uint64_t seed) {
   return n;
 }
 
+// --check-corpus: whether DIR/TARGET/seed-N holds each seed as --write-corpus writes it (ctest
+// runs it on tests/fuzz/corpus, so the committed corpus cannot drift from the seeds).
+int check_corpus(const std::string& which, const std::string& dir) {
+  int bad = 0;
+  for (const auto& t : kplay::fuzz::targets()) {
+    if (which != "all" && which != t.name) continue;
+    for (std::size_t i = 0; i < t.seeds.size(); ++i) {
+      const std::string path = dir + "/" + t.name + "/seed-" + std::to_string(i);
+      std::ifstream in(path, std::ios::binary);
+      const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (!in.is_open() || held != t.seeds[i]) {
+        std::fprintf(stderr, "kplay_fuzz: %s is not seed %zu of target '%s' (kplay_fuzz all --write-corpus %s)\n",
+                     path.c_str(), i, t.name, dir.c_str());
+        ++bad;
+      }
+    }
+  }
+  return bad ? 1 : 0;
+}
+
+int write_corpus(const std::string& which, const std::string& dir) {
+  for (const auto& t : kplay::fuzz::targets()) {
+    if (which != "all" && which != t.name) continue;
+    const std::string folder = dir + "/" + t.name;
+    std::filesystem::create_directories(folder);
+    for (std::size_t i = 0; i < t.seeds.size(); ++i) {
+      std::ofstream out(folder + "/seed-" + std::to_string(i), std::ios::binary | std::ios::trunc);
+      out << t.seeds[i];
+      if (!out) {
+        std::fprintf(stderr, "kplay_fuzz: cannot write %s/seed-%zu\n", folder.c_str(), i);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,7 +212,7 @@ int main(int argc, char** argv) {
   double seconds = 10;
   long runs = 1L << 40;
   std::uint64_t seed = 1;
-  std::string input_file;
+  std::string input_file, corpus_dir, check_dir;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--seconds")
@@ -178,17 +223,25 @@ int main(int argc, char** argv) {
       seed = std::strtoull(argv[i + 1], nullptr, 10);
     else if (flag == "--input")
       input_file = argv[i + 1];
+    else if (flag == "--write-corpus")
+      corpus_dir = argv[i + 1];
+    else if (flag == "--check-corpus")
+      check_dir = argv[i + 1];
     else
       which.clear();
   }
   bool known = which == "all";
   for (const auto& t : kplay::fuzz::targets()) known = known || which == t.name;
   if (!known || argc % 2 != 0) {
-    std::fprintf(stderr, "usage: kplay_fuzz TARGET|all [--seconds S] [--runs N] [--seed K]; targets:");
+    std::fprintf(stderr,
+                 "usage: kplay_fuzz TARGET|all [--seconds S] [--runs N] [--seed K] [--input FILE] "
+                 "[--write-corpus DIR] [--check-corpus DIR]; targets:");
     for (const auto& t : kplay::fuzz::targets()) std::fprintf(stderr, " %s", t.name);
     std::fprintf(stderr, "\n");
     return 64;
   }
+  if (!corpus_dir.empty()) return write_corpus(which, corpus_dir);
+  if (!check_dir.empty()) return check_corpus(which, check_dir);
   signal(SIGALRM, on_hang);
   if (!input_file.empty()) {
     std::ifstream in(input_file, std::ios::binary);

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,16 @@ struct Target {
   const char* name;
   void (*run)(const std::uint8_t* data, std::size_t size);
   std::vector<std::string> seeds;  // valid and near-valid inputs the mutator starts from
+  // How many times an input of this target costs one of the cheapest (a whole database file per
+  // input): kplay_fuzz --runs N tries N / cost of its inputs.
+  long cost = 1;
 };
 
 const std::vector<Target>& targets();
+
+// A valid `kplay db export` document: a device and a tuning record with a candidate.
+nlohmann::json export_seed();
+// fuzz_db_pages.cpp: edits of a database file, then verify => export => import.
+void db_pages(const std::uint8_t* data, std::size_t size);
 
 }  // namespace kplay::fuzz
