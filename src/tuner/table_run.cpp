@@ -16,7 +16,10 @@
 namespace kplay {
 namespace {
 
-std::string job_label(const TableJob& j) { return to_string(j.spec) + " n=" + std::to_string(j.n); }
+std::string job_label(const TableJob& j) {
+  if (j.rows) return to_string(j.spec) + " " + std::to_string(j.rows) + "x" + std::to_string(j.n / j.rows);
+  return to_string(j.spec) + " n=" + std::to_string(j.n);
+}
 
 bool same_job(const TuningRecord& r, const std::string& fingerprint, const TableJob& j, const std::string& strategy) {
   return r.fingerprint == fingerprint && r.n == j.n && to_string(r.spec) == to_string(j.spec) &&
@@ -28,7 +31,7 @@ bool same_job(const TuningRecord& r, const std::string& fingerprint, const Table
 std::vector<TableJob> table_jobs(const std::vector<KernelSpec>& specs, const std::vector<std::uint64_t>& sizes) {
   std::vector<TableJob> jobs;
   for (const auto& s : specs)
-    for (auto n : sizes) jobs.push_back({s, n});
+    for (auto n : sizes) jobs.push_back({s, n, 0});
   return jobs;
 }
 
@@ -174,6 +177,7 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
       row.job = job;
       TuneOptions t = o.tune;
       t.n = job.n;
+      t.rows = job.rows;
       t.progress = [&, d, label = job_label(job)](const TuneProgress& p) {
         std::lock_guard<std::mutex> guard(mutex);
         progress.current[d] = label + " " + p.phase + " " + std::to_string(p.done) + "/" + std::to_string(p.total);
@@ -222,7 +226,8 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
   std::vector<TableRow> ordered;
   for (const auto& j : jobs)
     for (const auto& r : rows)
-      if (r.job.n == j.n && to_string(r.job.spec) == to_string(j.spec) && r.job.spec.saved == j.spec.saved)
+      if (r.job.n == j.n && r.job.rows == j.rows && to_string(r.job.spec) == to_string(j.spec) &&
+          r.job.spec.saved == j.spec.saved)
         ordered.push_back(r);
   return ordered;
 }
