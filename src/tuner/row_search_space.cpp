@@ -45,15 +45,21 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
       }
       break;
     case RowStrategy::online:
+      // Blocks of more than twice the row's vectors leave most threads without one: only the
+      // smallest block of the list serves such short rows.
       for (int block : s.blocks)
-        for (int pt : s.per_thread) add(block, pt, 0, 0);
+        if (block == *std::min_element(s.blocks.begin(), s.blocks.end()) || static_cast<std::uint64_t>(block) <= 2 * vecs)
+          for (int pt : s.per_thread) add(block, pt, 0, 0);
       break;
     case RowStrategy::cluster:
       if (limits.max_cluster < 2) break;  // CUDA sm_90 and newer
+      // A cluster whose blocks' slices have fewer vectors than threads splits a row that one block
+      // holds: not a candidate.
       for (int cluster : s.clusters)
         if (cluster <= limits.max_cluster)
           for (int block : s.blocks)
-            for (int pt : s.per_thread) add(block, pt, 0, cluster);
+            if ((vecs + cluster - 1) / cluster >= static_cast<std::uint64_t>(block))
+              for (int pt : s.per_thread) add(block, pt, 0, cluster);
       break;
     default: break;
   }
