@@ -109,7 +109,8 @@ TEST_SUITE("opencl") {
   TEST_CASE("OpenCL: kplay bench --shape times a row activation against a copy of the bytes it moves") {
     test::TempDir dir;
     const std::string json = dir.file("bench.json");
-    test::CliResult r = test::run_cli("bench --backend opencl --act softmax --shape 8x1000 --no-db --repeat 3 --warmup 1 --json " + json);
+    test::CliResult r = test::run_cli(
+        "bench --backend opencl --act softmax --shape 8x1000 --no-db --repeat 3 --warmup 1 --json " + json);
     INFO(r.output);
     REQUIRE(r.status == 0);
     CHECK(r.has("8x1000"));

@@ -48,7 +48,8 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
       // Blocks of more than twice the row's vectors leave most threads without one: only the
       // smallest block of the list serves such short rows.
       for (int block : s.blocks)
-        if (block == *std::min_element(s.blocks.begin(), s.blocks.end()) || static_cast<std::uint64_t>(block) <= 2 * vecs)
+        if (block == *std::min_element(s.blocks.begin(), s.blocks.end()) ||
+            static_cast<std::uint64_t>(block) <= 2 * vecs)
           for (int pt : s.per_thread) add(block, pt, 0, 0);
       break;
     case RowStrategy::cluster:
@@ -81,7 +82,7 @@ std::vector<KernelConfig> RowSearchSpace::enumerate(const KernelSpec& spec, cons
         if (!ok) continue;
         try {
           const KernelConfig r = resolve_config(spec, c, limits);  // the same checks as user input
-          row_launch_dims(spec, r, rows, cols, limits);             // holds these rows
+          row_launch_dims(spec, r, rows, cols, limits);            // holds these rows
           if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
         } catch (const Error& e) {
           // Too long for the strategy, a slice beyond the shared memory, 48 KiB of static shared

@@ -647,9 +647,10 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   // The untuned config: what choose_row_config serves without the user's database (the shipped
   // tuning where it holds these rows, else the row default), or untuned_config's.
   if (!options.baseline)
-    options.baseline = resolve_config(
-        spec, row ? choose_row_config(nullptr, engine, spec, rows, o.n / rows).config : untuned_config(engine, spec, o.n).config,
-        limits);
+    options.baseline = resolve_config(spec,
+                                      row ? choose_row_config(nullptr, engine, spec, rows, o.n / rows).config
+                                          : untuned_config(engine, spec, o.n).config,
+                                      limits);
   space = with_baseline(std::move(space), *options.baseline);
   const std::string key = run_key(engine, spec, o);
   TuneTimes local_times;
