@@ -125,6 +125,18 @@ TEST_SUITE("opencl") {
     CHECK(row["kernel_bytes"] == 2 * 8000 * 4);
     CHECK(row["copy_bytes"] == row["kernel_bytes"]);
     CHECK(row["ratio"].get<double>() > 0);
+    // Backward: y and g read, the gradient written, against the same copy.
+    r = test::run_cli(
+        "bench --backend opencl --act softmax --direction backward --shape 8x1000 --no-db --repeat 3 "
+        "--warmup 1 --json " +
+        json);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    std::ifstream back(json);
+    const nlohmann::json b = nlohmann::json::parse(back).at(0);
+    CHECK(b["verified"] == true);
+    CHECK(b["kernel_bytes"] == 3 * 8000 * 4);
+    CHECK(b["copy_bytes"] == 2 * 8000 * 4);
     // A row activation's size is a shape.
     r = test::run_cli("bench --backend opencl --act softmax --n 4096 --no-db");
     CHECK(r.status == 2);
@@ -134,11 +146,12 @@ TEST_SUITE("opencl") {
   TEST_CASE("OpenCL: kplay autotune --shape searches the row space, and kplay run serves the winner") {
     test::TempDir dir;
     const std::string db_file = dir.file("k.db"), db = " --backend opencl --db " + db_file;
-    test::CliResult r =
-        test::run_cli("autotune" + db + " --act softmax --shape 8x1000 --strategy random --budget 1 --repeat 3");
+    test::CliResult r = test::run_cli(
+        "autotune" + db + " --act softmax --direction all --shape 8x1000 --strategy random --budget 1 --repeat 3");
     INFO(r.output);
     REQUIRE(r.status == 0);
     CHECK(r.has("8x1000"));
+    CHECK(r.has("softmax    backward"));  // from the saved output, the one backward a row activation has
     const auto at = r.output.find("row=");
     REQUIRE(at != std::string::npos);
     const auto begin = r.output.rfind("vec=", at), end = r.output.find('\n', at);
@@ -148,7 +161,7 @@ TEST_SUITE("opencl") {
     CHECK(r.status == 0);
     CHECK(r.has("config: " + best + "\n"));
     CHECK(r.has("layer:  user: tuned on this device"));
-    r = test::run_cli("db show 1 --db " + db_file);
+    r = test::run_cli("db show --db " + db_file);
     CHECK(r.has("best: " + best));
     // Refused before any device work: --n for a row activation, --space of the element-wise knobs.
     r = test::run_cli("autotune" + db + " --act softmax --n 8000");

@@ -362,6 +362,8 @@ class AutotuneCommand : public Command {
           s.direction = dir;
           s.dtype = d;
           s.saved = parse_saved(flags_.saved);
+          // A row activation's backward takes the saved output (torch saves it); there is no other.
+          if (resolve_activation(a).is_row()) s.saved = Saved::output;
           specs.push_back(s);
         }
     // A whole table skips what cannot exist (saved output for an activation without it); a single

@@ -98,6 +98,7 @@ class BenchCommand : public Command {
         s.dtype = parse_dtype(d);
         s.direction = parse_direction(flags_.direction);
         s.saved = parse_saved(flags_.saved);
+        if (resolve_activation(a).is_row()) s.saved = Saved::output;  // the one backward there is
         s.out = parse_out_dtype(flags_.out_dtype);
         specs.push_back(s);
       }

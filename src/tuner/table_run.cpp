@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "codegen/row_codegen.hpp"
 #include "kplay/error.hpp"
 
 namespace kplay {
@@ -22,8 +23,13 @@ std::string job_label(const TableJob& j) {
 }
 
 bool same_job(const TuningRecord& r, const std::string& fingerprint, const TableJob& j, const std::string& strategy) {
+  // A row job's record is stored by its rows x cols elements, not its shape: one tuned for
+  // another shape of as many elements is this job's only where its config holds these rows.
+  const std::uint64_t capacity = j.rows ? row_capacity(r.best) : 0;
+  if (capacity && capacity < j.n / j.rows) return false;
+  // The database stores a forward kernel as saved=input (it saves nothing).
   return r.fingerprint == fingerprint && r.n == j.n && to_string(r.spec) == to_string(j.spec) &&
-         r.spec.saved == j.spec.saved && r.strategy == strategy;
+         (r.spec.saved == j.spec.saved || j.spec.direction == Direction::forward) && r.strategy == strategy;
 }
 
 }  // namespace
