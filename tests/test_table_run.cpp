@@ -9,6 +9,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "kplay/error.hpp"
 #include "tuner/table_run.hpp"
@@ -125,6 +127,43 @@ TEST_CASE("table: a run killed partway resumes with only the missing jobs") {
   rec.runs.clear();
   run_table({rec.device("A")}, db, table, opts);
   CHECK(rec.runs.size() == table.size());
+}
+
+TEST_CASE("table: a row job resumes from a record of another shape only where its config holds the rows") {
+  KernelDatabase::Options o;
+  o.path = ":memory:";
+  KernelDatabase db(o);
+  Recorder rec(&db);
+  TableDevice dev = rec.device("A");
+  std::vector<std::string> tuned;  // the shapes tuned, in order
+  dev.tune = [&](const TableJob& job, const TuneOptions& t, TuneTimes&) {
+    TuningRecord r;
+    r.fingerprint = "A";
+    r.backend = "test";
+    r.device_name = "A";
+    r.arch = "x";
+    r.spec = job.spec;
+    r.n = job.n;
+    r.best.vec = 4;  // rows of up to 256 x 1 x 4 = 1024 elements in registers
+    r.best.block = 256;
+    r.best.row = RowStrategy::registers;
+    r.best_ms = r.best_gbps = r.copy_gbps = 1;
+    r.strategy = t.strategy;
+    db.save_tuning(r);
+    tuned.push_back(std::to_string(job.rows) + "x" + std::to_string(job.n / job.rows));
+    return r;
+  };
+  KernelSpec softmax;
+  softmax.activation = "softmax";
+  softmax.saved = Saved::output;
+  auto job = [&](std::uint64_t rows, std::uint64_t cols) { return TableJob{softmax, rows * cols, rows}; };
+  run_table({dev}, db, {job(8, 1000)}, TableOptions{});
+  // 8000 elements again: as 16 rows of 500 the stored config serves; as one row of 8000 it cannot.
+  const auto again = run_table({dev}, db, {job(16, 500), job(1, 8000)}, TableOptions{});
+  REQUIRE(again.size() == 2);
+  CHECK(again[0].resumed);
+  CHECK_FALSE(again[1].resumed);
+  CHECK(tuned == std::vector<std::string>{"8x1000", "1x8000"});
 }
 
 TEST_CASE("table: identical devices verify each other's winners; one that fails there is not stored") {

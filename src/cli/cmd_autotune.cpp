@@ -49,6 +49,13 @@ std::vector<T> list_of(const std::string& text, const std::vector<T>& all, Parse
   return out;
 }
 
+// A job's size as the user gave it: a row activation's shape (ROWSxCOLS), else "n=N" (`named`)
+// or the bare N of the table's n column.
+std::string size_label(const TableJob& job, bool named = true) {
+  if (job.rows) return std::to_string(job.rows) + "x" + std::to_string(job.n / job.rows);
+  return (named ? "n=" : "") + std::to_string(job.n);
+}
+
 // --strategy's and --budget's help, from the strategy table (strategies.hpp).
 std::string strategy_help() {
   std::string out = "search strategy:";
@@ -171,7 +178,9 @@ class AutotuneCommand : public Command {
     app_->get_option("--dtype")->description("element types, comma-separated (f32,f16,bf16,f64), or all");
     app_->get_option("--direction")->description("forward, backward, or all");
     auto* n = app_->add_option("--n", n_text_, "sizes: 1048576,2^24 or a range of powers of two 2^16..2^31");
-    auto* shape = app_->add_option("--shape", shape_text_, "one size as a shape, e.g. 4096x393216");
+    auto* shape = app_->add_option("--shape", shape_text_,
+                                   "one size as a shape, e.g. 4096x393216; a row activation (softmax, ...) is "
+                                   "tuned for rows of its last dimension, over the row kernel's space");
     n->excludes(shape);
     app_->add_option("--strategy", options_.tune.strategy, strategy_help())->capture_default_str();
     app_->add_option("--budget", options_.tune.budget, budget_help())
@@ -216,6 +225,23 @@ class AutotuneCommand : public Command {
                       "inputs' dtype as output: tune that (drop --out-dtype)");
     flags_.resolve_backend(json_ ? stderr : stdout);  // --json: stdout is the JSON alone
     const auto specs = table_specs();
+    // A row activation runs over the last dimension of --shape: its rows are the other dimensions.
+    bool any_row = false;
+    for (const auto& spec : specs) any_row |= resolve_activation(spec.activation).is_row();
+    std::uint64_t row_count = 0;
+    if (any_row) {
+      if (shape_text_.empty())
+        throw Error(ErrorCode::invalid_argument,
+                    "a row activation (" + row_activation_names() +
+                        ") is tuned for a shape: give --shape ROWSxCOLS (it runs over the last dimension), not --n");
+      if (!space_text_.empty())
+        throw Error(ErrorCode::invalid_argument,
+                    "--space names the element-wise kernel's knobs; a row activation searches the row kernel's "
+                    "strategies (registers, shared, online, cluster) itself: drop --space");
+      const auto dims = parse_shape(shape_text_);
+      row_count = dims.back() ? sizes.front() / dims.back() : 0;
+      if (row_count == 0) throw Error(ErrorCode::invalid_argument, "--shape " + shape_text_ + ": rows of no elements");
+    }
     // A gated activation tunes on one row of its [1, 2d] input: the size must be even.
     for (const auto& spec : specs)
       for (auto n : sizes)
@@ -278,11 +304,11 @@ class AutotuneCommand : public Command {
       d.fingerprint = engine->fingerprint();
       d.label = dev.backend + " [" + std::to_string(dev.index) + "] " + dev.name;
       d.tune = [engine, &db](const TableJob& job, const TuneOptions& o, TuneTimes& times) {
-        const watchdog::Activity doing("autotune of " + to_string(job.spec) + " n=" + std::to_string(job.n));
+        const watchdog::Activity doing("autotune of " + to_string(job.spec) + " " + size_label(job));
         return tune(*engine, db, job.spec, o, &times);
       };
       d.verify = [engine](const TableJob& job, const KernelConfig& best, const TuneOptions& o) {
-        return verify_config(*engine, job.spec, best, job.n, o.seed);
+        return verify_config(*engine, job.spec, best, job.n, o.seed, job.rows);
       };
       devices.push_back(d);
       std::fprintf(stderr, "autotune on %s (%s); database %s%s\n", d.label.c_str(), dev.arch.c_str(), db.path().c_str(),
@@ -307,7 +333,10 @@ class AutotuneCommand : public Command {
       if (p.eta_seconds > 0) std::fprintf(stderr, " ~%.0f s left,", p.eta_seconds);
       std::fprintf(stderr, " %s%s", now.c_str(), tty ? "" : "\n");
     };
-    const auto jobs = fitting_jobs(table_jobs(specs, sizes), backends, shape_text_.empty() ? "--n" : "--shape");
+    auto table = table_jobs(specs, sizes);
+    for (auto& job : table)
+      if (resolve_activation(job.spec.activation).is_row()) job.rows = row_count;
+    const auto jobs = fitting_jobs(table, backends, shape_text_.empty() ? "--n" : "--shape");
     const auto rows = run_table(devices, db, jobs, options_);
     if (tty) std::fputc('\n', stderr);
     // A database that could not be opened runs in memory (with a warning at the start): nothing
@@ -333,6 +362,8 @@ class AutotuneCommand : public Command {
           s.direction = dir;
           s.dtype = d;
           s.saved = parse_saved(flags_.saved);
+          // A row activation's backward takes the saved output (torch saves it); there is no other.
+          if (resolve_activation(a).is_row()) s.saved = Saved::output;
           specs.push_back(s);
         }
     // A whole table skips what cannot exist (saved output for an activation without it); a single
@@ -353,6 +384,7 @@ class AutotuneCommand : public Command {
       for (const auto& r : rows) {
         if (!r.error.empty()) continue;
         nlohmann::json j = tuning_to_json(r.record);
+        if (r.job.rows) j["shape"] = size_label(r.job);
         j["seconds"] = r.seconds;
         j["resumed"] = r.resumed;
         j["stored"] = not_stored(r).empty();
@@ -377,11 +409,10 @@ class AutotuneCommand : public Command {
       int act_width = 10;
       for (const auto& r : rows) act_width = std::max(act_width, static_cast<int>(r.job.spec.activation.size()));
       std::printf("%-4s %-*s %-8s %-5s %-12s %9s %7s %-10s %8s  %s\n", "dev", act_width, "activation", "dir", "dtype",
-                  "n", "GB/s", "% copy", "strategy", "seconds", "best config");
+                  "size", "GB/s", "% copy", "strategy", "seconds", "best config");
       for (const auto& r : rows) {
-        std::printf("%-4zu %-*s %-8s %-5s %-12llu ", r.device, act_width, r.job.spec.activation.c_str(),
-                    to_string(r.job.spec.direction), to_string(r.job.spec.dtype),
-                    static_cast<unsigned long long>(r.job.n));
+        std::printf("%-4zu %-*s %-8s %-5s %-12s ", r.device, act_width, r.job.spec.activation.c_str(),
+                    to_string(r.job.spec.direction), to_string(r.job.spec.dtype), size_label(r.job, false).c_str());
         if (!r.error.empty()) {
           std::printf("FAILED: %s\n", r.error.c_str());
           continue;
@@ -419,8 +450,8 @@ class AutotuneCommand : public Command {
     if (!json_) print_shared_verification(rows, devices);
     for (const auto& r : rows)
       if (!r.error.empty()) {
-        std::fprintf(stderr, "kplay: %s n=%llu failed: %s\n", to_string(r.job.spec).c_str(),
-                     static_cast<unsigned long long>(r.job.n), r.error.c_str());
+        std::fprintf(stderr, "kplay: %s %s failed: %s\n", to_string(r.job.spec).c_str(), size_label(r.job).c_str(),
+                     r.error.c_str());
         status = kExitFailed;
       }
     // Measured, reported above, but not kept: not a failed measurement, still not a success.

@@ -1,8 +1,10 @@
 // `kplay bench`: a sweep over sizes for chosen activations and dtypes, kplay's config (tuned,
 // else the device model's default, as the API would pick it) against a device-to-device copy of
 // the same bytes, timed interleaved in one run. Buffers rotate through enough sets to cover 4x
-// the L2, so no size is flattered by the cache. Prints a table; --csv/--json write files whose
-// columns docs/benchmarks.md describes (for plotting).
+// the L2, so no size is flattered by the cache. A row activation (the softmax family) takes one
+// --shape instead of the sweep, its rows the last dimension, and its config from
+// choose_row_config. Prints a table; --csv/--json write files whose columns docs/benchmarks.md
+// describes (for plotting).
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -27,6 +29,7 @@ namespace {
 
 struct Row {
   std::string device, activation, direction, dtype, config, source;
+  std::string shape;  // --shape as given (a row activation's rows x columns), else ""
   std::uint64_t n = 0, kernel_bytes = 0, copy_bytes = 0;
   std::size_t buffer_sets = 0;
   double kernel_ms = 0, copy_ms = 0, kernel_gbps = 0, copy_gbps = 0, ratio = 0;
@@ -50,7 +53,11 @@ class BenchCommand : public Command {
     app_ = parent.add_subcommand("bench", "kplay against a same-run copy over a sweep of sizes (table, CSV, JSON)");
     add_config_flags(*app_, flags_, true, KnobDefaults::tuned);
     app_->get_option("--dtype")->description("element types, comma-separated (f32,f16,bf16,f64)");
-    app_->add_option("--n", n_text_, "sizes: a list and/or ranges of powers of two")->capture_default_str();
+    auto* n = app_->add_option("--n", n_text_, "sizes: a list and/or ranges of powers of two")->capture_default_str();
+    auto* shape = app_->add_option("--shape", shape_text_,
+                                   "one size as a shape instead of --n, e.g. 4096x1024; a row activation (softmax, "
+                                   "log_softmax, softmin) needs it and runs over the last dimension");
+    n->excludes(shape);
     app_->add_option("--warmup", warmup_, "untimed samples first")
         ->capture_default_str()
         ->check(CLI::Range(0, kMaxLaunches));
@@ -68,8 +75,17 @@ class BenchCommand : public Command {
   CLI::App* app() const override { return app_; }
 
   int run() override {
-    const auto sizes = parse_size_list(n_text_);
-    for (auto n : sizes) check_elements(n, "--n");
+    std::vector<std::uint64_t> sizes;
+    if (!shape_text_.empty()) {
+      const auto dims = parse_shape(shape_text_);
+      sizes.push_back(shape_elements(dims));
+      check_elements(sizes.front(), "--shape");
+      rows_ = dims.back() ? sizes.front() / dims.back() : 0;
+      shape_ = shape_string(dims);
+    } else {
+      sizes = parse_size_list(n_text_);
+      for (auto n : sizes) check_elements(n, "--n");
+    }
     check_output_file(csv_path_, "--csv");  // before the sweep, not after it
     check_output_file(json_path_, "--json");
     flags_.resolve_backend();
@@ -82,11 +98,18 @@ class BenchCommand : public Command {
         s.dtype = parse_dtype(d);
         s.direction = parse_direction(flags_.direction);
         s.saved = parse_saved(flags_.saved);
+        if (resolve_activation(a).is_row()) s.saved = Saved::output;  // the one backward there is
         s.out = parse_out_dtype(flags_.out_dtype);
         specs.push_back(s);
       }
     }
     specs = buildable_specs(std::move(specs), flags_.config(), generic_limits(flags_.backend));
+    for (const auto& spec : specs)
+      if (resolve_activation(spec.activation).is_row() && shape_text_.empty())
+        throw Error(ErrorCode::invalid_argument,
+                    spec.activation +
+                        " runs over rows: give --shape ROWSxCOLS (e.g. --shape 4096x1024; it runs over the last "
+                        "dimension) instead of --n");
     for (const auto& spec : specs)
       for (auto n : sizes)
         if (n % 2 && resolve_activation(spec.activation).gated)
@@ -107,11 +130,12 @@ class BenchCommand : public Command {
       db = std::make_unique<KernelDatabase>(o);
     }
     for (const auto& spec : specs)
-      for (auto n : sizes) check_fits_device(dev, spec, n, 1, "--n");
+      for (auto n : sizes) check_fits_device(dev, spec, n, 1, shape_text_.empty() ? "--n" : "--shape");
     Engine engine(*backend, db.get());
     std::printf("device: %s [%d] %s (%s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(), dev.arch.c_str());
-    std::printf("%-10s %-8s %-5s %12s %5s %10s %10s %9s %9s %7s  %s\n", "activation", "dir", "dtype", "n", "sets",
-                "kernel ms", "copy ms", "GB/s", "copy GB/s", "% copy", "config");
+    std::printf("%-10s %-8s %-5s %12s %5s %10s %10s %9s %9s %7s  %s\n", "activation", "dir", "dtype",
+                shape_text_.empty() ? "n" : "shape", "sets", "kernel ms", "copy ms", "GB/s", "copy GB/s", "% copy",
+                "config");
     std::vector<Row> rows;
     int status = kExitOk;
     for (const auto& spec : specs)
@@ -120,10 +144,10 @@ class BenchCommand : public Command {
         working_on(spec);
         Row r = measure(engine, db.get(), spec, n);
         if (!r.verified) status = kExitFailed;
-        std::printf("%-10s %-8s %-5s %12llu %5zu %10.4f %10.4f %9.1f %9.1f %6.1f%%  %s%s\n", r.activation.c_str(),
-                    r.direction.c_str(), r.dtype.c_str(), static_cast<unsigned long long>(n), r.buffer_sets,
-                    r.kernel_ms, r.copy_ms, r.kernel_gbps, r.copy_gbps, 100.0 * r.ratio, r.config.c_str(),
-                    r.verified ? "" : "  WRONG OUTPUT");
+        const std::string size = shape_text_.empty() ? std::to_string(n) : shape_;
+        std::printf("%-10s %-8s %-5s %12s %5zu %10.4f %10.4f %9.1f %9.1f %6.1f%%  %s%s\n", r.activation.c_str(),
+                    r.direction.c_str(), r.dtype.c_str(), size.c_str(), r.buffer_sets, r.kernel_ms, r.copy_ms,
+                    r.kernel_gbps, r.copy_gbps, 100.0 * r.ratio, r.config.c_str(), r.verified ? "" : "  WRONG OUTPUT");
         std::fflush(stdout);
         rows.push_back(r);
       }
@@ -140,14 +164,22 @@ class BenchCommand : public Command {
     r.direction = to_string(spec.direction);
     r.dtype = to_string(spec.dtype);
     r.n = n;
-    const ConfigChoice choice = flags_.choose(*app_, db, engine, spec, n);
+    r.shape = shape_;
+    // A row activation's rows: the other dimensions of --shape, each row its last.
+    const bool row = resolve_activation(spec.activation).is_row();
+    const ConfigChoice choice = row && !flags_.knobs_given(*app_)
+                                    ? choose_row_config(db, engine, spec, rows_, rows_ ? n / rows_ : 0)
+                                    : flags_.choose(*app_, db, engine, spec, n);
     auto kernel = engine.prepare(spec, choice.config);
     r.config = to_string(kernel->config);
     r.source = choice.source.empty() ? choice.layer : choice.layer + ": " + choice.source;
-    // A gated activation's n elements are one row [1, n] of its input (d = n / 2).
+    // A gated activation's n elements are one row [1, n] of its input (d = n / 2). A row
+    // activation's problem moves what the op must (forward: x read, y written; backward: y and g
+    // read, the gradient written), and its copy is of the input's bytes, read and written.
     std::vector<std::unique_ptr<DeviceProblem>> problems;
     ProblemShape shape;
     shape.n = n;
+    if (row) shape.rows = rows_;
     shape.seed = 1;
     problems.push_back(make_problem(be, spec, shape));
     r.buffer_sets = sets_for(be.info(), problems[0]->bytes_moved());
@@ -205,7 +237,7 @@ class BenchCommand : public Command {
     }
     if (!json_path_.empty()) {
       nlohmann::json out = nlohmann::json::array();
-      for (const auto& r : rows)
+      for (const auto& r : rows) {
         out.push_back({{"device", r.device},
                        {"activation", r.activation},
                        {"direction", r.direction},
@@ -222,13 +254,17 @@ class BenchCommand : public Command {
                        {"verified", r.verified},
                        {"config", r.config},
                        {"config_source", r.source}});
+        if (!r.shape.empty()) out.back()["shape"] = r.shape;
+      }
       write_output_file(json_path_, out.dump(2) + "\n", "--json");
     }
   }
 
   CLI::App* app_;
   ConfigFlags flags_;
-  std::string n_text_ = "2^12..2^31", csv_path_, json_path_, db_path_;
+  std::string n_text_ = "2^12..2^31", shape_text_, csv_path_, json_path_, db_path_;
+  std::string shape_;       // --shape, normalized
+  std::uint64_t rows_ = 0;  // --shape's rows: every dimension but the last
   int warmup_ = 3, repeat_ = 15;
   bool no_db_ = false;
   double timeout_ = 0;

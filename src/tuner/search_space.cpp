@@ -162,7 +162,8 @@ bool simpler(const KernelConfig& a, const KernelConfig& b) {
     int block_distance = 0;
     for (int v = c.block; v != 256 && v > 0; v = v > 256 ? v / 2 : v * 2) ++block_distance;
     return std::make_tuple(c.grid != GridPolicy::one_shot, c.waves, c.cache != CacheHint::normal, !c.flat,
-                           c.late_gradient, c.per_thread, -c.vec, block_distance, c.block);
+                           c.late_gradient, c.per_thread, -c.vec, block_distance, c.block, static_cast<int>(c.row),
+                           c.cluster, c.row_threads);
   };
   return rank(a) < rank(b);
 }

@@ -47,7 +47,8 @@ class RandomSample : public SearchStrategy {
 
 int knobs_differing(const KernelConfig& a, const KernelConfig& b) {
   return (a.vec != b.vec) + (a.block != b.block) + (a.per_thread != b.per_thread) +
-         (a.grid != b.grid || a.waves != b.waves) + (a.cache != b.cache);
+         (a.grid != b.grid || a.waves != b.waves) + (a.cache != b.cache) + (a.row != b.row) + (a.cluster != b.cluster) +
+         (a.row_threads != b.row_threads);
 }
 
 class LocalSearch : public SearchStrategy {

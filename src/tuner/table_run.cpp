@@ -11,16 +11,25 @@
 #include <thread>
 #include <utility>
 
+#include "codegen/row_codegen.hpp"
 #include "kplay/error.hpp"
 
 namespace kplay {
 namespace {
 
-std::string job_label(const TableJob& j) { return to_string(j.spec) + " n=" + std::to_string(j.n); }
+std::string job_label(const TableJob& j) {
+  if (j.rows) return to_string(j.spec) + " " + std::to_string(j.rows) + "x" + std::to_string(j.n / j.rows);
+  return to_string(j.spec) + " n=" + std::to_string(j.n);
+}
 
 bool same_job(const TuningRecord& r, const std::string& fingerprint, const TableJob& j, const std::string& strategy) {
+  // A row job's record is stored by its rows x cols elements, not its shape: one tuned for
+  // another shape of as many elements is this job's only where its config holds these rows.
+  const std::uint64_t capacity = j.rows ? row_capacity(r.best) : 0;
+  if (capacity && capacity < j.n / j.rows) return false;
+  // The database stores a forward kernel as saved=input (it saves nothing).
   return r.fingerprint == fingerprint && r.n == j.n && to_string(r.spec) == to_string(j.spec) &&
-         r.spec.saved == j.spec.saved && r.strategy == strategy;
+         (r.spec.saved == j.spec.saved || j.spec.direction == Direction::forward) && r.strategy == strategy;
 }
 
 }  // namespace
@@ -28,7 +37,7 @@ bool same_job(const TuningRecord& r, const std::string& fingerprint, const Table
 std::vector<TableJob> table_jobs(const std::vector<KernelSpec>& specs, const std::vector<std::uint64_t>& sizes) {
   std::vector<TableJob> jobs;
   for (const auto& s : specs)
-    for (auto n : sizes) jobs.push_back({s, n});
+    for (auto n : sizes) jobs.push_back({s, n, 0});
   return jobs;
 }
 
@@ -174,6 +183,7 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
       row.job = job;
       TuneOptions t = o.tune;
       t.n = job.n;
+      t.rows = job.rows;
       t.progress = [&, d, label = job_label(job)](const TuneProgress& p) {
         std::lock_guard<std::mutex> guard(mutex);
         progress.current[d] = label + " " + p.phase + " " + std::to_string(p.done) + "/" + std::to_string(p.total);
@@ -222,7 +232,8 @@ std::vector<TableRow> run_table(const std::vector<TableDevice>& devices, KernelD
   std::vector<TableRow> ordered;
   for (const auto& j : jobs)
     for (const auto& r : rows)
-      if (r.job.n == j.n && to_string(r.job.spec) == to_string(j.spec) && r.job.spec.saved == j.spec.saved)
+      if (r.job.n == j.n && r.job.rows == j.rows && to_string(r.job.spec) == to_string(j.spec) &&
+          r.job.spec.saved == j.spec.saved)
         ordered.push_back(r);
   return ordered;
 }

@@ -17,6 +17,7 @@ namespace kplay {
 struct TableJob {
   KernelSpec spec;
   std::uint64_t n = 0;
+  std::uint64_t rows = 0;  // a row activation's rows (n / rows elements each; 0: one row)
 };
 
 struct TableDevice {

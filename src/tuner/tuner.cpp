@@ -19,6 +19,7 @@
 #include "config_lookup.hpp"
 #include "engine/launch_geometry.hpp"
 #include "kplay/error.hpp"
+#include "spec/activations.hpp"
 #include "strategies.hpp"
 #include "util/hash.hpp"
 #include "util/watchdog.hpp"
@@ -51,10 +52,13 @@ std::string launch_and_check(Engine& engine, const PreparedKernel& k, DeviceProb
 
 class Bench {
  public:
-  // A gated activation's n elements are one row of [1, n] (d = n / 2).
-  Bench(Engine& engine, const KernelSpec& spec, std::uint64_t n, std::uint64_t seed) : engine_(engine) {
+  // A gated activation's n elements are one row of [1, n] (d = n / 2); a row activation's are
+  // `rows` rows (0: one).
+  Bench(Engine& engine, const KernelSpec& spec, std::uint64_t n, std::uint64_t rows, std::uint64_t seed)
+      : engine_(engine) {
     ProblemShape shape;
     shape.n = n;
+    shape.rows = rows;
     shape.seed = seed;
     problems_.push_back(make_problem(engine.backend(), spec, shape));
     const std::size_t sets = buffer_sets(engine.backend().info(), problems_[0]->bytes_moved());
@@ -108,9 +112,14 @@ class Bench {
   rt::DeviceBuffer scratch_;
 };
 
+bool is_row(const KernelSpec& spec) { return resolve_activation(spec.activation).is_row(); }
+
 std::string run_key(const Engine& engine, const KernelSpec& spec, const TuneOptions& o) {
-  return hash_hex({engine.fingerprint(), to_string(spec), std::to_string(o.n), o.strategy, std::to_string(o.budget),
-                   std::to_string(o.seed), std::to_string(o.repeats), o.space.describe()});
+  // A row activation's key names its rows and space; an element-wise key stays as it was.
+  const std::string n = is_row(spec) ? std::to_string(o.n) + "/" + std::to_string(o.rows) : std::to_string(o.n);
+  return hash_hex({engine.fingerprint(), to_string(spec), n, o.strategy, std::to_string(o.budget),
+                   std::to_string(o.seed), std::to_string(o.repeats),
+                   is_row(spec) ? o.row_space.describe() : o.space.describe()});
 }
 
 // The same binary for configs that differ only in the grid policy (it changes the launch, not
@@ -159,9 +168,10 @@ class DeviceMeasurer : public CandidateMeasurer {
   DeviceMeasurer(Engine& engine, const KernelSpec& spec, const TuneOptions& o, TuneTimes& times,
                  std::function<bool(const KernelConfig&, const watchdog::Failure&)> timed_out)
       : engine_(engine), spec_(spec), o_(o), times_(times), timed_out_(std::move(timed_out)) {
-    benches_.push_back(std::make_unique<Bench>(engine, spec, o.n, o.seed));
-    if (find_strategy(o.strategy).smaller_n_first && fidelity_n(o.n))
-      benches_.push_back(std::make_unique<Bench>(engine, spec, fidelity_n(o.n), o.seed + 1000));
+    benches_.push_back(std::make_unique<Bench>(engine, spec, o.n, o.rows, o.seed));
+    // Not for rows: a smaller problem of other rows would rank configs that cannot hold these.
+    if (find_strategy(o.strategy).smaller_n_first && fidelity_n(o.n) && !is_row(spec))
+      benches_.push_back(std::make_unique<Bench>(engine, spec, fidelity_n(o.n), 0, o.seed + 1000));
   }
   ~DeviceMeasurer() override {
     stop_ = true;
@@ -622,13 +632,25 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
   if (o.n == 0) throw Error(ErrorCode::invalid_argument, "cannot tune for 0 elements");
   if (o.repeats < 3 || o.warmup < 0) throw Error(ErrorCode::invalid_argument, "--repeat must be >= 3, --warmup >= 0");
   const StrategyDef& def = find_strategy(o.strategy);
-  std::vector<KernelConfig> space = o.space.enumerate(spec, engine.backend().limits());
+  const TargetLimits& limits = engine.backend().limits();
+  const bool row = is_row(spec);
+  const std::uint64_t rows = o.rows ? o.rows : 1;
+  if (row && o.n % rows)
+    throw Error(ErrorCode::invalid_argument,
+                std::to_string(o.n) + " elements are not " + std::to_string(rows) + " rows of equal length");
+  std::vector<KernelConfig> space =
+      row ? o.row_space.enumerate(spec, limits, rows, o.n / rows) : o.space.enumerate(spec, limits);
   if (def.widest_vector_only) space = widest_vectors(space);
   if (space.empty()) throw Error(ErrorCode::invalid_config, "the search space is empty for " + to_string(spec));
   if (def.one_by_one()) make_strategy(def.name, space, o.budget, o.seed);  // checks the budget
   TuneOptions options = o;
+  // The untuned config: what choose_row_config serves without the user's database (the shipped
+  // tuning where it holds these rows, else the row default), or untuned_config's.
   if (!options.baseline)
-    options.baseline = resolve_config(spec, untuned_config(engine, spec, o.n).config, engine.backend().limits());
+    options.baseline = resolve_config(spec,
+                                      row ? choose_row_config(nullptr, engine, spec, rows, o.n / rows).config
+                                          : untuned_config(engine, spec, o.n).config,
+                                      limits);
   space = with_baseline(std::move(space), *options.baseline);
   const std::string key = run_key(engine, spec, o);
   TuneTimes local_times;
@@ -731,9 +753,10 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
 }
 
 std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelConfig& config, std::uint64_t n,
-                          std::uint64_t seed) {
+                          std::uint64_t seed, std::uint64_t rows) {
   ProblemShape shape;
   shape.n = n;
+  shape.rows = rows;
   shape.seed = seed;
   const auto problem = make_problem(engine.backend(), spec, shape);
   return launch_and_check(engine, *engine.prepare(spec, config), *problem);

@@ -30,6 +30,9 @@ struct TuneProgress {
 
 struct TuneOptions {
   std::uint64_t n = 0;
+  // Row activations (the softmax family): n elements as `rows` rows of n / rows (0: one row),
+  // searched over row_space instead of space.
+  std::uint64_t rows = 0;
   // A name in strategies.hpp's table, whose entry says what the tuner does with it: propose
   // candidates one by one, or run an early-stopping schedule over the whole space.
   // The one-by-one strategies give each candidate 3 samples (2 when even its fastest is more
@@ -43,6 +46,7 @@ struct TuneOptions {
   int repeats = 7;
   bool resume = true;
   SearchSpace space;
+  RowSearchSpace row_space;
   std::function<void(const TuneProgress&)> progress;
   unsigned compile_threads = 0;  // 0: every host core
   // The config served without tuning (tune() sets untuned_config's: the shipped tuning, else the
@@ -120,12 +124,13 @@ SearchOutcome search(CandidateMeasurer& measurer, const std::vector<KernelConfig
 TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, const TuneOptions& options,
                   TuneTimes* times = nullptr);
 
-// Runs one configuration once, on a fresh problem of n elements with the tuner's inputs (seed),
+// Runs one configuration once, on a fresh problem of n elements (a row activation: `rows` rows of
+// n / rows, 0: one row) with the tuner's inputs (seed),
 // and checks its output against the double reference as the tuner checks every candidate: "" or
 // why it is wrong. A whole table uses it to verify each winner on the identical devices that
 // share its tuning record but did not measure it.
 std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelConfig& config, std::uint64_t n,
-                          std::uint64_t seed);
+                          std::uint64_t seed, std::uint64_t rows = 0);
 
 // Deterministic final choice among re-measured contenders (exposed for tests): the simplest
 // configuration whose median is within `tie` (relative) of the fastest.

@@ -1,0 +1,112 @@
+// The row kernel's search space (the softmax family); see search_space.hpp. Kept apart from the
+// element-wise space: its candidates depend on the row length, and each must hold the rows.
+#include <algorithm>
+#include <sstream>
+
+#include "codegen/row_codegen.hpp"
+#include "engine/launch_geometry.hpp"
+#include "kplay/error.hpp"
+#include "search_space.hpp"
+
+namespace kplay {
+namespace {
+
+// The candidates of one strategy and vector width, before any check: registers and shared from
+// the row length, online and cluster from the lists.
+std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, int vec, const TargetLimits& limits,
+                                    std::uint64_t cols) {
+  std::vector<KernelConfig> out;
+  const std::uint64_t vecs = std::max<std::uint64_t>(1, (cols + vec - 1) / vec);
+  auto add = [&](int block, int per_thread, int row_threads, int cluster) {
+    KernelConfig c;
+    c.vec = vec;
+    c.row = row;
+    c.block = block;
+    c.per_thread = per_thread;
+    c.row_threads = row_threads;
+    c.cluster = cluster;
+    out.push_back(c);
+  };
+  switch (row) {
+    case RowStrategy::registers:
+      // Threads per row from one up, each with the fewest vectors that hold the row, until a
+      // vector a thread (more threads would idle); rows shorter than a block share one of 128 or 256.
+      for (int t = 1; t <= limits.max_block; t *= 2) {
+        const auto pt = static_cast<int>((vecs + t - 1) / t);
+        if (pt <= kMaxPerThread)
+          for (int block : {std::max(t, 128), std::max(t, 256)}) add(block, pt, t, 0);
+        if (static_cast<std::uint64_t>(t) >= vecs) break;
+      }
+      break;
+    case RowStrategy::shared:
+      for (int block : s.blocks) {
+        const auto pt = static_cast<std::uint64_t>((vecs + block - 1) / block);
+        if (pt <= static_cast<std::uint64_t>(kMaxPerThread)) add(block, static_cast<int>(pt), 0, 0);
+      }
+      break;
+    case RowStrategy::online:
+      // Blocks of more than twice the row's vectors leave most threads without one: only the
+      // smallest block of the list serves such short rows.
+      for (int block : s.blocks)
+        if (block == *std::min_element(s.blocks.begin(), s.blocks.end()) ||
+            static_cast<std::uint64_t>(block) <= 2 * vecs)
+          for (int pt : s.per_thread) add(block, pt, 0, 0);
+      break;
+    case RowStrategy::cluster:
+      if (limits.max_cluster < 2) break;  // CUDA sm_90 and newer
+      // A cluster whose blocks' slices have fewer vectors than threads splits a row that one block
+      // holds: not a candidate.
+      for (int cluster : s.clusters)
+        if (cluster <= limits.max_cluster)
+          for (int block : s.blocks)
+            if ((vecs + cluster - 1) / cluster >= static_cast<std::uint64_t>(block))
+              for (int pt : s.per_thread) add(block, pt, 0, cluster);
+      break;
+    default: break;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<KernelConfig> RowSearchSpace::enumerate(const KernelSpec& spec, const TargetLimits& limits,
+                                                    std::uint64_t rows, std::uint64_t cols) const {
+  std::vector<KernelConfig> out;
+  const int esize = static_cast<int>(dtype_size(spec.dtype));
+  for (RowStrategy row : strategies)
+    for (int bytes : vec_bytes) {
+      if (bytes % esize) continue;  // a 4-byte vector of float64 does not exist
+      for (const KernelConfig& c : proposals(*this, row, bytes / esize, limits, cols)) {
+        bool ok = true;
+        for (const auto& k : search_constraints()) ok = ok && k.holds(spec, c, limits);
+        if (!ok) continue;
+        try {
+          const KernelConfig r = resolve_config(spec, c, limits);  // the same checks as user input
+          row_launch_dims(spec, r, rows, cols, limits);            // holds these rows
+          if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+        } catch (const Error& e) {
+          // Too long for the strategy, a slice beyond the shared memory, 48 KiB of static shared
+          // memory: skipped. Anything else (the spec itself unsupported) is the caller's to hear.
+          if (e.code() != ErrorCode::invalid_config) throw;
+        }
+      }
+    }
+  return out;
+}
+
+std::string RowSearchSpace::describe() const {
+  std::ostringstream os;
+  os << "row=";
+  for (RowStrategy r : strategies) os << to_string(r) << ',';
+  os << " vec_bytes=";
+  for (int v : vec_bytes) os << v << ',';
+  os << " block=";
+  for (int v : blocks) os << v << ',';
+  os << " per_thread=";
+  for (int v : per_thread) os << v << ',';
+  os << " cluster=";
+  for (int v : clusters) os << v << ',';
+  return os.str();
+}
+
+}  // namespace kplay
