@@ -326,7 +326,14 @@ typedef struct {
 } kp_row_k;
 
 /* Per-vector steps over the nl lanes inside the row. Each step is written once for any nl (the
- * _n form) and called with nl = KP_VEC for complete vectors, where the lane tests fold away. */
+ * _n form); on CUDA it is called with nl = KP_VEC for complete vectors, where the lane tests fold
+ * away (issue slots set a long row's time there). OpenCL calls the one form: the second copy
+ * doubles PoCL's compile time for no gain on a CPU. */
+#ifdef __OPENCL_VERSION__
+#define KP_WHOLE(nl) 0
+#else
+#define KP_WHOLE(nl) ((nl) == KP_VEC)
+#endif
 #define KP_MAX_LANE(k) \
   if ((k) < nl) m = kp_max_c(m, kp_row_c(KP_LANE(x, k)));
 KP_FN KP_C kp_vec_max_n(kp_vec x, int nl, KP_C m) {
@@ -334,7 +341,7 @@ KP_FN KP_C kp_vec_max_n(kp_vec x, int nl, KP_C m) {
   return m;
 }
 KP_FN KP_C kp_vec_max(kp_vec x, int nl, KP_C m) {
-  return nl == KP_VEC ? kp_vec_max_n(x, KP_VEC, m) : kp_vec_max_n(x, nl, m);
+  return KP_WHOLE(nl) ? kp_vec_max_n(x, KP_VEC, m) : kp_vec_max_n(x, nl, m);
 }
 
 /* The sum's terms: float32 and float64 in double (kp_term); 16-bit by ex2 in float, summed in
@@ -357,7 +364,7 @@ KP_FN void kp_vec_exp_sum_n(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_
   KP_FOR_LANES(KP_EXP_LANE)
 }
 KP_FN void kp_vec_exp_sum(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf KP_EXP_TAB_PARAM) {
-  if (nl == KP_VEC)
+  if (KP_WHOLE(nl))
     kp_vec_exp_sum_n(x, KP_VEC, m, mf, s, sf KP_EXP_TAB_ARG);
   else
     kp_vec_exp_sum_n(x, nl, m, mf, s, sf KP_EXP_TAB_ARG);
@@ -405,7 +412,7 @@ KP_FN kp_vec kp_vec_forward_n(kp_vec x, int nl, kp_row_k rk KP_EXP_TAB_PARAM) {
   return y;
 }
 KP_FN kp_vec kp_vec_forward(kp_vec x, int nl, kp_row_k rk KP_EXP_TAB_PARAM) {
-  return nl == KP_VEC ? kp_vec_forward_n(x, KP_VEC, rk KP_EXP_TAB_ARG) : kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG);
+  return KP_WHOLE(nl) ? kp_vec_forward_n(x, KP_VEC, rk KP_EXP_TAB_ARG) : kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG);
 }
 
 /* Backward: the sum's terms (g y, or g for log_softmax; float64's products split exactly by an
@@ -430,7 +437,7 @@ KP_FN void kp_vec_terms_n(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
   KP_FOR_LANES(KP_TERM_LANE)
 }
 KP_FN void kp_vec_terms(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
-  if (nl == KP_VEC)
+  if (KP_WHOLE(nl))
     kp_vec_terms_n(g, y, KP_VEC, s);
   else
     kp_vec_terms_n(g, y, nl, s);
@@ -452,7 +459,7 @@ KP_FN kp_vec kp_vec_backward_n(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
   return r;
 }
 KP_FN kp_vec kp_vec_backward(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
-  return nl == KP_VEC ? kp_vec_backward_n(g, y, KP_VEC, s) : kp_vec_backward_n(g, y, nl, s);
+  return KP_WHOLE(nl) ? kp_vec_backward_n(g, y, KP_VEC, s) : kp_vec_backward_n(g, y, nl, s);
 }
 
 /* The finished forward sum: NaN where the row's max is not finite (+inf or NaN: an inf - inf or
@@ -615,7 +622,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       const kp_acc cm = (kp_acc)cmc;
       if (cm > m || cm != cm) {
         if (s.hi != 0.0 || sf != (KP_C)0) { /* rescale the sum to the new max (0 stays 0: no -inf - -inf) */
-          const kp_acc f = exp(m - cm);
+          const kp_acc f = kp_term(m, cm KP_EXP_TAB_ARG); /* float64: m - cm's rounding carried too */
           s.hi *= f;
           s.lo *= f;
           sf *= (KP_C)f;
@@ -630,7 +637,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     const kp_acc mx = kp_group_max(red_mx, m, parity);
     s.hi += (kp_acc)sf;
     if (s.hi != 0.0) {
-      const kp_acc f = exp(m - mx);
+      const kp_acc f = kp_term(m, mx KP_EXP_TAB_ARG);
       s.hi *= f;
       s.lo *= f;
     }
