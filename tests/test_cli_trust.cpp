@@ -199,6 +199,18 @@ TEST_SUITE("opencl") {
     const std::string json = read_text(out);
     INFO(json);
     CHECK_NOTHROW(static_cast<void>(nlohmann::json::parse(json)));
+    // bench --json - (and --csv -): the document alone on stdout, the table on stderr.
+    const std::string bench_out = dir.file("bench.json");
+    const CliResult b =
+        test::run_shell("(timeout -s KILL 300 " + test::cli_path() +
+                        " bench --act relu --n 4096 --repeat 1 --warmup 0 --no-db --json - >" + bench_out + ")");
+    INFO(b.output);
+    REQUIRE(b.status == 0);
+    CHECK(b.has("% copy"));
+    const std::string bench_json = read_text(bench_out);
+    INFO(bench_json);
+    CHECK_NOTHROW(static_cast<void>(nlohmann::json::parse(bench_json)));
+    CHECK(kplay_cli("bench --act relu --n 4096 --no-db --csv - --json -").status == 2);
   }
 
   // A store to an address no buffer holds: on PoCL a SIGSEGV in kplay's process.

@@ -88,7 +88,12 @@ class BenchCommand : public Command {
     }
     check_output_file(csv_path_, "--csv");  // before the sweep, not after it
     check_output_file(json_path_, "--json");
-    flags_.resolve_backend();
+    if (csv_path_ == "-" && json_path_ == "-")
+      throw Error(ErrorCode::invalid_argument,
+                  "--csv - and --json - would both write to standard output: give one of them a file");
+    // With --csv - or --json -, standard output is that document alone; the table goes to stderr.
+    std::FILE* table = csv_path_ == "-" || json_path_ == "-" ? stderr : stdout;
+    flags_.resolve_backend(table);
     std::vector<KernelSpec> specs;
     for (const auto& a : flags_.activation_list()) {
       std::stringstream ss(flags_.dtype);
@@ -132,10 +137,11 @@ class BenchCommand : public Command {
     for (const auto& spec : specs)
       for (auto n : sizes) check_fits_device(dev, spec, n, 1, shape_text_.empty() ? "--n" : "--shape");
     Engine engine(*backend, db.get());
-    std::printf("device: %s [%d] %s (%s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(), dev.arch.c_str());
-    std::printf("%-10s %-8s %-5s %12s %5s %10s %10s %9s %9s %7s  %s\n", "activation", "dir", "dtype",
-                shape_text_.empty() ? "n" : "shape", "sets", "kernel ms", "copy ms", "GB/s", "copy GB/s", "% copy",
-                "config");
+    std::fprintf(table, "device: %s [%d] %s (%s)\n", dev.backend.c_str(), dev.index, dev.name.c_str(),
+                 dev.arch.c_str());
+    std::fprintf(table, "%-10s %-8s %-5s %12s %5s %10s %10s %9s %9s %7s  %s\n", "activation", "dir", "dtype",
+                 shape_text_.empty() ? "n" : "shape", "sets", "kernel ms", "copy ms", "GB/s", "copy GB/s", "% copy",
+                 "config");
     std::vector<Row> rows;
     int status = kExitOk;
     for (const auto& spec : specs)
@@ -145,9 +151,9 @@ class BenchCommand : public Command {
         Row r = measure(engine, db.get(), spec, n);
         if (!r.verified) status = kExitFailed;
         const std::string size = shape_text_.empty() ? std::to_string(n) : shape_;
-        std::printf("%-10s %-8s %-5s %12s %5zu %10.4f %10.4f %9.1f %9.1f %6.1f%%  %s%s\n", r.activation.c_str(),
-                    r.direction.c_str(), r.dtype.c_str(), size.c_str(), r.buffer_sets, r.kernel_ms, r.copy_ms,
-                    r.kernel_gbps, r.copy_gbps, 100.0 * r.ratio, r.config.c_str(), r.verified ? "" : "  WRONG OUTPUT");
+        std::fprintf(table, "%-10s %-8s %-5s %12s %5zu %10.4f %10.4f %9.1f %9.1f %6.1f%%  %s%s\n", r.activation.c_str(),
+                     r.direction.c_str(), r.dtype.c_str(), size.c_str(), r.buffer_sets, r.kernel_ms, r.copy_ms,
+                     r.kernel_gbps, r.copy_gbps, 100.0 * r.ratio, r.config.c_str(), r.verified ? "" : "  WRONG OUTPUT");
         std::fflush(stdout);
         rows.push_back(r);
       }
