@@ -31,9 +31,12 @@
  * them: a row holding +inf or NaN, or all -inf, is NaN throughout; -inf elements of other rows give
  * 0 (log_softmax: -inf).
  *
- * Cost (KP_FAST_FP64, below float64): the FP64 pipe is what limits a long row on the H200, so the
- * forward takes the max in the compute type, one table-driven exp (kp_row_exp, 7 FP64 operations)
- * per element for the sum and one for the result, exp(x - max - log sum), with no division. */
+ * Cost (KP_FAST_FP64, below float64): issue slots and the FP64 pipe are what limit a row on the
+ * H200, so the forward takes the max in the compute type (fmax), a table-driven exp (kp_row_exp,
+ * 7 FP64 operations) per element for the sum, and where the row sits in registers keeps each term
+ * and scales it by the sum's reciprocal (KP_KEEP_E); elsewhere a second exp gives the result,
+ * exp(x - max - log sum). A short row's reductions shuffle the max in the compute type and the
+ * sums plainly (softmax, softmin), since every thread of a row pays for each step. */
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 /* TwoSum and the exact product error must be rounded as written. */
@@ -74,6 +77,15 @@ KP_FN float kp_ex2f(float u) {
 #define KP_EX2F(u) kp_ex2f(u)
 #endif
 
+/* fmax in the compute type: the non-NaN operand where one is NaN. The row's max takes it (one
+ * instruction, where a NaN-keeping max takes three) wherever the terms are summed after the whole
+ * row's max is known: a NaN element then makes its term, and so the sum and the row, NaN. */
+#if defined(__OPENCL_VERSION__) || KP_DTYPE_F64
+#define KP_FMAX_C(a, b) fmax(a, b)
+#else
+#define KP_FMAX_C(a, b) fmaxf(a, b)
+#endif
+
 /* The value whose softmax is taken: x, or -x for softmin; in the compute type (exact) and in double. */
 KP_FN KP_C kp_row_c(KP_T v) {
   const KP_C x = kp_to_compute(v);
@@ -110,11 +122,11 @@ KP_D_TABLE kp_exp2_32[32] = {
 #define KP_EXP_TAB_PARAM , const double* tab
 #endif
 #define KP_EXP_TAB_ARG , tab
-/* e^t for t <= 0 (or NaN, whose result callers select away), relative error 2^-30.7: t = (32 k +
- * j) ln2/32 + r, |r| <= ln2/64, e^r by its cubic (the next term, r^4/24, is the error), 2^(j/32)
- * from the table and 2^k added to its exponent as an integer. Below -708 the result is 0, where
- * every float32 or narrower result it feeds rounds to 0 (and 2^k would leave the normal range).
- * Exact at 0: log_softmax's log1p(sum - 1) needs the max's term to be 1. */
+/* e^t for t <= 0 or NaN (NaN out: a row holding NaN gets a NaN sum), relative error 2^-30.7: t =
+ * (32 k + j) ln2/32 + r, |r| <= ln2/64, e^r by its cubic (the next term, r^4/24, is the error),
+ * 2^(j/32) from the table and 2^k added to its exponent as an integer. Below -708 the result is 0,
+ * where every float32 or narrower result it feeds rounds to 0 (and 2^k would leave the normal
+ * range). Exact at 0: log_softmax's log1p(sum - 1) needs the max's term to be 1. */
 KP_FN kp_acc kp_row_exp(kp_acc t KP_EXP_TAB_PARAM) {
   const double z = fma(t, 0x1.71547652b82fep+5, 0x1.8p52); /* n = round(32 t / ln2) in its low word */
   const double n = z - 0x1.8p52;
@@ -123,7 +135,7 @@ KP_FN kp_acc kp_row_exp(kp_acc t KP_EXP_TAB_PARAM) {
   const int ni = KP_D_LO(z);
   const double tj = tab[ni & 31];
   const double s = KP_D_FROM_HILO(KP_D_HI(tj) + (int)((unsigned)(ni >> 5) << 20), KP_D_LO(tj));
-  return (KP_D_HI(t) & 0x7fffffff) > 0x40862000 ? 0.0 : p * s;
+  return t < -708.0 ? 0.0 : p * s;
 }
 #else
 #define KP_EXP_TAB_DECL
@@ -157,7 +169,8 @@ KP_FN kp_acc kp_term(kp_acc x, kp_acc m KP_EXP_TAB_PARAM) {
 typedef struct {
   kp_acc hi, lo;
 } kp_sum2;
-#if KP_ROW_LOG || KP_DTYPE_F64
+#define KP_SUM_COMPENSATED (KP_ROW_LOG || KP_DTYPE_F64)
+#if KP_SUM_COMPENSATED
 KP_FN void kp_sum_add(kp_sum2* s, kp_acc v) {
   const kp_acc t = s->hi + v;
   s->lo += fabs(s->hi) >= fabs(v) ? (s->hi - t) + v : (v - t) + s->hi;
@@ -166,18 +179,24 @@ KP_FN void kp_sum_add(kp_sum2* s, kp_acc v) {
 #else
 /* softmax and softmin below float64: a thread's own terms in a plain double sum. A thread adds at
  * most cols / KP_TPR of them, so its relative error is at most 2^-53 cols / KP_TPR (2^-27 for
- * 2^31 columns and a thread a row; the partial sums are then merged compensated), below the
- * 2^-24 that would move a float32 result by a sixteenth of an ulp, and three FP64 operations a
- * term cheaper. log_softmax keeps the compensated sum: its log1p(sum - 1) needs the low part. */
+ * 2^31 columns and a thread a row), below the 2^-24 that would move a float32 result by a
+ * sixteenth of an ulp, and three FP64 operations a term cheaper. The partial sums are merged
+ * plainly too: a merge tree as deep as log2 of the threads of a row (and its cluster) adds 2^-53
+ * a level, and a short row pays for every level of it in every thread. log_softmax keeps the
+ * compensated sum: its log1p(sum - 1) needs the low part. */
 KP_FN void kp_sum_add(kp_sum2* s, kp_acc v) { s->hi += v; }
 #endif
-/* The merge is symmetric (TwoSum's error is exact in either order), so that every lane of a
- * shuffle butterfly ends with the same bits. */
+/* The merge is symmetric (TwoSum's error is exact in either order; a plain sum commutes), so that
+ * every lane of a shuffle butterfly ends with the same bits. */
 KP_FN kp_sum2 kp_sum_merge(kp_sum2 a, kp_sum2 b) {
   kp_sum2 r;
   r.hi = a.hi + b.hi;
+#if KP_SUM_COMPENSATED
   const kp_acc bb = r.hi - a.hi;
   r.lo = (a.lo + b.lo) + ((a.hi - (r.hi - bb)) + (b.hi - bb));
+#else
+  r.lo = 0.0;
+#endif
   return r;
 }
 KP_FN kp_acc kp_sum_value(kp_sum2 s) { return s.hi - s.hi == 0.0 ? s.hi + s.lo : s.hi; }
@@ -207,6 +226,10 @@ KP_FN kp_acc kp_group_max(KP_LOCAL_PTR kp_acc* red, kp_acc v, unsigned parity) {
   const kp_acc m = red[t & ~(unsigned)(KP_TPR - 1)];
   KP_BARRIER();
   return m;
+}
+/* The max of fmax results (never NaN), in the compute type. */
+KP_FN KP_C kp_group_max_c(KP_LOCAL_PTR kp_acc* red, KP_C v, unsigned parity) {
+  return (KP_C)kp_group_max(red, (kp_acc)v, parity);
 }
 KP_FN kp_sum2 kp_group_sum(KP_LOCAL_PTR kp_acc* hi, KP_LOCAL_PTR kp_acc* lo, kp_sum2 v, unsigned parity) {
   const unsigned t = KP_LOCAL_ID;
@@ -240,7 +263,7 @@ KP_FN kp_acc kp_shfl(kp_acc v, int o) { return __shfl_xor_sync(0xffffffffu, v, o
 KP_FN kp_sum2 kp_shfl2(kp_sum2 v, int o) {
   kp_sum2 r;
   r.hi = kp_shfl(v.hi, o);
-  r.lo = kp_shfl(v.lo, o);
+  r.lo = KP_SUM_COMPENSATED ? kp_shfl(v.lo, o) : 0.0;
   return r;
 }
 KP_FN kp_acc kp_group_max(kp_acc* red, kp_acc v, unsigned parity) {
@@ -254,6 +277,26 @@ KP_FN kp_acc kp_group_max(kp_acc* red, kp_acc v, unsigned parity) {
   v = lane < KP_TPR / 32 ? red[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane] : KP_ACC_NEG_INF;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = kp_max_of(v, kp_shfl(v, o));
+#else
+  (void)red;
+  (void)parity;
+#endif
+  return v;
+}
+/* The max of fmax results (never NaN), shuffled in the compute type: one shuffle a step for
+ * float where a double takes two. */
+KP_FN KP_C kp_shfl_c(KP_C v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+KP_FN KP_C kp_group_max_c(kp_acc* red, KP_C v, unsigned parity) {
+#pragma unroll
+  for (int o = KP_WARP_SPAN / 2; o > 0; o >>= 1) v = KP_FMAX_C(v, kp_shfl_c(v, o));
+#if KP_TPR > 32
+  const unsigned lane = KP_LOCAL_ID % 32, w = KP_LOCAL_ID / 32;
+  red += parity * 32;
+  if (lane == 0) red[w] = (kp_acc)v;
+  KP_BARRIER();
+  v = lane < KP_TPR / 32 ? (KP_C)red[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane] : (KP_C)KP_ACC_NEG_INF;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = KP_FMAX_C(v, kp_shfl_c(v, o));
 #else
   (void)red;
   (void)parity;
@@ -321,7 +364,7 @@ KP_FN int kp_lanes(unsigned vi, unsigned len) {
  * the sum's reciprocal, log and (16-bit) log2 in float, and whether the row is NaN throughout. */
 typedef struct {
   kp_acc m, sum, inv, log_sum;
-  KP_C mf, log_sum_f, log2_sum_f;
+  KP_C mf, inv_f, log_sum_f, log2_sum_f;
   int nan_row;
 } kp_row_k;
 
@@ -334,8 +377,14 @@ typedef struct {
 #else
 #define KP_WHOLE(nl) ((nl) == KP_VEC)
 #endif
+#if KP_ROW == 3
+/* the online pass keeps NaN in the max: it skips the terms while its max is -inf */
 #define KP_MAX_LANE(k) \
   if ((k) < nl) m = kp_max_c(m, kp_row_c(KP_LANE(x, k)));
+#else
+#define KP_MAX_LANE(k) \
+  if ((k) < nl) m = KP_FMAX_C(m, kp_row_c(KP_LANE(x, k)));
+#endif
 KP_FN KP_C kp_vec_max_n(kp_vec x, int nl, KP_C m) {
   KP_FOR_LANES(KP_MAX_LANE)
   return m;
@@ -369,6 +418,67 @@ KP_FN void kp_vec_exp_sum(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C*
   else
     kp_vec_exp_sum_n(x, nl, m, mf, s, sf KP_EXP_TAB_ARG);
 }
+
+/* Forward softmax and softmin whose row sits in registers keep each term until the sum is known
+ * and scale it: one exp an element, not two. Within KP_KEEP_E_BYTES of registers a thread (terms
+ * in double for float32 and float64, in float for 16-bit dtypes); longer slots recompute. A
+ * float32 result e / sum is then e (2^-30.7) times the double reciprocal, rounded once: within
+ * 0.51 ulp; float64 divides, as kp_term / sum does; 16-bit: e (2^-22) times the reciprocal in
+ * float. A NaN sum (a NaN row) makes the reciprocal, and so every result, NaN. */
+#define KP_KEEP_E_BYTES 128
+#if KP_ROW_FLOAT
+typedef float kp_e;
+#define KP_E_BYTES 4
+#else
+typedef kp_acc kp_e;
+#define KP_E_BYTES 8
+#endif
+#define KP_KEEP_E (KP_ROW == 1 && !KP_BACKWARD && !KP_ROW_LOG && KP_VPT * KP_VEC * KP_E_BYTES <= KP_KEEP_E_BYTES)
+#if KP_KEEP_E
+#if KP_ROW_FLOAT
+#define KP_KEEP_LANE(k)                                                         \
+  if ((k) < nl) {                                                               \
+    ev[k] = KP_EX2F((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F);               \
+    *sf += ev[k];                                                               \
+  }
+#else
+#define KP_KEEP_LANE(k)                                                         \
+  if ((k) < nl) {                                                               \
+    ev[k] = kp_term(kp_row_in(KP_LANE(x, k)), m KP_EXP_TAB_ARG);                \
+    kp_sum_add(s, ev[k]);                                                       \
+  }
+#endif
+KP_FN void kp_vec_exp_keep_n(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf, kp_e* ev KP_EXP_TAB_PARAM) {
+  (void)m;
+  (void)mf;
+  (void)s;
+  (void)sf;
+  KP_FOR_LANES(KP_KEEP_LANE)
+}
+KP_FN void kp_vec_exp_keep(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf, kp_e* ev KP_EXP_TAB_PARAM) {
+  if (KP_WHOLE(nl))
+    kp_vec_exp_keep_n(x, KP_VEC, m, mf, s, sf, ev KP_EXP_TAB_ARG);
+  else
+    kp_vec_exp_keep_n(x, nl, m, mf, s, sf, ev KP_EXP_TAB_ARG);
+}
+#if KP_ROW_FLOAT
+#define KP_SCALE_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_to_storage(ev[k] * rk.inv_f);
+#elif KP_DTYPE_F64
+#define KP_SCALE_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_row_store(ev[k] / rk.sum);
+#else
+#define KP_SCALE_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_row_store(ev[k] * rk.inv);
+#endif
+KP_FN kp_vec kp_vec_scale_n(kp_vec y, int nl, const kp_e* ev, kp_row_k rk) {
+  KP_FOR_LANES(KP_SCALE_LANE)
+  return y;
+}
+KP_FN kp_vec kp_vec_scale(kp_vec y, int nl, const kp_e* ev, kp_row_k rk) {
+  return KP_WHOLE(nl) ? kp_vec_scale_n(y, KP_VEC, ev, rk) : kp_vec_scale_n(y, nl, ev, rk);
+}
+#endif
 
 /* The forward result from x (already negated for softmin). */
 #if KP_ROW_FLOAT
@@ -479,6 +589,7 @@ KP_FN kp_row_k kp_row_constants(kp_acc m, kp_sum2 s) {
   k.log_sum = kp_log_sum(s, k.sum);
   k.nan_row = !(k.sum - k.sum == 0.0);
   k.mf = (KP_C)m;
+  k.inv_f = (KP_C)k.inv;
   k.log_sum_f = (KP_C)k.log_sum;
   k.log2_sum_f = (KP_C)(k.log_sum * 1.4426950408889634);
   return k;
@@ -610,6 +721,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     s.hi = 0.0;
     s.lo = 0.0;
     KP_C sf = (KP_C)0; /* the 16-bit dtypes' float sum, folded into s before the reduction */
+#if KP_KEEP_E
+    kp_e ev[KP_VPT][KP_VEC]; /* each element's term */
+#endif
 #if KP_ROW == 3
     m = KP_ACC_NEG_INF;
     for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
@@ -658,7 +772,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
         }
       }
     }
-    m = kp_cluster_max(&cl_slot[parity], kp_group_max(red_mx, (kp_acc)mc, parity));
+    m = kp_cluster_max(&cl_slot[parity], (kp_acc)kp_group_max_c(red_mx, mc, parity));
     for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
       kp_vec x;
       KP_SET_RAW(x, kp_slice[vi]);
@@ -680,12 +794,16 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       KP_HOLD_GET(hold0, j, x);
       mc = kp_vec_max(x, kp_lanes((unsigned)j * KP_TPR + t, len), mc);
     }
-    m = kp_group_max(red_mx, (kp_acc)mc, parity);
+    m = (kp_acc)kp_group_max_c(red_mx, mc, parity);
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec x;
       KP_HOLD_GET(hold0, j, x);
+#if KP_KEEP_E
+      kp_vec_exp_keep(x, kp_lanes((unsigned)j * KP_TPR + t, len), m, (KP_C)m, &s, &sf, ev[j] KP_EXP_TAB_ARG);
+#else
       kp_vec_exp_sum(x, kp_lanes((unsigned)j * KP_TPR + t, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
+#endif
     }
     s.hi += (kp_acc)sf;
     s = kp_group_sum(red_hi, red_lo, s, parity);
@@ -715,7 +833,11 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       kp_vec x;
       KP_HOLD_GET(hold0, j, x);
       const unsigned vi = (unsigned)j * KP_TPR + t;
+#if KP_KEEP_E
+      kp_row_store_vec(kp_vec_scale(x, kp_lanes(vi, len), ev[j], rk), o, vi, len, aligned);
+#else
       kp_row_store_vec(kp_vec_forward(x, kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, aligned);
+#endif
     }
 #endif
 
