@@ -215,11 +215,11 @@ void check_rows_call(test::UserDevice& dev, const std::string& act_name, Dtype d
 }  // namespace
 
 TEST_SUITE("cuda") {
-  TEST_CASE("row API on CUDA: every member, dtype and direction, rows short and long (clusters on sm_90)") {
+  TEST_CASE("row API on CUDA: every member, dtype and direction, rows short and long") {
     std::string why;
     auto dev = test::cuda_user_device(&why);
     REQUIRE_MESSAGE(dev, why);
-    // The default config by row length: registers, then (sm_90) a cluster or (elsewhere) online.
+    // The default config by row length: registers, then online.
     const std::int64_t shapes[][2] = {{13, 37}, {6, 1}, {5, 5000}, {3, 70000}, {2, 393216}};
     for (const char* act : {"softmax", "log_softmax", "softmin"})
       for (Dtype d : dev->dtypes())

@@ -133,24 +133,31 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   CHECK_THROWS_AS(row_launch_dims(f, reg, 4, 257, opencl), Error);
 }
 
-TEST_CASE("row default config: registers for short rows, cluster on sm_90 for long ones, else online") {
+TEST_CASE("row default config: registers for short rows (a vector a thread where a block holds them), else online") {
   TargetLimits opencl;
   opencl.backend = "opencl";
   TargetLimits hopper;
   hopper.max_cluster = 16;
   hopper.max_shared_optin = 227 * 1024;
   const KernelSpec f = row_spec("softmax", Dtype::f32, Direction::forward);
-  for (std::uint64_t cols : {1ull, 128ull, 4096ull, 16384ull}) {
-    const KernelConfig c = default_row_config(f, cols, hopper);
-    CHECK(c.row == RowStrategy::registers);
-    CHECK(row_capacity(c) >= cols);
+  for (const TargetLimits& lim : {opencl, hopper}) {
+    for (std::uint64_t cols : {1ull, 128ull, 4096ull, 16384ull}) {
+      const KernelConfig c = default_row_config(f, cols, lim);
+      CHECK(c.row == RowStrategy::registers);
+      CHECK(row_capacity(c) >= cols);
+      CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, c, lim), 1000, cols, lim));
+    }
+    // 128 float32 columns: 32 vectors of 4, one a thread, 8 rows a block of 256.
+    const KernelConfig s = default_row_config(f, 128, lim);
+    CHECK(s.per_thread == 1);
+    CHECK(s.row_threads == 32);
+    CHECK(s.block == 256);
+    for (std::uint64_t cols : {16385ull, 393216ull, 1ull << 26}) {
+      const KernelConfig big = default_row_config(f, cols, lim);
+      CHECK(big.row == RowStrategy::online);
+      CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, big, lim), 64, cols, lim));
+    }
   }
-  const KernelConfig big = default_row_config(f, 393216, hopper);
-  CHECK(big.row == RowStrategy::cluster);
-  CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, big, hopper), 4096, 393216, hopper));
-  CHECK(default_row_config(f, 393216, opencl).row == RowStrategy::online);
-  // Rows too long for any cluster's shared memory fall back to online.
-  CHECK(default_row_config(f, 1ull << 26, hopper).row == RowStrategy::online);
 }
 
 namespace {
