@@ -7,7 +7,10 @@ backward from the saved output: read y and g, write grad_in). kplay runs in its 
 CLI), so each side's percentage is against its own same-run copy.
 
     python3 tools/softmax_table.py [--kplay PATH] [--shapes 65536x128,...] [--dtypes f32,bf16]
-        [--directions forward,backward] [--ops softmax,log_softmax] [--json FILE]
+        [--directions forward,backward] [--ops softmax,log_softmax] [--db FILE] [--json FILE]
+
+--db FILE: kplay's configs from that kernel database (what `kplay autotune --shape` stored), as a
+user's process gets them; without it the untuned default (`--no-db`).
 """
 from __future__ import annotations
 
@@ -64,8 +67,9 @@ def torch_side(torch, op: str, rows: int, cols: int, dtype, direction: str, reps
     return out
 
 
-def kplay_side(kplay: str, op: str, shape: str, dtype: str, direction: str) -> dict:
-    cmd = [kplay, "run", "--act", op, "--shape", shape, "--dtype", dtype, "--direction", direction, "--no-db"]
+def kplay_side(kplay: str, op: str, shape: str, dtype: str, direction: str, db: str | None) -> dict:
+    cmd = [kplay, "run", "--act", op, "--shape", shape, "--dtype", dtype, "--direction", direction]
+    cmd += ["--db", db] if db else ["--no-db"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     text = r.stdout + r.stderr
     kernel = re.search(r"^kernel:\s+([0-9.]+) ms", text, re.M)
@@ -86,6 +90,7 @@ def main() -> int:
     ap.add_argument("--directions", default="forward,backward")
     ap.add_argument("--ops", default="softmax")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--db")
     ap.add_argument("--json")
     args = ap.parse_args()
     import torch
@@ -100,7 +105,7 @@ def main() -> int:
             for dtype in args.dtypes.split(","):
                 for shape in args.shapes.split(","):
                     rows, cols = (int(v) for v in shape.split("x"))
-                    k = kplay_side(args.kplay, op, shape, dtype, direction)
+                    k = kplay_side(args.kplay, op, shape, dtype, direction, args.db)
                     t = torch_side(torch, op, rows, cols, torch_dtypes[dtype], direction, args.reps)
                     torch._dynamo.reset()
                     row = {"op": op, "shape": shape, "dtype": dtype, "direction": direction, "kplay": k, "torch": t}
