@@ -41,6 +41,10 @@ struct TargetLimits {
   // newer: 16, of which 8 is portable), and the dynamic shared memory one block may opt in to.
   int max_cluster = 0;
   std::uint64_t max_shared_optin = 48ull * 1024;
+  // The device's compute units and resident threads per unit (rt::DeviceInfo's), for a row
+  // kernel's persistent grid (--grid grid-stride:WAVES): WAVES times the blocks resident at once.
+  int compute_units = 0;
+  int max_threads_per_unit = 0;
 };
 
 // A kernel ready to compile: what codegen (render_kernel) produces for a backend.

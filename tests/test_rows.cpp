@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "cli_runner.hpp"
@@ -131,6 +132,22 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   const KernelConfig reg = resolve_config(f, row_config(RowStrategy::registers, 32, 2), opencl);
   CHECK_NOTHROW(row_launch_dims(f, reg, 4, 256, opencl));
   CHECK_THROWS_AS(row_launch_dims(f, reg, 4, 257, opencl), Error);
+  // A persistent grid (--grid grid-stride:WAVES) is for registers, whose groups load their next row
+  // while they reduce this one: waves x the blocks resident at once, never more than the rows need.
+  KernelConfig online = row_config(RowStrategy::online, 256, 1);
+  online.grid = GridPolicy::grid_stride;
+  online.waves = 1;
+  CHECK_THROWS_WITH_AS(resolve_config(f, online, opencl), doctest::Contains("--row registers"), Error);
+  KernelConfig persistent = row_config(RowStrategy::registers, 32, 2);
+  persistent.grid = GridPolicy::grid_stride;
+  persistent.waves = 2;
+  TargetLimits gpu;
+  gpu.compute_units = 10;
+  gpu.max_threads_per_unit = 2048;
+  const KernelConfig p = resolve_config(f, persistent, gpu);
+  CHECK(row_launch_dims(f, p, 100000, 256, gpu).grid_x == 2 * 10 * (2048 / 32));
+  CHECK(row_launch_dims(f, p, 7, 256, gpu).grid_x == 7);
+  CHECK(row_launch_dims(f, reg, 100000, 256, gpu).grid_x == 100000);
 }
 
 TEST_CASE("row default config: registers for short rows (a vector a thread where a block holds them), else online") {
@@ -208,18 +225,49 @@ void check_row_family(const char* backend, bool every_config) {
           }
         }
 }
+// The persistent registers kernel (--grid grid-stride: each group loads its next row before it
+// reduces this one) over more rows than its grid holds, so that every group takes several rows:
+// ragged rows of 33 elements (no row but the first starts on a vector), a group per row and
+// several rows a block, every member and direction.
+void check_row_prefetch(const char* backend) {
+  rt::Backend* be = test::shared_backend(backend);
+  REQUIRE(be != nullptr);
+  Engine engine(*be);
+  for (const char* act : {"softmax", "log_softmax", "softmin"})
+    for (Dtype d : {Dtype::f32, Dtype::bf16})
+      for (Direction dir : {Direction::forward, Direction::backward})
+        for (int row_threads : {0, 8}) {
+          if (d == Dtype::bf16 && std::string(act) != "softmax") continue;  // the float path once
+          const KernelSpec spec = row_spec(act, d, dir);
+          KernelConfig c = row_config(RowStrategy::registers, 32, 4);
+          c.row_threads = row_threads;
+          c.grid = GridPolicy::grid_stride;
+          c.waves = 1;
+          const std::uint64_t cols = 33;
+          const rt::LaunchDims dims =
+              row_launch_dims(spec, resolve_config(spec, c, be->limits()), 1ull << 30, cols, be->limits());
+          const std::uint64_t per_block = row_threads ? 32 / row_threads : 1;
+          ProblemShape ps;
+          ps.rows = 3 * dims.grid_x * per_block + 5;
+          ps.n = ps.rows * cols;
+          INFO("grid " << dims.grid_x << ", rows " << ps.rows);
+          KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
+        }
+}
 }  // namespace
 
 TEST_SUITE("cuda") {
   TEST_CASE("CUDA: softmax, log_softmax and softmin, every strategy, dtype and direction, with the edge rows") {
     check_row_family("cuda", true);
   }
+  TEST_CASE("CUDA: the persistent registers kernel, each group over several rows") { check_row_prefetch("cuda"); }
 }
 
 TEST_SUITE("opencl") {
   TEST_CASE("OpenCL: softmax, log_softmax and softmin, every strategy, dtype and direction, with the edge rows") {
     check_row_family("opencl", false);
   }
+  TEST_CASE("OpenCL: the persistent registers kernel, each group over several rows") { check_row_prefetch("opencl"); }
 
   TEST_CASE("OpenCL: row kernels on misaligned buffers and with scalar vectors") {
     rt::Backend* be = test::shared_backend("opencl");

@@ -153,6 +153,8 @@ class CudaBackend : public Backend {
     check(d.cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
     limits_.backend = "cuda";
     limits_.max_block = info_.max_block;
+    limits_.compute_units = info_.compute_units;
+    limits_.max_threads_per_unit = info_.max_threads_per_unit;
     limits_.cache_hints = true;
     limits_.fp8 = cc >= 89;
     limits_.max_cluster = cc >= 90 ? 16 : 0;  // 8 portable, 16 with the non-portable attribute

@@ -135,6 +135,8 @@ TargetLimits limits_for(const DeviceHandle& h, const DeviceInfo& info) {
   TargetLimits lim;
   lim.backend = "opencl";
   lim.max_block = info.max_block;
+  lim.compute_units = info.compute_units;
+  lim.max_threads_per_unit = info.max_threads_per_unit;
   lim.cache_hints = false;                             // OpenCL C has no evict-first loads and stores
   lim.dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16};  // 16-bit types are stored as ushort: always there
   if (has_extension(h.device, "cl_khr_fp64")) lim.dtypes.push_back(Dtype::f64);

@@ -18,7 +18,10 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 KernelConfig resolve_row_config(const KernelSpec& spec, KernelConfig c, const TargetLimits& limits) {
   if (c.row == RowStrategy::none) c.row = RowStrategy::online;
   if (c.fast_math) refuse("--fast-math: the row kernels have one path, in double (docs/accuracy.md)");
-  if (c.grid != GridPolicy::one_shot) refuse("--grid: a row kernel takes one block (or cluster) per row");
+  if (c.grid != GridPolicy::one_shot && c.row != RowStrategy::registers)
+    refuse(std::string("--grid grid-stride is for --row registers (a persistent block that loads its next rows "
+                       "while it reduces these); --row ") +
+           to_string(c.row) + " takes one block (or cluster) per row");
   if (c.late_gradient) refuse("--late-gradient is for the element-wise kernels");
   c.flat = true;  // one kernel: rows with pitches
   if (c.row == RowStrategy::cluster) {

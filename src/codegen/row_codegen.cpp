@@ -44,6 +44,7 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c) {
      << to_string(spec.dtype) << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread << '_' << row_tag(c.row);
   if (c.row == RowStrategy::cluster) os << c.cluster;
   if (c.row_threads != 0 && c.row_threads != c.block) os << "_t" << c.row_threads;
+  if (c.grid == GridPolicy::grid_stride) os << "_pf";
   if (c.cache == CacheHint::streaming) os << "_cs";
   return os.str();
 }
@@ -79,6 +80,7 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_FAST_FP64 " << (fast_fp64 ? 1 : 0) << '\n';
   os << "#define KP_ROW " << row_macro(c.row) << '\n';
   os << "#define KP_CLUSTER " << (c.row == RowStrategy::cluster ? c.cluster : 1) << '\n';
+  os << "#define KP_PREFETCH " << (c.grid == GridPolicy::grid_stride ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);
   append_file(os, act.act->snippet);
   append_file(os, "common/rowwise.h");

@@ -62,7 +62,13 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
   // A block holds block / row threads rows at once.
   const std::uint64_t per_block = static_cast<std::uint64_t>(c.block) / row_group_threads(c);
   const std::uint64_t row_blocks = (rows + per_block - 1) / per_block;
-  d.grid_x = std::max<std::uint64_t>(1, std::min(row_blocks, kMaxGridX / per_row)) * per_row;
+  std::uint64_t blocks = std::min(row_blocks, kMaxGridX / per_row);
+  if (c.grid == GridPolicy::grid_stride) {  // persistent: waves x the blocks resident at once
+    const std::uint64_t per_unit = std::max<std::uint64_t>(
+        1, static_cast<std::uint64_t>(std::max(limits.max_threads_per_unit, c.block)) / c.block);
+    blocks = std::min(blocks, static_cast<std::uint64_t>(c.waves) * std::max(limits.compute_units, 1) * per_unit);
+  }
+  d.grid_x = std::max<std::uint64_t>(1, blocks) * per_row;
   return d;
 }
 

@@ -26,6 +26,11 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
     c.row_threads = row_threads;
     c.cluster = cluster;
     out.push_back(c);
+    if (row == RowStrategy::registers) {  // and persistent, loading the next row while reducing this one
+      c.grid = GridPolicy::grid_stride;
+      c.waves = 1;
+      out.push_back(c);
+    }
   };
   switch (row) {
     case RowStrategy::registers:
@@ -106,6 +111,7 @@ std::string RowSearchSpace::describe() const {
   for (int v : per_thread) os << v << ',';
   os << " cluster=";
   for (int v : clusters) os << v << ',';
+  os << " registers-grid=one-shot,grid-stride:1";
   return os.str();
 }
 

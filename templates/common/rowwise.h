@@ -14,7 +14,10 @@
  * and reads back only what it loaded.
  *
  * KP_ROW, how the row is held:
- *   1 registers  KP_VPT vectors per thread: rows of up to KP_TPR KP_VPT KP_VEC elements, read once
+ *   1 registers  KP_VPT vectors per thread: rows of up to KP_TPR KP_VPT KP_VEC elements, read once;
+ *                with KP_PREFETCH (a persistent grid: --grid grid-stride) each group loads its next
+ *                row before it reduces this one, so that a block waiting at its reductions still
+ *                has memory in flight
  *   2 shared     the same slots in shared memory (fewer registers for the same row)
  *   3 online     any row: one pass keeps a running max and a sum rescaled to it, a second reads the
  *                row again and writes (forward: 2 reads and a write; backward: 4 and a write)
@@ -660,6 +663,41 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
 #define KP_HOLD_GET(name, j, v) KP_SET_RAW(v, name[(j) * KP_BLOCK + KP_LOCAL_ID])
 #endif
 
+#ifndef KP_PREFETCH
+#define KP_PREFETCH 0
+#endif
+#if KP_PREFETCH
+/* The vectors of row block rb's row for group `sub` (nothing past the last row), with the input's
+ * own alignment: what the loop's iteration for rb finds in v0 (and v1, backward's y). */
+KP_FN void kp_row_fetch(kp_vec* v0, kp_vec* v1, KP_GLOBAL const KP_T* in0, KP_GLOBAL const KP_T* in1, kp_u64 rb,
+                        unsigned sub, unsigned t, kp_u64 rows, kp_u64 cols, kp_u64 off0, kp_u64 off1, kp_u64 ld0,
+                        kp_u64 ld1) {
+  const kp_u64 r = rb * KP_RPB + sub;
+  const unsigned len = r < rows ? (unsigned)cols : 0u;
+  const kp_u64 rr = r < rows ? r : rows - 1;
+  const kp_u64 a_at = off0 + rr * ld0;
+  KP_GLOBAL const KP_T* a = in0 + a_at;
+#if KP_BACKWARD
+  const kp_u64 b_at = off1 + rr * ld1;
+  KP_GLOBAL const KP_T* b = in1 + b_at;
+  const int aligned = KP_MISALIGNMENT(a, a_at) == 0 && KP_MISALIGNMENT(b, b_at) == 0;
+#else
+  const int aligned = KP_MISALIGNMENT(a, a_at) == 0;
+  (void)in1;
+  (void)off1;
+  (void)ld1;
+  (void)v1;
+#endif
+#pragma unroll
+  for (int j = 0; j < KP_VPT; ++j) {
+    kp_row_load(&v0[j], a, (unsigned)j * KP_TPR + t, len, aligned);
+#if KP_BACKWARD
+    kp_row_load(&v1[j], b, (unsigned)j * KP_TPR + t, len, aligned);
+#endif
+  }
+}
+#endif
+
 KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFFER(const KP_T, in1), kp_u64 rows,
                        kp_u64 cols, kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1) {
   KP_SHARED kp_acc red_hi[KP_RED_SIZE];
@@ -692,8 +730,27 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
   const kp_u64 lo = 0;
 #endif
   (void)ld_in1;
+#if KP_PREFETCH
+  kp_vec pf0[KP_VPT], pf1[KP_VPT]; /* the next row's vectors (pf1: backward's y) */
+  kp_row_fetch(pf0, pf1, in0, in1, first, sub, t, rows, cols, KP_OFFSET(in0), KP_OFFSET(in1), ld_in0, ld_in1);
+#endif
   unsigned parity = 0;
   for (kp_u64 rb = first; rb * KP_RPB < rows; rb += step, parity ^= 1u) {
+#if KP_PREFETCH
+    kp_vec cur0[KP_VPT];
+#if KP_BACKWARD
+    kp_vec cur1[KP_VPT];
+#endif
+#pragma unroll
+    for (int j = 0; j < KP_VPT; ++j) {
+      cur0[j] = pf0[j];
+#if KP_BACKWARD
+      cur1[j] = pf1[j];
+#endif
+    }
+    if ((rb + step) * KP_RPB < rows)
+      kp_row_fetch(pf0, pf1, in0, in1, rb + step, sub, t, rows, cols, KP_OFFSET(in0), KP_OFFSET(in1), ld_in0, ld_in1);
+#endif
     /* every thread of a block runs every row block (the reductions need them all); a group past
      * the last row has an empty row */
     const kp_u64 r = rb * KP_RPB + sub < rows ? rb * KP_RPB + sub : rows - 1;
@@ -785,7 +842,11 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec x;
+#if KP_PREFETCH
+      x = cur0[j];
+#else
       kp_row_load(&x, a, (unsigned)j * KP_TPR + t, len, aligned);
+#endif
       KP_HOLD_PUT(hold0, j, x);
     }
 #pragma unroll
@@ -886,8 +947,13 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec g, y;
+#if KP_PREFETCH
+      g = cur0[j];
+      y = cur1[j];
+#else
       kp_row_load(&g, a, (unsigned)j * KP_TPR + t, len, aligned);
       kp_row_load(&y, b, (unsigned)j * KP_TPR + t, len, aligned);
+#endif
       KP_HOLD_PUT(hold0, j, g);
       KP_HOLD_PUT(hold1, j, y);
     }
