@@ -230,10 +230,11 @@ KP_FN kp_acc kp_group_max(KP_LOCAL_PTR kp_acc* red, kp_acc v, unsigned parity) {
   KP_BARRIER();
   return m;
 }
-/* The max of fmax results (never NaN), in the compute type. */
+/* The max in the compute type: of fmax results (never NaN), and of the online pass's (NaN kept). */
 KP_FN KP_C kp_group_max_c(KP_LOCAL_PTR kp_acc* red, KP_C v, unsigned parity) {
   return (KP_C)kp_group_max(red, (kp_acc)v, parity);
 }
+#define kp_group_max_nan kp_group_max_c /* the tree's max keeps NaN */
 KP_FN kp_sum2 kp_group_sum(KP_LOCAL_PTR kp_acc* hi, KP_LOCAL_PTR kp_acc* lo, kp_sum2 v, unsigned parity) {
   const unsigned t = KP_LOCAL_ID;
   (void)parity;
@@ -269,43 +270,30 @@ KP_FN kp_sum2 kp_shfl2(kp_sum2 v, int o) {
   r.lo = KP_SUM_COMPENSATED ? kp_shfl(v.lo, o) : 0.0;
   return r;
 }
-KP_FN kp_acc kp_group_max(kp_acc* red, kp_acc v, unsigned parity) {
-#pragma unroll
-  for (int o = KP_WARP_SPAN / 2; o > 0; o >>= 1) v = kp_max_of(v, kp_shfl(v, o));
-#if KP_TPR > 32
-  const unsigned lane = KP_LOCAL_ID % 32, w = KP_LOCAL_ID / 32;
-  red += parity * 32;
-  if (lane == 0) red[w] = v;
-  KP_BARRIER();
-  v = lane < KP_TPR / 32 ? red[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane] : KP_ACC_NEG_INF;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = kp_max_of(v, kp_shfl(v, o));
-#else
-  (void)red;
-  (void)parity;
-#endif
-  return v;
-}
-/* The max of fmax results (never NaN), shuffled in the compute type: one shuffle a step for
- * float where a double takes two. */
+/* The group's max, shuffled in the compute type (one shuffle a step for float where a double takes
+ * two), by MAX: fmax for fmax results (never NaN), kp_max_c for the online pass's (NaN kept). */
 KP_FN KP_C kp_shfl_c(KP_C v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
-KP_FN KP_C kp_group_max_c(kp_acc* red, KP_C v, unsigned parity) {
-#pragma unroll
-  for (int o = KP_WARP_SPAN / 2; o > 0; o >>= 1) v = KP_FMAX_C(v, kp_shfl_c(v, o));
 #if KP_TPR > 32
-  const unsigned lane = KP_LOCAL_ID % 32, w = KP_LOCAL_ID / 32;
-  red += parity * 32;
-  if (lane == 0) red[w] = (kp_acc)v;
-  KP_BARRIER();
-  v = lane < KP_TPR / 32 ? (KP_C)red[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane] : (KP_C)KP_ACC_NEG_INF;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = KP_FMAX_C(v, kp_shfl_c(v, o));
+#define KP_GROUP_MAX_ACROSS_WARPS(MAX)                                                                    \
+  const unsigned lane = KP_LOCAL_ID % 32, w = KP_LOCAL_ID / 32;                                           \
+  red += parity * 32;                                                                                     \
+  if (lane == 0) red[w] = (kp_acc)v;                                                                      \
+  KP_BARRIER();                                                                                           \
+  v = lane < KP_TPR / 32 ? (KP_C)red[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane] : (KP_C)KP_ACC_NEG_INF; \
+  _Pragma("unroll") for (int o = 16; o > 0; o >>= 1) v = MAX(v, kp_shfl_c(v, o));
 #else
-  (void)red;
+#define KP_GROUP_MAX_ACROSS_WARPS(MAX) \
+  (void)red;                           \
   (void)parity;
 #endif
-  return v;
-}
+#define KP_GROUP_MAX(name, MAX)                                                             \
+  KP_FN KP_C name(kp_acc* red, KP_C v, unsigned parity) {                                   \
+    _Pragma("unroll") for (int o = KP_WARP_SPAN / 2; o > 0; o >>= 1) v = MAX(v, kp_shfl_c(v, o)); \
+    KP_GROUP_MAX_ACROSS_WARPS(MAX)                                                          \
+    return v;                                                                               \
+  }
+KP_GROUP_MAX(kp_group_max_c, KP_FMAX_C)
+KP_GROUP_MAX(kp_group_max_nan, kp_max_c)
 KP_FN kp_sum2 kp_group_sum(kp_acc* hi, kp_acc* lo, kp_sum2 v, unsigned parity) {
 #pragma unroll
   for (int o = KP_WARP_SPAN / 2; o > 0; o >>= 1) v = kp_sum_merge(v, kp_shfl2(v, o));
@@ -805,7 +793,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
         for (int j = 0; j < KP_VPT; ++j)
           kp_vec_exp_sum(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
     }
-    const kp_acc mx = kp_group_max(red_mx, m, parity);
+    const kp_acc mx = (kp_acc)kp_group_max_nan(red_mx, (KP_C)m, parity); /* m is a KP_C value */
     s.hi += (kp_acc)sf;
     if (s.hi != 0.0) {
       const kp_acc f = kp_term(m, mx KP_EXP_TAB_ARG);
