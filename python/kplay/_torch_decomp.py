@@ -8,7 +8,9 @@ here (forward; backward from the saved input or output), the formulas of templat
 float16 and bfloat16 are computed in float32 and rounded once to the dtype, as kplay's kernels
 do; float32 and float64 in their own type.
 
-Which graphs decompose (kplay.torch.set_compile_mode):
+The softmax family (kplay::softmax, kplay::softmax_backward) decomposes into torch's own softmax
+ops in "decompose" mode alone (see its section below). Which graphs decompose
+(kplay.torch.set_compile_mode):
   "kernel"     none: every call is kplay's kernel, with kplay's accuracy bounds.
   "decompose"  every built-in activation (user activations keep the kernel: their snippet has no
                torch formula); the bound is then Inductor's evaluation of the formula.
@@ -276,6 +278,7 @@ def register() -> None:
         for op in (torch.ops.kplay.forward.default, torch.ops.kplay.backward.default):
             lowering.make_fallback(op, warn=False, override_decomp=True)
     _register_gated(inductor, lowering)
+    _register_softmax(inductor, lowering)
     # Inductor hands AOTAutograd a copy of its table made at its first compile in the process
     # (select_decomp_table: fast_random_decomps is cached); where a graph without kplay was
     # compiled before this, that copy lacks kplay's formulas and every later graph would keep the
@@ -344,5 +347,44 @@ def gated_backward(grad: Tensor, x: Tensor, b: Optional[Tensor], activation: str
 def _register_gated(inductor: Any, lowering: Any) -> None:
     for op, fn in ((torch.ops.kplay.gated_forward.default, gated_forward),
                    (torch.ops.kplay.gated_backward.default, gated_backward)):
+        inductor.decompositions[op] = fn
+        lowering.make_fallback(op, warn=False, override_decomp=True)
+
+
+# ---- the softmax family: kplay::softmax and kplay::softmax_backward ---------------------------
+#
+# "decompose" hands them to Inductor as torch's own ops (aten._softmax, _log_softmax and their
+# backward from the saved output, in kplay's output layout), which Inductor fuses with their
+# neighbours; "auto" and "kernel" keep kplay's row kernel. In float32 the kernel is exact (0.5 ulp)
+# where torch's formula is 13-20 ulp (log_softmax: hundreds near 0), and in float16 and bfloat16,
+# where both are within half an ulp, the kernel was faster than Inductor's at every shape measured
+# on an H200 (docs/benchmarks.md, "Softmax"): the kernel is kept where it wins.
+
+
+@torch.compiler.assume_constant_result
+def softmax_decomposes() -> bool:
+    """Whether a compiled graph computes the softmax family with torch's ops (the mode's choice)."""
+    return _mode == "decompose"
+
+
+def softmax_forward(x: Tensor, dim: int, activation: str) -> Any:
+    if not softmax_decomposes():
+        return NotImplemented
+    from . import _torch_softmax
+
+    return _torch_softmax._cpu_softmax(x, dim, activation)  # torch's ops, on any device
+
+
+def softmax_backward(grad: Tensor, y: Tensor, dim: int, activation: str) -> Any:
+    if not softmax_decomposes() or grad.dtype != y.dtype:
+        return NotImplemented
+    from . import _torch_softmax
+
+    return _torch_softmax._cpu_softmax_backward(grad, y, dim, activation)
+
+
+def _register_softmax(inductor: Any, lowering: Any) -> None:
+    for op, fn in ((torch.ops.kplay.softmax.default, softmax_forward),
+                   (torch.ops.kplay.softmax_backward.default, softmax_backward)):
         inductor.decompositions[op] = fn
         lowering.make_fallback(op, warn=False, override_decomp=True)

@@ -321,3 +321,29 @@ def test_cuda_kplay_softmax_on_torch_tensors():
     y = torch.softmax(x, -1)
     g = torch.randn_like(x)
     close(kplay.softmax_backward(g, y), torch.ops.aten._softmax_backward_data(g, y, 1, x.dtype), torch.float64)
+
+
+@pytest.mark.parametrize("mode", ("kernel", "decompose", "auto"))
+@pytest.mark.parametrize("name", NAMES)
+def test_compile_decomposes_the_family_in_decompose_mode_alone(name, mode):
+    # No GPU: AOTAutograd's graphs of a meta tensor after Inductor's decomposition table.
+    from compiled_graphs import compiled_graphs
+    from kplay import _torch_decomp
+
+    before = _torch_decomp.mode()
+    kt.set_compile_mode(mode)
+    kt.register_decompositions()
+    try:
+        x = torch.empty(6, 40, device="meta", requires_grad=True)
+        graphs = compiled_graphs(lambda t: KT[name](t, -1) * 2, x)
+    finally:
+        kt.set_compile_mode(before)
+        torch._dynamo.reset()
+    assert len(graphs) == 2  # forward and backward: no graph break
+    ops = [t for g in graphs for t in g]
+    kplay_ops = [t for t in ops if t.startswith("kplay.")]
+    if mode == "decompose":
+        assert kplay_ops == []
+        assert "aten.amax.default" in ops  # torch's max-subtracting formula in their place
+    else:
+        assert kplay_ops == ["kplay.softmax.default", "kplay.softmax_backward.default"]
