@@ -358,7 +358,7 @@ def _register_gated(inductor: Any, lowering: Any) -> None:
 # neighbours; "auto" and "kernel" keep kplay's row kernel. In float32 the kernel is exact (0.5 ulp)
 # where torch's formula is 13-20 ulp (log_softmax: hundreds near 0), and in float16 and bfloat16,
 # where both are within half an ulp, the kernel was faster than Inductor's at every shape measured
-# on an H200 (docs/benchmarks.md, "Softmax"): the kernel is kept where it wins.
+# on an H200 but 1024x1048576 (docs/benchmarks.md, "Softmax"): the kernel is kept.
 
 
 @torch.compiler.assume_constant_result
