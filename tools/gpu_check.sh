@@ -33,6 +33,12 @@
 #               backward (prelu's with its weight gradient) in bf16 and f32 against a same-run copy;
 #               kplay check over every 16-bit and float32 input, both directions; the torch tests
 #               (tests/python/test_prelu_rrelu.py, and the OpInfo parity of prelu and rrelu)
+#     rows      the softmax family (row kernels): their CUDA cases (every strategy, the persistent
+#               registers kernel, the row API); tools/row_sweep.sh, every strategy's configs against
+#               each other at the softmax table's shapes (timing only); kplay autotune --shape at those
+#               shapes into OUT_DIR/rows.db; tools/softmax_table.py against torch eager and compiled,
+#               untuned and from rows.db, forward and backward; with Python, the torch softmax tests
+#               and tools/softmax_ulps.py (kplay's and torch's errors against float64)
 # Environment:
 #   KPLAY_SHAPE   size of the timed runs (default 4096x393216)
 #   KPLAY_ACTS    ';'-separated activation texts for the per-activation steps (default: every line
@@ -46,7 +52,7 @@
 #   PRELU_SHAPE   the prelu runs' input shape, N x C x H x W (default 32x256x128x128)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-CAPS_ALL="build tests accuracy perf torch tuning opencl python multigpu gated prelu"
+CAPS_ALL="build tests accuracy perf torch tuning opencl python multigpu gated prelu rows"
 if [ "${1:-}" = --list ]; then tr ' ' '\n' <<<"$CAPS_ALL"; exit 0; fi
 BIN=${1:?usage: gpu_check.sh BIN_DIR [OUT_DIR] [CAPABILITY ...]   (gpu_check.sh --list: the capabilities)}
 BIN="$(cd "$BIN" && pwd)"
@@ -440,6 +446,33 @@ if want prelu; then
     awk -v run="$(basename "$f" .log)" '/^== /{spec=substr($0, 4)} /^verdict:/{v=$2} /^ratio:/{printf "  %-30s %-50s %7s %% %s\n", run, spec, $2, v}' \
       "$f" | tee -a "$summary"
   done
+fi
+
+if want rows; then
+  heading rows
+  run_logged rows_cuda "$BIN/kplay_tests" --test-suite=cuda \
+    "-tc=CUDA: softmax*,CUDA: the persistent registers kernel*,row API on CUDA*"
+  run_logged rows_sweep env KPLAY_CLI="$K" "$root/tools/row_sweep.sh"
+  run_logged rows_sweep_backward env KPLAY_CLI="$K" "$root/tools/row_sweep.sh" --direction backward
+  ROW_SHAPES="65536x128 32768x1024 16384x4096 8192x32768 4096x131072 4096x393216 1024x1048576"
+  for sh in $ROW_SHAPES; do
+    run_logged "rows_tune_$sh" "$K" autotune --db "$OUT/rows.db" --act softmax,log_softmax --dtype f32,bf16 \
+      --direction all --shape "$sh" --strategy halving
+  done
+  run_logged rows_table "$PY" "$root/tools/softmax_table.py" --kplay "$K" --json "$OUT/rows_table.json"
+  run_logged rows_table_tuned "$PY" "$root/tools/softmax_table.py" --kplay "$K" --db "$OUT/rows.db" \
+    --json "$OUT/rows_table_tuned.json"
+  grep -hE "^(softmax|log_softmax) " "$LOGS"/rows_table*.log >>"$summary"
+  if python_setup; then
+    pushd "$root" >/dev/null || exit 1
+    export KPLAY_DB="$OUT/python.db"
+    run_logged rows_pytest timeout 900 "$PY" -m pytest -q -rfs tests/python/test_softmax_torch.py \
+      tests/python/test_softmax_opinfo.py
+    run_logged rows_ulps "$PY" tools/softmax_ulps.py
+    grep -hE "^FAILED|passed|failed" "$LOGS"/rows_pytest.log | tail -n 20 >>"$summary"
+    export KPLAY_DB="$OUT/default.db"
+    popd >/dev/null || exit 1
+  fi
 fi
 
 # Every log in one archive: the device tool brings back only a few files.
