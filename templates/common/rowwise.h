@@ -34,12 +34,13 @@
  * them: a row holding +inf or NaN, or all -inf, is NaN throughout; -inf elements of other rows give
  * 0 (log_softmax: -inf).
  *
- * Cost (KP_FAST_FP64, below float64): issue slots and the FP64 pipe are what limit a row on the
- * H200, so the forward takes the max in the compute type (fmax), a table-driven exp (kp_row_exp,
- * 7 FP64 operations) per element for the sum, and where the row sits in registers keeps each term
- * and scales it by the sum's reciprocal (KP_KEEP_E); elsewhere a second exp gives the result,
- * exp(x - max - log sum). A short row's reductions shuffle the max in the compute type and the
- * sums plainly (softmax, softmin), since every thread of a row pays for each step. */
+ * Cost (KP_FAST_FP64, below float64): the forward takes the max in the compute type (fmax), a
+ * table-driven exp (kp_row_exp, 7 FP64 operations) per element for the sum, and where the row sits
+ * in registers keeps each term and scales it by the sum's reciprocal (KP_KEEP_E); elsewhere a
+ * second exp gives the result, exp(x - max - log sum). A short row's reductions shuffle the max in
+ * the compute type and the sums plainly (softmax, softmin), since every thread of a row pays for
+ * each step. On the H200 instructions are not what sets a row's time (halving them moved it by at
+ * most 4 points): memory in flight while a row is reduced is (KP_PREFETCH; docs/design.md). */
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 /* TwoSum and the exact product error must be rounded as written. */
