@@ -309,6 +309,15 @@ TEST_SUITE("opencl") {
     CHECK(r.status == 2);
     r = test::run_cli("run --backend opencl --act softmax --shape 2x5000 --row registers --block 32 --no-db");
     CHECK(r.status == 2);
+    CHECK(r.output.find("longer than --row registers holds") != std::string::npos);
+    CHECK(r.output.find("kernel:") == std::string::npos);  // refused before a kernel is compiled
+    r = test::run_cli(
+        "run --backend opencl --act softmax --shape 2x5000 --row registers --grid grid-stride --no-db "
+        "--block 32 --per-thread 1");
+    CHECK(r.status == 2);
+    r = test::run_cli("run --backend opencl --act softmax --shape 2x5000 --row online --grid grid-stride --no-db");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("--grid grid-stride is for --row registers") != std::string::npos);
     r = test::run_cli("run --backend opencl --act selu --n 100 --row online --no-db");
     CHECK(r.status == 2);
     r = test::run_cli("emit --backend opencl --act log_softmax --row online");

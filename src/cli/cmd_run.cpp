@@ -12,6 +12,7 @@
 #include "command.hpp"
 #include "config_flags.hpp"
 #include "engine/engine.hpp"
+#include "engine/launch_geometry.hpp"
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
@@ -211,6 +212,10 @@ class RunCommand : public Command {
       } else {
         choice = flags_.choose(*app_, db.get(), engine, spec, n);
       }
+      // A row longer than the config holds is refused before its kernel is compiled.
+      if (resolve_activation(spec.activation).is_row())
+        row_launch_dims(spec, resolve_config(spec, choice.config, backend->limits()), last ? n / last : 0, last,
+                        backend->limits());
       auto kernel = engine.prepare(spec, choice.config);
       std::printf("config: %s\nlayer:  %s: %s\n", to_string(kernel->config).c_str(), choice.layer.c_str(),
                   choice.source.c_str());
