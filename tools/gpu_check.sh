@@ -38,7 +38,9 @@
 #               each other at the softmax table's shapes (timing only); kplay autotune --shape at those
 #               shapes into OUT_DIR/rows.db; tools/softmax_table.py against torch eager and compiled,
 #               untuned and from rows.db, forward and backward; with Python, the torch softmax tests
-#               and tools/softmax_ulps.py (kplay's and torch's errors against float64)
+#               and tools/softmax_ulps.py (kplay's and torch's errors against float64).
+#               ROWS_STEPS picks steps (default "tests sweep tune table python": more than one
+#               device call's 10 minutes; split them), ROW_SHAPES the shapes
 # Environment:
 #   KPLAY_SHAPE   size of the timed runs (default 4096x393216)
 #   KPLAY_ACTS    ';'-separated activation texts for the per-activation steps (default: every line
@@ -450,20 +452,32 @@ fi
 
 if want rows; then
   heading rows
-  run_logged rows_cuda "$BIN/kplay_tests" --test-suite=cuda \
-    "-tc=CUDA: softmax*,CUDA: the persistent registers kernel*,row API on CUDA*"
-  run_logged rows_sweep env KPLAY_CLI="$K" "$root/tools/row_sweep.sh"
-  run_logged rows_sweep_backward env KPLAY_CLI="$K" "$root/tools/row_sweep.sh" --direction backward
-  ROW_SHAPES="65536x128 32768x1024 16384x4096 8192x32768 4096x131072 4096x393216 1024x1048576"
-  for sh in $ROW_SHAPES; do
-    run_logged "rows_tune_$sh" "$K" autotune --db "$OUT/rows.db" --act softmax,log_softmax --dtype f32,bf16 \
-      --direction all --shape "$sh" --strategy halving
-  done
-  run_logged rows_table "$PY" "$root/tools/softmax_table.py" --kplay "$K" --json "$OUT/rows_table.json"
-  run_logged rows_table_tuned "$PY" "$root/tools/softmax_table.py" --kplay "$K" --db "$OUT/rows.db" \
-    --json "$OUT/rows_table_tuned.json"
-  grep -hE "^(softmax|log_softmax) " "$LOGS"/rows_table*.log >>"$summary"
-  if python_setup; then
+  steps=" ${ROWS_STEPS:-tests sweep tune table python} "
+  ROW_SHAPES=${ROW_SHAPES:-"65536x128 32768x1024 16384x4096 8192x32768 4096x131072 4096x393216 1024x1048576"}
+  if [[ $steps == *" tests "* ]]; then
+    run_logged rows_cuda "$BIN/kplay_tests" --test-suite=cuda \
+      "-tc=CUDA: softmax*,CUDA: the persistent registers kernel*,row API on CUDA*"
+  fi
+  if [[ $steps == *" sweep "* ]]; then
+    # shellcheck disable=SC2086  # the shapes are words
+    run_logged rows_sweep env KPLAY_CLI="$K" "$root/tools/row_sweep.sh" $ROW_SHAPES
+    run_logged rows_sweep_backward env KPLAY_CLI="$K" "$root/tools/row_sweep.sh" --direction backward \
+      32768x1024 8192x32768 4096x393216
+  fi
+  if [[ $steps == *" tune "* ]]; then
+    for sh in $ROW_SHAPES; do
+      run_logged "rows_tune_$sh" "$K" autotune --db "$OUT/rows.db" --act softmax,log_softmax --dtype f32,bf16 \
+        --direction all --shape "$sh" --strategy halving
+    done
+  fi
+  if [[ $steps == *" table "* ]]; then
+    run_logged rows_table "$PY" "$root/tools/softmax_table.py" --kplay "$K" --shapes "${ROW_SHAPES// /,}" \
+      --json "$OUT/rows_table.json"
+    [ -e "$OUT/rows.db" ] && run_logged rows_table_tuned "$PY" "$root/tools/softmax_table.py" --kplay "$K" \
+      --shapes "${ROW_SHAPES// /,}" --db "$OUT/rows.db" --json "$OUT/rows_table_tuned.json"
+    grep -hE "^(softmax|log_softmax) " "$LOGS"/rows_table*.log >>"$summary"
+  fi
+  if [[ $steps == *" python "* ]] && python_setup; then
     pushd "$root" >/dev/null || exit 1
     export KPLAY_DB="$OUT/python.db"
     run_logged rows_pytest timeout 900 "$PY" -m pytest -q -rfs tests/python/test_softmax_torch.py \
