@@ -8,6 +8,14 @@
 #include "kplay/error.hpp"
 
 namespace kplay {
+namespace {
+// Blocks of `block` threads resident at once on the whole device (at least one per unit).
+std::uint64_t resident_blocks(int block, int compute_units, int max_threads_per_unit) {
+  const std::uint64_t per_unit =
+      std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::max(max_threads_per_unit, block)) / block);
+  return static_cast<std::uint64_t>(std::max(compute_units, 1)) * per_unit;
+}
+}  // namespace
 
 rt::LaunchDims launch_dims(const KernelConfig& c, std::uint64_t rows, std::uint64_t cols,
                            const rt::DeviceInfo& device) {
@@ -19,11 +27,8 @@ rt::LaunchDims launch_dims(const KernelConfig& c, std::uint64_t rows, std::uint6
   if (c.grid == GridPolicy::one_shot) {
     d.grid_x = std::min(chunks, kMaxGridX);
   } else {
-    const std::uint64_t per_unit =
-        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::max(device.max_threads_per_unit, c.block)) /
-                                       static_cast<std::uint64_t>(c.block));
-    const std::uint64_t resident = static_cast<std::uint64_t>(std::max(device.compute_units, 1)) * per_unit;
-    const std::uint64_t target = static_cast<std::uint64_t>(c.waves) * resident;
+    const std::uint64_t target = static_cast<std::uint64_t>(c.waves) *
+                                 resident_blocks(c.block, device.compute_units, device.max_threads_per_unit);
     d.grid_x = std::min({chunks, std::max<std::uint64_t>(1, target / d.grid_y), kMaxGridX});
   }
   return d;
@@ -63,11 +68,9 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
   const std::uint64_t per_block = static_cast<std::uint64_t>(c.block) / row_group_threads(c);
   const std::uint64_t row_blocks = (rows + per_block - 1) / per_block;
   std::uint64_t blocks = std::min(row_blocks, kMaxGridX / per_row);
-  if (c.grid == GridPolicy::grid_stride) {  // persistent: waves x the blocks resident at once
-    const std::uint64_t per_unit = std::max<std::uint64_t>(
-        1, static_cast<std::uint64_t>(std::max(limits.max_threads_per_unit, c.block)) / c.block);
-    blocks = std::min(blocks, static_cast<std::uint64_t>(c.waves) * std::max(limits.compute_units, 1) * per_unit);
-  }
+  if (c.grid == GridPolicy::grid_stride)  // persistent: waves x the blocks resident at once
+    blocks = std::min(blocks, static_cast<std::uint64_t>(c.waves) *
+                                  resident_blocks(c.block, limits.compute_units, limits.max_threads_per_unit));
   d.grid_x = std::max<std::uint64_t>(1, blocks) * per_row;
   return d;
 }
