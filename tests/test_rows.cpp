@@ -148,6 +148,33 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   CHECK(row_launch_dims(f, p, 100000, 256, gpu).grid_x == 2 * 10 * (2048 / 32));
   CHECK(row_launch_dims(f, p, 7, 256, gpu).grid_x == 7);
   CHECK(row_launch_dims(f, reg, 100000, 256, gpu).grid_x == 100000);
+  // The pipelined cluster kernel holds two stages of its slice, and its grid is a bound the
+  // backend lowers to the clusters resident at once; a cluster of one block is one too.
+  TargetLimits h200 = gpu;
+  h200.max_cluster = 16;
+  h200.max_shared_optin = 227 * 1024;
+  KernelConfig pipe = row_config(RowStrategy::cluster, 512, 1);
+  pipe.cluster = 16;
+  pipe.grid = GridPolicy::grid_stride;
+  pipe.waves = 1;
+  const KernelConfig pr = resolve_config(f, pipe, h200);
+  KernelConfig one_shot = pr;
+  one_shot.grid = GridPolicy::one_shot;
+  one_shot.waves = 0;
+  const rt::LaunchDims pd = row_launch_dims(f, pr, 4096, 393216, h200);
+  CHECK(pd.shared_bytes == 2 * row_launch_dims(f, one_shot, 4096, 393216, h200).shared_bytes);
+  CHECK(pd.resident_waves == 1);
+  CHECK(pd.grid_x % 16 == 0);
+  CHECK(pd.grid_x < 4096 * 16);
+  CHECK(row_launch_dims(f, one_shot, 4096, 393216, h200).resident_waves == 0);
+  // Two stages of a 393216-float row's eighth do not fit: refused, naming the two stages.
+  pipe.cluster = 8;
+  CHECK_THROWS_WITH_AS(row_launch_dims(f, resolve_config(f, pipe, h200), 4096, 393216, h200),
+                       doctest::Contains("two stages"), Error);
+  pipe.cluster = 1;
+  CHECK(row_launch_dims(f, resolve_config(f, pipe, h200), 100000, 4096, h200).cluster == 1);
+  one_shot.cluster = 1;
+  CHECK_NOTHROW(resolve_config(f, one_shot, h200));
 }
 
 TEST_CASE("row default config: registers for short rows (a vector a thread where a block holds them), else online") {
@@ -208,15 +235,21 @@ void check_row_family(const char* backend, bool every_config) {
             configs.push_back(row_config(RowStrategy::shared, 64, 8));
           }
           if (sh.cols > 1000 && be->limits().max_cluster >= 16)
-            for (int cluster : {2, 8, 16}) {
-              KernelConfig c = row_config(RowStrategy::cluster, 256, 4);
-              c.cluster = cluster;
-              try {  // a cluster whose slice is beyond the device's shared memory is refused, rightly
-                row_launch_dims(spec, resolve_config(spec, c, be->limits()), sh.rows, sh.cols, be->limits());
-                configs.push_back(c);
-              } catch (const Error&) {
+            for (int cluster : {1, 2, 8, 16})
+              for (bool pipelined : {false, true}) {
+                if (cluster == 1 && !pipelined) continue;
+                KernelConfig c = row_config(RowStrategy::cluster, 256, pipelined ? 1 : 4);
+                c.cluster = cluster;
+                if (pipelined) {
+                  c.grid = GridPolicy::grid_stride;
+                  c.waves = 1;
+                }
+                try {  // a cluster whose slice is beyond the device's shared memory is refused, rightly
+                  row_launch_dims(spec, resolve_config(spec, c, be->limits()), sh.rows, sh.cols, be->limits());
+                  configs.push_back(c);
+                } catch (const Error&) {
+                }
               }
-            }
           for (const KernelConfig& c : configs) {
             ProblemShape ps;
             ps.rows = sh.rows;
@@ -254,9 +287,47 @@ void check_row_prefetch(const char* backend) {
           KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
         }
 }
+// The pipelined cluster kernel (--row cluster --grid grid-stride: persistent clusters whose
+// blocks reduce one row from shared memory while the bulk copy engine loads the next) over more
+// rows than the clusters resident at once, so that each cluster takes several rows through both
+// stages: rows whose slices the engine copies whole (65536 columns), rows it copies but for a
+// ragged tail or not at all (misaligned starts: 8193 and 70001 columns), a cluster of one block
+// and of 2 and 16, every member and direction, with the edge rows.
+void check_row_pipelined(const char* backend) {
+  rt::Backend* be = test::shared_backend(backend);
+  REQUIRE(be != nullptr);
+  if (be->limits().max_cluster < 16) return;  // sm_90 and newer
+  Engine engine(*be);
+  for (const char* act : {"softmax", "log_softmax", "softmin"})
+    for (Dtype d : {Dtype::f32, Dtype::bf16})
+      for (Direction dir : {Direction::forward, Direction::backward})
+        for (int cluster : {1, 2, 16})
+          for (std::uint64_t cols : {8193ull, 65536ull, 70001ull}) {
+            if (d == Dtype::bf16 && std::string(act) != "softmax") continue;  // the float path once
+            const KernelSpec spec = row_spec(act, d, dir);
+            KernelConfig c = row_config(RowStrategy::cluster, 256, 1);
+            c.cluster = cluster;
+            c.grid = GridPolicy::grid_stride;
+            c.waves = 1;
+            rt::LaunchDims dims;
+            try {
+              dims = row_launch_dims(spec, resolve_config(spec, c, be->limits()), 1ull << 30, cols, be->limits());
+            } catch (const Error&) {
+              continue;  // two stages of the slice beyond the shared memory: refused, rightly
+            }
+            // Twice the rows of the grid's bound, which the backend lowers to the clusters
+            // resident at once.
+            ProblemShape ps;
+            ps.rows = 2 * (dims.grid_x / static_cast<std::uint64_t>(cluster)) + 5;
+            ps.n = ps.rows * cols;
+            INFO("cluster " << cluster << ", rows " << ps.rows << " x " << cols);
+            KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
+          }
+}
 }  // namespace
 
 TEST_SUITE("cuda") {
+  TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows") { check_row_pipelined("cuda"); }
   TEST_CASE("CUDA: softmax, log_softmax and softmin, every strategy, dtype and direction, with the edge rows") {
     check_row_family("cuda", true);
   }
@@ -356,6 +427,14 @@ TEST_SUITE("nvrtc") {
               CHECK((ptx.find("ld.global.v4.u32") != std::string::npos ||
                      ptx.find("ld.global.v2.u64") != std::string::npos));
               if (row == RowStrategy::cluster) CHECK(ptx.find("barrier.cluster") != std::string::npos);
+              if (row == RowStrategy::cluster && arch >= 90) {  // and pipelined: the bulk copy engine's loads
+                c.grid = GridPolicy::grid_stride;
+                c.waves = 1;
+                const RenderedKernel p = render_kernel(spec, resolve_config(spec, c, hopper), rt::dialect_of("cuda"));
+                CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(p, t).bytes);
+                CHECK(ptx.find("cp.async.bulk.shared::cluster.global.mbarrier") != std::string::npos);
+                CHECK(ptx.find("mbarrier.try_wait.parity") != std::string::npos);
+              }
             }
   }
 }

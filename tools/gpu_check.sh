@@ -456,7 +456,7 @@ if want rows; then
   ROW_SHAPES=${ROW_SHAPES:-"65536x128 32768x1024 16384x4096 8192x32768 4096x131072 4096x393216 1024x1048576"}
   if [[ $steps == *" tests "* ]]; then
     run_logged rows_cuda "$BIN/kplay_tests" --test-suite=cuda \
-      "-tc=CUDA: softmax*,CUDA: the persistent registers kernel*,row API on CUDA*"
+      "-tc=CUDA: softmax*,CUDA: the persistent registers kernel*,CUDA: the pipelined cluster kernel*,row API on CUDA*"
   fi
   if [[ $steps == *" sweep "* ]]; then
     # shellcheck disable=SC2086  # the shapes are words

@@ -2,7 +2,9 @@
 # The row kernel's configs against each other on a GPU: for each shape and dtype, `kplay bench`
 # (no check: timing only, against a same-run copy of the bytes moved) of the default config and of
 # each strategy's variants: registers one-shot and persistent (--grid grid-stride:1, the next row
-# loaded while this one is reduced), online, and on sm_90 clusters. Prints one line per config:
+# loaded while this one is reduced), online, and on sm_90 clusters, one-shot and pipelined
+# (--grid grid-stride:1: the bulk copy engine loads the next row while this one is reduced;
+# $PIPE_BLOCKS threads a block, default 256 512). Prints one line per config:
 # shape, dtype, direction, % of copy, config. What docs/benchmarks.md ("Softmax") quotes per config.
 # Usage: tools/row_sweep.sh [--kplay PATH] [--act softmax] [--direction forward] [SHAPE ...]
 #   default shapes: the softmax table's (65536x128 ... 1024x1048576); dtypes: $DTYPES (f32 bf16)
@@ -35,12 +37,19 @@ for sh in $shapes; do
     if [ "$vecs" -le 4096 ]; then  # registers hold it: one vector a thread up to a block, then more
       t=1; while [ $t -lt 1024 ] && [ $t -lt "$vecs" ]; do t=$((t * 2)); done
       pt=$(( (vecs + t - 1) / t )); block=$(( t < 256 ? 256 : t ))
-      for g in one-shot grid-stride:1 grid-stride:2; do
+      for g in one-shot grid-stride:1; do
         bench "$sh" "$dt" --row registers --block $block --row-threads $t --per-thread $pt --grid $g
       done
-      [ "$t" -ge 64 ] && bench "$sh" "$dt" --row registers --block $block --row-threads $((t / 2)) --per-thread $((pt * 2)) --grid grid-stride:1
     fi
-    for b in 512 1024; do bench "$sh" "$dt" --row online --block $b --per-thread 4; done
-    for cl in 4 8 16; do bench "$sh" "$dt" --row cluster --cluster $cl --block 512 --per-thread 4; done
+    bench "$sh" "$dt" --row online --block 1024 --per-thread 4
+    bench "$sh" "$dt" --row cluster --cluster 16 --block 512 --per-thread 4
+    # the pipelined cluster kernel: a cluster of 1..16 blocks, each slice in two stages (the
+    # clusters whose two stages exceed shared memory are refused, and print "-")
+    for cl in 1 2 4 8 16; do
+      [ $(( vecs / cl )) -ge 256 ] || continue
+      for b in ${PIPE_BLOCKS:-256 512}; do
+        [ $(( vecs / cl )) -ge "$b" ] && bench "$sh" "$dt" --row cluster --cluster $cl --block $b --grid grid-stride:1
+      done
+    done
   done
 done

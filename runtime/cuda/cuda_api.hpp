@@ -54,6 +54,19 @@ enum CUfunction_attribute : unsigned {
   CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
 };
 enum CUpointer_attribute : unsigned { CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
+// The extensible launch configuration, for the occupancy of a cluster kernel only (kplay passes no
+// attributes: its cluster kernels carry their size in __cluster_dims__). Laid out as cuda.h's;
+// cuda_api_check.cpp asserts each field's offset.
+struct CUlaunchAttribute_st;
+struct CUlaunchConfig_st {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute_st* attrs;
+  unsigned int numAttrs;
+};
+using CUlaunchConfig = CUlaunchConfig_st;
 enum CUstreamCaptureStatus : unsigned { CU_STREAM_CAPTURE_STATUS_NONE = 0 };
 enum CUdriverProcAddressQueryResult : unsigned {};  // cuGetProcAddress_v2 writes it; kplay reads none
 // Flag values of cuStreamCreate, cuEventCreate and cuGetProcAddress (enums CUstream_flags,
@@ -95,6 +108,9 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                         unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra);
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func, int blockSize,
+                                                     std::size_t dynamicSMemSize);
+CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func, const CUlaunchConfig* config);
 CUresult cuMemAlloc(CUdeviceptr* dptr, std::size_t bytesize);
 CUresult cuMemFree(CUdeviceptr dptr);
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream);

@@ -4,6 +4,7 @@
 // size), the driver's at the ABI version kplay asks cuGetProcAddress for; and the same value for
 // every constant. Built (as an object library, before the runtime layer) wherever the toolkit's
 // headers are found, so a build fails when they diverge. Defines nothing.
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -60,6 +61,24 @@ KPLAY_SAME_TYPE(CUfunc_st, ::CUfunc_st)
 KPLAY_SAME_TYPE(CUstream_st, ::CUstream_st)
 KPLAY_SAME_TYPE(CUevent_st, ::CUevent_st)
 KPLAY_SAME_TYPE(_nvrtcProgram, ::_nvrtcProgram)
+KPLAY_SAME_TYPE(CUlaunchAttribute_st, ::CUlaunchAttribute_st)
+KPLAY_SAME_TYPE(CUlaunchConfig_st, ::CUlaunchConfig_st)
+// The one struct kplay lays out itself: the same size and every field at the same offset.
+#define KPLAY_SAME_FIELD(field)                                                                   \
+  static_assert(offsetof(kp::CUlaunchConfig_st, field) == offsetof(::CUlaunchConfig_st, field) && \
+                    sizeof(kp::CUlaunchConfig_st::field) == sizeof(::CUlaunchConfig_st::field),   \
+                "CUlaunchConfig." #field " differs");
+static_assert(sizeof(kp::CUlaunchConfig_st) == sizeof(::CUlaunchConfig_st), "CUlaunchConfig's size differs");
+KPLAY_SAME_FIELD(gridDimX)
+KPLAY_SAME_FIELD(gridDimY)
+KPLAY_SAME_FIELD(gridDimZ)
+KPLAY_SAME_FIELD(blockDimX)
+KPLAY_SAME_FIELD(blockDimY)
+KPLAY_SAME_FIELD(blockDimZ)
+KPLAY_SAME_FIELD(sharedMemBytes)
+KPLAY_SAME_FIELD(hStream)
+KPLAY_SAME_FIELD(attrs)
+KPLAY_SAME_FIELD(numAttrs)
 // Enums, which must also agree in size and signedness (the values are checked below).
 #define KPLAY_SAME_ENUM(name)                                                                                     \
   KPLAY_SAME_TYPE(name, ::name)                                                                                   \

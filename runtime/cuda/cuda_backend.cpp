@@ -42,6 +42,32 @@ class CudaKernel : public LoadedKernel {
   // Row kernels of the cluster strategy: the dynamic shared memory this function may take,
   // raised (cuFuncSetAttribute) on the first launch that needs more than the default 48 KiB, and
   // clusters beyond the portable 8 allowed once.
+  // Clusters (blocks, for a cluster of one) of this function with `shared_bytes` of dynamic shared
+  // memory resident on the device at once, as the driver computes it (GPC packing included);
+  // cached per size. After allow(), which the occupancy of a large cluster or slice depends on.
+  std::uint64_t resident(unsigned block, unsigned shared_bytes, unsigned cluster, int units) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto at = resident_.find(shared_bytes);
+    if (at != resident_.end()) return at->second;
+    int n = 0;
+    if (cluster > 1) {
+      CUlaunchConfig config{};
+      config.gridDimX = cluster;
+      config.gridDimY = config.gridDimZ = 1;
+      config.blockDimX = block;
+      config.blockDimY = config.blockDimZ = 1;
+      config.sharedMemBytes = shared_bytes;
+      check(driver().cuOccupancyMaxActiveClusters(&n, fn_, &config), "cuOccupancyMaxActiveClusters");
+    } else {
+      check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn_, static_cast<int>(block), shared_bytes),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+      n *= units;
+    }
+    const std::uint64_t r = static_cast<std::uint64_t>(n > 0 ? n : 1);
+    resident_.emplace(shared_bytes, r);
+    return r;
+  }
+
   void allow(unsigned shared_bytes, unsigned cluster) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (shared_bytes > shared_allowed_ && shared_bytes > 48 * 1024) {
@@ -60,6 +86,7 @@ class CudaKernel : public LoadedKernel {
  private:
   std::mutex mutex_;
   unsigned shared_allowed_ = 0;
+  std::map<unsigned, std::uint64_t> resident_;
   bool non_portable_ = false;
   CUcontext ctx_;
   CUmodule module_;
@@ -241,7 +268,13 @@ class CudaBackend : public Backend {
         params[count++] = p;
     ContextScope scope(ctx_);
     if (dims.shared_bytes || dims.cluster) k.allow(dims.shared_bytes, dims.cluster);
-    check(driver().cuLaunchKernel(k.fn(), static_cast<unsigned>(dims.grid_x), static_cast<unsigned>(dims.grid_y), 1,
+    std::uint64_t grid_x = dims.grid_x;
+    if (dims.resident_waves) {
+      const std::uint64_t per = std::max(dims.cluster, 1u);
+      grid_x = std::min(
+          grid_x, dims.resident_waves * k.resident(dims.block, dims.shared_bytes, per, info_.compute_units) * per);
+    }
+    check(driver().cuLaunchKernel(k.fn(), static_cast<unsigned>(grid_x), static_cast<unsigned>(dims.grid_y), 1,
                                   dims.block, 1, 1, dims.shared_bytes, stream ? static_cast<CUstream>(stream) : stream_,
                                   params, nullptr),
           "cuLaunchKernel");

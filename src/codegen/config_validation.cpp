@@ -18,10 +18,10 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 KernelConfig resolve_row_config(const KernelSpec& spec, KernelConfig c, const TargetLimits& limits) {
   if (c.row == RowStrategy::none) c.row = RowStrategy::online;
   if (c.fast_math) refuse("--fast-math: the row kernels have one path, in double (docs/accuracy.md)");
-  if (c.grid != GridPolicy::one_shot && c.row != RowStrategy::registers)
-    refuse(std::string("--grid grid-stride is for --row registers (a persistent block that loads its next rows "
-                       "while it reduces these); --row ") +
-           to_string(c.row) + " takes one block (or cluster) per row");
+  if (c.grid != GridPolicy::one_shot && c.row != RowStrategy::registers && c.row != RowStrategy::cluster)
+    refuse(std::string("--grid grid-stride is for --row registers and --row cluster (persistent blocks that load "
+                       "their next rows while they reduce these); --row ") +
+           to_string(c.row) + " takes one block per row");
   if (c.late_gradient) refuse("--late-gradient is for the element-wise kernels");
   c.flat = true;  // one kernel: rows with pitches
   if (c.row == RowStrategy::cluster) {
@@ -29,8 +29,8 @@ KernelConfig resolve_row_config(const KernelSpec& spec, KernelConfig c, const Ta
       throw Error(ErrorCode::unsupported, "--row cluster needs thread-block clusters (CUDA, sm_90 and newer); the " +
                                               limits.backend + " device has none: use --row online");
     if (c.cluster == 0) c.cluster = 8;
-    if (!is_pow2(c.cluster) || c.cluster < 2 || c.cluster > limits.max_cluster)
-      refuse("--cluster " + std::to_string(c.cluster) + ": blocks per cluster must be a power of two in 2.." +
+    if (!is_pow2(c.cluster) || c.cluster > limits.max_cluster)
+      refuse("--cluster " + std::to_string(c.cluster) + ": blocks per cluster must be a power of two in 1.." +
              std::to_string(limits.max_cluster) + " on this device");
   } else if (c.cluster != 0) {
     refuse("--cluster " + std::to_string(c.cluster) + " is for --row cluster, not --row " + to_string(c.row));

@@ -100,9 +100,15 @@ std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std
   if (c.row != RowStrategy::cluster || c.cluster < 1 || c.vec < 1) return 0;
   const std::uint64_t vecs = (cols + c.vec - 1) / c.vec;
   const std::uint64_t slice_vecs = (vecs + c.cluster - 1) / c.cluster;
-  const std::uint64_t bytes =
-      slice_vecs * c.vec * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 2 : 1);
-  return (bytes + 15) / 16 * 16;
+  const std::uint64_t vec_bytes = static_cast<std::uint64_t>(c.vec) * dtype_size(spec.dtype);
+  const std::uint64_t parts = spec.direction == Direction::backward ? 2 : 1;
+  if (c.grid == GridPolicy::grid_stride) {
+    // The pipelined kernel: two stages, each part of them (backward: g's slice, y's) aligned as
+    // rowwise.h's KP_STAGE_ALIGN for the bulk copies.
+    const std::uint64_t align = std::max<std::uint64_t>(16, vec_bytes);
+    return 2 * parts * ((slice_vecs * vec_bytes + align - 1) / align * align);
+  }
+  return (slice_vecs * vec_bytes * parts + 15) / 16 * 16;
 }
 
 int row_group_threads(const KernelConfig& c) {

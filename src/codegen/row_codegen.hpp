@@ -15,7 +15,9 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& config);
 rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& config, const rt::Dialect& dialect);
 
 // The dynamic shared memory a cluster launch's blocks need for a row of `cols` elements: its
-// slice (backward: the gradient's and the output's), 16-byte aligned. 0 for the other strategies.
+// slice (backward: the gradient's and the output's), 16-byte aligned; twice that for the pipelined
+// kernel (--grid grid-stride), which fills one stage while it reduces the other. 0 for the other
+// strategies.
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols);
 
 // The threads that hold one row: the block, or row_threads where given (not for cluster).

@@ -54,13 +54,16 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
     const std::uint64_t slice = row_slice_bytes(spec, c, cols);
     const std::uint64_t need = slice + row_static_shared_bytes(spec, c);
     if (need > limits.max_shared_optin)
-      throw Error(ErrorCode::invalid_config, "--row cluster --cluster " + std::to_string(c.cluster) + ": a row of " +
-                                                 std::to_string(cols) + " elements puts " +
-                                                 std::to_string(need / 1024) +
-                                                 " KiB of shared memory on each block, more "
-                                                 "than the " +
-                                                 std::to_string(limits.max_shared_optin / 1024) +
-                                                 " KiB the device allows: a larger --cluster, or --row online");
+      throw Error(
+          ErrorCode::invalid_config,
+          "--row cluster --cluster " + std::to_string(c.cluster) + ": a row of " + std::to_string(cols) +
+              " elements puts " + std::to_string(need / 1024) +
+              " KiB of shared memory on each block, more "
+              "than the " +
+              std::to_string(limits.max_shared_optin / 1024) +
+              " KiB the device allows: a larger --cluster, or --row online" +
+              std::string(c.grid == GridPolicy::grid_stride ? " (--grid grid-stride holds two stages of the slice)"
+                                                            : ""));
     d.shared_bytes = static_cast<unsigned>(slice);
     d.cluster = static_cast<unsigned>(c.cluster);
   }
@@ -68,9 +71,23 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
   const std::uint64_t per_block = static_cast<std::uint64_t>(c.block) / row_group_threads(c);
   const std::uint64_t row_blocks = (rows + per_block - 1) / per_block;
   std::uint64_t blocks = std::min(row_blocks, kMaxGridX / per_row);
-  if (c.grid == GridPolicy::grid_stride)  // persistent: waves x the blocks resident at once
-    blocks = std::min(blocks, static_cast<std::uint64_t>(c.waves) *
-                                  resident_blocks(c.block, limits.compute_units, limits.max_threads_per_unit));
+  if (c.grid == GridPolicy::grid_stride) {
+    // Persistent: waves x the blocks (clusters) resident at once. A cluster launch's residency
+    // also depends on its shared memory and on how the device packs clusters into its GPCs, which
+    // only the driver knows: the estimate here is an upper bound that the backend lowers to the
+    // clusters the driver says fit (LaunchDims::resident_waves), since a cluster that has to wait
+    // for another to finish doubles a persistent kernel's time.
+    std::uint64_t resident = resident_blocks(c.block, limits.compute_units, limits.max_threads_per_unit);
+    if (c.row == RowStrategy::cluster) {
+      const std::uint64_t need = d.shared_bytes + row_static_shared_bytes(spec, c);
+      const std::uint64_t by_memory =
+          static_cast<std::uint64_t>(std::max(limits.compute_units, 1)) *
+          std::max<std::uint64_t>(1, (limits.max_shared_optin + 1024) / std::max<std::uint64_t>(need, 1));
+      resident = std::max<std::uint64_t>(1, std::min(resident, by_memory) / per_row);
+      d.resident_waves = static_cast<unsigned>(c.waves);
+    }
+    blocks = std::min(blocks, static_cast<std::uint64_t>(c.waves) * resident);
+  }
   d.grid_x = std::max<std::uint64_t>(1, blocks) * per_row;
   return d;
 }

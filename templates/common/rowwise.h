@@ -24,7 +24,9 @@
  *   4 cluster    CUDA sm_90+: the row split into KP_CLUSTER slices, one per block of a thread-block
  *                cluster, each slice in dynamic shared memory (loaded KP_VPT vectors at a time);
  *                the max and the sums are reduced across the cluster through distributed shared
- *                memory: one read per element
+ *                memory: one read per element. With KP_PREFETCH (--grid grid-stride) the clusters
+ *                are persistent and pipelined: the bulk copy engine fills one stage of a block's
+ *                slice while the block reduces the other (KP_CLUSTER 1: a block a row)
  *
  * Accuracy: the max (exact in the compute type), the sums and every result are in double (kp_acc)
  * and rounded once to the dtype. x - max is exact in double for float32 and narrower, the sums
@@ -39,8 +41,12 @@
  * in registers keeps each term and scales it by the sum's reciprocal (KP_KEEP_E); elsewhere a
  * second exp gives the result, exp(x - max - log sum). A short row's reductions shuffle the max in
  * the compute type and the sums plainly (softmax, softmin), since every thread of a row pays for
- * each step. On the H200 instructions are not what sets a row's time (halving them moved it by at
- * most 4 points): memory in flight while a row is reduced is (KP_PREFETCH; docs/design.md). */
+ * each step. What sets a float32 forward's time on the H200 is issue slots (Nsight Compute: 70 %
+ * of them busy, DRAM at 31-49 %, about 80 instructions an element whatever the strategy): the
+ * lean exp's 19 an element, and for rows a thread holds few elements of, the per-row work every
+ * thread of the row repeats (two group reductions, 64-bit addressing, the row's constants), some
+ * 250 a thread a row. Keeping loads in flight through the reductions (KP_PREFETCH, the pipelined
+ * cluster kernel) does not move that (docs/design.md). */
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 /* TwoSum and the exact product error must be rounded as written. */
@@ -587,7 +593,19 @@ KP_FN kp_row_k kp_row_constants(kp_acc m, kp_sum2 s) {
   return k;
 }
 
-#if KP_ROW == 4
+#if KP_ROW == 4 && KP_CLUSTER == 1
+/* One block a row: its row in dynamic shared memory, no cluster to reduce across. */
+KP_FN unsigned kp_cluster_rank(void) { return 0; }
+KP_FN kp_acc kp_cluster_max(kp_acc* slot, kp_acc v) {
+  (void)slot;
+  return v;
+}
+KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
+  (void)slot;
+  return s;
+}
+#define KP_ROW_KERNEL KP_KERNEL
+#elif KP_ROW == 4
 /* Thread-block clusters (PTX ISA 7.8, sm_90): this block's rank, the cluster-wide barrier (with
  * release/acquire: shared-memory writes before it are seen by every block after it), and a load
  * of a double from the shared memory of block `rank` at the address of `local` in this one. */
@@ -655,7 +673,115 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
 #ifndef KP_PREFETCH
 #define KP_PREFETCH 0
 #endif
-#if KP_PREFETCH
+#if KP_ROW == 4 && KP_PREFETCH
+/* The pipelined cluster kernel (--row cluster --grid grid-stride): persistent clusters, each
+ * block's slice of a row in one of two stages of dynamic shared memory, filled by the bulk copy
+ * engine (cp.async.bulk, PTX ISA 8.0, sm_90) and completed on the stage's mbarrier, with no thread
+ * waiting on it. A block reduces and writes row i from one stage while the engine reads row i + 1
+ * into the other, so that memory stays busy through the reductions and cluster barriers: one read
+ * an element, and reads in flight all the time. The engine copies 16-byte multiples from 16-byte
+ * aligned addresses; the rest of a slice (a ragged tail, or a misaligned row whole) is loaded by
+ * the threads when its row comes up. */
+#define KP_STAGE_ALIGN (KP_VEC_BYTES > 16 ? KP_VEC_BYTES : 16)
+#define KP_BULK_CHUNK 8192u /* bytes a copy: a stage's copies are spread over warp 0's lanes */
+KP_FN unsigned kp_smem_u32(const void* p) {
+  unsigned a;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+KP_FN void kp_bar_init(unsigned bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\tfence.mbarrier_init.release.cluster;" ::"r"(bar) : "memory");
+}
+KP_FN void kp_bar_wait(unsigned bar, unsigned parity) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+}
+/* The bytes of a slice of len elements at p that the engine copies: a multiple of 16 where p is
+ * 16-byte aligned, else none. */
+KP_FN unsigned kp_bulk_bytes(KP_GLOBAL const KP_T* p, unsigned len) {
+  return ((unsigned long long)p & 15u) == 0 ? (len * (unsigned)sizeof(KP_T)) & ~15u : 0u;
+}
+/* Warp 0 starts the copies of a stage (backward: g and y) and arms its barrier with their bytes;
+ * with nothing to copy the barrier completes at once. The proxy fence orders the threads' earlier
+ * reads and writes of the stage before the engine's writes. */
+KP_FN void kp_stage_issue(unsigned bar, KP_LOCAL_PTR kp_raw* d0, KP_GLOBAL const KP_T* s0, KP_LOCAL_PTR kp_raw* d1,
+                          KP_GLOBAL const KP_T* s1, unsigned len) {
+  const unsigned lane = KP_LOCAL_ID;
+  const unsigned n0 = kp_bulk_bytes(s0, len);
+#if KP_BACKWARD
+  const unsigned n1 = kp_bulk_bytes(s1, len);
+#else
+  const unsigned n1 = 0;
+  (void)d1;
+  (void)s1;
+#endif
+  if (lane == 0) {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(n0 + n1) : "memory");
+  }
+  __syncwarp();
+  const unsigned c0 = (n0 + KP_BULK_CHUNK - 1) / KP_BULK_CHUNK, c1 = (n1 + KP_BULK_CHUNK - 1) / KP_BULK_CHUNK;
+  for (unsigned c = lane; c < c0 + c1; c += 32) {
+    const int second = c >= c0;
+    const unsigned off = (second ? c - c0 : c) * KP_BULK_CHUNK, n = (second ? n1 : n0) - off;
+    const unsigned char* src = (const unsigned char*)(second ? s1 : s0) + off;
+    const unsigned dst = kp_smem_u32((second ? d1 : d0)) + off;
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(n < KP_BULK_CHUNK ? n : KP_BULK_CHUNK), "r"(bar)
+                 : "memory");
+  }
+}
+/* A pass over this thread's vectors of a stage (t, t + KP_BLOCK, ... below slice_vecs), KP_VPT at
+ * a time: the chunk's vectors read first (KP_VPT in flight), then STEP(x, vi, nl) on each, with nl
+ * the constant KP_VEC where every vector of the chunk is whole (the lane tests fold away: issue
+ * slots are what the pass costs), else each vector's own lanes (0 past the slice). */
+#define KP_STAGE_PASS(stage, STEP)                                                           \
+  for (unsigned v0_ = t; v0_ < slice_vecs; v0_ += KP_VPT * KP_BLOCK) {                       \
+    kp_vec xs_[KP_VPT];                                                                      \
+    _Pragma("unroll") for (int j_ = 0; j_ < KP_VPT; ++j_) {                                  \
+      const unsigned vi_ = v0_ + (unsigned)j_ * KP_BLOCK;                                    \
+      if (vi_ < slice_vecs) KP_SET_RAW(xs_[j_], (stage)[vi_]);                               \
+    }                                                                                        \
+    if ((v0_ + (KP_VPT - 1) * KP_BLOCK + 1) * KP_VEC <= len) {                               \
+      _Pragma("unroll") for (int j_ = 0; j_ < KP_VPT; ++j_) STEP(xs_[j_], v0_ + (unsigned)j_ * KP_BLOCK, KP_VEC) \
+    } else {                                                                                 \
+      _Pragma("unroll") for (int j_ = 0; j_ < KP_VPT; ++j_) {                                \
+        const unsigned vi_ = v0_ + (unsigned)j_ * KP_BLOCK;                                  \
+        STEP(xs_[j_], vi_, kp_lanes(vi_, len))                                               \
+      }                                                                                      \
+    }                                                                                        \
+  }
+/* The same over backward's two stages: STEP(g, y, vi, nl). */
+#define KP_STAGE_PASS2(stage_g, stage_y, STEP)                                               \
+  for (unsigned v0_ = t; v0_ < slice_vecs; v0_ += KP_VPT * KP_BLOCK) {                       \
+    kp_vec gs_[KP_VPT], ys_[KP_VPT];                                                         \
+    _Pragma("unroll") for (int j_ = 0; j_ < KP_VPT; ++j_) {                                  \
+      const unsigned vi_ = v0_ + (unsigned)j_ * KP_BLOCK;                                    \
+      if (vi_ < slice_vecs) {                                                                \
+        KP_SET_RAW(gs_[j_], (stage_g)[vi_]);                                                 \
+        KP_SET_RAW(ys_[j_], (stage_y)[vi_]);                                                 \
+      }                                                                                      \
+    }                                                                                        \
+    if ((v0_ + (KP_VPT - 1) * KP_BLOCK + 1) * KP_VEC <= len) {                               \
+      _Pragma("unroll") for (int j_ = 0; j_ < KP_VPT; ++j_) STEP(gs_[j_], ys_[j_], v0_ + (unsigned)j_ * KP_BLOCK, KP_VEC) \
+    } else {                                                                                 \
+      _Pragma("unroll") for (int j_ = 0; j_ < KP_VPT; ++j_) {                                \
+        const unsigned vi_ = v0_ + (unsigned)j_ * KP_BLOCK;                                  \
+        STEP(gs_[j_], ys_[j_], vi_, kp_lanes(vi_, len))                                      \
+      }                                                                                      \
+    }                                                                                        \
+  }
+/* What the engine left of a slice (from element kp_bulk_bytes / size on), by the threads. */
+KP_FN void kp_stage_rest(KP_LOCAL_PTR kp_raw* d, KP_GLOBAL const KP_T* s, unsigned len) {
+  for (unsigned e = kp_bulk_bytes(s, len) / (unsigned)sizeof(KP_T) + KP_LOCAL_ID; e < len; e += KP_BLOCK)
+    ((KP_LOCAL_PTR KP_T*)d)[e] = KP_LD(s + e);
+}
+#endif
+#if KP_PREFETCH && KP_ROW != 4
 /* The vectors of row block rb's row for group `sub` (nothing past the last row), with the input's
  * own alignment: what the loop's iteration for rb finds in v0 (and v1, backward's y). */
 KP_FN void kp_row_fetch(kp_vec* v0, kp_vec* v1, KP_GLOBAL const KP_T* in0, KP_GLOBAL const KP_T* in1, kp_u64 rb,
@@ -705,7 +831,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #endif
   const unsigned t = KP_LOCAL_ID % KP_TPR, sub = KP_LOCAL_ID / KP_TPR;
 #if KP_ROW == 4
-  extern __shared__ kp_raw kp_slice[];
+  extern __shared__ __attribute__((aligned(16))) kp_raw kp_slice[];
   __shared__ kp_acc cl_slot[6]; /* by parity: the max, and the sum's hi and lo */
   const unsigned rank = kp_cluster_rank();
   const kp_u64 first = KP_GROUP_X / KP_CLUSTER, step = KP_NUM_GROUPS_X / KP_CLUSTER;
@@ -714,18 +840,42 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
   const kp_u64 lo = (kp_u64)rank * slice_vecs * KP_VEC;
   const unsigned slice_len = cols > lo ? (unsigned)(cols - lo < slice_vecs * KP_VEC ? cols - lo : slice_vecs * KP_VEC) : 0u;
   const unsigned slots = (slice_vecs + KP_BLOCK - 1) / KP_BLOCK;
+  (void)slots;
 #else
   const kp_u64 first = KP_GROUP_X, step = KP_NUM_GROUPS_X;
   const kp_u64 lo = 0;
 #endif
   (void)ld_in1;
-#if KP_PREFETCH
+#if KP_ROW == 4 && KP_PREFETCH
+  /* two stages, each the slice rounded up to KP_STAGE_ALIGN bytes (backward: g's, then y's) */
+  __shared__ unsigned long long kp_bar[2];
+  const unsigned part_vecs =
+      (unsigned)(((kp_u64)slice_vecs * KP_VEC_BYTES + KP_STAGE_ALIGN - 1) / KP_STAGE_ALIGN * KP_STAGE_ALIGN /
+                 KP_VEC_BYTES);
+  const unsigned stage_vecs = part_vecs * (1 + KP_BACKWARD);
+  const unsigned bar0 = kp_smem_u32(&kp_bar[0]);
+  if (KP_LOCAL_ID == 0) {
+    kp_bar_init(bar0);
+    kp_bar_init(bar0 + 8);
+  }
+  KP_BARRIER();
+  /* the slices of row block rb (and backward's y) into stage st */
+#define KP_ISSUE(rb_, st_)                                                                               \
+  kp_stage_issue(bar0 + 8 * (st_), kp_slice + (st_)*stage_vecs, in0 + KP_OFFSET(in0) + (rb_)*ld_in0 + lo, \
+                 kp_slice + (st_)*stage_vecs + part_vecs, in1 + KP_OFFSET(in1) + (rb_)*ld_in1 + lo, slice_len)
+  if (KP_LOCAL_ID < 32) {
+    if (first < rows) KP_ISSUE(first, 0u);
+    if (first + step < rows) KP_ISSUE(first + step, 1u);
+  }
+  unsigned iter = 0;
+#endif
+#if KP_PREFETCH && KP_ROW != 4
   kp_vec pf0[KP_VPT], pf1[KP_VPT]; /* the next row's vectors (pf1: backward's y) */
   kp_row_fetch(pf0, pf1, in0, in1, first, sub, t, rows, cols, KP_OFFSET(in0), KP_OFFSET(in1), ld_in0, ld_in1);
 #endif
   unsigned parity = 0;
   for (kp_u64 rb = first; rb * KP_RPB < rows; rb += step, parity ^= 1u) {
-#if KP_PREFETCH
+#if KP_PREFETCH && KP_ROW != 4
     kp_vec cur0[KP_VPT];
 #if KP_BACKWARD
     kp_vec cur1[KP_VPT];
@@ -803,6 +953,23 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
     m = mx;
     s = kp_group_sum(red_hi, red_lo, s, parity);
+#elif KP_ROW == 4 && KP_PREFETCH
+    KP_LOCAL_PTR kp_raw* stg = kp_slice + parity * stage_vecs;
+    kp_bar_wait(bar0 + 8 * parity, (iter >> 1) & 1u);
+    if (kp_bulk_bytes(a, len) < len * (unsigned)sizeof(KP_T)) {
+      kp_stage_rest(stg, a, len);
+      KP_BARRIER();
+    }
+#define KP_MAX_STEP_(x, vi, nl) mc = kp_vec_max_n(x, nl, mc);
+    KP_STAGE_PASS(stg, KP_MAX_STEP_)
+    m = kp_cluster_max(&cl_slot[parity], (kp_acc)kp_group_max_c(red_mx, mc, parity));
+    {
+      const KP_C mf_ = (KP_C)m;
+#define KP_SUM_STEP_(x, vi, nl) kp_vec_exp_sum_n(x, nl, m, mf_, &s, &sf KP_EXP_TAB_ARG);
+      KP_STAGE_PASS(stg, KP_SUM_STEP_)
+    }
+    s.hi += (kp_acc)sf;
+    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], kp_group_sum(red_hi, red_lo, s, parity));
 #elif KP_ROW == 4
     /* the slice read once into shared memory, KP_VPT vectors a thread in flight */
     for (unsigned j0 = 0; j0 < slots; j0 += KP_VPT) {
@@ -831,7 +998,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec x;
-#if KP_PREFETCH
+#if KP_PREFETCH && KP_ROW != 4
       x = cur0[j];
 #else
       kp_row_load(&x, a, (unsigned)j * KP_TPR + t, len, aligned);
@@ -871,6 +1038,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
         kp_row_store_vec(kp_vec_forward(xs[j], kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, aligned);
       }
     }
+#elif KP_ROW == 4 && KP_PREFETCH
+#define KP_OUT_STEP_(x, vi, nl) kp_row_store_vec(kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG), o, vi, len, aligned);
+    KP_STAGE_PASS(stg, KP_OUT_STEP_)
 #elif KP_ROW == 4
     for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
       kp_vec x;
@@ -912,6 +1082,18 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       for (int j = 0; j < KP_VPT; ++j) kp_vec_terms(gs[j], ys[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), &s);
     }
     s = kp_group_sum(red_hi, red_lo, s, parity);
+#elif KP_ROW == 4 && KP_PREFETCH
+    KP_LOCAL_PTR kp_raw* stg = kp_slice + parity * stage_vecs;
+    KP_LOCAL_PTR kp_raw* stg_y = stg + part_vecs;
+    kp_bar_wait(bar0 + 8 * parity, (iter >> 1) & 1u);
+    if (kp_bulk_bytes(a, len) < len * (unsigned)sizeof(KP_T) || kp_bulk_bytes(b, len) < len * (unsigned)sizeof(KP_T)) {
+      kp_stage_rest(stg, a, len);
+      kp_stage_rest(stg_y, b, len);
+      KP_BARRIER();
+    }
+#define KP_TERMS_STEP_(g, y, vi, nl) kp_vec_terms_n(g, y, nl, &s);
+    KP_STAGE_PASS2(stg, stg_y, KP_TERMS_STEP_)
+    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], kp_group_sum(red_hi, red_lo, s, parity));
 #elif KP_ROW == 4
     kp_raw* kp_slice_y = kp_slice + slice_vecs;
     for (unsigned j0 = 0; j0 < slots; j0 += KP_VPT) {
@@ -975,6 +1157,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
         kp_row_store_vec(kp_vec_backward(gs[j], ys[j], kp_lanes(vi, len), s), o, vi, len, aligned);
       }
     }
+#elif KP_ROW == 4 && KP_PREFETCH
+#define KP_GRAD_STEP_(g, y, vi, nl) kp_row_store_vec(kp_vec_backward_n(g, y, nl, s), o, vi, len, aligned);
+    KP_STAGE_PASS2(stg, stg_y, KP_GRAD_STEP_)
 #elif KP_ROW == 4
     for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
       kp_vec g, y;
@@ -993,8 +1178,14 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
 #endif
 #endif
+#if KP_ROW == 4 && KP_PREFETCH
+    /* every thread is done with this stage: the engine may fill it with the row after next */
+    KP_BARRIER();
+    if (KP_LOCAL_ID < 32 && rb + 2 * step < rows) KP_ISSUE(rb + 2 * step, parity);
+    ++iter;
+#endif
   }
-#if KP_ROW == 4
+#if KP_ROW == 4 && KP_CLUSTER > 1
   /* no block may leave while another still reads its slots */
   kp_cluster_sync();
 #endif
