@@ -177,7 +177,7 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   CHECK_NOTHROW(resolve_config(f, one_shot, h200));
 }
 
-TEST_CASE("row default config: registers for short rows (a vector a thread where a block holds them), else online") {
+TEST_CASE("row default config: registers for short rows (forward: a vector a thread, two for long 16-bit rows; backward: four), else online") {
   TargetLimits opencl;
   opencl.backend = "opencl";
   TargetLimits hopper;
@@ -196,6 +196,16 @@ TEST_CASE("row default config: registers for short rows (a vector a thread where
     CHECK(s.per_thread == 1);
     CHECK(s.row_threads == 32);
     CHECK(s.block == 256);
+    // bfloat16 rows of 64 vectors or more: two a thread; shorter ones one.
+    const KernelSpec h = row_spec("softmax", Dtype::bf16, Direction::forward);
+    CHECK(default_row_config(h, 4096, lim).per_thread == 2);
+    CHECK(default_row_config(h, 4096, lim).block == 256);
+    CHECK(default_row_config(h, 128, lim).per_thread == 1);
+    // The backward: four vectors a thread (4096 float32 columns: 256 threads).
+    const KernelSpec b = row_spec("softmax", Dtype::f32, Direction::backward);
+    CHECK(default_row_config(b, 4096, lim).per_thread == 4);
+    CHECK(default_row_config(b, 4096, lim).block == 256);
+    CHECK(row_capacity(default_row_config(b, 4100, lim)) >= 4100);
     for (std::uint64_t cols : {16385ull, 393216ull, 1ull << 26}) {
       const KernelConfig big = default_row_config(f, cols, lim);
       CHECK(big.row == RowStrategy::online);
