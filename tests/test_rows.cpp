@@ -177,7 +177,9 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   CHECK_NOTHROW(resolve_config(f, one_shot, h200));
 }
 
-TEST_CASE("row default config: registers for short rows (forward: a vector a thread, two for long 16-bit rows; backward: four), else online") {
+TEST_CASE(
+    "row default config: registers for short rows (forward: a vector a thread, two for long 16-bit rows; backward: "
+    "four), else online") {
   TargetLimits opencl;
   opencl.backend = "opencl";
   TargetLimits hopper;
