@@ -92,7 +92,7 @@ Binary compile_offline(const std::string& backend, const RenderedKernel& kernel,
 
 namespace interop {
 namespace {
-[[noreturn]] void not_built(const char* backend) {
+[[noreturn, maybe_unused]] void not_built(const char* backend) {
   throw Error(ErrorCode::no_device,
               std::string("no ") + backend + " device: kplay was built without the " + backend + " backend");
 }

@@ -63,11 +63,13 @@ KPLAY_SAME_TYPE(CUevent_st, ::CUevent_st)
 KPLAY_SAME_TYPE(_nvrtcProgram, ::_nvrtcProgram)
 KPLAY_SAME_TYPE(CUlaunchAttribute_st, ::CUlaunchAttribute_st)
 KPLAY_SAME_TYPE(CUlaunchConfig_st, ::CUlaunchConfig_st)
-// The one struct kplay lays out itself: the same size and every field at the same offset.
-#define KPLAY_SAME_FIELD(field)                                                                   \
-  static_assert(offsetof(kp::CUlaunchConfig_st, field) == offsetof(::CUlaunchConfig_st, field) && \
-                    sizeof(kp::CUlaunchConfig_st::field) == sizeof(::CUlaunchConfig_st::field),   \
-                "CUlaunchConfig." #field " differs");
+// The one struct kplay lays out itself: the same size, and every field at the same offset with
+// the toolkit's type.
+#define KPLAY_SAME_FIELD(field)                                                                                        \
+  static_assert(                                                                                                       \
+      offsetof(kp::CUlaunchConfig_st, field) == offsetof(::CUlaunchConfig_st, field) &&                                \
+          std::is_same_v<Toolkit<decltype(kp::CUlaunchConfig_st::field)>::type, decltype(::CUlaunchConfig_st::field)>, \
+      "CUlaunchConfig." #field " differs");
 static_assert(sizeof(kp::CUlaunchConfig_st) == sizeof(::CUlaunchConfig_st), "CUlaunchConfig's size differs");
 KPLAY_SAME_FIELD(gridDimX)
 KPLAY_SAME_FIELD(gridDimY)
