@@ -17,7 +17,10 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
                                     std::uint64_t cols) {
   std::vector<KernelConfig> out;
   const std::uint64_t vecs = std::max<std::uint64_t>(1, (cols + vec - 1) / vec);
-  auto add = [&](int block, int per_thread, int row_threads, int cluster) {
+  // One candidate in the grids asked for: one-shot, persistent (grid-stride:1: registers' groups
+  // load their next row while they reduce this one; clusters pipeline theirs), or both.
+  enum class Grids { one_shot, persistent, both };
+  auto add = [&](int block, int per_thread, int row_threads, int cluster, Grids grids = Grids::one_shot) {
     KernelConfig c;
     c.vec = vec;
     c.row = row;
@@ -25,8 +28,8 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
     c.per_thread = per_thread;
     c.row_threads = row_threads;
     c.cluster = cluster;
-    out.push_back(c);
-    if (row == RowStrategy::registers) {  // and persistent, loading the next row while reducing this one
+    if (grids != Grids::persistent) out.push_back(c);
+    if (grids != Grids::one_shot) {
       c.grid = GridPolicy::grid_stride;
       c.waves = 1;
       out.push_back(c);
@@ -39,7 +42,7 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
       for (int t = 1; t <= limits.max_block; t *= 2) {
         const auto pt = static_cast<int>((vecs + t - 1) / t);
         if (pt <= kMaxPerThread)
-          for (int block : {std::max(t, 128), std::max(t, 256)}) add(block, pt, t, 0);
+          for (int block : {std::max(t, 128), std::max(t, 256)}) add(block, pt, t, 0, Grids::both);
         if (static_cast<std::uint64_t>(t) >= vecs) break;
       }
       break;
@@ -74,17 +77,7 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
         if (cluster > 1 && std::find(s.clusters.begin(), s.clusters.end(), cluster) == s.clusters.end()) continue;
         for (int block : s.blocks)
           if ((vecs + cluster - 1) / cluster >= static_cast<std::uint64_t>(block))
-            for (int pt : {1, 2}) {
-              KernelConfig c;
-              c.vec = vec;
-              c.row = row;
-              c.block = block;
-              c.per_thread = pt;
-              c.cluster = cluster;
-              c.grid = GridPolicy::grid_stride;
-              c.waves = 1;
-              out.push_back(c);
-            }
+            for (int pt : {1, 2}) add(block, pt, 0, cluster, Grids::persistent);
       }
       break;
     default: break;
