@@ -39,9 +39,6 @@ class CudaKernel : public LoadedKernel {
     }
   }
   CUfunction fn() const { return fn_; }
-  // Row kernels of the cluster strategy: the dynamic shared memory this function may take,
-  // raised (cuFuncSetAttribute) on the first launch that needs more than the default 48 KiB, and
-  // clusters beyond the portable 8 allowed once.
   // Clusters (blocks, for a cluster of one) of this function with `shared_bytes` of dynamic shared
   // memory resident on the device at once, as the driver computes it (GPC packing included);
   // cached per size. After allow(), which the occupancy of a large cluster or slice depends on.
@@ -68,6 +65,9 @@ class CudaKernel : public LoadedKernel {
     return r;
   }
 
+  // Row kernels of the cluster strategy: the dynamic shared memory this function may take,
+  // raised (cuFuncSetAttribute) on the first launch that needs more than the default 48 KiB, and
+  // clusters beyond the portable 8 allowed once.
   void allow(unsigned shared_bytes, unsigned cluster) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (shared_bytes > shared_allowed_ && shared_bytes > 48 * 1024) {
