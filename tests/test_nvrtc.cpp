@@ -150,6 +150,20 @@ TEST_SUITE("nvrtc") {
       }
   }
 
+  TEST_CASE("float32 hardsigmoid and hardswish divide by 6 without div.rn.f32 (f32_math.h's kp_f_div6)") {
+    for (const char* name : {"hardsigmoid", "hardswish"})
+      for (int dir = 0; dir < 2; ++dir) {
+        KernelSpec s;
+        s.activation = name;
+        s.direction = dir == 0 ? Direction::forward : Direction::backward;
+        CAPTURE(to_string(s));
+        CHECK(ptx_for(s, {}, 90).find("div.rn.f32") == std::string::npos);
+        // float64 keeps its own division.
+        s.dtype = Dtype::f64;
+        CHECK(ptx_for(s, {}, 90).find("div.rn.f64") != std::string::npos);
+      }
+  }
+
   TEST_CASE("a float32 vector-4 kernel does 16-byte global loads and stores") {
     KernelSpec s;
     const std::string ptx = ptx_for(s, {}, 90);

@@ -6,7 +6,7 @@
 // the correctly rounded reciprocal and by its neighbours one ulp up and down, and each input's
 // error is the worst of the three. NaN, infinities and signed zeros must match the reference
 // (torch's values). Exit 1 when a function exceeds its bound (docs/accuracy.md), 2 on bad usage.
-//   kplay_f32_lean_check [--step N] [--range LO:HI] [--threads N] [FUNCTION ...]   (sigmoid, silu, tanh)
+//   kplay_f32_lean_check [--step N] [--range LO:HI] [--threads N] [FUNCTION ...]   (sigmoid, silu, tanh, div6)
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -47,6 +47,7 @@ namespace {
 double ref_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double ref_silu(double x) { return std::isinf(x) && x < 0 ? NAN : x / (1.0 + std::exp(-x)); }
 double ref_tanh(double x) { return std::tanh(x); }
+double ref_div6(double x) { return x / 6.0; }  // exact for every float but the subnormal quotients
 
 struct Forward {
   const char* name;
@@ -58,6 +59,7 @@ const Forward kForward[] = {
     {"sigmoid", kp_f_sigmoid, ref_sigmoid, 2},
     {"silu", kp_f_silu, ref_silu, 2},
     {"tanh", kp_f_tanh, ref_tanh, 2},
+    {"div6", kp_f_div6, ref_div6, 0.5},  // hardsigmoid's and hardswish's division by 6
 };
 
 struct Stats {
@@ -176,7 +178,7 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const auto& f : kForward) known = known || o == f.name;
     if (!known) {
-      std::fprintf(stderr, "%s: no function '%s' (sigmoid, silu, tanh)\n", argv[0], o.c_str());
+      std::fprintf(stderr, "%s: no function '%s' (sigmoid, silu, tanh, div6)\n", argv[0], o.c_str());
       return 2;
     }
   }
