@@ -178,8 +178,8 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
 }
 
 TEST_CASE(
-    "row default config: registers for short rows (forward: a vector a thread, two for long 16-bit rows; backward: "
-    "four), else online") {
+    "row default config: registers for short rows (forward: two vectors a thread on a persistent grid on CUDA, else "
+    "one, two for long 16-bit rows; backward: four), else online") {
   TargetLimits opencl;
   opencl.backend = "opencl";
   TargetLimits hopper;
@@ -193,16 +193,27 @@ TEST_CASE(
       CHECK(row_capacity(c) >= cols);
       CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, c, lim), 1000, cols, lim));
     }
-    // 128 float32 columns: 32 vectors of 4, one a thread, 8 rows a block of 256.
+    // 128 float32 columns: 32 vectors of 4. On CUDA two a thread, 8 rows a block of 128, on a
+    // persistent grid of one wave; elsewhere one a thread, 8 rows a block of 256, one-shot.
     const KernelConfig s = default_row_config(f, 128, lim);
-    CHECK(s.per_thread == 1);
-    CHECK(s.row_threads == 32);
-    CHECK(s.block == 256);
-    // bfloat16 rows of 64 vectors or more: two a thread; shorter ones one.
+    const bool cuda = lim.backend == "cuda";
+    CHECK(s.per_thread == (cuda ? 2 : 1));
+    CHECK(s.row_threads == (cuda ? 16 : 32));
+    CHECK(s.block == (cuda ? 128 : 256));
+    CHECK(s.grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
+    // Rows beyond two vectors a thread of 1024 go back to one-shot on every backend.
+    CHECK(default_row_config(f, 16384, lim).grid == GridPolicy::one_shot);
+    CHECK(default_row_config(f, 16384, lim).per_thread == 4);
+    // bfloat16: on CUDA as float32 (two a thread, persistent); elsewhere two a thread for rows of
+    // 64 vectors or more, one for shorter ones.
     const KernelSpec h = row_spec("softmax", Dtype::bf16, Direction::forward);
     CHECK(default_row_config(h, 4096, lim).per_thread == 2);
     CHECK(default_row_config(h, 4096, lim).block == 256);
-    CHECK(default_row_config(h, 128, lim).per_thread == 1);
+    CHECK(default_row_config(h, 128, lim).per_thread == (cuda ? 2 : 1));
+    CHECK(default_row_config(h, 128, lim).grid == s.grid);
+    // float64 keeps the one-shot grid on every backend.
+    CHECK(default_row_config(row_spec("softmax", Dtype::f64, Direction::forward), 128, lim).grid ==
+          GridPolicy::one_shot);
     // The backward: four vectors a thread (4096 float32 columns: 256 threads).
     const KernelSpec b = row_spec("softmax", Dtype::f32, Direction::backward);
     CHECK(default_row_config(b, 4096, lim).per_thread == 4);

@@ -17,14 +17,24 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // Vectors a thread aimed at (row_defaults.hpp says what each was measured against): the
     // forward one, 16-bit rows of 64 vectors or more two; the backward, which has one reduction
     // and no exp to spread over threads, four.
+    // A forward below float64 on CUDA whose row fits two vectors a thread: two, on a persistent
+    // grid (one wave of blocks of at least 128, each loading its next row before it reduces this one).
     const bool narrow = dtype_size(spec.dtype) == 2;
-    const std::uint64_t aim = spec.direction == Direction::backward ? kRegisterVectors : narrow && vecs >= 64 ? 2 : 1;
+    const bool persistent = spec.dtype != Dtype::f64 && spec.direction == Direction::forward &&
+                            limits.backend == "cuda" && vecs <= 2ull * static_cast<std::uint64_t>(max_block);
+    const std::uint64_t aim = spec.direction == Direction::backward  ? kRegisterVectors
+                              : persistent || (narrow && vecs >= 64) ? 2
+                                                                     : 1;
     int threads = 1;
     while (threads < max_block && static_cast<std::uint64_t>(threads) * aim < vecs) threads *= 2;
-    c.block = std::max(threads, std::min(256, max_block));
+    c.block = std::max(threads, std::min(persistent ? 128 : 256, max_block));
     c.row_threads = threads == c.block ? 0 : threads;
     c.per_thread = static_cast<int>(std::max<std::uint64_t>(1, (vecs + threads - 1) / threads));
     c.row = RowStrategy::registers;
+    if (persistent) {
+      c.grid = GridPolicy::grid_stride;
+      c.waves = 1;
+    }
     return c;
   }
   c.block = max_block;
