@@ -256,7 +256,9 @@ TEST_CASE("a missing folder, a damaged or unreadable file: one warning each, and
   CHECK(s.warnings.size() == 1);
 }
 
-TEST_CASE("a row activation's lookup: a tuning where its config holds the rows, else the row default") {
+TEST_CASE(
+    "a row activation's lookup: a tuning where its config holds the rows and was not tuned for rows twice as long, "
+    "else the row default") {
   struct RowGpu : FakeGpu {
     explicit RowGpu(const rt::DeviceInfo& d) : FakeGpu(d) {
       limits_.backend = "cuda";
@@ -284,6 +286,13 @@ TEST_CASE("a row activation's lookup: a tuning where its config holds the rows, 
   CHECK(c.layer == "user");
   CHECK(c.config.row == RowStrategy::registers);
   CHECK(c.config.block == 128);
+  // Rows of 300 still fill more than half of its slots; rows of 128 would leave 3 threads of 4
+  // idle: the row default, sized to them.
+  CHECK(choose_row_config(&db, engine, softmax, 8192, 300, &off.tunings).layer == "user");
+  c = choose_row_config(&db, engine, softmax, 8192, 128, &off.tunings);
+  CHECK(c.layer == "model");
+  CHECK(c.config == default_row_config(softmax, 128, gpu.limits()));
+  CHECK(c.source.find("threads idle") != std::string::npos);
   // The same size bucket in rows of 16384: the tuning cannot hold them, the row default serves.
   c = choose_row_config(&db, engine, softmax, 64, 16384, &off.tunings);
   CHECK(c.layer == "model");

@@ -3,6 +3,7 @@
 #include "config_lookup.hpp"
 
 #include "codegen/config_validation.hpp"
+#include "codegen/row_codegen.hpp"
 #include "default_model.hpp"
 #include "engine/launch_geometry.hpp"
 #include "kplay/error.hpp"
@@ -119,9 +120,15 @@ ConfigChoice choose_row_config(KernelDatabase* db, const Engine& engine, const K
   if (auto c = stored_config(db, engine, spec, rows * cols, s, &why_not)) {
     // A tuning is stored by size bucket, and a registers or shared config holds rows up to a
     // length: one tuned for shorter rows than these cannot run them.
+    // Nor is one tuned for rows twice as long or longer kept: it would leave more than half of
+    // each row's threads idle where the default sizes the group to the row.
     try {
-      row_launch_dims(spec, resolve_config(spec, c->config, limits), rows, cols, limits);
-      return *c;
+      const KernelConfig resolved = resolve_config(spec, c->config, limits);
+      row_launch_dims(spec, resolved, rows, cols, limits);
+      const std::uint64_t capacity = row_capacity(resolved);
+      if (capacity == 0 || capacity < 2 * cols) return *c;
+      why_not = "the " + c->layer + " tuning (" + c->source + ") holds rows of up to " + std::to_string(capacity) +
+                " elements: rows of " + std::to_string(cols) + " would leave more than half of its threads idle";
     } catch (const Error& e) {
       if (e.code() != ErrorCode::invalid_config) throw;  // e.g. a dtype the device cannot do: no config can
       why_not = "the " + c->layer + " tuning (" + c->source + ") does not hold these rows: " + e.what();
