@@ -14,11 +14,11 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   const std::uint64_t vecs = (cols + c.vec - 1) / c.vec;
   constexpr int kRegisterVectors = 4;  // 16 float32 values a thread, and twice that backward
   if (vecs <= static_cast<std::uint64_t>(max_block) * kRegisterVectors) {
-    // Vectors a thread aimed at (row_defaults.hpp says what each was measured against): the
-    // forward one, 16-bit rows of 64 vectors or more two; the backward, which has one reduction
+    // Vectors a thread aimed at (row_defaults.hpp says what each was measured against): a forward
+    // below float64 on CUDA whose row fits two a thread, two on a persistent grid (one wave of
+    // blocks of at least 128, each loading its next row before it reduces this one); other
+    // forwards one, 16-bit rows of 64 vectors or more two; the backward, which has one reduction
     // and no exp to spread over threads, four.
-    // A forward below float64 on CUDA whose row fits two vectors a thread: two, on a persistent
-    // grid (one wave of blocks of at least 128, each loading its next row before it reduces this one).
     const bool narrow = dtype_size(spec.dtype) == 2;
     const bool persistent = spec.dtype != Dtype::f64 && spec.direction == Direction::forward &&
                             limits.backend == "cuda" && vecs <= 2ull * static_cast<std::uint64_t>(max_block);

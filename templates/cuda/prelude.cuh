@@ -93,22 +93,19 @@ typedef float KP_C;
 #define KP_FMA(a, b, c) fmaf(a, b, c)
 #define KP_SQRT(x) sqrtf(x)
 #if KP_FAST_MATH
-#define KP_DIV6(x) ((x) / 6.0f) /* 16-bit types: narrow_math.h */
-#define KP_DIV6_OUT(x) ((x) / 6.0f)
-#else
-/* float32 IEEE kernels: the quotient by a multiply and an fma correction (f32_math.h's
- * kp_f_div6, within 0.5 ulp for every float); 16-bit types: narrow_math.h */
-#define KP_DIV6(x) kp_f_div6(x)
-#define KP_DIV6_OUT(x) kp_f_div6(x)
-#endif
-#if KP_FAST_MATH
 /* Opt-in: the hardware exponential and logarithm; exp(x)-1 loses relative precision for |x| near
  * 0 (see docs). */
 #define KP_EXPM1(x) (__expf(x) - 1.0f)
 #define KP_EXP(x) __expf(x)
 #define KP_LOG(x) __logf(x)
 #define KP_LOG1P(x) __logf(1.0f + (x))
+#define KP_DIV6(x) ((x) / 6.0f) /* 16-bit types: narrow_math.h */
+#define KP_DIV6_OUT(x) ((x) / 6.0f)
 #else
+/* float32 IEEE kernels divide by 6 with a multiply and an fma correction (f32_math.h's kp_f_div6,
+ * within 0.5 ulp for every float); 16-bit types: narrow_math.h */
+#define KP_DIV6(x) kp_f_div6(x)
+#define KP_DIV6_OUT(x) kp_f_div6(x)
 #define KP_EXPM1(x) expm1f(x)
 #define KP_EXP(x) expf(x)
 #define KP_LOG(x) logf(x)
