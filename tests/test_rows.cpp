@@ -128,6 +128,25 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   KernelConfig c = row_config(RowStrategy::cluster, 256, 1);
   c.cluster = 3;
   CHECK_THROWS_AS(resolve_config(f, c, hopper), Error);
+  // Registers across a cluster: where clusters exist, one-shot only, its row split over the blocks.
+  KernelConfig spread = row_config(RowStrategy::registers, 1024, 6);
+  spread.vec = 4;
+  spread.cluster = 16;
+  CHECK_THROWS_WITH_AS(resolve_config(f, spread, opencl), doctest::Contains("clusters"), Error);
+  const KernelConfig spread_ok = resolve_config(f, spread, hopper);
+  CHECK(row_entry_name(f, spread_ok).find("_reg_cl16") != std::string::npos);
+  const rt::LaunchDims spread_dims = row_launch_dims(f, spread_ok, 5, 393216, hopper);
+  CHECK(spread_dims.cluster == 16);
+  CHECK(spread_dims.grid_x == 5 * 16);
+  CHECK_THROWS_WITH_AS(row_launch_dims(f, spread_ok, 5, 393217, hopper), doctest::Contains("longer than"), Error);
+  spread.grid = GridPolicy::grid_stride;
+  CHECK_THROWS_WITH_AS(resolve_config(f, spread, hopper), doctest::Contains("one-shot"), Error);
+  KernelConfig one = row_config(RowStrategy::registers, 256, 2);
+  one.cluster = 1;
+  CHECK(resolve_config(f, one, opencl) == resolve_config(f, row_config(RowStrategy::registers, 256, 2), opencl));
+  one.cluster = 2;
+  one.row_threads = 32;
+  CHECK_THROWS_WITH_AS(resolve_config(f, one, hopper), doctest::Contains("--row-threads"), Error);
   // A row longer than the strategy holds is refused at launch, naming what would hold it.
   const KernelConfig reg = resolve_config(f, row_config(RowStrategy::registers, 32, 2), opencl);
   CHECK_NOTHROW(row_launch_dims(f, reg, 4, 256, opencl));
@@ -232,7 +251,8 @@ namespace {
 // rows of one element, ragged rows (no multiple of any vector: misaligned row starts), a thousand,
 // and rows long enough to loop (online) or to need many slots; with the online and default
 // configs, registers and shared for short rows, and on a device with clusters, clusters of 2, 8
-// and 16 blocks (16: the non-portable size) for the long ones where the slice fits.
+// and 16 blocks (16: the non-portable size) for the long ones where the slice fits, and registers
+// across clusters of 2 and 16 for every row of more than one element.
 // every_config false (PoCL, where each kernel costs a second or two of CPU to compile): the extra
 // strategies and the longest rows in float32 and bfloat16 only, the online and default configs
 // in every dtype.
@@ -270,6 +290,20 @@ void check_row_family(const char* backend, bool every_config) {
                 try {  // a cluster whose slice is beyond the device's shared memory is refused, rightly
                   row_launch_dims(spec, resolve_config(spec, c, be->limits()), sh.rows, sh.cols, be->limits());
                   configs.push_back(c);
+                } catch (const Error&) {
+                }
+              }
+          // Registers across clusters of 2 and 16 blocks (16: more blocks than a 33-element row
+          // has vectors, so some slices are empty), with the fewest vectors a thread that hold the row.
+          if (sh.cols > 1 && all && be->limits().max_cluster >= 16)
+            for (int cluster : {2, 16})
+              for (int pt : {1, 2, 4, 8}) {
+                KernelConfig c = row_config(RowStrategy::registers, 256, pt);
+                c.cluster = cluster;
+                try {  // too few vectors a thread for the row: refused, rightly; the next holds more
+                  row_launch_dims(spec, resolve_config(spec, c, be->limits()), sh.rows, sh.cols, be->limits());
+                  configs.push_back(c);
+                  break;
                 } catch (const Error&) {
                 }
               }
@@ -426,7 +460,7 @@ TEST_SUITE("opencl") {
 
 #ifdef KPLAY_WITH_CUDA
 TEST_SUITE("nvrtc") {
-  TEST_CASE("the row kernel compiles for sm_80 and sm_90 with every strategy (cluster: sm_90)") {
+  TEST_CASE("the row kernel compiles for sm_80 and sm_90 with every strategy (clusters: sm_90)") {
     TargetLimits hopper;
     hopper.max_cluster = 16;
     for (int arch : {80, 90})
@@ -457,6 +491,14 @@ TEST_SUITE("nvrtc") {
                 CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(p, t).bytes);
                 CHECK(ptx.find("cp.async.bulk.shared::cluster.global.mbarrier") != std::string::npos);
                 CHECK(ptx.find("mbarrier.try_wait.parity") != std::string::npos);
+              }
+              if (row == RowStrategy::registers && arch >= 90) {  // registers across a cluster
+                c.cluster = 4;
+                const RenderedKernel r = render_kernel(spec, resolve_config(spec, c, hopper), rt::dialect_of("cuda"));
+                INFO(r.entry);
+                CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(r, t).bytes);
+                CHECK(ptx.find("barrier.cluster") != std::string::npos);
+                CHECK(ptx.find("ld.shared::cluster.f64") != std::string::npos);
               }
             }
   }

@@ -57,7 +57,8 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults 
                           from_layers));
   knob(app.add_option(
               "--cluster", f.cluster,
-              "--row cluster: blocks per row, a power of two in 1..16 (1: with --grid grid-stride, a block a row)" +
+              "--row cluster and --row registers (CUDA sm_90): blocks per row, a power of two in 1..16 (--row cluster "
+              "--cluster 1: with --grid grid-stride, a block a row)" +
                   from_layers)
            ->check(CLI::Range(0, 1024)));
   knob(app.add_option("--row-threads", f.row_threads,

@@ -43,6 +43,7 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c) {
   os << "kplay_" << act.act->name << '_' << (spec.direction == Direction::forward ? "fwd" : "bwdy") << '_'
      << to_string(spec.dtype) << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread << '_' << row_tag(c.row);
   if (c.row == RowStrategy::cluster) os << c.cluster;
+  if (c.row == RowStrategy::registers && c.cluster > 1) os << "_cl" << c.cluster;
   if (c.row_threads != 0 && c.row_threads != c.block) os << "_t" << c.row_threads;
   if (c.grid == GridPolicy::grid_stride) os << "_pf";
   if (c.cache == CacheHint::streaming) os << "_cs";
@@ -79,7 +80,7 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   const bool fast_fp64 = dialect.fast_fp64 && spec.dtype != Dtype::f64;
   os << "#define KP_FAST_FP64 " << (fast_fp64 ? 1 : 0) << '\n';
   os << "#define KP_ROW " << row_macro(c.row) << '\n';
-  os << "#define KP_CLUSTER " << (c.row == RowStrategy::cluster ? c.cluster : 1) << '\n';
+  os << "#define KP_CLUSTER " << (row_cluster(c) > 1 || c.row == RowStrategy::cluster ? row_cluster(c) : 1) << '\n';
   os << "#define KP_PREFETCH " << (c.grid == GridPolicy::grid_stride ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);
   append_file(os, act.act->snippet);
@@ -111,13 +112,17 @@ std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std
   return (slice_vecs * vec_bytes * parts + 15) / 16 * 16;
 }
 
+int row_cluster(const KernelConfig& c) {
+  return (c.row == RowStrategy::cluster || c.row == RowStrategy::registers) && c.cluster > 1 ? c.cluster : 1;
+}
+
 int row_group_threads(const KernelConfig& c) {
-  return c.row == RowStrategy::cluster || c.row_threads == 0 ? c.block : c.row_threads;
+  return c.row == RowStrategy::cluster || row_cluster(c) > 1 || c.row_threads == 0 ? c.block : c.row_threads;
 }
 
 std::uint64_t row_capacity(const KernelConfig& c) {
   if (c.row != RowStrategy::registers && c.row != RowStrategy::shared) return 0;
-  return static_cast<std::uint64_t>(row_group_threads(c)) * c.per_thread * c.vec;
+  return static_cast<std::uint64_t>(row_group_threads(c)) * c.per_thread * c.vec * row_cluster(c);
 }
 
 std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& c) {

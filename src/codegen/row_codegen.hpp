@@ -8,7 +8,8 @@
 
 namespace kplay {
 
-// "kplay_softmax_fwd_f32_v4_b256_p4_reg" (registers), "..._shm", "..._onl", "..._cl8" (cluster of 8).
+// "kplay_softmax_fwd_f32_v4_b256_p4_reg" (registers), "..._reg_cl16" (registers across a cluster of
+// 16), "..._shm", "..._onl", "..._cl8" (cluster of 8).
 std::string row_entry_name(const KernelSpec& spec, const KernelConfig& config);
 
 // `config` must come from resolve_config (vec and row filled in).
@@ -20,11 +21,16 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 // strategies.
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols);
 
-// The threads that hold one row: the block, or row_threads where given (not for cluster).
+// The blocks that hold one row: config.cluster for --row cluster and for registers across a
+// cluster (--row registers --cluster N), else 1.
+int row_cluster(const KernelConfig& config);
+
+// The threads of a block that hold one row (or its slice): the block, or row_threads where given
+// (not for clusters).
 int row_group_threads(const KernelConfig& config);
 
-// The longest row a registers or shared kernel holds (row threads x per_thread x vec); 0 for
-// online and cluster, which hold any row that fits memory.
+// The longest row a registers or shared kernel holds (row threads x per_thread x vec, times the
+// cluster for registers across one); 0 for online and cluster, which hold any row that fits memory.
 std::uint64_t row_capacity(const KernelConfig& config);
 
 // The static shared memory of a row kernel of `config` (its reductions' scratch, and the slots of

@@ -49,7 +49,8 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
                                                " --per-thread " + std::to_string(c.per_thread) + " --vec " +
                                                std::to_string(c.vec) + " (" + std::to_string(capacity) +
                                                "): more vectors per thread, a larger block, or --row online (any row)");
-  const std::uint64_t per_row = c.row == RowStrategy::cluster ? static_cast<std::uint64_t>(c.cluster) : 1;
+  const std::uint64_t per_row = static_cast<std::uint64_t>(row_cluster(c));
+  if (per_row > 1) d.cluster = static_cast<unsigned>(per_row);
   if (c.row == RowStrategy::cluster) {
     const std::uint64_t slice = row_slice_bytes(spec, c, cols);
     const std::uint64_t need = slice + row_static_shared_bytes(spec, c);

@@ -11,6 +11,10 @@
 namespace kplay {
 namespace {
 
+// Vectors a thread for registers across a cluster: float32 softmax at 6 vectors of 4 and blocks
+// of 1024 takes all 64 registers a thread may have there (ptxas -v), and spills at 12.
+constexpr int kMaxClusterVectors = 8;
+
 // The candidates of one strategy and vector width, before any check: registers and shared from
 // the row length, online and cluster from the lists.
 std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, int vec, const TargetLimits& limits,
@@ -45,6 +49,18 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
           for (int block : {std::max(t, 128), std::max(t, 256)}) add(block, pt, t, 0, Grids::both);
         if (static_cast<std::uint64_t>(t) >= vecs) break;
       }
+      // Across a cluster (sm_90): rows longer than a block's registers hold, split over 2..16
+      // blocks of 512 or 1024 threads, each thread with the fewest vectors that hold its slice, up
+      // to kMaxClusterVectors (more spill at these block sizes), and no thread without one.
+      if (limits.max_cluster >= 2)
+        for (int cluster : s.clusters)
+          if (cluster >= 2 && cluster <= limits.max_cluster)
+            for (int block : {512, 1024}) {
+              if (block > limits.max_block) continue;
+              const std::uint64_t slice = (vecs + cluster - 1) / cluster;
+              const auto pt = static_cast<int>((slice + block - 1) / block);
+              if (slice >= static_cast<std::uint64_t>(block) && pt <= kMaxClusterVectors) add(block, pt, 0, cluster);
+            }
       break;
     case RowStrategy::shared:
       for (int block : s.blocks) {
@@ -124,7 +140,8 @@ std::string RowSearchSpace::describe() const {
   for (int v : per_thread) os << v << ',';
   os << " cluster=";
   for (int v : clusters) os << v << ',';
-  os << " registers,cluster-grid=one-shot,grid-stride:1 (grid-stride cluster: 1 too, per-thread 1,2)";
+  os << " registers,cluster-grid=one-shot,grid-stride:1 (grid-stride cluster: 1 too, per-thread 1,2)"
+     << " registers-cluster=block 512,1024 up to 8 vectors";
   return os.str();
 }
 

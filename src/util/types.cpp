@@ -75,7 +75,7 @@ std::string to_string(const KernelConfig& c) {
   if (!c.flat) os << " kernel=general";
   if (c.late_gradient) os << " gradient=late";
   if (c.row != RowStrategy::none) os << " row=" << to_string(c.row);
-  if (c.row == RowStrategy::cluster) os << " cluster=" << c.cluster;
+  if (c.row == RowStrategy::cluster || c.cluster > 1) os << " cluster=" << c.cluster;
   if (c.row_threads != 0) os << " row-threads=" << c.row_threads;
   return os.str();
 }

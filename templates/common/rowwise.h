@@ -27,6 +27,9 @@
  *                memory: one read per element. With KP_PREFETCH (--grid grid-stride) the clusters
  *                are persistent and pipelined: the bulk copy engine fills one stage of a block's
  *                slice while the block reduces the other (KP_CLUSTER 1: a block a row)
+ *   1 with KP_CLUSTER > 1 (CUDA sm_90+): registers across a cluster, the row split into slices as
+ *                for 4, each block's slice in its registers (KP_VPT vectors a thread): one read
+ *                an element and no shared-memory pass, for rows longer than a block holds
  *
  * Accuracy: the max (exact in the compute type), the sums and every result are in double (kp_acc)
  * and rounded once to the dtype. x - max is exact in double for float32 and narrower, the sums
@@ -63,7 +66,9 @@ typedef double kp_acc;
 #ifndef KP_CLUSTER
 #define KP_CLUSTER 1
 #endif
-#if KP_ROW == 4 || !defined(KP_TPR)
+/* A block holds a slice of its row, one of KP_CLUSTER, and reduces across its cluster. */
+#define KP_SLICED (KP_ROW == 4 || KP_CLUSTER > 1)
+#if KP_SLICED || !defined(KP_TPR)
 #undef KP_TPR
 #define KP_TPR KP_BLOCK
 #endif
@@ -605,7 +610,7 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
   return s;
 }
 #define KP_ROW_KERNEL KP_KERNEL
-#elif KP_ROW == 4
+#elif KP_CLUSTER > 1
 /* Thread-block clusters (PTX ISA 7.8, sm_90): this block's rank, the cluster-wide barrier (with
  * release/acquire: shared-memory writes before it are seen by every block after it), and a load
  * of a double from the shared memory of block `rank` at the address of `local` in this one. */
@@ -830,8 +835,10 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #endif
 #endif
   const unsigned t = KP_LOCAL_ID % KP_TPR, sub = KP_LOCAL_ID / KP_TPR;
+#if KP_SLICED
 #if KP_ROW == 4
   extern __shared__ __attribute__((aligned(16))) kp_raw kp_slice[];
+#endif
   __shared__ kp_acc cl_slot[6]; /* by parity: the max, and the sum's hi and lo */
   const unsigned rank = kp_cluster_rank();
   const kp_u64 first = KP_GROUP_X / KP_CLUSTER, step = KP_NUM_GROUPS_X / KP_CLUSTER;
@@ -893,7 +900,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     /* every thread of a block runs every row block (the reductions need them all); a group past
      * the last row has an empty row */
     const kp_u64 r = rb * KP_RPB + sub < rows ? rb * KP_RPB + sub : rows - 1;
-#if KP_ROW == 4
+#if KP_SLICED
     const unsigned len = slice_len;
 #else
     const unsigned len = rb * KP_RPB + sub < rows ? (unsigned)cols : 0u;
@@ -1012,6 +1019,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       mc = kp_vec_max(x, kp_lanes((unsigned)j * KP_TPR + t, len), mc);
     }
     m = (kp_acc)kp_group_max_c(red_mx, mc, parity);
+#if KP_CLUSTER > 1
+    m = kp_cluster_max(&cl_slot[parity], m);
+#endif
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec x;
@@ -1024,6 +1034,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
     s.hi += (kp_acc)sf;
     s = kp_group_sum(red_hi, red_lo, s, parity);
+#if KP_CLUSTER > 1
+    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], s);
+#endif
 #endif
     const kp_row_k rk = kp_row_constants(m, s);
     /* ---- the results ---- */
@@ -1136,6 +1149,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       kp_vec_terms(g, y, kp_lanes((unsigned)j * KP_TPR + t, len), &s);
     }
     s = kp_group_sum(red_hi, red_lo, s, parity);
+#if KP_CLUSTER > 1
+    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], s);
+#endif
 #endif
     /* one rounding of the finished sum, so that hi + lo is one value in every term */
     {
@@ -1185,7 +1201,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     ++iter;
 #endif
   }
-#if KP_ROW == 4 && KP_CLUSTER > 1
+#if KP_CLUSTER > 1
   /* no block may leave while another still reads its slots */
   kp_cluster_sync();
 #endif
