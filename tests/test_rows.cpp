@@ -141,6 +141,17 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   CHECK_THROWS_WITH_AS(row_launch_dims(f, spread_ok, 5, 393217, hopper), doctest::Contains("longer than"), Error);
   spread.grid = GridPolicy::grid_stride;
   CHECK_THROWS_WITH_AS(resolve_config(f, spread, hopper), doctest::Contains("one-shot"), Error);
+  // Online across a cluster: any row, a slice a block; where clusters exist.
+  KernelConfig split = row_config(RowStrategy::online, 512, 2);
+  split.cluster = 8;
+  CHECK_THROWS_WITH_AS(resolve_config(f, split, opencl), doctest::Contains("clusters"), Error);
+  const KernelConfig split_ok = resolve_config(f, split, hopper);
+  CHECK(row_entry_name(f, split_ok).find("_onl_cl8") != std::string::npos);
+  const rt::LaunchDims split_dims = row_launch_dims(f, split_ok, 3, 1u << 20, hopper);
+  CHECK(split_dims.cluster == 8);
+  CHECK(split_dims.grid_x == 3 * 8);
+  split.cluster = 1;
+  CHECK(resolve_config(f, split, hopper) == resolve_config(f, row_config(RowStrategy::online, 512, 2), hopper));
   KernelConfig one = row_config(RowStrategy::registers, 256, 2);
   one.cluster = 1;
   CHECK(resolve_config(f, one, opencl) == resolve_config(f, row_config(RowStrategy::registers, 256, 2), opencl));
@@ -242,6 +253,19 @@ TEST_CASE(
       const KernelConfig big = default_row_config(f, cols, lim);
       CHECK(big.row == RowStrategy::online);
       CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, big, lim), 64, cols, lim));
+      // The backward beyond registers: online, two vectors a thread; across a cluster where the
+      // device has them, a slice of at most 8192 elements a block of 512 (up to 16 blocks).
+      const KernelConfig bb = default_row_config(b, cols, lim);
+      INFO(cols << " columns, " << lim.backend);
+      CHECK(bb.row == RowStrategy::online);
+      CHECK(bb.per_thread == 2);
+      const std::uint64_t want = lim.max_cluster < 2 ? 0
+                                 : cols <= 8192      ? 0
+                                                     : std::min<std::uint64_t>(16, (cols + 8191) / 8192);
+      CHECK(static_cast<std::uint64_t>(bb.cluster) >= want);
+      CHECK(static_cast<std::uint64_t>(bb.cluster) < 2 * std::max<std::uint64_t>(want, 1));
+      CHECK(bb.block == (bb.cluster ? 512 : 1024));
+      CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, bb, lim), 64, cols, lim));
     }
   }
 }
@@ -249,14 +273,18 @@ TEST_CASE(
 namespace {
 // Every member, dtype and direction on `backend` against the row reference with its edge rows:
 // rows of one element, ragged rows (no multiple of any vector: misaligned row starts), a thousand,
-// and rows long enough to loop (online) or to need many slots; with the online and default
-// configs, registers and shared for short rows, and on a device with clusters, clusters of 2, 8
-// and 16 blocks (16: the non-portable size) for the long ones where the slice fits, and registers
-// across clusters of 2 and 16 for every row of more than one element.
-// every_config false (PoCL, where each kernel costs a second or two of CPU to compile): the extra
-// strategies and the longest rows in float32 and bfloat16 only, the online and default configs
-// in every dtype.
-void check_row_family(const char* backend, bool every_config) {
+// and rows long enough to loop (online) or to need many slots. Part `plain`: the online and
+// default configs, registers and shared for short rows. Part `clusters` (a device with them):
+// clusters of 1 (pipelined), 2, 8 and 16 blocks (16: the non-portable size) for the long rows
+// where the slice fits, and registers and online across clusters of 2 and 16 for every row of
+// more than one element (16: more blocks than a 33-element row has vectors, so some slices are
+// empty). every_config false (PoCL, where each kernel costs a second or two of CPU to compile):
+// the extra strategies and the longest rows in float32 and bfloat16 only, the online and default
+// configs in every dtype.
+// `dtypes`: the dtypes to run (a GPU's test cases split by dtype, so that they can run side by side).
+enum class FamilyPart { plain, clusters };
+void check_row_family(const char* backend, bool every_config, FamilyPart part = FamilyPart::plain,
+                      std::vector<Dtype> dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64}) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
   Engine engine(*be);
@@ -265,19 +293,22 @@ void check_row_family(const char* backend, bool every_config) {
   };
   const Shape shapes[] = {{3, 1}, {7, 33}, {9, 1000}, {2, 70001}};
   for (const char* act : {"softmax", "log_softmax", "softmin"})
-    for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+    for (Dtype d : dtypes)
       for (Direction dir : {Direction::forward, Direction::backward})
         for (const Shape& sh : shapes) {
           const bool all = every_config || d == Dtype::f32 || d == Dtype::bf16;
           if (!all && sh.cols > 1000) continue;
           const KernelSpec spec = row_spec(act, d, dir);
-          std::vector<KernelConfig> configs = {row_config(RowStrategy::online, 64, 2),
-                                               default_row_config(spec, sh.cols, be->limits())};
-          if (sh.cols <= 1000 && all) {
-            configs.push_back(row_config(RowStrategy::registers, 128, 4));
-            configs.push_back(row_config(RowStrategy::shared, 64, 8));
+          std::vector<KernelConfig> configs;
+          if (part == FamilyPart::plain) {
+            configs.push_back(row_config(RowStrategy::online, 64, 2));
+            configs.push_back(default_row_config(spec, sh.cols, be->limits()));
+            if (sh.cols <= 1000 && all) {
+              configs.push_back(row_config(RowStrategy::registers, 128, 4));
+              configs.push_back(row_config(RowStrategy::shared, 64, 8));
+            }
           }
-          if (sh.cols > 1000 && be->limits().max_cluster >= 16)
+          if (part == FamilyPart::clusters && sh.cols > 1000)
             for (int cluster : {1, 2, 8, 16})
               for (bool pipelined : {false, true}) {
                 if (cluster == 1 && !pipelined) continue;
@@ -293,10 +324,12 @@ void check_row_family(const char* backend, bool every_config) {
                 } catch (const Error&) {
                 }
               }
-          // Registers across clusters of 2 and 16 blocks (16: more blocks than a 33-element row
-          // has vectors, so some slices are empty), with the fewest vectors a thread that hold the row.
-          if (sh.cols > 1 && all && be->limits().max_cluster >= 16)
-            for (int cluster : {2, 16})
+          // Registers (the fewest vectors a thread that hold the row) and online across clusters.
+          if (part == FamilyPart::clusters && sh.cols > 1 && all)
+            for (int cluster : {2, 16}) {
+              KernelConfig on = row_config(RowStrategy::online, 128, 2);
+              on.cluster = cluster;
+              configs.push_back(on);
               for (int pt : {1, 2, 4, 8}) {
                 KernelConfig c = row_config(RowStrategy::registers, 256, pt);
                 c.cluster = cluster;
@@ -307,6 +340,7 @@ void check_row_family(const char* backend, bool every_config) {
                 } catch (const Error&) {
                 }
               }
+            }
           for (const KernelConfig& c : configs) {
             ProblemShape ps;
             ps.rows = sh.rows;
@@ -385,8 +419,26 @@ void check_row_pipelined(const char* backend) {
 
 TEST_SUITE("cuda") {
   TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows") { check_row_pipelined("cuda"); }
-  TEST_CASE("CUDA: softmax, log_softmax and softmin, every strategy, dtype and direction, with the edge rows") {
-    check_row_family("cuda", true);
+  TEST_CASE("CUDA: softmax, log_softmax and softmin in float32, every strategy and direction, with the edge rows") {
+    check_row_family("cuda", true, FamilyPart::plain, {Dtype::f32});
+  }
+  TEST_CASE("CUDA: softmax, log_softmax and softmin in float16, every strategy and direction, with the edge rows") {
+    check_row_family("cuda", true, FamilyPart::plain, {Dtype::f16});
+  }
+  TEST_CASE("CUDA: softmax, log_softmax and softmin in bfloat16, every strategy and direction, with the edge rows") {
+    check_row_family("cuda", true, FamilyPart::plain, {Dtype::bf16});
+  }
+  TEST_CASE("CUDA: softmax, log_softmax and softmin in float64, every strategy and direction, with the edge rows") {
+    check_row_family("cuda", true, FamilyPart::plain, {Dtype::f64});
+  }
+  TEST_CASE("CUDA: the row family across thread-block clusters (sm_90), every strategy, dtype and direction") {
+    rt::Backend* be = test::shared_backend("cuda");
+    REQUIRE(be != nullptr);
+    if (be->limits().max_cluster < 16) {
+      MESSAGE("skipped: the device has no clusters of 16 (sm_90 and newer)");
+      return;
+    }
+    check_row_family("cuda", true, FamilyPart::clusters);
   }
   TEST_CASE("CUDA: the persistent registers kernel, each group over several rows") { check_row_prefetch("cuda"); }
 }
@@ -492,7 +544,8 @@ TEST_SUITE("nvrtc") {
                 CHECK(ptx.find("cp.async.bulk.shared::cluster.global.mbarrier") != std::string::npos);
                 CHECK(ptx.find("mbarrier.try_wait.parity") != std::string::npos);
               }
-              if (row == RowStrategy::registers && arch >= 90) {  // registers across a cluster
+              if ((row == RowStrategy::registers || row == RowStrategy::online) &&
+                  arch >= 90) {  // registers or online across a cluster
                 c.cluster = 4;
                 const RenderedKernel r = render_kernel(spec, resolve_config(spec, c, hopper), rt::dialect_of("cuda"));
                 INFO(r.entry);

@@ -59,7 +59,7 @@ struct KernelConfig {
   // Backward only: load the incoming gradient after the saved tensor's math rather than with it.
   bool late_gradient = false;
   // Row kernels only (RowStrategy); cluster: blocks per row for RowStrategy::cluster and for
-  // registers across a cluster (RowStrategy::registers, 2 and up), else 0.
+  // registers or online across a cluster (RowStrategy::registers, online; 2 and up), else 0.
   RowStrategy row = RowStrategy::none;
   int cluster = 0;
   // Row kernels but cluster: threads per row, a power of two up to the block (0: the block), so

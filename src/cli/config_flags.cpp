@@ -55,11 +55,10 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults 
                       "row activations (softmax, log_softmax, softmin): how a row is held: registers, shared, "
                       "online (two passes, any row) or cluster (CUDA sm_90: split across a thread-block cluster)" +
                           from_layers));
-  knob(app.add_option(
-              "--cluster", f.cluster,
-              "--row cluster and --row registers (CUDA sm_90): blocks per row, a power of two in 1..16 (--row cluster "
-              "--cluster 1: with --grid grid-stride, a block a row)" +
-                  from_layers)
+  knob(app.add_option("--cluster", f.cluster,
+                      "--row cluster, registers and online (CUDA sm_90): blocks per row, a power of two in 1..16, each "
+                      "taking a slice of it (--row cluster --cluster 1: with --grid grid-stride, a block a row)" +
+                          from_layers)
            ->check(CLI::Range(0, 1024)));
   knob(app.add_option("--row-threads", f.row_threads,
                       "row activations: threads per row, a power of two up to --block (0: the block); short rows "

@@ -32,22 +32,24 @@ KernelConfig resolve_row_config(const KernelSpec& spec, KernelConfig c, const Ta
     if (!is_pow2(c.cluster) || c.cluster > limits.max_cluster)
       refuse("--cluster " + std::to_string(c.cluster) + ": blocks per cluster must be a power of two in 1.." +
              std::to_string(limits.max_cluster) + " on this device");
-  } else if (c.row == RowStrategy::registers && c.cluster > 1) {
-    // Registers across a cluster: each block of the cluster holds a slice of the row.
+  } else if ((c.row == RowStrategy::registers || c.row == RowStrategy::online) && c.cluster > 1) {
+    // Registers or online across a cluster: each block of the cluster takes a slice of the row.
     if (limits.max_cluster < 2)
-      throw Error(ErrorCode::unsupported, "--row registers --cluster " + std::to_string(c.cluster) +
-                                              " needs thread-block clusters (CUDA, sm_90 and newer); the " +
-                                              limits.backend + " device has none: --cluster 1, or --row online");
+      throw Error(ErrorCode::unsupported,
+                  "--row " + std::string(to_string(c.row)) + " --cluster " + std::to_string(c.cluster) +
+                      " needs thread-block clusters (CUDA, sm_90 and newer); the " + limits.backend +
+                      " device has none: " +
+                      (c.row == RowStrategy::online ? "--cluster 1 (a block a row)" : "--cluster 1, or --row online"));
     if (!is_pow2(c.cluster) || c.cluster > limits.max_cluster)
       refuse("--cluster " + std::to_string(c.cluster) + ": blocks per cluster must be a power of two in 1.." +
              std::to_string(limits.max_cluster) + " on this device");
     if (c.grid != GridPolicy::one_shot)
       refuse("--row registers --cluster " + std::to_string(c.cluster) +
              " --grid grid-stride: a cluster's registers hold one row, none to load the next into; one-shot");
-  } else if (c.row == RowStrategy::registers && c.cluster == 1) {
+  } else if ((c.row == RowStrategy::registers || c.row == RowStrategy::online) && c.cluster == 1) {
     c.cluster = 0;  // one name for one kernel
   } else if (c.cluster != 0) {
-    refuse("--cluster " + std::to_string(c.cluster) + " is for --row cluster and --row registers, not --row " +
+    refuse("--cluster " + std::to_string(c.cluster) + " is for --row cluster, registers and online, not --row " +
            to_string(c.row));
   }
   if (c.row_threads != 0) {

@@ -43,7 +43,7 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c) {
   os << "kplay_" << act.act->name << '_' << (spec.direction == Direction::forward ? "fwd" : "bwdy") << '_'
      << to_string(spec.dtype) << "_v" << c.vec << "_b" << c.block << "_p" << c.per_thread << '_' << row_tag(c.row);
   if (c.row == RowStrategy::cluster) os << c.cluster;
-  if (c.row == RowStrategy::registers && c.cluster > 1) os << "_cl" << c.cluster;
+  if (c.row != RowStrategy::cluster && c.cluster > 1) os << "_cl" << c.cluster;
   if (c.row_threads != 0 && c.row_threads != c.block) os << "_t" << c.row_threads;
   if (c.grid == GridPolicy::grid_stride) os << "_pf";
   if (c.cache == CacheHint::streaming) os << "_cs";
@@ -113,7 +113,10 @@ std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std
 }
 
 int row_cluster(const KernelConfig& c) {
-  return (c.row == RowStrategy::cluster || c.row == RowStrategy::registers) && c.cluster > 1 ? c.cluster : 1;
+  return (c.row == RowStrategy::cluster || c.row == RowStrategy::registers || c.row == RowStrategy::online) &&
+                 c.cluster > 1
+             ? c.cluster
+             : 1;
 }
 
 int row_group_threads(const KernelConfig& c) {

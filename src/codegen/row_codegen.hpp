@@ -21,8 +21,8 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 // strategies.
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols);
 
-// The blocks that hold one row: config.cluster for --row cluster and for registers across a
-// cluster (--row registers --cluster N), else 1.
+// The blocks that hold one row: config.cluster for --row cluster and for registers or online
+// across a cluster (--row registers|online --cluster N), else 1.
 int row_cluster(const KernelConfig& config);
 
 // The threads of a block that hold one row (or its slice): the block, or row_threads where given

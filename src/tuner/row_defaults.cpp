@@ -37,9 +37,22 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     }
     return c;
   }
+  c.row = RowStrategy::online;
   c.block = max_block;
   c.per_thread = 4;
-  c.row = RowStrategy::online;
+  if (spec.direction == Direction::backward) {
+    // Two vectors of g and two of y a thread: four spill (ptxas -v: 536 bytes at blocks of 1024).
+    c.per_thread = 2;
+    // Where clusters exist, a slice of at most kBackwardSlice elements a block of 512 (up to the
+    // device's largest cluster): the second pass reads g and y back from L2, not from memory.
+    constexpr std::uint64_t kBackwardSlice = 8192;
+    int cluster = 1;
+    while (cluster < limits.max_cluster && static_cast<std::uint64_t>(cluster) * kBackwardSlice < cols) cluster *= 2;
+    if (cluster > 1 && limits.max_cluster >= 2) {
+      c.cluster = cluster;
+      c.block = std::min(512, max_block);
+    }
+  }
   return c;
 }
 

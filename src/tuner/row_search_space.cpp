@@ -11,10 +11,6 @@
 namespace kplay {
 namespace {
 
-// Vectors a thread for registers across a cluster: float32 softmax at 6 vectors of 4 and blocks
-// of 1024 takes all 64 registers a thread may have there (ptxas -v), and spills at 12.
-constexpr int kMaxClusterVectors = 8;
-
 // The candidates of one strategy and vector width, before any check: registers and shared from
 // the row length, online and cluster from the lists.
 std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, int vec, const TargetLimits& limits,
@@ -49,18 +45,8 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
           for (int block : {std::max(t, 128), std::max(t, 256)}) add(block, pt, t, 0, Grids::both);
         if (static_cast<std::uint64_t>(t) >= vecs) break;
       }
-      // Across a cluster (sm_90): rows longer than a block's registers hold, split over 2..16
-      // blocks of 512 or 1024 threads, each thread with the fewest vectors that hold its slice, up
-      // to kMaxClusterVectors (more spill at these block sizes), and no thread without one.
-      if (limits.max_cluster >= 2)
-        for (int cluster : s.clusters)
-          if (cluster >= 2 && cluster <= limits.max_cluster)
-            for (int block : {512, 1024}) {
-              if (block > limits.max_block) continue;
-              const std::uint64_t slice = (vecs + cluster - 1) / cluster;
-              const auto pt = static_cast<int>((slice + block - 1) / block);
-              if (slice >= static_cast<std::uint64_t>(block) && pt <= kMaxClusterVectors) add(block, pt, 0, cluster);
-            }
+      // Registers across a cluster (--cluster N) is not a candidate: at 4096x393216 float32 on
+      // the H200 it took twice the online kernel's time (docs/benchmarks.md, "Softmax").
       break;
     case RowStrategy::shared:
       for (int block : s.blocks) {
@@ -75,6 +61,13 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
         if (block == *std::min_element(s.blocks.begin(), s.blocks.end()) ||
             static_cast<std::uint64_t>(block) <= 2 * vecs)
           for (int pt : s.per_thread) add(block, pt, 0, 0);
+      // Across a cluster (sm_90): blocks of 512, two vectors a thread, each with a slice of the
+      // row of at least a chunk, so that the second pass finds its slice in L2 (measured for the
+      // backward, which reads g and y twice).
+      if (limits.max_cluster >= 2 && limits.max_block >= 512)
+        for (int cluster : s.clusters)
+          if (cluster >= 2 && cluster <= limits.max_cluster && vecs >= static_cast<std::uint64_t>(cluster) * 512 * 2)
+            add(512, 2, 0, cluster);
       break;
     case RowStrategy::cluster:
       if (limits.max_cluster < 2) break;  // CUDA sm_90 and newer
@@ -141,7 +134,7 @@ std::string RowSearchSpace::describe() const {
   os << " cluster=";
   for (int v : clusters) os << v << ',';
   os << " registers,cluster-grid=one-shot,grid-stride:1 (grid-stride cluster: 1 too, per-thread 1,2)"
-     << " registers-cluster=block 512,1024 up to 8 vectors";
+     << " online-cluster=block 512 per-thread 2";
   return os.str();
 }
 

@@ -41,8 +41,8 @@ struct SearchSpace {
 // `rows` rows of `cols` elements, whose main knob is how a row is held. registers and shared take
 // the threads per row (row_threads, a power of two) and the fewest vectors per thread that hold
 // the row; online and cluster take a block and vectors in flight from the lists; cluster, and
-// registers across a cluster, only where the device has clusters (cluster: in the sizes whose
-// slice fits its shared memory). Every candidate
+// online across a cluster (blocks of 512, two vectors a thread), only where the device has
+// clusters (cluster: in the sizes whose slice fits its shared memory). Every candidate
 // passes search_constraints(), resolve_config and row_launch_dims for these rows: a config that
 // cannot hold them is left out, not measured and failed.
 struct RowSearchSpace {

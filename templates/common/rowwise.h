@@ -30,6 +30,9 @@
  *   1 with KP_CLUSTER > 1 (CUDA sm_90+): registers across a cluster, the row split into slices as
  *                for 4, each block's slice in its registers (KP_VPT vectors a thread): one read
  *                an element and no shared-memory pass, for rows longer than a block holds
+ *   3 with KP_CLUSTER > 1 (CUDA sm_90+): online across a cluster, a slice a block as for 4: the
+ *                rows in flight are a cluster's worth fewer, so that their slices stay in L2 for
+ *                the second pass (one read an element from memory, two from L2)
  *
  * Accuracy: the max (exact in the compute type), the sums and every result are in double (kp_acc)
  * and rounded once to the dtype. x - max is exact in double for float32 and narrower, the sums
@@ -663,6 +666,16 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
 #define KP_ROW_KERNEL KP_KERNEL
 #endif
 
+#if KP_ROW == 3
+/* The online kernel's chunks of a row of len elements: KP_VPT vectors a thread. Its second pass
+ * takes them last to first, so that what the first pass read last, the likeliest still in L2, is
+ * read first; split across a cluster (a slice a block), the slices of the rows in flight fit in
+ * L2 and the second pass reads them there, not from memory. */
+KP_FN unsigned kp_online_chunks(unsigned len) {
+  return (len + KP_VEC * KP_TPR * KP_VPT - 1) / (KP_VEC * KP_TPR * KP_VPT);
+}
+#endif
+
 /* Where the slots live: registers (an array the compiler keeps in registers: every index is a
  * constant after unrolling), shared memory (KP_ROW 2), or nowhere (online reads again). */
 #if KP_ROW == 1
@@ -951,7 +964,10 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
         for (int j = 0; j < KP_VPT; ++j)
           kp_vec_exp_sum(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
     }
-    const kp_acc mx = (kp_acc)kp_group_max_nan(red_mx, (KP_C)m, parity); /* m is a KP_C value */
+    kp_acc mx = (kp_acc)kp_group_max_nan(red_mx, (KP_C)m, parity); /* m is a KP_C value */
+#if KP_CLUSTER > 1
+    mx = kp_cluster_max(&cl_slot[parity], mx);
+#endif
     s.hi += (kp_acc)sf;
     if (s.hi != 0.0) {
       const kp_acc f = kp_term(m, mx KP_EXP_TAB_ARG);
@@ -960,6 +976,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
     m = mx;
     s = kp_group_sum(red_hi, red_lo, s, parity);
+#if KP_CLUSTER > 1
+    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], s);
+#endif
 #elif KP_ROW == 4 && KP_PREFETCH
     KP_LOCAL_PTR kp_raw* stg = kp_slice + parity * stage_vecs;
     kp_bar_wait(bar0 + 8 * parity, (iter >> 1) & 1u);
@@ -1041,7 +1060,8 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     const kp_row_k rk = kp_row_constants(m, s);
     /* ---- the results ---- */
 #if KP_ROW == 3
-    for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
+    for (unsigned c = kp_online_chunks(len); c > 0; --c) {
+      const unsigned base = (c - 1) * (KP_TPR * KP_VPT);
       kp_vec xs[KP_VPT];
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (unsigned)j * KP_TPR + t, len, aligned);
@@ -1095,6 +1115,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       for (int j = 0; j < KP_VPT; ++j) kp_vec_terms(gs[j], ys[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), &s);
     }
     s = kp_group_sum(red_hi, red_lo, s, parity);
+#if KP_CLUSTER > 1
+    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], s);
+#endif
 #elif KP_ROW == 4 && KP_PREFETCH
     KP_LOCAL_PTR kp_raw* stg = kp_slice + parity * stage_vecs;
     KP_LOCAL_PTR kp_raw* stg_y = stg + part_vecs;
@@ -1160,7 +1183,8 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       s.hi = v;
     }
 #if KP_ROW == 3
-    for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
+    for (unsigned c = kp_online_chunks(len); c > 0; --c) {
+      const unsigned base = (c - 1) * (KP_TPR * KP_VPT);
       kp_vec gs[KP_VPT], ys[KP_VPT];
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
