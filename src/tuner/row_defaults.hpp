@@ -1,7 +1,10 @@
 // The default config of a row kernel (the softmax family) on a device no tuning covers, from the
 // row length and direction: the whole row in registers where it fits 4 vectors per thread of up
-// to 1024 threads, else the online two-pass kernel of 1024 threads, 4 vectors in flight each,
-// which takes any row on any device. Vectors of 16 bytes. In registers:
+// to 1024 threads, else the online two-pass kernel, which takes any row on any device: forward,
+// 1024 threads with 4 vectors in flight each; backward, 2 vectors of g and y each (4 spill), and
+// where the device has clusters, across a cluster of blocks of 512 with slices of at most 8192
+// elements (up to its largest cluster), so that the second pass reads them from L2. Vectors of
+// 16 bytes. In registers:
 // - forward below float64 on CUDA, rows of up to two vectors a thread of 1024: two vectors a
 //   thread on a persistent grid (one wave; each group loads its next row before it reduces this
 //   one), short rows sharing a block of 128;
@@ -14,9 +17,12 @@
 // one-shot (where one vector a thread beat two or more: 53, 54, 51); bfloat16 the same way 77,
 // 76, 73 against 70, 62, 62 one-shot (one vector a thread at 128 columns, two from 1024).
 // Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one.
-// 4096x393216 online takes 58 (bfloat16 64) against the one-shot cluster kernel's best 45 (55) and
-// the pipelined one's 39 (50), though it reads each row twice. Clusters, pipelined or not, and
-// shared memory stay in the tuner's space.
+// 4096x393216 online takes 58 (bfloat16 64) against the one-shot cluster kernel's best 45 (55),
+// the pipelined one's 39 (50) and online across clusters of 4-16 blocks 42-53, though it reads
+// each row twice. Backward beyond registers: 4096x393216 float32 65 (bfloat16 53) across clusters
+// of 16, 8192x32768 float32 74 across clusters of 4, against 26, 24 and 25 for the one-block
+// online kernel at 4 vectors a thread. Clusters, pipelined or not, and shared memory stay in the
+// tuner's space.
 #pragma once
 #include <cstdint>
 
