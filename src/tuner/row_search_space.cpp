@@ -61,12 +61,12 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
         if (block == *std::min_element(s.blocks.begin(), s.blocks.end()) ||
             static_cast<std::uint64_t>(block) <= 2 * vecs)
           for (int pt : s.per_thread) add(block, pt, 0, 0);
-      // Across a cluster (sm_90): blocks of 512, two vectors a thread, each with a slice of the
-      // row of at least a chunk, so that the second pass finds its slice in L2 (measured for the
-      // backward, which reads g and y twice).
+      // Across a cluster (sm_90): blocks of 512, two vectors a thread, each block with a slice of
+      // at least a vector a thread, so that the second pass finds its slice in L2 (measured for
+      // the backward, which reads g and y twice; its default is one of these).
       if (limits.max_cluster >= 2 && limits.max_block >= 512)
         for (int cluster : s.clusters)
-          if (cluster >= 2 && cluster <= limits.max_cluster && vecs >= static_cast<std::uint64_t>(cluster) * 512 * 2)
+          if (cluster >= 2 && cluster <= limits.max_cluster && vecs >= static_cast<std::uint64_t>(cluster) * 512)
             add(512, 2, 0, cluster);
       break;
     case RowStrategy::cluster:
