@@ -48,7 +48,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     constexpr std::uint64_t kBackwardSlice = 8192;
     int cluster = 1;
     while (cluster < limits.max_cluster && static_cast<std::uint64_t>(cluster) * kBackwardSlice < cols) cluster *= 2;
-    if (cluster > 1 && limits.max_cluster >= 2) {
+    if (cluster > 1) {  // only where limits.max_cluster allows more than one block
       c.cluster = cluster;
       c.block = std::min(512, max_block);
     }
