@@ -83,6 +83,9 @@ struct KernelArgs {
   bool slope = false;
   DevicePtr weight;
   std::uint64_t inner = 1, channels = 1, seed = 0, counter = 0, parts = 1;
+  // Strided rows (a row kernel of codegen's Layout::strided): the kernel takes `inner`, the
+  // distance between a row's elements, after the pitches.
+  bool strided = false;
 };
 
 struct LaunchDims {

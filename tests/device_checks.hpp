@@ -9,6 +9,7 @@
 #include "check/problem.hpp"
 #include "device_fixture.hpp"
 #include "engine/engine.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay::test {
 
@@ -29,7 +30,9 @@ inline std::uint64_t& last_seed() {
 inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const KernelConfig& config, ProblemShape shape,
                               std::uint64_t* outputs = nullptr) {
   shape.seed = last_seed() = fresh_seed();
-  auto k = engine.prepare(spec, config);
+  // A row activation's problem with inner > 1 has strided rows, which take their own kernel.
+  const bool strided = resolve_activation(spec.activation).is_row() && shape.inner > 1;
+  auto k = engine.prepare(spec, config, strided ? Layout::strided : Layout::flat);
   const auto p = make_problem(engine.backend(), spec, shape);
   p->launch(engine, *k);
   engine.backend().synchronize();
@@ -44,6 +47,7 @@ inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const Kern
     INFO(::kplay::to_string(spec) << " | " << ::kplay::to_string(config) << " | n=" << (shape).n << " in+"        \
                                   << (shape).in_offset << " out+" << (shape).out_offset                           \
                                   << std::string((shape).in_place ? " in-place" : "") << " rows " << (shape).rows \
+                                  << " inner " << (shape).inner                                                   \
                                   << std::string((shape).two_tensors ? " two tensors" : "") << " pads "           \
                                   << (shape).pad_a << "/" << (shape).pad_b << "/" << (shape).pad_out << " seed "  \
                                   << ::kplay::test::last_seed() << " | " << kplay_stats.summary());               \

@@ -72,6 +72,33 @@ TEST_CASE("row API: bad arguments are refused with a message before any device w
         }).find("grad_in's row pitch 4") != std::string::npos);
 }
 
+TEST_CASE("row API: strided rows (a dim that is not the last) refuse bad shapes, pitches and overlaps") {
+  ErrorCode code{};
+  auto fwd = [&](std::int64_t ld_x, std::uintptr_t y, std::int64_t ld_y, std::int64_t outer, std::int64_t cols,
+                 std::int64_t inner) {
+    return error_of(
+        [&] {
+          softmax_forward_strided("softmax", Dtype::f32, fake(0x10000), ld_x, fake(y), ld_y, outer, cols, inner, kCuda);
+        },
+        &code);
+  };
+  CHECK(fwd(60, 0x90000, 60, 2, 4, 0).find("inner >= 1") != std::string::npos);
+  CHECK(code == ErrorCode::invalid_argument);
+  CHECK(fwd(60, 0x90000, 60, -2, 4, 15).find("outer must be >= 0") != std::string::npos);
+  // The pitch between outer blocks covers cols x inner elements.
+  CHECK(fwd(59, 0x90000, 60, 2, 4, 15).find("x's pitch between outer blocks 59 is below cols x inner = 60") !=
+        std::string::npos);
+  CHECK(fwd(60, 0x90000, 60, std::int64_t{1} << 40, 4, std::int64_t{1} << 40).find("overflows") != std::string::npos);
+  // y's blocks interleaved with x's: x's second block [0x10000 + 4 * 64, + 4 * 60) meets y's first.
+  CHECK(fwd(64, 0x10000 + 4 * 62, 64, 2, 4, 15).find("y overlaps x") != std::string::npos);
+  // Side by side in one buffer of pitch 120 (x the first 60 of each block, y the next): taken, so
+  // the call goes on to the device (none here), past the argument checks.
+  CHECK(fwd(120, 0x10000 + 4 * 60, 120, 2, 4, 15).find("overlaps") == std::string::npos);
+  CHECK(kplay_softmax_backward_strided(KPLAY_BACKEND_CUDA, "softmax", KPLAY_F32, fake(0x10000), 60, nullptr, 60,
+                                       fake(0x90000), 60, 2, 4, 15, nullptr) == KPLAY_ERROR_INVALID_ARGUMENT);
+  CHECK(last().find("grad_out is a null pointer") != std::string::npos);
+}
+
 TEST_CASE("row API: an output over an input is refused, side-by-side column slices are not") {
   // y one element into x: overlap. y exactly over x: overlap too (no in place for a row kernel).
   CHECK(kplay_softmax_forward(KPLAY_BACKEND_CUDA, "softmax", KPLAY_F32, fake(0x10000), 64, fake(0x10004), 64, 4, 64,

@@ -270,6 +270,46 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("strided rows: the default holds short rows in registers, longer ones online; other knobs refused") {
+  for (Dtype d : {Dtype::f32, Dtype::bf16})
+    for (Direction dir : {Direction::forward, Direction::backward}) {
+      const KernelSpec spec = row_spec("softmax", d, dir);
+      for (std::uint64_t cols : {1ull, 5ull, 13ull, 16ull, 17ull, 1000ull}) {
+        const KernelConfig c = strided_row_config(spec, cols);
+        INFO(cols << " columns: " << to_string(c));
+        CHECK(strided_config_problem(c).empty());
+        CHECK(c.row == (cols <= 16 ? RowStrategy::registers : RowStrategy::online));
+        if (c.row == RowStrategy::registers) CHECK(row_capacity(c) >= cols);
+        const KernelConfig r = resolve_config(spec, c, TargetLimits{});
+        CHECK_NOTHROW(row_launch_dims(spec, r, 3 * 7, cols, TargetLimits{}));
+        CHECK(render_kernel(spec, r, rt::dialect_of("opencl"), Layout::strided).source.find("#define KP_STRIDED 1") !=
+              std::string::npos);
+      }
+    }
+  const KernelSpec f = row_spec("softmax", Dtype::f32, Direction::forward);
+  const KernelConfig ok = strided_row_config(f, 100);
+  auto refused = [&](KernelConfig c, const char* knob) {
+    CHECK_THROWS_WITH_AS(render_kernel(f, c, rt::dialect_of("cuda"), Layout::strided), doctest::Contains(knob), Error);
+  };
+  KernelConfig c = ok;
+  c.vec = 4;
+  refused(c, "--vec 1");
+  c = ok;
+  c.row_threads = 32;
+  refused(c, "--row-threads 1");
+  c = ok;
+  c.row = RowStrategy::shared;
+  refused(c, "--row registers or online");
+  c = ok;
+  c.cluster = 4;
+  refused(c, "no cluster");
+  c = ok;
+  c.row = RowStrategy::registers;
+  c.per_thread = 16;
+  c.grid = GridPolicy::grid_stride;
+  refused(c, "one-shot");
+}
+
 namespace {
 // Every member, dtype and direction on `backend` against the row reference with its edge rows:
 // rows of one element, ragged rows (no multiple of any vector: misaligned row starts), a thousand,
@@ -415,9 +455,56 @@ void check_row_pipelined(const char* backend) {
             KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
           }
 }
+// Strided rows (softmax over a dimension that is not the last: [outer, cols, inner]) against the
+// row reference with its edge rows (every eighth row a kind, so each outer block holds several):
+// the strided default (registers for up to 16 columns, online beyond) and, for short rows, online
+// too; rows of one element, of 13 (registers, 16 a thread), 21 (online, inner a power of two) and
+// 300 (online over several chunks, inner 3: neighbouring rows share a warp's loads unevenly), with
+// an input and output offset off any vector. every_config false (PoCL): float32 in every member and
+// direction, the other dtypes in a member and direction each.
+void check_row_strided(const char* backend, bool every_config) {
+  rt::Backend* be = test::shared_backend(backend);
+  REQUIRE(be != nullptr);
+  Engine engine(*be);
+  struct Shape {
+    std::uint64_t outer, cols, inner;
+  };
+  const Shape shapes[] = {{4, 1, 7}, {3, 13, 35}, {2, 21, 64}, {2, 300, 3}};
+  for (const char* act : {"softmax", "log_softmax", "softmin"})
+    for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
+      for (Direction dir : {Direction::forward, Direction::backward}) {
+        if (!every_config && d != Dtype::f32) {
+          const bool picked = (d == Dtype::bf16 && std::string(act) == "softmax") ||
+                              (d == Dtype::f16 && std::string(act) == "log_softmax" && dir == Direction::backward) ||
+                              (d == Dtype::f64 && std::string(act) == "softmin" && dir == Direction::forward);
+          if (!picked) continue;
+        }
+        const KernelSpec spec = row_spec(act, d, dir);
+        for (const Shape& sh : shapes) {
+          std::vector<KernelConfig> configs{strided_row_config(spec, sh.cols)};
+          if (sh.cols <= 16) {
+            KernelConfig on = row_config(RowStrategy::online, 64, 2, 1);
+            on.row_threads = 1;
+            configs.push_back(on);
+          }
+          for (const KernelConfig& c : configs) {
+            ProblemShape ps;
+            ps.rows = sh.outer * sh.inner;
+            ps.inner = sh.inner;
+            ps.n = sh.outer * sh.cols * sh.inner;
+            ps.in_offset = 1;
+            ps.out_offset = 3;
+            KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
+          }
+        }
+      }
+}
 }  // namespace
 
 TEST_SUITE("cuda") {
+  TEST_CASE("CUDA: strided rows (a dim that is not the last), every member, dtype and direction") {
+    check_row_strided("cuda", true);
+  }
   TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows") { check_row_pipelined("cuda"); }
   TEST_CASE("CUDA: softmax, log_softmax and softmin in float32, every strategy and direction, with the edge rows") {
     check_row_family("cuda", true, FamilyPart::plain, {Dtype::f32});
@@ -448,6 +535,9 @@ TEST_SUITE("opencl") {
     check_row_family("opencl", false);
   }
   TEST_CASE("OpenCL: the persistent registers kernel, each group over several rows") { check_row_prefetch("opencl"); }
+  TEST_CASE("OpenCL: strided rows (a dim that is not the last), every member and direction") {
+    check_row_strided("opencl", false);
+  }
 
   TEST_CASE("OpenCL: row kernels on misaligned buffers and with scalar vectors") {
     rt::Backend* be = test::shared_backend("opencl");
@@ -467,7 +557,7 @@ TEST_SUITE("opencl") {
       }
   }
 
-  TEST_CASE("OpenCL: kplay run, check, emit and list take the row activations; bad --dim exits 2") {
+  TEST_CASE("OpenCL: kplay run, check, emit and list take the row activations, over any --dim; bad --dim exits 2") {
     test::CliResult r = test::run_cli(
         "run --backend opencl --act softmax,log_softmax,softmin --shape 16x3000 --repeat 1 --warmup 0 --no-db");
     INFO(r.output);
@@ -481,8 +571,29 @@ TEST_SUITE("opencl") {
     r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --dim 2 --no-db");
     CHECK(r.status == 2);
     CHECK(r.output.find("--dim 2") != std::string::npos);
-    r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --dim 0 --no-db");
+    // Another dimension: strided rows, checked like any (Softmax2d's channels of [N, C, H, W]).
+    r = test::run_cli(
+        "run --backend opencl --act softmax,log_softmax --shape 2x6x3x5 --dim 1 --no-db --repeat 1 --warmup 0");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("_st,") != std::string::npos);
+    CHECK(r.output.find("(strided: 15 apart)") != std::string::npos);
+    CHECK(r.output.find("verdict: FAIL") == std::string::npos);
+    r = test::run_cli(
+        "run --backend opencl --act softmin --direction backward --shape 6x7 --dim -2 --no-db --repeat 1 --warmup 0 "
+        "--row registers --per-thread 8");
+    CHECK(r.status == 0);
+    r = test::run_cli(
+        "bench --backend opencl --act log_softmax --direction backward --shape 2x6x3x5 --dim 1 --no-db --repeat 1 "
+        "--warmup 0");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("2x6x3x5@1") != std::string::npos);
+    CHECK(r.output.find("row-threads=1") != std::string::npos);
+    CHECK(r.output.find("WRONG OUTPUT") == std::string::npos);
+    r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --dim 0 --no-db --row online --vec 4");
     CHECK(r.status == 2);
+    CHECK(r.output.find("--vec 1") != std::string::npos);
     r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --dim -1 --no-db --repeat 1 --warmup 0");
     CHECK(r.status == 0);
     r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --row cluster --no-db");
@@ -552,6 +663,17 @@ TEST_SUITE("nvrtc") {
                 CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(r, t).bytes);
                 CHECK(ptx.find("barrier.cluster") != std::string::npos);
                 CHECK(ptx.find("ld.shared::cluster.f64") != std::string::npos);
+              }
+              if ((row == RowStrategy::registers || row == RowStrategy::online) && arch >= 90) {  // strided rows
+                KernelConfig s = row_config(row, 256, 4, 1);
+                s.row_threads = 1;
+                const RenderedKernel r =
+                    render_kernel(spec, resolve_config(spec, s, hopper), rt::dialect_of("cuda"), Layout::strided);
+                INFO(r.entry);
+                CHECK(r.entry.find("_st") != std::string::npos);
+                CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(r, t).bytes);
+                // Element by element: no vector loads.
+                CHECK(ptx.find("ld.global.v") == std::string::npos);
               }
             }
   }

@@ -81,6 +81,16 @@ kplay_status kplay_softmax_forward(kplay_backend backend, const char* activation
 kplay_status kplay_softmax_backward(kplay_backend backend, const char* activation, kplay_dtype dtype, const void* y,
                                     int64_t ld_y, const void* grad_out, int64_t ld_grad_out, void* grad_in,
                                     int64_t ld_grad_in, int64_t rows, int64_t cols, void* stream);
+/* The same over a dimension that is not the last (kplay::softmax_forward_strided): each operand
+ * [outer, cols, inner] with its pitch in elements between outer blocks, each of the outer x inner
+ * rows cols elements inner apart. */
+kplay_status kplay_softmax_forward_strided(kplay_backend backend, const char* activation, kplay_dtype dtype,
+                                           const void* x, int64_t ld_x, void* y, int64_t ld_y, int64_t outer,
+                                           int64_t cols, int64_t inner, void* stream);
+kplay_status kplay_softmax_backward_strided(kplay_backend backend, const char* activation, kplay_dtype dtype,
+                                            const void* y, int64_t ld_y, const void* grad_out, int64_t ld_grad_out,
+                                            void* grad_in, int64_t ld_grad_in, int64_t outer, int64_t cols,
+                                            int64_t inner, void* stream);
 
 /* PReLU and RReLU (see kplay::prelu_forward and kplay::rrelu_forward in kplay.hpp): prelu's weight
  * of `channels` elements (one per channel of dim 1, or one), `inner` elements per (sample,

@@ -118,6 +118,19 @@ void gated_backward_packed(const std::string& activation, Dtype dtype, const voi
 // Error(invalid_argument), and forward()/backward() refuse these names the same way.
 void softmax_forward(const std::string& activation, Dtype dtype, const void* x, std::int64_t ld_x, void* y,
                      std::int64_t ld_y, std::int64_t rows, std::int64_t cols, Stream stream = {});
+// The family over a dimension that is not the last, without a copy: each operand is [outer, cols,
+// inner] (e.g. a contiguous [N, C, H, W] over dim 1: outer N, cols C, inner H W, as Softmax2d takes
+// it) with its own pitch in elements between outer blocks (>= cols inner where outer > 1); each of
+// the outer x inner rows is cols elements inner apart. A thread a row, so that a warp reads
+// neighbouring rows together: one read of each element where cols <= 16, else two (the second from
+// the cache; docs/design.md, "Strided rows"). Not tuned: the config is the row kernel's strided
+// default. Otherwise as softmax_forward / softmax_backward (inner = 1 is their case).
+void softmax_forward_strided(const std::string& activation, Dtype dtype, const void* x, std::int64_t ld_x, void* y,
+                             std::int64_t ld_y, std::int64_t outer, std::int64_t cols, std::int64_t inner,
+                             Stream stream = {});
+void softmax_backward_strided(const std::string& activation, Dtype dtype, const void* y, std::int64_t ld_y,
+                              const void* grad_out, std::int64_t ld_grad_out, void* grad_in, std::int64_t ld_grad_in,
+                              std::int64_t outer, std::int64_t cols, std::int64_t inner, Stream stream = {});
 void softmax_backward(const std::string& activation, Dtype dtype, const void* y, std::int64_t ld_y,
                       const void* grad_out, std::int64_t ld_grad_out, void* grad_in, std::int64_t ld_grad_in,
                       std::int64_t rows, std::int64_t cols, Stream stream = {});

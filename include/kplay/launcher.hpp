@@ -58,6 +58,11 @@ class Launcher {
   void launch_rows(const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
                    std::int64_t ld_out, std::int64_t rows, std::int64_t cols, void* stream = nullptr,
                    PointerChecks checks = PointerChecks::full) const;
+  // The same over a dimension that is not the last: each operand [outer, cols, inner] with its
+  // pitch between outer blocks (kplay::softmax_forward_strided, kplay.hpp).
+  void launch_strided_rows(const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
+                           std::int64_t ld_out, std::int64_t outer, std::int64_t cols, std::int64_t inner,
+                           void* stream = nullptr, PointerChecks checks = PointerChecks::full) const;
 
   const KernelSpec& spec() const;
   Backend backend() const;

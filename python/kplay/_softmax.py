@@ -5,9 +5,13 @@ allows it.
 An array is read as rows along `dim` when that dimension has unit stride (or length 1) and the other
 dimensions fold, in order, into rows of one pitch: the last dimension of a contiguous array, a
 column slice x[:, a:b], a transposed matrix along its first dimension, the channels of a
-channels-last image. Every other layout raises InvalidArgumentError here (copy it first);
-kplay.torch's functions copy such tensors themselves. The output is allocated in the layout the
-kernel writes: contiguous with `dim` moved last, viewed back in the input's dimension order.
+channels-last image; the output is then allocated contiguous with `dim` moved last, viewed back in
+the input's dimension order. Else it is read as strided rows when the dimensions after `dim` fold
+into one contiguous block of `inner` elements, `dim` steps over such blocks, and the dimensions
+before it fold into outer blocks of one pitch: any other dim of a contiguous array ([N, C, H, W]
+over dim 1, as Softmax2d takes it); the output is then allocated contiguous like the input. Every
+other layout raises InvalidArgumentError here (copy it first); kplay.torch's functions copy such
+tensors themselves.
 """
 from __future__ import annotations
 
@@ -53,6 +57,33 @@ def row_layout(shape: Sequence[int], strides: Sequence[int], dim: int) -> Option
     return (rows, cols, pitch) if pitch >= cols else None
 
 
+def strided_layout(shape: Sequence[int], strides: Sequence[int], dim: int) -> Optional[Tuple[int, int, int, int]]:
+    """(outer, cols, pitch, inner) of an array read as strided rows along `dim` (normalized): the
+    dimensions after it fold, in order, into `inner` contiguous elements, its stride is inner, and
+    those before it fold into outer blocks of one pitch (>= cols * inner); None otherwise."""
+    if not shape:
+        return None
+    cols = shape[dim]
+    inner = math.prod(shape[dim + 1:])
+    expect = 1
+    for k in reversed(range(dim + 1, len(shape))):
+        if shape[k] != 1 and strides[k] != expect:
+            return None
+        expect *= shape[k]
+    if cols > 1 and strides[dim] != inner:
+        return None
+    span = cols * inner
+    lead = [(sh, st) for sh, st in zip(shape[:dim], strides[:dim]) if sh != 1]
+    outer = math.prod(shape[:dim])
+    if not lead:
+        return outer, cols, max(span, 1), inner
+    for (_, st), (sh_in, st_in) in zip(lead[:-1], lead[1:]):
+        if st != st_in * sh_in:
+            return None
+    pitch = lead[-1][1]
+    return (outer, cols, pitch, inner) if pitch >= span else None
+
+
 def moved_shape(shape: Sequence[int], dim: int) -> Tuple[int, ...]:
     """The shape with `dim` moved last: the layout of an output the kernel writes contiguously."""
     if not shape:
@@ -67,7 +98,9 @@ def move_back_order(ndim: int, dim: int) -> Tuple[int, ...]:
     return tuple(order)
 
 
-def _new_output(like: Any, shape: Tuple[int, ...], dim: int) -> Any:
+def _new_output(like: Any, shape: Tuple[int, ...], dim: int, strided: bool = False) -> Any:
+    if strided:  # strided rows: contiguous like the input
+        return empty(like, shape)
     out = empty(like, moved_shape(shape, dim))
     if len(shape) <= 1 or dim == len(shape) - 1:
         return out
@@ -75,28 +108,34 @@ def _new_output(like: Any, shape: Tuple[int, ...], dim: int) -> Any:
     return out.permute(*order) if hasattr(out, "permute") else out.transpose(order)
 
 
-def _layout_of(ref: Any, dim: int, name: str) -> Tuple[int, int, int]:
+def _layout_of(ref: Any, dim: int, name: str, inner: Optional[int] = None) -> Tuple[int, int, int, int]:
+    """(rows, cols, pitch, inner) of ref along dim: rows of contiguous elements (inner 1) where it
+    reads so, else strided rows (rows: outer blocks). inner: what the other operands have."""
     lay = row_layout(ref.shape, ref.strides, dim)
-    if lay is None:
+    got = (lay + (1,)) if lay is not None else strided_layout(ref.shape, ref.strides, dim)
+    if got is None:
         raise _bad(f"{name} (shape {ref.shape}, strides {ref.strides}) cannot be read as rows along dim {dim}: that "
-                   "dimension needs unit stride and the others must fold into rows of one pitch; copy it with dim "
-                   "last first (kplay.torch's functions do that for torch tensors)")
-    return lay
+                   "dimension needs unit stride and the others must fold into rows of one pitch, or the dimensions "
+                   "after it must be contiguous; copy it first (kplay.torch's functions do that for torch tensors)")
+    if inner is not None and got[3] != inner:
+        raise _bad(f"{name} (shape {ref.shape}, strides {ref.strides}) is not laid out as the other operands along dim "
+                   f"{dim}: they are {'strided rows' if inner > 1 else 'rows of contiguous elements'}")
+    return got
 
 
 def _forward(activation: str, x: Any, dim: int, out: Any, stream: Any) -> Any:
     xr = describe(x)
     d = normalize_dim(dim, len(xr.shape))
-    rows, cols, ld_x = _layout_of(xr, d, "x")
+    rows, cols, ld_x, inner = _layout_of(xr, d, "x")
     if out is None:
-        out = _new_output(x, tuple(xr.shape), d)
+        out = _new_output(x, tuple(xr.shape), d, inner > 1)
     orf = describe(out)
     _check_same(xr, orf, "x", "out")
-    _, _, ld_y = _layout_of(orf, d, "out")
-    if rows == 0 or cols == 0:
+    _, _, ld_y, _ = _layout_of(orf, d, "out", inner)
+    if rows == 0 or cols == 0 or inner == 0:
         return out  # nothing to compute (an empty array may have no buffer)
     _core.softmax_forward(activation, xr.dtype, xr.ptr, ld_x, orf.ptr, ld_y, rows, cols, xr.backend,
-                          _stream_for(xr, stream, "x"))
+                          _stream_for(xr, stream, "x"), inner)
     return out
 
 
@@ -104,17 +143,17 @@ def _backward(activation: str, grad_out: Any, y: Any, dim: int, grad_in: Any, st
     gr, yr = describe(grad_out), describe(y)
     _check_same(gr, yr, "grad_out", "y")
     d = normalize_dim(dim, len(yr.shape))
-    rows, cols, ld_g = _layout_of(gr, d, "grad_out")
-    _, _, ld_y = _layout_of(yr, d, "y")
+    rows, cols, ld_y, inner = _layout_of(yr, d, "y")
+    _, _, ld_g, _ = _layout_of(gr, d, "grad_out", inner)
     if grad_in is None:
-        grad_in = _new_output(y, tuple(yr.shape), d)
+        grad_in = _new_output(y, tuple(yr.shape), d, inner > 1)
     ir = describe(grad_in)
     _check_same(yr, ir, "y", "grad_in")
-    _, _, ld_i = _layout_of(ir, d, "grad_in")
-    if rows == 0 or cols == 0:
+    _, _, ld_i, _ = _layout_of(ir, d, "grad_in", inner)
+    if rows == 0 or cols == 0 or inner == 0:
         return grad_in
     _core.softmax_backward(activation, yr.dtype, yr.ptr, ld_y, gr.ptr, ld_g, ir.ptr, ld_i, rows, cols, yr.backend,
-                           _stream_for(gr, stream, "grad_out"))
+                           _stream_for(gr, stream, "grad_out"), inner)
     return grad_in
 
 

@@ -8,19 +8,22 @@ its backward is kplay's row kernel from y: y (g - sum(g y)), softmin y (sum(g y)
 g - exp(y) sum(g). There is no double backward (differentiating the backward raises).
 
 CUDA tensors run kplay's row kernel through a prepared kplay::Launcher on torch's current stream.
-An operand is read where it is when `dim` has unit stride and the other dimensions fold into rows of
-one pitch (kplay/_softmax.py: the last dimension of a contiguous tensor, a column slice, a
-channels-last image's channels); any other (softmax over dim 1 of a contiguous [N, C, H, W], as
-Softmax2d takes it; broadcast or gapped strides) is first copied with `dim` moved last, which costs
-an extra read and write of that operand. The output is contiguous with `dim` moved last, viewed in
-the input's dimension order (so the last dimension's output is contiguous), and the fake kernel
-gives torch.compile the same strides: no graph break. CPU tensors take torch's own softmax and its
+A contiguous input over a dim that is not the last (dim 1 of a contiguous [N, C, H, W], as
+Softmax2d takes it) is read where it is as strided rows, [outer, cols, inner], and its output is
+contiguous like it (a backward's gradient is made contiguous too). Otherwise an operand is read
+where it is when `dim` has unit stride and the other dimensions fold into rows of one pitch
+(kplay/_softmax.py: the last dimension of a contiguous tensor, a column slice, a channels-last
+image's channels); any other (broadcast or gapped strides) is first copied with `dim` moved last,
+which costs an extra read and write of that operand, and the output is contiguous with `dim` moved
+last, viewed in the input's dimension order. The fake kernel gives torch.compile the same strides:
+no graph break. CPU tensors take torch's own softmax and its
 backward ops (kplay/_torch_cpu.py's policy): a model after replace_activations runs on the CPU with
 torch's outputs and gradients. Tensors are float32, float16, bfloat16 or float64.
 """
 from __future__ import annotations
 
 import atexit
+import math
 import sys
 from typing import Any, Callable, Dict, Tuple
 
@@ -56,8 +59,22 @@ def _dim(t: Tensor, dim: int) -> int:
     return normalize_dim(dim, t.dim())
 
 
+def _strided(t: Tensor, dim: int) -> bool:
+    """Whether a softmax along dim of t takes strided rows: t contiguous and dim not its last."""
+    return t.dim() > 1 and dim != t.dim() - 1 and t.is_contiguous()
+
+
+def _strided_layout(t: Tensor, dim: int) -> Tuple[int, int, int, int]:
+    """(outer, cols, pitch, inner) of a contiguous t along dim: [outer, cols, inner]."""
+    outer, inner = math.prod(t.shape[:dim]), math.prod(t.shape[dim + 1:])
+    return outer, t.shape[dim], max(t.shape[dim] * inner, 1), inner
+
+
 def _output(like: Tensor, dim: int) -> Tensor:
-    """A tensor of like's shape in the layout the kernel writes: contiguous with dim moved last."""
+    """A tensor of like's shape in the layout the kernel writes: contiguous where like takes strided
+    rows, else contiguous with dim moved last, viewed in like's dimension order."""
+    if _strided(like, dim):
+        return torch.empty_like(like, memory_format=torch.contiguous_format)
     out = like.new_empty(moved_shape(tuple(like.shape), dim))
     if like.dim() <= 1 or dim == like.dim() - 1:
         return out
@@ -105,7 +122,12 @@ if not EXTENSION_OPS:
         _check_cuda(x, "x")
         d = _dim(x, dim)
         out = _output(x, d)
-        if x.numel():
+        if x.numel() and _strided(x, d):
+            outer, cols, ld, inner = _strided_layout(x, d)
+            device = x.get_device()
+            _launcher(activation, code, device, False).launch_rows(x.data_ptr(), ld, 0, ld, out.data_ptr(), ld, outer,
+                                                                   cols, _raw_stream(device), True, inner)
+        elif x.numel():
             x, rows, cols, ld_x = _rows(x, d)
             _, _, ld_y = row_layout(tuple(out.shape), tuple(out.stride()), d)
             device = x.get_device()
@@ -131,7 +153,14 @@ if not EXTENSION_OPS:
             raise _core.InvalidArgumentError(f"grad is on {grad.device} but y on {y.device}")
         d = _dim(y, dim)
         out = _output(y, d)
-        if y.numel():
+        if y.numel() and _strided(y, d):
+            outer, cols, ld, inner = _strided_layout(y, d)
+            grad = grad.contiguous()  # the gradient in y's layout: a copy only where it is not
+            device = y.get_device()
+            _launcher(activation, code, device, True).launch_rows(grad.data_ptr(), ld, y.data_ptr(), ld,
+                                                                  out.data_ptr(), ld, outer, cols,
+                                                                  _raw_stream(device), True, inner)
+        elif y.numel():
             grad, rows, cols, ld_g = _rows(grad, d)
             y, _, _, ld_y = _rows(y, d)
             _, _, ld_o = row_layout(tuple(out.shape), tuple(out.stride()), d)
@@ -162,9 +191,10 @@ if not EXTENSION_OPS:
 
 # ---- CPU: torch's own computation -------------------------------------------------------------
 
-def _as_fake(t: Tensor, d: int) -> Tensor:
-    """t in the layout the fake kernel promises (compiled graphs rely on it)."""
-    out = _output(t, d)
+def _as_fake(t: Tensor, like: Tensor, d: int) -> Tensor:
+    """t, the result for input `like`, in the layout the fake kernel promises for it (compiled graphs
+    rely on it)."""
+    out = _output(like, d)
     return t if out.stride() == t.stride() else out.copy_(t)
 
 
@@ -173,8 +203,8 @@ def _cpu_softmax(x: Tensor, dim: int, activation: str) -> Tensor:
     _code(x, "x")
     d = _dim(x, dim)
     if activation == "log_softmax":
-        return _as_fake(A._log_softmax(x, d, False), d)
-    return _as_fake(A._softmax(A.neg(x) if activation == "softmin" else x, d, False), d)
+        return _as_fake(A._log_softmax(x, d, False), x, d)
+    return _as_fake(A._softmax(A.neg(x) if activation == "softmin" else x, d, False), x, d)
 
 
 def _cpu_softmax_backward(grad: Tensor, y: Tensor, dim: int, activation: str) -> Tensor:
@@ -183,9 +213,9 @@ def _cpu_softmax_backward(grad: Tensor, y: Tensor, dim: int, activation: str) ->
     _check_grad(grad, y)
     d = _dim(y, dim)
     if activation == "log_softmax":
-        return _as_fake(A._log_softmax_backward_data(grad, y, d, y.dtype), d)
+        return _as_fake(A._log_softmax_backward_data(grad, y, d, y.dtype), y, d)
     g = A._softmax_backward_data(grad, y, d, y.dtype)
-    return _as_fake(A.neg(g) if activation == "softmin" else g, d)  # softmin(x) = softmax(-x): the chain rule's -1
+    return _as_fake(A.neg(g) if activation == "softmin" else g, y, d)  # softmin(x) = softmax(-x): the chain rule's -1
 
 
 torch.library.register_kernel("kplay::softmax", "cpu", _cpu_softmax)

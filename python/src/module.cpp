@@ -253,10 +253,10 @@ const KplayTorchBridge torch_bridge = {
     },
     // The softmax family, on CUDA.
     [](const void* launcher, const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
-       std::int64_t ld_out, std::int64_t rows, std::int64_t cols, void* stream, const char** msg) {
+       std::int64_t ld_out, std::int64_t outer, std::int64_t cols, std::int64_t inner, void* stream, const char** msg) {
       return bridged(msg, [&] {
-        static_cast<const kplay::Launcher*>(launcher)->launch_rows(in, ld_in, in1, ld_in1, out, ld_out, rows, cols,
-                                                                   stream, kplay::PointerChecks::vouched);
+        static_cast<const kplay::Launcher*>(launcher)->launch_strided_rows(
+            in, ld_in, in1, ld_in1, out, ld_out, outer, cols, inner, stream, kplay::PointerChecks::vouched);
       });
     },
 };
@@ -334,27 +334,30 @@ NB_MODULE(_core, m) {
       "activation"_a, "dtype"_a, "grad_out_ptr"_a, "saved_ptr"_a, "saved_output"_a, "ld_in"_a, "grad_in_ptr"_a,
       "ld_out"_a, "rows"_a, "cols"_a, "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
 
-  // The softmax family over rows (kplay::softmax_forward/backward): rows x cols, each operand a
-  // pointer (CUDA) or cl_mem (OpenCL) and its row pitch in elements; backward from the saved output.
+  // The softmax family over rows (kplay::softmax_forward/backward_strided): each operand [rows,
+  // cols, inner] (inner 1, the default: rows of cols contiguous elements), a pointer (CUDA) or cl_mem
+  // (OpenCL) and its pitch in elements between those rows (outer blocks); backward from the saved
+  // output.
   m.def(
       "softmax_forward",
       [](const std::string& act, int dtype, std::uintptr_t x, std::int64_t ld_x, std::uintptr_t y, std::int64_t ld_y,
-         std::int64_t rows, std::int64_t cols, int backend, std::uintptr_t stream) {
-        kplay::softmax_forward(act, dtype_from_code(dtype), as_ptr(x), ld_x, as_mut(y), ld_y, rows, cols,
-                               make_stream(backend, stream));
+         std::int64_t rows, std::int64_t cols, int backend, std::uintptr_t stream, std::int64_t inner) {
+        kplay::softmax_forward_strided(act, dtype_from_code(dtype), as_ptr(x), ld_x, as_mut(y), ld_y, rows, cols, inner,
+                                       make_stream(backend, stream));
       },
       "activation"_a, "dtype"_a, "x_ptr"_a, "ld_x"_a, "y_ptr"_a, "ld_y"_a, "rows"_a, "cols"_a, "backend"_a, "stream"_a,
-      nb::call_guard<nb::gil_scoped_release>());
+      "inner"_a = 1, nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "softmax_backward",
       [](const std::string& act, int dtype, std::uintptr_t y, std::int64_t ld_y, std::uintptr_t g, std::int64_t ld_g,
          std::uintptr_t grad_in, std::int64_t ld_grad_in, std::int64_t rows, std::int64_t cols, int backend,
-         std::uintptr_t stream) {
-        kplay::softmax_backward(act, dtype_from_code(dtype), as_ptr(y), ld_y, as_ptr(g), ld_g, as_mut(grad_in),
-                                ld_grad_in, rows, cols, make_stream(backend, stream));
+         std::uintptr_t stream, std::int64_t inner) {
+        kplay::softmax_backward_strided(act, dtype_from_code(dtype), as_ptr(y), ld_y, as_ptr(g), ld_g, as_mut(grad_in),
+                                        ld_grad_in, rows, cols, inner, make_stream(backend, stream));
       },
       "activation"_a, "dtype"_a, "y_ptr"_a, "ld_y"_a, "grad_out_ptr"_a, "ld_grad_out"_a, "grad_in_ptr"_a,
-      "ld_grad_in"_a, "rows"_a, "cols"_a, "backend"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>());
+      "ld_grad_in"_a, "rows"_a, "cols"_a, "backend"_a, "stream"_a, "inner"_a = 1,
+      nb::call_guard<nb::gil_scoped_release>());
 
   // Gated activations (kplay::gated_forward/backward): out = act(a) * b over rows x d, each operand
   // a pointer (CUDA) or cl_mem (OpenCL), an offset and a row pitch in elements. The [rows, 2d]
@@ -505,18 +508,19 @@ NB_MODULE(_core, m) {
           "b_offset"_a, "ld_b"_a, "grad_a_ptr"_a, "grad_a_offset"_a, "ld_grad_a"_a, "grad_b_ptr"_a, "grad_b_offset"_a,
           "ld_grad_b"_a, "rows"_a, "d"_a, "stream"_a, "vouched"_a = false, nb::call_guard<nb::gil_scoped_release>())
       // A row activation's launcher (softmax, log_softmax, softmin): forward in = x, out = y;
-      // backward in = grad_out, in1 = y (saved output), out = grad_in; each with its row pitch.
+      // backward in = grad_out, in1 = y (saved output), out = grad_in; each with its pitch between
+      // rows (inner > 1: each operand [rows, cols, inner], the rows' elements inner apart).
       .def(
           "launch_rows",
           [](const kplay::Launcher& l, std::uintptr_t in, std::int64_t ld_in, std::uintptr_t in1, std::int64_t ld_in1,
              std::uintptr_t out, std::int64_t ld_out, std::int64_t rows, std::int64_t cols, std::uintptr_t stream,
-             bool vouched) {
-            l.launch_rows(as_ptr(in), ld_in, as_ptr(in1), ld_in1, as_mut(out), ld_out, rows, cols,
-                          reinterpret_cast<void*>(stream),
-                          vouched ? kplay::PointerChecks::vouched : kplay::PointerChecks::full);
+             bool vouched, std::int64_t inner) {
+            l.launch_strided_rows(as_ptr(in), ld_in, as_ptr(in1), ld_in1, as_mut(out), ld_out, rows, cols, inner,
+                                  reinterpret_cast<void*>(stream),
+                                  vouched ? kplay::PointerChecks::vouched : kplay::PointerChecks::full);
           },
           "in_ptr"_a, "ld_in"_a, "in1_ptr"_a, "ld_in1"_a, "out_ptr"_a, "ld_out"_a, "rows"_a, "cols"_a, "stream"_a,
-          "vouched"_a = false, nb::call_guard<nb::gil_scoped_release>())
+          "vouched"_a = false, "inner"_a = 1, nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("activation", [](const kplay::Launcher& l) { return l.spec().activation; })
       .def_prop_ro("device", &kplay::Launcher::device);
 

@@ -12,7 +12,7 @@
 
 #define KPLAY_TORCH_BRIDGE_NAME "kplay._core.torch_bridge"
 // Bumped whenever the table below changes; _torch_ops refuses a table of another version.
-#define KPLAY_TORCH_BRIDGE_VERSION 4
+#define KPLAY_TORCH_BRIDGE_VERSION 5
 
 struct KplayTorchBridge {
   int version;
@@ -63,11 +63,12 @@ struct KplayTorchBridge {
                        std::uint64_t seed, std::uint64_t offset, void* stream, const char** message);
   int (*rrelu_backward)(int dtype, const void* grad_out, const void* in, void* grad_in, std::int64_t n, double lower,
                         double upper, std::uint64_t seed, std::uint64_t offset, void* stream, const char** message);
-  // The softmax family (kplay::Launcher::launch_rows of a launcher from launcher_cuda made for
-  // softmax, log_softmax or softmin, backward with saved_output): rows x cols, each operand a CUDA
-  // pointer and its row pitch in elements; vouched pointer checks (overlap and pitches still run).
-  // Forward: in = x, out = y; backward: in = grad, in1 = y, out = grad_in.
+  // The softmax family (kplay::Launcher::launch_strided_rows of a launcher from launcher_cuda made
+  // for softmax, log_softmax or softmin, backward with saved_output): each operand [outer, cols,
+  // inner] (inner 1: outer rows of cols contiguous elements), a CUDA pointer and its pitch between
+  // outer blocks in elements; vouched pointer checks (overlap and pitches still run). Forward:
+  // in = x, out = y; backward: in = grad, in1 = y, out = grad_in.
   int (*launch_rows)(const void* launcher, const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1,
-                     void* out, std::int64_t ld_out, std::int64_t rows, std::int64_t cols, void* stream,
-                     const char** message);
+                     void* out, std::int64_t ld_out, std::int64_t outer, std::int64_t cols, std::int64_t inner,
+                     void* stream, const char** message);
 };

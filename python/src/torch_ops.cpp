@@ -1079,11 +1079,14 @@ TORCH_LIBRARY_IMPL(kplay, Autograd, m) {
 //   kplay::softmax(Tensor x, int dim, str activation) -> Tensor
 //   kplay::softmax_backward(Tensor grad, Tensor y, int dim, str activation) -> Tensor
 //
-// activation: softmax, log_softmax or softmin, run by kplay's row kernel along `dim`. An operand is
-// read where it is when `dim` has unit stride and the other dimensions fold, in order, into rows
-// of one pitch; else it is copied with `dim` moved last first (an extra read and write). Outputs
-// are contiguous with `dim` moved last, viewed in the input's dimension order; the Meta kernels
-// give the same strides. Autograd saves the output, as torch does.
+// activation: softmax, log_softmax or softmin, run by kplay's row kernel along `dim`. A contiguous
+// input over a dim that is not the last ([N, C, H, W] over dim 1, as Softmax2d takes it) is read
+// where it is as strided rows, [outer, cols, inner], and its output is contiguous like it (other
+// operands of such a backward are made contiguous). Otherwise an operand is read where it is when
+// `dim` has unit stride and the other dimensions fold, in order, into rows of one pitch, else it
+// is copied with `dim` moved last first (an extra read and write), and the output is contiguous
+// with `dim` moved last, viewed in the input's dimension order. The Meta kernels give the same
+// strides. Autograd saves the output, as torch does.
 
 namespace {
 
@@ -1100,9 +1103,16 @@ std::int64_t row_dim(std::int64_t ndim, std::int64_t dim) {
   return dim < 0 ? dim + n : dim;
 }
 
-// A tensor of like's shape, contiguous with dim moved last, viewed in like's dimension order.
+// Whether a softmax along dim of t takes strided rows: t contiguous and dim not its last.
+bool strided_rows(const at::Tensor& t, std::int64_t dim) {
+  return t.dim() > 1 && dim != t.dim() - 1 && t.is_contiguous();
+}
+
+// A tensor of like's shape: contiguous where like takes strided rows, else contiguous with dim
+// moved last, viewed in like's dimension order.
 at::Tensor row_output(const at::Tensor& like, std::int64_t dim) {
   if (like.dim() == 0) return at::empty_symint({}, like.options());
+  if (strided_rows(like, dim)) return at::empty_symint(like.sym_sizes(), like.options());
   c10::SymDimVector moved;
   for (std::int64_t k = 0; k < like.dim(); ++k)
     if (k != dim) moved.push_back(like.sym_size(k));
@@ -1110,9 +1120,21 @@ at::Tensor row_output(const at::Tensor& like, std::int64_t dim) {
   return at::empty_symint(moved, like.options()).movedim(-1, dim);
 }
 
+// rows of cols elements, pitch apart; inner > 1: strided rows, each operand [rows, cols, inner].
 struct RowLayout {
-  std::int64_t rows = 1, cols = 1, pitch = 1;
+  std::int64_t rows = 1, cols = 1, pitch = 1, inner = 1;
 };
+
+// The strided rows of a contiguous tensor along dim: [outer, cols, inner].
+RowLayout strided_layout(const at::Tensor& t, std::int64_t dim) {
+  RowLayout l;
+  l.cols = t.size(dim);
+  l.rows = 1;
+  for (std::int64_t k = 0; k < dim; ++k) l.rows *= t.size(k);
+  for (std::int64_t k = dim + 1; k < t.dim(); ++k) l.inner *= t.size(k);
+  l.pitch = std::max<std::int64_t>(l.cols * l.inner, 1);
+  return l;
+}
 
 // rows x cols with a row pitch along dim, as kplay/_softmax.py's row_layout; nullopt where dim
 // has no unit stride or the other dimensions do not fold, in order, into rows of one pitch.
@@ -1145,7 +1167,9 @@ std::pair<at::Tensor, RowLayout> rows_of(const at::Tensor& t, std::int64_t dim) 
 void launch_rows(const void* l, const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
                  std::int64_t ld_out, const RowLayout& shape, void* stream) {
   const char* message = nullptr;
-  check(bridge->launch_rows(l, in, ld_in, in1, ld_in1, out, ld_out, shape.rows, shape.cols, stream, &message), message);
+  check(bridge->launch_rows(l, in, ld_in, in1, ld_in1, out, ld_out, shape.rows, shape.cols, shape.inner, stream,
+                            &message),
+        message);
 }
 
 at::Tensor softmax_cuda(const at::Tensor& x_in, std::int64_t dim, c10::string_view activation) {
@@ -1155,6 +1179,13 @@ at::Tensor softmax_cuda(const at::Tensor& x_in, std::int64_t dim, c10::string_vi
   const std::int64_t d = row_dim(x_in.dim(), dim);
   at::Tensor out = row_output(x_in, d);
   if (x_in.numel() == 0) return out;
+  if (strided_rows(x_in, d)) {
+    const RowLayout s = strided_layout(x_in, d);
+    const c10::DeviceIndex device = x_in.device().index();
+    launch_rows(launcher(activation_entry(activation), slot, forward_kind, device), x_in.const_data_ptr(), s.pitch,
+                nullptr, s.pitch, out.data_ptr(), s.pitch, s, current_stream(device));
+    return out;
+  }
   const auto [x, shape] = rows_of(x_in, d);
   const c10::DeviceIndex device = x.device().index();
   launch_rows(launcher(activation_entry(activation), slot, forward_kind, device), x.const_data_ptr(), shape.pitch,
@@ -1181,6 +1212,14 @@ at::Tensor softmax_backward_cuda(const at::Tensor& grad_in, const at::Tensor& y_
   const std::int64_t d = row_dim(y_in.dim(), dim);
   at::Tensor out = row_output(y_in, d);
   if (y_in.numel() == 0) return out;
+  if (strided_rows(y_in, d)) {
+    const RowLayout s = strided_layout(y_in, d);
+    const at::Tensor g = grad_in.contiguous();  // the gradient in y's layout: a copy only where it is not
+    const c10::DeviceIndex device = y_in.device().index();
+    launch_rows(launcher(activation_entry(activation), slot, backward_from_output, device), g.const_data_ptr(), s.pitch,
+                y_in.const_data_ptr(), s.pitch, out.data_ptr(), s.pitch, s, current_stream(device));
+    return out;
+  }
   const auto [g, shape] = rows_of(grad_in, d);
   const auto [y, y_shape] = rows_of(y_in, d);
   const c10::DeviceIndex device = y.device().index();

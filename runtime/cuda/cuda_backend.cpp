@@ -258,6 +258,7 @@ class CudaBackend : public Backend {
       params[count++] = &ld_out1;
       params[count++] = &ld2;
     }
+    if (a.strided) params[count++] = &inner;
     if (a.scaled) {
       params[count++] = &scale_ptr;
       params[count++] = &scale;

@@ -148,6 +148,7 @@ class OpenClBackend : public Backend {
       add({{sizeof out1, &out1}, {sizeof out1_off, &out1_off}, {sizeof in2, &in2}, {sizeof in2_off, &in2_off}});
     add({{sizeof rows, &rows}, {sizeof cols, &cols}, {sizeof ld_out, &ld_out}, {sizeof ld0, &ld0}, {sizeof ld1, &ld1}});
     if (a.gated_backward) add({{sizeof ld_out1, &ld_out1}, {sizeof ld2, &ld2}});
+    if (a.strided) add({{sizeof inner, &inner}});
     if (a.slope)
       add({{sizeof weight, &weight},
            {sizeof weight_off, &weight_off},

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 
 #include "device_registry.hpp"
 #include "gated_call.hpp"
@@ -213,7 +214,8 @@ void run_rows(const api::RowCall& call, Stream stream) {
   }
   if (call.rows == 0 || call.cols == 0) return;  // checked, nothing to do
   const auto rows = static_cast<std::uint64_t>(call.rows), cols = static_cast<std::uint64_t>(call.cols);
-  auto kernel = de->row_kernel_for_launch(call.spec, rows, cols, stream.backend, queue);
+  auto kernel =
+      de->row_kernel_for_launch(call.spec, rows, cols, stream.backend, queue, static_cast<std::uint64_t>(call.inner));
   de->engine().launch(*kernel, api::row_kernel_args(call), queue);
 }
 }  // namespace
@@ -239,6 +241,44 @@ void softmax_backward(const std::string& activation, Dtype dtype, const void* y,
   c.out = {grad_in, ld_grad_in};
   c.rows = rows;
   c.cols = cols;
+  run_rows(c, stream);
+}
+
+namespace {
+std::int64_t strided_rows(std::int64_t outer, std::int64_t inner) {
+  if (outer < 0 || inner < 1)
+    throw Error(ErrorCode::invalid_argument, "strided rows: outer must be >= 0 and inner >= 1 (got " +
+                                                 std::to_string(outer) + " and " + std::to_string(inner) + ")");
+  if (outer > 0 && inner > std::numeric_limits<std::int64_t>::max() / outer)
+    throw Error(ErrorCode::invalid_argument, "strided rows: outer x inner overflows");
+  return outer * inner;
+}
+}  // namespace
+
+void softmax_forward_strided(const std::string& activation, Dtype dtype, const void* x, std::int64_t ld_x, void* y,
+                             std::int64_t ld_y, std::int64_t outer, std::int64_t cols, std::int64_t inner,
+                             Stream stream) {
+  api::RowCall c;
+  c.spec = api::row_spec(activation, dtype, Direction::forward);
+  c.in[0] = {x, ld_x};
+  c.out = {y, ld_y};
+  c.rows = strided_rows(outer, inner);
+  c.cols = cols;
+  c.inner = inner;
+  run_rows(c, stream);
+}
+
+void softmax_backward_strided(const std::string& activation, Dtype dtype, const void* y, std::int64_t ld_y,
+                              const void* grad_out, std::int64_t ld_grad_out, void* grad_in, std::int64_t ld_grad_in,
+                              std::int64_t outer, std::int64_t cols, std::int64_t inner, Stream stream) {
+  api::RowCall c;
+  c.spec = api::row_spec(activation, dtype, Direction::backward);
+  c.in[0] = {grad_out, ld_grad_out};
+  c.in[1] = {y, ld_y};
+  c.out = {grad_in, ld_grad_in};
+  c.rows = strided_rows(outer, inner);
+  c.cols = cols;
+  c.inner = inner;
   run_rows(c, stream);
 }
 

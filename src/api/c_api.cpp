@@ -236,6 +236,25 @@ kplay_status kplay_softmax_backward(kplay_backend backend, const char* activatio
   });
 }
 
+kplay_status kplay_softmax_forward_strided(kplay_backend backend, const char* activation, kplay_dtype dtype,
+                                           const void* x, int64_t ld_x, void* y, int64_t ld_y, int64_t outer,
+                                           int64_t cols, int64_t inner, void* stream) {
+  return guarded([&] {
+    kplay::softmax_forward_strided(name_of(activation), dtype_of(dtype), x, ld_x, y, ld_y, outer, cols, inner,
+                                   stream_of(backend, stream));
+  });
+}
+
+kplay_status kplay_softmax_backward_strided(kplay_backend backend, const char* activation, kplay_dtype dtype,
+                                            const void* y, int64_t ld_y, const void* grad_out, int64_t ld_grad_out,
+                                            void* grad_in, int64_t ld_grad_in, int64_t outer, int64_t cols,
+                                            int64_t inner, void* stream) {
+  return guarded([&] {
+    kplay::softmax_backward_strided(name_of(activation), dtype_of(dtype), y, ld_y, grad_out, ld_grad_out, grad_in,
+                                    ld_grad_in, outer, cols, inner, stream_of(backend, stream));
+  });
+}
+
 int kplay_supports_saved_output(const char* activation) {
   try {
     return activation && kplay::supports_saved_output(activation) ? 1 : 0;

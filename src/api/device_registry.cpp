@@ -5,6 +5,7 @@
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
+#include "tuner/row_defaults.hpp"
 
 namespace kplay::api {
 namespace {
@@ -71,8 +72,10 @@ std::shared_ptr<const PreparedKernel> DeviceEngine::kernel_for_launch(const Kern
 
 std::shared_ptr<const PreparedKernel> DeviceEngine::row_kernel_for_launch(const KernelSpec& spec, std::uint64_t rows,
                                                                           std::uint64_t cols, Backend backend,
-                                                                          void* queue) {
-  const std::string key = kernel_key(spec, rows * cols) + "x" + std::to_string(cols);
+                                                                          void* queue, std::uint64_t inner) {
+  const bool strided = inner > 1;
+  const std::string key = strided ? kernel_key(spec, 0) + "strided" + std::to_string(cols)
+                                  : kernel_key(spec, rows * cols) + "x" + std::to_string(cols);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = kernels_.find(key);
@@ -83,8 +86,8 @@ std::shared_ptr<const PreparedKernel> DeviceEngine::row_kernel_for_launch(const 
                 "kplay: '" + to_string(spec) + "' for rows of " + std::to_string(cols) +
                     " elements is not compiled yet and the stream is being captured into a CUDA graph; call it "
                     "once with the same activation, dtype and shape before the capture (warm-up)");
-  const ConfigChoice choice = choose_row_config(db_, *engine_, spec, rows, cols);
-  auto k = engine_->prepare(spec, choice.config);
+  auto k = strided ? engine_->prepare(spec, strided_row_config(spec, cols), Layout::strided)
+                   : engine_->prepare(spec, choose_row_config(db_, *engine_, spec, rows, cols).config);
   std::lock_guard<std::mutex> lock(mutex_);
   kernels_.emplace(key, k);
   return k;

@@ -29,9 +29,11 @@ class DeviceEngine {
                                                           void* queue);
   // A row activation's kernel for `rows` rows of `cols` elements (tuner/config_lookup.hpp's
   // choose_row_config), remembered per (spec, size bucket, cols); on a capturing CUDA stream a
-  // first use refuses as kernel_for_launch does.
+  // first use refuses as kernel_for_launch does. inner > 1: strided rows (elements inner apart),
+  // the kernel of tuner/row_defaults.hpp's strided_row_config, remembered per (spec, cols).
   std::shared_ptr<const PreparedKernel> row_kernel_for_launch(const KernelSpec& spec, std::uint64_t rows,
-                                                              std::uint64_t cols, Backend backend, void* queue);
+                                                              std::uint64_t cols, Backend backend, void* queue,
+                                                              std::uint64_t inner = 1);
 
  private:
   std::unique_ptr<rt::Backend> backend_;

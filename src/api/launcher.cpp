@@ -2,6 +2,7 @@
 // a launch is a size-bucket lookup in a small cache, then the backend's launch.
 #include "kplay/launcher.hpp"
 
+#include <limits>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -145,17 +146,28 @@ void Launcher::launch_gated_backward(GatedIn grad_out, GatedIn a, GatedIn b, Gat
 void Launcher::launch_rows(const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
                            std::int64_t ld_out, std::int64_t rows, std::int64_t cols, void* stream,
                            PointerChecks checks) const {
+  launch_strided_rows(in, ld_in, in1, ld_in1, out, ld_out, rows, cols, 1, stream, checks);
+}
+
+void Launcher::launch_strided_rows(const void* in, std::int64_t ld_in, const void* in1, std::int64_t ld_in1, void* out,
+                                   std::int64_t ld_out, std::int64_t outer, std::int64_t cols, std::int64_t inner,
+                                   void* stream, PointerChecks checks) const {
   const State& s = *state_;
   if (!s.row)
     invalid("this launcher is for '" + s.spec.activation + "'; launch_rows is for a launcher of a row activation (" +
             row_activation_names() + ")");
+  if (outer < 0 || inner < 1)
+    invalid("outer must be >= 0 and inner >= 1 (got " + std::to_string(outer) + " and " + std::to_string(inner) + ")");
+  if (outer > 0 && inner > std::numeric_limits<std::int64_t>::max() / outer) invalid("outer x inner overflows");
   api::RowCall c;
   c.spec = s.spec;
   c.in[0] = {in, ld_in};
   c.in[1] = {in1, ld_in1};
   c.out = {out, ld_out};
-  c.rows = rows;
+  c.rows = outer * inner;
   c.cols = cols;
+  c.inner = inner;
+  const std::int64_t rows = c.rows;
   const bool cuda = s.backend == Backend::cuda;
   api::check_rows(c, cuda);
   void* queue = cuda ? stream : s.queue;
@@ -168,8 +180,9 @@ void Launcher::launch_rows(const void* in, std::int64_t ld_in, const void* in1, 
     if (!queue) queue = rt::interop::cuda_legacy_default_stream();
   }
   if (rows == 0 || cols == 0) return;
-  const auto kernel = s.engine->row_kernel_for_launch(s.spec, static_cast<std::uint64_t>(rows),
-                                                      static_cast<std::uint64_t>(cols), s.backend, queue);
+  const auto kernel =
+      s.engine->row_kernel_for_launch(s.spec, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols),
+                                      s.backend, queue, static_cast<std::uint64_t>(inner));
   s.engine->engine().launch(*kernel, api::row_kernel_args(c), queue);
 }
 

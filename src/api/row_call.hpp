@@ -13,14 +13,18 @@ namespace kplay::api {
 
 struct RowOperand {
   const void* ptr = nullptr;
-  std::int64_t ld = 0;  // row pitch, elements
+  std::int64_t ld = 0;  // row pitch, elements (strided rows: the pitch between outer blocks)
 };
 
+// rows x cols; with inner > 1, strided rows: each operand is [rows / inner, cols, inner] with its
+// pitch between the outer blocks, row r at (r / inner) ld + r % inner and its elements inner apart
+// (softmax over a dimension that is not the last of a contiguous tensor).
 struct RowCall {
   KernelSpec spec;   // a row activation, its direction (backward: Saved::output)
   RowOperand in[2];  // forward: x; backward: grad_out, y (the saved output)
   RowOperand out;    // forward: y; backward: grad_in
-  std::int64_t rows = 0, cols = 0;
+  std::int64_t rows = 0, cols = 0, inner = 1;
+  std::int64_t outer() const { return inner > 0 ? rows / inner : 0; }
   int inputs() const { return spec.direction == Direction::backward ? 2 : 1; }
 };
 
@@ -29,8 +33,9 @@ struct RowCall {
 // from the saved output, as torch saves it.
 KernelSpec row_spec(const std::string& activation, Dtype dtype, Direction direction);
 
-// Refuses (Error(invalid_argument)) negative sizes, null pointers, pitches below cols where
-// rows > 1, and any overlap of the output with an input: a row is reduced before it is written,
+// Refuses (Error(invalid_argument)) negative sizes, an inner below 1 or not dividing rows, null
+// pointers, pitches below cols (strided: cols x inner) where there is more than one row (outer
+// block), and any overlap of the output with an input: a row is reduced before it is written,
 // so in place is not offered (torch has no in-place softmax either). `addresses`: the pointers
 // are CUDA addresses (else OpenCL cl_mem handles, separate objects unless equal).
 void check_rows(const RowCall& call, bool addresses);

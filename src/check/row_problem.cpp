@@ -4,6 +4,9 @@
 // row reference (src/spec/row_reference.hpp) in ulps; the output poisoned first and fenced by
 // guard zones. Rows repeat with a period of whole rows (a large problem is generated once on the
 // host and replicated on the device), and the reference of each distinct row is computed once.
+// With shape.inner > 1 the rows are strided, as a softmax over a dimension that is not the last
+// sees them: the tensor is [rows / inner, cols, inner], row r the elements (r / inner, i, r % inner);
+// the period is then whole outer blocks of inner rows.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -106,9 +109,15 @@ class RowProblem : public DeviceProblem {
                   std::to_string(shape_.n) + " elements are not " + std::to_string(rows_) + " rows of equal length");
     if (shape_.in_place) throw Error(ErrorCode::invalid_argument, "--in-place is not offered for row activations");
     cols_ = shape_.n / rows_;
-    // Whole rows per period: at least every row kind where the rows are short.
-    period_rows_ = std::min<std::uint64_t>(
-        rows_, std::max<std::uint64_t>(kRowKinds, cols_ ? kInputPeriod / std::max<std::uint64_t>(cols_, 1) : 1));
+    inner_ = std::max<std::uint64_t>(shape_.inner, 1);
+    if (rows_ % inner_ != 0)
+      throw Error(ErrorCode::invalid_argument,
+                  std::to_string(rows_) + " strided rows are not whole blocks of " + std::to_string(inner_));
+    // Whole rows per period (strided: whole outer blocks): at least every row kind where the rows
+    // are short.
+    const std::uint64_t want =
+        std::max<std::uint64_t>(kRowKinds, cols_ ? kInputPeriod / std::max<std::uint64_t>(cols_, 1) : 1);
+    period_rows_ = std::min<std::uint64_t>(rows_, (want + inner_ - 1) / inner_ * inner_);
     out_ = rt::DeviceBuffer(backend_, (shape_.out_offset + shape_.n + kGuardElements) * esize_);
     in0_ = rt::DeviceBuffer(backend_, (shape_.in_offset + shape_.n) * esize_ + 1);
     if (backward_) in1_ = rt::DeviceBuffer(backend_, (shape_.in_offset + shape_.n) * esize_ + 1);
@@ -128,7 +137,9 @@ class RowProblem : public DeviceProblem {
     a.in1 = in1();
     a.rows = rows_;
     a.cols = cols_;
-    a.ld_out = a.ld_in0 = a.ld_in1 = cols_;
+    a.ld_out = a.ld_in0 = a.ld_in1 = cols_ * inner_;
+    a.strided = inner_ > 1;
+    a.inner = inner_;
     return a;
   }
   std::uint64_t bytes_moved() const override { return (backward_ ? 3 : 2) * shape_.n * esize_; }
@@ -136,8 +147,9 @@ class RowProblem : public DeviceProblem {
   std::uint64_t copy_bytes() const override { return shape_.n * esize_; }
   std::uint64_t outputs() const override { return shape_.n; }
   std::string note() const override {
-    return "rows: " + std::to_string(rows_) + " of " + std::to_string(cols_) +
-           " elements, every 8th of a kind: ordinary, wide spread, +inf, NaN, all -inf, some -inf, extremes, "
+    return "rows: " + std::to_string(rows_) + " of " + std::to_string(cols_) + " elements" +
+           (inner_ > 1 ? " (strided: " + std::to_string(inner_) + " apart)" : std::string()) +
+           ", every 8th of a kind: ordinary, wide spread, +inf, NaN, all -inf, some -inf, extremes, "
            "constant";
   }
 
@@ -158,12 +170,21 @@ class RowProblem : public DeviceProblem {
       std::mt19937_64 rng(shape_.seed ^ 0x5eed);
       for (int k = 0; k < 64; ++k) rows.push_back(period_rows_ + rng() % (rows_ - period_rows_));
     }
-    std::vector<unsigned char> host(cols_ * esize_);
+    // The outer block of each checked row (a row itself where rows are contiguous), downloaded once.
+    const std::uint64_t block = cols_ * inner_;
+    std::vector<unsigned char> host(block * esize_);
+    std::uint64_t held = ~0ull;
+    std::sort(rows.begin(), rows.end());
     for (std::uint64_t r : rows) {
-      backend_.download(host.data(), out().at(r * cols_ * esize_), cols_ * esize_);
+      if (r / inner_ != held) {
+        held = r / inner_;
+        backend_.download(host.data(), out().at(held * block * esize_), block * esize_);
+      }
       const Expected& e = expected(r % period_rows_);
-      for (std::uint64_t i = 0; i < cols_; ++i)
-        stats.add(r * cols_ + i, load_element(spec_.dtype, host.data(), i), e.value[i], e.scale[i]);
+      for (std::uint64_t i = 0; i < cols_; ++i) {
+        const std::uint64_t at = r % inner_ + i * inner_;
+        stats.add(held * block + at, load_element(spec_.dtype, host.data(), at), e.value[i], e.scale[i]);
+      }
     }
     // The guard zones: before the output (its offset) and after it.
     std::vector<unsigned char> guard((shape_.out_offset + kGuardElements) * esize_);
@@ -205,7 +226,8 @@ class RowProblem : public DeviceProblem {
     parallel_for(period_rows_, [&](std::uint64_t b, std::uint64_t e) {
       for (std::uint64_t p = b; p < e; ++p) {
         const std::vector<double> row = host_row(p, second);
-        for (std::uint64_t i = 0; i < cols_; ++i) store_element(spec_.dtype, host.data(), p * cols_ + i, row[i]);
+        const std::uint64_t start = p / inner_ * cols_ * inner_ + p % inner_;
+        for (std::uint64_t i = 0; i < cols_; ++i) store_element(spec_.dtype, host.data(), start + i * inner_, row[i]);
       }
     });
     upload_repeated(backend_, dst, host, esize_, shape_.n);
@@ -251,7 +273,7 @@ class RowProblem : public DeviceProblem {
   ResolvedActivation act_;
   std::size_t esize_;
   bool backward_;
-  std::uint64_t rows_ = 1, cols_ = 0, period_rows_ = 1;
+  std::uint64_t rows_ = 1, cols_ = 0, inner_ = 1, period_rows_ = 1;
   rt::DeviceBuffer in0_, in1_, out_;
   mutable std::mutex mutex_;
   mutable std::map<std::uint64_t, Expected> expected_;

@@ -20,6 +20,7 @@
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
+#include "tuner/row_defaults.hpp"
 #include "util/size_parse.hpp"
 #include "util/watchdog.hpp"
 #include "watched_backend.hpp"
@@ -58,6 +59,9 @@ class BenchCommand : public Command {
                                    "one size as a shape instead of --n, e.g. 4096x1024; a row activation (softmax, "
                                    "log_softmax, softmin) needs it and runs over the last dimension");
     n->excludes(shape);
+    app_->add_option("--dim", dim_text_,
+                     "row activations: the dimension of --shape the function runs over, as torch's dim (negative "
+                     "counts from the end; default -1, the last); another than the last reads strided rows");
     app_->add_option("--warmup", warmup_, "untimed samples first")
         ->capture_default_str()
         ->check(CLI::Range(0, kMaxLaunches));
@@ -80,8 +84,10 @@ class BenchCommand : public Command {
       const auto dims = parse_shape(shape_text_);
       sizes.push_back(shape_elements(dims));
       check_elements(sizes.front(), "--shape");
-      rows_ = dims.back() ? sizes.front() / dims.back() : 0;
-      shape_ = shape_string(dims);
+      const RowDims rd = row_dims(dims, dim_text_);
+      rows_ = rd.rows;
+      inner_ = rd.inner;
+      shape_ = shape_string(dims) + (app_->count("--dim") ? "@" + dim_text_ : std::string());
     } else {
       sizes = parse_size_list(n_text_);
       for (auto n : sizes) check_elements(n, "--n");
@@ -109,6 +115,11 @@ class BenchCommand : public Command {
       }
     }
     specs = buildable_specs(std::move(specs), flags_.config(), generic_limits(flags_.backend));
+    bool any_row = false;
+    for (const auto& spec : specs) any_row |= resolve_activation(spec.activation).is_row();
+    if (app_->count("--dim") && (!any_row || shape_text_.empty()))
+      throw Error(ErrorCode::invalid_argument,
+                  "--dim is for the row activations (" + row_activation_names() + "), with --shape");
     for (const auto& spec : specs)
       if (resolve_activation(spec.activation).is_row() && shape_text_.empty())
         throw Error(ErrorCode::invalid_argument,
@@ -173,10 +184,19 @@ class BenchCommand : public Command {
     r.shape = shape_;
     // A row activation's rows: the other dimensions of --shape, each row its last.
     const bool row = resolve_activation(spec.activation).is_row();
-    const ConfigChoice choice = row && !flags_.knobs_given(*app_)
-                                    ? choose_row_config(db, engine, spec, rows_, rows_ ? n / rows_ : 0)
-                                    : flags_.choose(*app_, db, engine, spec, n);
-    auto kernel = engine.prepare(spec, choice.config);
+    const bool strided = row && inner_ > 1;  // --dim other than the last: strided rows
+    ConfigChoice choice;
+    if (strided && !flags_.knobs_given(*app_)) {
+      choice.config = strided_row_config(spec, rows_ ? n / rows_ : 0);
+      choice.layer = "strided default";
+    } else if (row && !flags_.knobs_given(*app_)) {
+      choice = choose_row_config(db, engine, spec, rows_, rows_ ? n / rows_ : 0);
+    } else {
+      choice = flags_.choose(*app_, db, engine, spec, n);
+      if (strided && !app_->count("--vec")) choice.config.vec = 1;
+      if (strided && !app_->count("--row-threads")) choice.config.row_threads = 1;
+    }
+    auto kernel = engine.prepare(spec, choice.config, strided ? Layout::strided : Layout::flat);
     r.config = to_string(kernel->config);
     r.source = choice.source.empty() ? choice.layer : choice.layer + ": " + choice.source;
     // A gated activation's n elements are one row [1, n] of its input (d = n / 2). A row
@@ -186,6 +206,7 @@ class BenchCommand : public Command {
     ProblemShape shape;
     shape.n = n;
     if (row) shape.rows = rows_;
+    if (row) shape.inner = inner_;
     shape.seed = 1;
     problems.push_back(make_problem(be, spec, shape));
     r.buffer_sets = sets_for(be.info(), problems[0]->bytes_moved());
@@ -269,8 +290,10 @@ class BenchCommand : public Command {
   CLI::App* app_;
   ConfigFlags flags_;
   std::string n_text_ = "2^12..2^31", shape_text_, csv_path_, json_path_, db_path_;
-  std::string shape_;       // --shape, normalized
-  std::uint64_t rows_ = 0;  // --shape's rows: every dimension but the last
+  std::string shape_;        // --shape, normalized
+  std::uint64_t rows_ = 0;   // --shape's rows: the elements over the length of --dim (the last)
+  std::uint64_t inner_ = 1;  // their elements' distance: the product of the dimensions after --dim
+  std::string dim_text_;
   int warmup_ = 3, repeat_ = 15;
   bool no_db_ = false;
   double timeout_ = 0;

@@ -17,6 +17,7 @@
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
+#include "tuner/row_defaults.hpp"
 #include "util/size_parse.hpp"
 #include "util/watchdog.hpp"
 #include "watched_backend.hpp"
@@ -174,7 +175,12 @@ class RunCommand : public Command {
       for (std::size_t k = 2; k < dims.size(); ++k) inner *= dims[k];
     bool any_row = false;
     for (const auto& spec : specs) any_row |= resolve_activation(spec.activation).is_row();
-    check_row_dim(any_row, dims);
+    // A row activation's rows: cols elements along --dim, inner apart (1: the last dimension).
+    if (app_->count("--dim") && !any_row)
+      throw Error(ErrorCode::invalid_argument, "--dim is for the row activations (" + row_activation_names() + ")");
+    const RowDims row_shape = row_dims(dims, app_->count("--dim") ? dim_text_ : std::string());
+    const std::uint64_t row_cols = any_row ? row_shape.cols : last, row_inner = any_row ? row_shape.inner : 1;
+    const bool strided = row_inner > 1;
     specs = buildable_specs(std::move(specs), requested, generic_limits(flags_.backend));
     std::uint64_t most_bytes = 0;
     for (const auto& spec : specs) most_bytes = std::max(most_bytes, launch_bytes(spec, n));
@@ -207,16 +213,26 @@ class RunCommand : public Command {
       const watchdog::Activity doing(to_string(spec) + ", " + size_text);
       working_on(spec);
       ConfigChoice choice;
-      if (!flags_.knobs_given(*app_) && resolve_activation(spec.activation).is_row()) {
+      if (!flags_.knobs_given(*app_) && resolve_activation(spec.activation).is_row() && strided) {
+        choice.config = strided_row_config(spec, row_cols);
+        choice.layer = "strided default";
+        choice.source = "a thread a row (tuner/row_defaults.hpp), not tuned";
+      } else if (!flags_.knobs_given(*app_) && resolve_activation(spec.activation).is_row()) {
         choice = choose_row_config(db.get(), engine, spec, last ? n / last : 0, last);
       } else {
         choice = flags_.choose(*app_, db.get(), engine, spec, n);
+        // Strided rows take vectors of one element and a thread a row: knobs left out say so.
+        if (strided && resolve_activation(spec.activation).is_row()) {
+          if (!app_->count("--vec")) choice.config.vec = 1;
+          if (!app_->count("--row-threads")) choice.config.row_threads = 1;
+        }
       }
       // A row longer than the config holds is refused before its kernel is compiled.
       if (resolve_activation(spec.activation).is_row())
-        row_launch_dims(spec, resolve_config(spec, choice.config, backend->limits()), last ? n / last : 0, last,
-                        backend->limits());
-      auto kernel = engine.prepare(spec, choice.config);
+        row_launch_dims(spec, resolve_config(spec, choice.config, backend->limits()), row_cols ? n / row_cols : 0,
+                        row_cols, backend->limits());
+      const bool strided_rows = strided && resolve_activation(spec.activation).is_row();
+      auto kernel = engine.prepare(spec, choice.config, strided_rows ? Layout::strided : Layout::flat);
       std::printf("config: %s\nlayer:  %s: %s\n", to_string(kernel->config).c_str(), choice.layer.c_str(),
                   choice.source.c_str());
 
@@ -244,7 +260,8 @@ class RunCommand : public Command {
       // A gated problem is sliced by whole rows.
       // prelu by whole [channels, inner] blocks, so that each slice's channels line up.
       const bool row = resolve_activation(spec.activation).is_row();
-      const std::uint64_t unit = gated || row ? last : prelu ? channels * inner : 1;
+      // Strided rows by whole outer blocks (cols x inner elements).
+      const std::uint64_t unit = gated ? last : row ? row_cols * row_inner : prelu ? channels * inner : 1;
       const std::uint64_t slices = std::min(slice_count(dev, spec, n, std::max(in_offset, out_offset) + 4 * pad),
                                             std::max<std::uint64_t>(n / unit, 1));
       const std::uint64_t per_slice = (n / unit + slices - 1) / slices * unit;
@@ -260,7 +277,8 @@ class RunCommand : public Command {
       for (std::uint64_t s = 0; s < slices; ++s) {
         ProblemShape part = shape;
         part.n = std::min(per_slice, n - s * per_slice);
-        part.rows = gated || row ? part.n / last : 0;
+        part.rows = gated ? part.n / last : row ? (row_cols ? part.n / row_cols : 0) : 0;
+        if (row) part.inner = row_inner;
         part.seed = shape.seed + s;
         const auto problem_ptr = make_problem(*backend, spec, part);
         DeviceProblem& problem = *problem_ptr;
@@ -328,35 +346,6 @@ class RunCommand : public Command {
   std::string channels_text_;
   std::string dim_text_;
 
-  // --dim, for row activations: torch's dim of --shape (negative from the end). The row kernel
-  // takes rows of contiguous elements, the last dimension; another is refused (exit 2) until the
-  // strided row kernel exists.
-  void check_row_dim(bool any_row, const std::vector<std::uint64_t>& dims) const {
-    if (!app_->count("--dim")) return;
-    if (!any_row)
-      throw Error(ErrorCode::invalid_argument, "--dim is for the row activations (" + row_activation_names() + ")");
-    const auto rank = static_cast<long long>(dims.size());
-    long long d = 0;
-    try {
-      std::size_t used = 0;
-      d = std::stoll(dim_text_, &used);
-      if (used != dim_text_.size()) throw std::invalid_argument(dim_text_);
-    } catch (const std::exception&) {
-      throw Error(ErrorCode::invalid_argument, "--dim '" + dim_text_ + "': expected a whole number");
-    }
-    if (d < -rank || d >= rank)
-      throw Error(ErrorCode::invalid_argument, "--dim " + dim_text_ + ": the shape has " + std::to_string(rank) +
-                                                   " dimension(s), so dim is in " + std::to_string(-rank) + ".." +
-                                                   std::to_string(rank - 1));
-    if (d < 0) d += rank;
-    if (d != rank - 1)
-      throw Error(ErrorCode::invalid_argument,
-                  "--dim " + dim_text_ +
-                      ": the row kernel runs over the last dimension (contiguous rows); a "
-                      "softmax over dim " +
-                      std::to_string(d) + " of " + std::to_string(rank) +
-                      " dimensions is not offered yet: move that dimension last (a transpose)");
-  }
   bool two_tensors_ = false;
   double scale_ = 1;
   std::uint64_t seed_ = 0;

@@ -94,6 +94,33 @@ CLI::Validator whole_number() {
       "UINT");
 }
 
+RowDims row_dims(const std::vector<std::uint64_t>& dims, const std::string& dim_text) {
+  const auto rank = static_cast<long long>(dims.size());
+  long long d = rank - 1;
+  if (!dim_text.empty()) {
+    try {
+      std::size_t used = 0;
+      d = std::stoll(dim_text, &used);
+      if (used != dim_text.size()) throw std::invalid_argument(dim_text);
+    } catch (const std::exception&) {
+      throw Error(ErrorCode::invalid_argument, "--dim '" + dim_text + "': expected a whole number");
+    }
+    if (d < -rank || d >= rank)
+      throw Error(ErrorCode::invalid_argument, "--dim " + dim_text + ": the shape has " + std::to_string(rank) +
+                                                   " dimension(s), so dim is in " + std::to_string(-rank) + ".." +
+                                                   std::to_string(rank - 1));
+    if (d < 0) d += rank;
+  }
+  RowDims r;
+  if (dims.empty()) return r;
+  std::uint64_t n = 1;
+  for (std::uint64_t v : dims) n *= v;
+  r.cols = dims[static_cast<std::size_t>(d)];
+  for (std::size_t k = static_cast<std::size_t>(d) + 1; k < dims.size(); ++k) r.inner *= dims[k];
+  r.rows = r.cols ? n / r.cols : 0;
+  return r;
+}
+
 void check_elements(std::uint64_t n, const char* flag) {
   if (n == 0)
     throw Error(ErrorCode::invalid_argument,

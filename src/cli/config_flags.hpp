@@ -93,4 +93,13 @@ void add_timeout_flag(CLI::App& app, double& seconds);
 double timeout_seconds(const CLI::App& app, double flag_seconds, std::uint64_t bytes_per_launch);
 // Bytes one launch of spec on n elements moves: input(s) and output.
 std::uint64_t launch_bytes(const KernelSpec& spec, std::uint64_t n);
+
+// A row activation's rows in a shape: `cols` elements along dim, `inner` apart (the product of the
+// dimensions after it: 1 for the last, else strided rows), rows = elements / cols of them.
+struct RowDims {
+  std::uint64_t rows = 0, cols = 0, inner = 1;
+};
+// --dim TEXT of `dims` as torch takes dim (negative counts from the end; empty text: the last),
+// Error(invalid_argument) naming --dim for anything else.
+RowDims row_dims(const std::vector<std::uint64_t>& dims, const std::string& dim_text);
 }  // namespace kplay::cli

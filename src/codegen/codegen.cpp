@@ -23,13 +23,14 @@ const char* to_string(Layout layout) {
     case Layout::flat: return "flat";
     case Layout::wgrad_parts: return "wgrad-parts";
     case Layout::wgrad_sum: return "wgrad-sum";
+    case Layout::strided: return "strided";
     default: return "general";
   }
 }
 
 std::string entry_name(const KernelSpec& spec, const KernelConfig& c, Layout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
-  if (act.is_row()) return row_entry_name(spec, c);
+  if (act.is_row()) return row_entry_name(spec, c, layout == Layout::strided);
   std::ostringstream os;
   // Parameters and user snippets add a hash of the activation's text: entry names stay identifiers.
   os << "kplay_" << (act.gated ? "gated_" : "");
@@ -87,7 +88,7 @@ bool f32_lean_allowed() {
 
 RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, const Dialect& dialect, Layout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
-  if (act.is_row()) return render_row_kernel(spec, c, dialect);  // the second kernel shape
+  if (act.is_row()) return render_row_kernel(spec, c, dialect, layout == Layout::strided);  // the second kernel shape
   RenderedKernel k;
   k.entry = entry_name(spec, c, layout);
 

@@ -19,8 +19,10 @@ using rt::RenderedKernel;
 // tensors give), and is shorter and faster. The engine picks one per launch (launch_layout.hpp).
 // prelu's backward has two more kernels for the weight's gradient (templates/common/slope.h):
 // `wgrad_parts` sums fixed ranges of each channel into a workspace, `wgrad_sum` adds each
-// channel's parts in order.
-enum class Layout { general, flat, wgrad_parts, wgrad_sum };
+// channel's parts in order. Row kernels take `strided` for rows whose elements are `inner` apart
+// (softmax over a dimension that is not the last; row_codegen.hpp), any other layout for rows of
+// contiguous elements.
+enum class Layout { general, flat, wgrad_parts, wgrad_sum, strided };
 const char* to_string(Layout layout);
 
 // `config` must come from resolve_config (vec filled in).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "kplay/error.hpp"
 #include "spec/activations.hpp"
 #include "template_store.hpp"
 #include "util/hash.hpp"
@@ -37,7 +38,7 @@ void append_file(std::ostringstream& os, const std::string& name) {
 }
 }  // namespace
 
-std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c) {
+std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c, bool strided) {
   const ResolvedActivation act = resolve_activation(spec.activation);
   std::ostringstream os;
   os << "kplay_" << act.act->name << '_' << (spec.direction == Direction::forward ? "fwd" : "bwdy") << '_'
@@ -47,13 +48,33 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c) {
   if (c.row_threads != 0 && c.row_threads != c.block) os << "_t" << c.row_threads;
   if (c.grid == GridPolicy::grid_stride) os << "_pf";
   if (c.cache == CacheHint::streaming) os << "_cs";
+  if (strided) os << "_st";
   return os.str();
 }
 
-rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& c, const rt::Dialect& dialect) {
+std::string strided_config_problem(const KernelConfig& c) {
+  if (c.vec != 1) return "--vec " + std::to_string(c.vec) + " (strided rows are read an element at a time: --vec 1)";
+  if (row_cluster(c) > 1)
+    return "--cluster " + std::to_string(c.cluster) + " (a strided row is a thread's: no cluster)";
+  if (row_group_threads(c) != 1)
+    return "--row-threads " + std::to_string(row_group_threads(c)) +
+           " (strided rows take a thread a row: --row-threads 1)";
+  if (c.row != RowStrategy::registers && c.row != RowStrategy::online)
+    return std::string("--row ") + to_string(c.row) +
+           " (strided rows are held in registers or read twice: --row registers or online)";
+  if (c.grid != GridPolicy::one_shot) return "--grid grid-stride (strided rows take a one-shot grid)";
+  return {};
+}
+
+rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& c, const rt::Dialect& dialect,
+                                     bool strided) {
   const ResolvedActivation act = resolve_activation(spec.activation);
+  if (strided) {
+    const std::string why = strided_config_problem(c);
+    if (!why.empty()) throw Error(ErrorCode::invalid_config, "strided rows (a dim that is not the last): " + why);
+  }
   rt::RenderedKernel k;
-  k.entry = row_entry_name(spec, c);
+  k.entry = row_entry_name(spec, c, strided);
   std::ostringstream os;
   os << "/* kplay " << dialect.name << " row kernel: " << to_string(spec) << " */\n";
   os << "#define KP_ENTRY " << k.entry << '\n';
@@ -82,6 +103,7 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_ROW " << row_macro(c.row) << '\n';
   os << "#define KP_CLUSTER " << (row_cluster(c) > 1 || c.row == RowStrategy::cluster ? row_cluster(c) : 1) << '\n';
   os << "#define KP_PREFETCH " << (c.grid == GridPolicy::grid_stride ? 1 : 0) << '\n';
+  os << "#define KP_STRIDED " << (strided ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);
   append_file(os, act.act->snippet);
   append_file(os, "common/rowwise.h");

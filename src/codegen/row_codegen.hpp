@@ -9,11 +9,20 @@
 namespace kplay {
 
 // "kplay_softmax_fwd_f32_v4_b256_p4_reg" (registers), "..._reg_cl16" (registers across a cluster of
-// 16), "..._shm", "..._onl", "..._cl8" (cluster of 8).
-std::string row_entry_name(const KernelSpec& spec, const KernelConfig& config);
+// 16), "..._shm", "..._onl", "..._cl8" (cluster of 8); "..._st" for strided rows.
+std::string row_entry_name(const KernelSpec& spec, const KernelConfig& config, bool strided = false);
 
-// `config` must come from resolve_config (vec and row filled in).
-rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& config, const rt::Dialect& dialect);
+// `config` must come from resolve_config (vec and row filled in). `strided`: rows whose elements
+// are `inner` apart (each buffer [outer, cols, inner], its pitch between outer blocks; the kernel
+// takes inner after the pitches), for softmax over a dimension that is not the last: a thread a
+// row, so that a warp reads neighbouring rows' elements together. Such a config must have vectors
+// of one element, one thread a row, --row registers or online, no cluster and a one-shot grid
+// (strided_config_problem); Error(invalid_config) otherwise.
+rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& config, const rt::Dialect& dialect,
+                                     bool strided = false);
+
+// Why `config` cannot run strided rows (empty when it can): the knobs render_row_kernel requires.
+std::string strided_config_problem(const KernelConfig& config);
 
 // The dynamic shared memory a cluster launch's blocks need for a row of `cols` elements: its
 // slice (backward: the gradient's and the output's), 16-byte aligned; twice that for the pipelined

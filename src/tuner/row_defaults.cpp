@@ -7,6 +7,20 @@
 
 namespace kplay {
 
+KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
+  (void)spec;
+  KernelConfig c;
+  c.vec = 1;
+  c.block = 256;
+  c.row_threads = 1;
+  constexpr std::uint64_t kHeld = 16;  // kMaxPerThread vectors of one element
+  c.row = cols <= kHeld ? RowStrategy::registers : RowStrategy::online;
+  c.per_thread = 4;
+  if (cols <= kHeld)  // a power of two: one kernel serves several channel counts
+    while (static_cast<std::uint64_t>(c.per_thread) < cols) c.per_thread *= 2;
+  return c;
+}
+
 KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, const rt::TargetLimits& limits) {
   KernelConfig c;
   c.vec = static_cast<int>(16 / dtype_size(spec.dtype));

@@ -1,10 +1,11 @@
 /* Row kernel: the softmax family (softmax, log_softmax, softmin), forward and backward, one body for
  * CUDA and OpenCL C 1.2 through the same prelude as templates/common/elementwise.h (which lists the
  * dialect's macros). Codegen defines the knobs (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK, KP_TPR,
- * KP_BACKWARD, KP_STREAMING, KP_ROW, KP_CLUSTER, KP_ENTRY) and puts the prelude and the member's
+ * KP_BACKWARD, KP_STREAMING, KP_ROW, KP_CLUSTER, KP_STRIDED, KP_ENTRY) and puts the prelude and the member's
  * snippet (KP_ROW_LOG, KP_ROW_NEGATE) in front of this file.
  *
- * A row is `cols` contiguous elements; row r of each buffer starts r * ld elements into it. Forward
+ * A row is `cols` contiguous elements; row r of each buffer starts r * ld elements into it (strided
+ * rows, KP_STRIDED, softmax over a dimension that is not the last: see the kernel's entry). Forward
  * reads x (in0) and writes y (out); backward reads the incoming gradient g (in0) and the saved
  * output y (in1) and writes grad_in (out). A group of KP_TPR threads holds a row (KP_BLOCK / KP_TPR
  * rows a block: short rows share a block, reduced by warp shuffles on CUDA), and KP_ROW 4 a cluster
@@ -53,6 +54,9 @@
  * thread of the row repeats (two group reductions, 64-bit addressing, the row's constants), some
  * 250 a thread a row. Keeping loads in flight through the reductions (KP_PREFETCH, the pipelined
  * cluster kernel) does not move that (docs/design.md). */
+#ifndef KP_STRIDED
+#define KP_STRIDED 0
+#endif
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 /* TwoSum and the exact product error must be rounded as written. */
@@ -337,10 +341,23 @@ KP_FN kp_sum2 kp_group_sum(kp_acc* hi, kp_acc* lo, kp_sum2 v, unsigned parity) {
 
 /* Vector vi of a row of len elements at p: whole where the row is vector-aligned and the vector
  * complete, else lane by lane (lanes past the row are left unset and never read). In-row indices
- * are 32-bit (codegen refuses rows of 2^31 elements or more): fewer instructions an element. */
+ * are 32-bit (codegen refuses rows of 2^31 elements or more): fewer instructions an element.
+ * acc says how the row's elements are reached: for rows of contiguous elements, whether the row
+ * starts on a vector in every buffer; for strided rows (KP_STRIDED, vectors of one element), the
+ * distance between a row's elements. */
+#if KP_STRIDED
+typedef kp_u64 kp_access;
+KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, unsigned vi, unsigned len, kp_access acc) {
+  if (vi < len) KP_LANE(*v, 0) = KP_LD(p + (kp_u64)vi * acc);
+}
+KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned len, kp_access acc) {
+  if (vi < len) KP_ST(p + (kp_u64)vi * acc, KP_LANE(v, 0));
+}
+#else
+typedef int kp_access;
 #define KP_ROW_LOAD_LANE(k) \
   if (e + (k) < len) KP_LANE(*v, k) = KP_LD(p + e + (k));
-KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, unsigned vi, unsigned len, int aligned) {
+KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, unsigned vi, unsigned len, kp_access aligned) {
   const unsigned e = vi * KP_VEC;
   if (e >= len) return;
   if (aligned && e + KP_VEC <= len) {
@@ -351,7 +368,7 @@ KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, unsigned vi, unsigned
 }
 #define KP_ROW_STORE_LANE(k) \
   if (e + (k) < len) KP_ST(p + e + (k), KP_LANE(v, k));
-KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned len, int aligned) {
+KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned len, kp_access aligned) {
   const unsigned e = vi * KP_VEC;
   if (e >= len) return;
   if (aligned && e + KP_VEC <= len) {
@@ -360,6 +377,7 @@ KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned l
     KP_FOR_LANES(KP_ROW_STORE_LANE)
   }
 }
+#endif
 /* The lanes of vector vi inside a row of len elements (0 past its end). */
 KP_FN int kp_lanes(unsigned vi, unsigned len) {
   const unsigned e = vi * KP_VEC;
@@ -813,9 +831,9 @@ KP_FN void kp_row_fetch(kp_vec* v0, kp_vec* v1, KP_GLOBAL const KP_T* in0, KP_GL
 #if KP_BACKWARD
   const kp_u64 b_at = off1 + rr * ld1;
   KP_GLOBAL const KP_T* b = in1 + b_at;
-  const int aligned = KP_MISALIGNMENT(a, a_at) == 0 && KP_MISALIGNMENT(b, b_at) == 0;
+  const kp_access acc = KP_MISALIGNMENT(a, a_at) == 0 && KP_MISALIGNMENT(b, b_at) == 0;
 #else
-  const int aligned = KP_MISALIGNMENT(a, a_at) == 0;
+  const kp_access acc = KP_MISALIGNMENT(a, a_at) == 0;
   (void)in1;
   (void)off1;
   (void)ld1;
@@ -823,16 +841,30 @@ KP_FN void kp_row_fetch(kp_vec* v0, kp_vec* v1, KP_GLOBAL const KP_T* in0, KP_GL
 #endif
 #pragma unroll
   for (int j = 0; j < KP_VPT; ++j) {
-    kp_row_load(&v0[j], a, (unsigned)j * KP_TPR + t, len, aligned);
+    kp_row_load(&v0[j], a, (unsigned)j * KP_TPR + t, len, acc);
 #if KP_BACKWARD
-    kp_row_load(&v1[j], b, (unsigned)j * KP_TPR + t, len, aligned);
+    kp_row_load(&v1[j], b, (unsigned)j * KP_TPR + t, len, acc);
 #endif
   }
 }
 #endif
 
+/* Strided rows (KP_STRIDED): each buffer is [outer, cols, inner] with its own pitch ld between
+ * outer blocks; row r is (r / inner, r % inner), its elements inner apart. A thread a row (KP_TPR
+ * 1, vectors of one element): a warp's lanes hold neighbouring rows, so each of its loads is one
+ * contiguous run of the buffer. */
+#if KP_STRIDED
+#if KP_VEC != 1 || KP_TPR != 1 || KP_PREFETCH || KP_SLICED || KP_ROW == 2
+#error "strided rows: a thread a row, vectors of one element, registers or online, one-shot grid"
+#endif
+#define KP_STRIDED_PARAM , kp_u64 inner
+#define KP_ROW_AT(r, ld) ((r) / inner * (ld) + (r) % inner)
+#else
+#define KP_STRIDED_PARAM
+#define KP_ROW_AT(r, ld) ((r) * (ld))
+#endif
 KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFFER(const KP_T, in1), kp_u64 rows,
-                       kp_u64 cols, kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1) {
+                       kp_u64 cols, kp_u64 ld_out, kp_u64 ld_in0, kp_u64 ld_in1 KP_STRIDED_PARAM) {
   KP_SHARED kp_acc red_hi[KP_RED_SIZE];
   KP_SHARED kp_acc red_lo[KP_RED_SIZE];
 #ifdef __OPENCL_VERSION__
@@ -918,15 +950,20 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #else
     const unsigned len = rb * KP_RPB + sub < rows ? (unsigned)cols : 0u;
 #endif
-    const kp_u64 o_at = KP_OFFSET(out) + r * ld_out + lo, a_at = KP_OFFSET(in0) + r * ld_in0 + lo;
+    const kp_u64 o_at = KP_OFFSET(out) + KP_ROW_AT(r, ld_out) + lo, a_at = KP_OFFSET(in0) + KP_ROW_AT(r, ld_in0) + lo;
     KP_GLOBAL KP_T* o = out + o_at;
     KP_GLOBAL const KP_T* a = in0 + a_at;
 #if KP_BACKWARD
-    const kp_u64 b_at = KP_OFFSET(in1) + r * ld_in1 + lo;
+    const kp_u64 b_at = KP_OFFSET(in1) + KP_ROW_AT(r, ld_in1) + lo;
     KP_GLOBAL const KP_T* b = in1 + b_at;
-    const int aligned = KP_MISALIGNMENT(o, o_at) == 0 && KP_MISALIGNMENT(a, a_at) == 0 && KP_MISALIGNMENT(b, b_at) == 0;
+#endif
+#if KP_STRIDED
+    const kp_access acc = inner;
+#elif KP_BACKWARD
+    const kp_access acc =
+        KP_MISALIGNMENT(o, o_at) == 0 && KP_MISALIGNMENT(a, a_at) == 0 && KP_MISALIGNMENT(b, b_at) == 0;
 #else
-    const int aligned = KP_MISALIGNMENT(o, o_at) == 0 && KP_MISALIGNMENT(a, a_at) == 0;
+    const kp_access acc = KP_MISALIGNMENT(o, o_at) == 0 && KP_MISALIGNMENT(a, a_at) == 0;
 #endif
 
 #if !KP_BACKWARD
@@ -945,7 +982,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
       kp_vec xs[KP_VPT];
 #pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (unsigned)j * KP_TPR + t, len, aligned);
+      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (unsigned)j * KP_TPR + t, len, acc);
       KP_C cmc = (KP_C)KP_ACC_NEG_INF;
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) cmc = kp_vec_max(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), cmc);
@@ -1001,7 +1038,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     for (unsigned j0 = 0; j0 < slots; j0 += KP_VPT) {
       kp_vec xs[KP_VPT];
 #pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, (j0 + j) * KP_BLOCK + t, len, aligned);
+      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, (j0 + j) * KP_BLOCK + t, len, acc);
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
         const unsigned vi = (j0 + j) * KP_BLOCK + t;
@@ -1027,7 +1064,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #if KP_PREFETCH && KP_ROW != 4
       x = cur0[j];
 #else
-      kp_row_load(&x, a, (unsigned)j * KP_TPR + t, len, aligned);
+      kp_row_load(&x, a, (unsigned)j * KP_TPR + t, len, acc);
 #endif
       KP_HOLD_PUT(hold0, j, x);
     }
@@ -1064,21 +1101,21 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       const unsigned base = (c - 1) * (KP_TPR * KP_VPT);
       kp_vec xs[KP_VPT];
 #pragma unroll
-      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (unsigned)j * KP_TPR + t, len, aligned);
+      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (unsigned)j * KP_TPR + t, len, acc);
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
         const unsigned vi = base + (unsigned)j * KP_TPR + t;
-        kp_row_store_vec(kp_vec_forward(xs[j], kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, aligned);
+        kp_row_store_vec(kp_vec_forward(xs[j], kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, acc);
       }
     }
 #elif KP_ROW == 4 && KP_PREFETCH
-#define KP_OUT_STEP_(x, vi, nl) kp_row_store_vec(kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG), o, vi, len, aligned);
+#define KP_OUT_STEP_(x, vi, nl) kp_row_store_vec(kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG), o, vi, len, acc);
     KP_STAGE_PASS(stg, KP_OUT_STEP_)
 #elif KP_ROW == 4
     for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
       kp_vec x;
       KP_SET_RAW(x, kp_slice[vi]);
-      kp_row_store_vec(kp_vec_forward(x, kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, aligned);
+      kp_row_store_vec(kp_vec_forward(x, kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, acc);
     }
 #else
 #pragma unroll
@@ -1087,9 +1124,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       KP_HOLD_GET(hold0, j, x);
       const unsigned vi = (unsigned)j * KP_TPR + t;
 #if KP_KEEP_E
-      kp_row_store_vec(kp_vec_scale(x, kp_lanes(vi, len), ev[j], rk), o, vi, len, aligned);
+      kp_row_store_vec(kp_vec_scale(x, kp_lanes(vi, len), ev[j], rk), o, vi, len, acc);
 #else
-      kp_row_store_vec(kp_vec_forward(x, kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, aligned);
+      kp_row_store_vec(kp_vec_forward(x, kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, acc);
 #endif
     }
 #endif
@@ -1104,9 +1141,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       kp_vec gs[KP_VPT], ys[KP_VPT];
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
-        kp_row_load(&gs[j], a, base + (unsigned)j * KP_TPR + t, len, aligned);
+        kp_row_load(&gs[j], a, base + (unsigned)j * KP_TPR + t, len, acc);
 #if !KP_ROW_LOG
-        kp_row_load(&ys[j], b, base + (unsigned)j * KP_TPR + t, len, aligned);
+        kp_row_load(&ys[j], b, base + (unsigned)j * KP_TPR + t, len, acc);
 #else
         ys[j] = gs[j];
 #endif
@@ -1136,8 +1173,8 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       kp_vec gs[KP_VPT], ys[KP_VPT];
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
-        kp_row_load(&gs[j], a, (j0 + j) * KP_BLOCK + t, len, aligned);
-        kp_row_load(&ys[j], b, (j0 + j) * KP_BLOCK + t, len, aligned);
+        kp_row_load(&gs[j], a, (j0 + j) * KP_BLOCK + t, len, acc);
+        kp_row_load(&ys[j], b, (j0 + j) * KP_BLOCK + t, len, acc);
       }
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
@@ -1158,8 +1195,8 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       g = cur0[j];
       y = cur1[j];
 #else
-      kp_row_load(&g, a, (unsigned)j * KP_TPR + t, len, aligned);
-      kp_row_load(&y, b, (unsigned)j * KP_TPR + t, len, aligned);
+      kp_row_load(&g, a, (unsigned)j * KP_TPR + t, len, acc);
+      kp_row_load(&y, b, (unsigned)j * KP_TPR + t, len, acc);
 #endif
       KP_HOLD_PUT(hold0, j, g);
       KP_HOLD_PUT(hold1, j, y);
@@ -1188,24 +1225,24 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       kp_vec gs[KP_VPT], ys[KP_VPT];
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
-        kp_row_load(&gs[j], a, base + (unsigned)j * KP_TPR + t, len, aligned);
-        kp_row_load(&ys[j], b, base + (unsigned)j * KP_TPR + t, len, aligned);
+        kp_row_load(&gs[j], a, base + (unsigned)j * KP_TPR + t, len, acc);
+        kp_row_load(&ys[j], b, base + (unsigned)j * KP_TPR + t, len, acc);
       }
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
         const unsigned vi = base + (unsigned)j * KP_TPR + t;
-        kp_row_store_vec(kp_vec_backward(gs[j], ys[j], kp_lanes(vi, len), s), o, vi, len, aligned);
+        kp_row_store_vec(kp_vec_backward(gs[j], ys[j], kp_lanes(vi, len), s), o, vi, len, acc);
       }
     }
 #elif KP_ROW == 4 && KP_PREFETCH
-#define KP_GRAD_STEP_(g, y, vi, nl) kp_row_store_vec(kp_vec_backward_n(g, y, nl, s), o, vi, len, aligned);
+#define KP_GRAD_STEP_(g, y, vi, nl) kp_row_store_vec(kp_vec_backward_n(g, y, nl, s), o, vi, len, acc);
     KP_STAGE_PASS2(stg, stg_y, KP_GRAD_STEP_)
 #elif KP_ROW == 4
     for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
       kp_vec g, y;
       KP_SET_RAW(g, kp_slice[vi]);
       KP_SET_RAW(y, kp_slice_y[vi]);
-      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s), o, vi, len, aligned);
+      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s), o, vi, len, acc);
     }
 #else
 #pragma unroll
@@ -1214,7 +1251,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       KP_HOLD_GET(hold0, j, g);
       KP_HOLD_GET(hold1, j, y);
       const unsigned vi = (unsigned)j * KP_TPR + t;
-      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s), o, vi, len, aligned);
+      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s), o, vi, len, acc);
     }
 #endif
 #endif

@@ -99,9 +99,22 @@ def test_dim_other_than_last_without_a_copy(cl_queue):
     xt = cla.to_device(cl_queue, base).transpose()  # shape (11, 6), strides (1, 11)
     got = kplay.softmax(xt, dim=0)
     close(got.get(), ref("softmax", base.T, axis=0), np.float64)
-    # A contiguous matrix along dim 0 has no unit stride there: refused, with what to do.
-    with pytest.raises(kplay.InvalidArgumentError, match="cannot be read as rows along dim 0"):
-        kplay.softmax(cla.to_device(cl_queue, base), dim=0)
+    # A contiguous array along a dim that is not the last: strided rows, the output contiguous like
+    # it; forward and backward of every member, a [N, C, H, W] image over its channels (Softmax2d).
+    img = rng.standard_normal((3, 7, 5, 4)) * 3
+    g = rng.standard_normal(img.shape)
+    for name, (fwd, bwd) in FAMILY.items():
+        for dim in (1, 0, 2):
+            y = fwd(cla.to_device(cl_queue, img), dim=dim)
+            assert y.flags.c_contiguous
+            close(y.get(), ref(name, img, axis=dim), np.float64)
+            gi = bwd(cla.to_device(cl_queue, g), y, dim=dim)
+            assert gi.flags.c_contiguous
+            close(gi.get(), ref_grad(name, g, y.get(), axis=dim), np.float64)
+    # Neither layout (the dims after dim not contiguous): refused, with what to do.
+    gapped = cla.to_device(cl_queue, img)[:, :, :, ::2]
+    with pytest.raises(kplay.InvalidArgumentError, match="cannot be read as rows along dim 1"):
+        kplay.softmax(gapped, dim=1)
 
 
 def test_bad_arguments_raise(cl_queue):

@@ -91,19 +91,24 @@ def test_dtype_argument_casts_first():
 
 
 def test_fake_kernel_promises_the_strides_every_kernel_gives():
-    # dim last: contiguous; another dim: contiguous with dim moved last (the layout the CUDA kernel
-    # writes, the CPU kernel too), so torch.compile plans its buffers right.
+    # A contiguous input: contiguous along any dim (the CUDA kernel reads another dim than the last
+    # as strided rows); any other layout along a dim that is not the last: contiguous with dim moved
+    # last (the layout the CUDA kernel writes, the CPU kernel too), so torch.compile plans its
+    # buffers right.
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     x = torch.randn(2, 3, 4, 5)
+    nhwc = x.to(memory_format=torch.channels_last)
+    for t in (x, nhwc, x.transpose(2, 3)):
+        for dim in (-1, 1, 0):
+            real = torch.ops.kplay.softmax(t, dim, "softmax")
+            with FakeTensorMode() as mode:
+                fake = torch.ops.kplay.softmax(mode.from_tensor(t), dim, "softmax")
+            assert fake.stride() == real.stride() and fake.shape == real.shape
     for dim in (-1, 1, 0):
-        real = torch.ops.kplay.softmax(x, dim, "softmax")
-        with FakeTensorMode() as mode:
-            fake = torch.ops.kplay.softmax(mode.from_tensor(x), dim, "softmax")
-        assert fake.stride() == real.stride() and fake.shape == real.shape
-    assert torch.ops.kplay.softmax(x, -1, "softmax").is_contiguous()
-    y = torch.ops.kplay.softmax(x, 1, "softmax")
-    assert y.stride(1) == 1  # channels last in memory
+        assert torch.ops.kplay.softmax(x, dim, "softmax").is_contiguous()
+    y = torch.ops.kplay.softmax(nhwc, 1, "softmax")
+    assert y.stride(1) == 1  # channels last in memory, as the input
 
 
 def test_compile_without_graph_break_on_cpu():
@@ -257,7 +262,8 @@ def backward_matches_torch(name, grad, y, ty, gx, dim, dtype, **tol):
 
 
 def layouts(device, dtype):
-    """(tensor, dim): the layouts kplay reads where they are, then those it copies first."""
+    """(tensor, dim): the layouts kplay reads where they are (as rows of contiguous elements, then as
+    strided rows), then those it copies first."""
     g = torch.Generator(device="cpu").manual_seed(4)
     base = (torch.randn(6, 40, 24, generator=g) * 4).to(dtype).to(device)
     nhwc = torch.randn(2, 5, 3, 7, generator=g).to(dtype).to(device).to(memory_format=torch.channels_last)
@@ -268,9 +274,11 @@ def layouts(device, dtype):
         (base.transpose(1, 2), 1),                    # unit stride along dim 1, rows of pitch 24
         (base.reshape(240, 24).T, 0),                 # a transposed matrix along dim 0
         (nhwc, 1),                                    # channels-last image's channels (Softmax2d)
-        (base, 1),                                    # strided dim: copied
+        (base, 1),                                    # a contiguous tensor's dim 1: strided rows
+        (base, 0),                                    # dim 0: strided rows, 960 apart
+        (nhwc.contiguous(), -3),                      # Softmax2d of a contiguous image: strided rows
         (base[:, :, :1].expand(6, 40, 7), -1),        # broadcast: copied
-        (nhwc.contiguous(), -3),                      # Softmax2d of a contiguous image: copied
+        (base.transpose(0, 1)[:, :, 3:9], 1),         # no unit stride, gapped: copied
     ]
 
 
@@ -302,6 +310,32 @@ def test_cuda_long_rows_and_edges():
             ty, _ = run(TORCH[name], x, grad, -1)
             torch.testing.assert_close(y, ty, rtol=1e-4, atol=0)
             backward_matches_torch(name, grad, y, ty, gx, -1, torch.float32, rtol=1e-4, atol=1e-8)
+
+
+@cuda
+def test_cuda_strided_rows_read_and_written_in_place():
+    # A contiguous input along a dim that is not the last: its output contiguous like it, the
+    # backward's too, with no copy of either (the caching allocator's peak holds input, output
+    # and the gradient, nothing more), every member matching torch.
+    x = torch.randn(8, 21, 33, 40, device="cuda") * 3
+    for name in NAMES:
+        for dim in (1, -3, 0, 2):
+            y = KT[name](x, dim)
+            assert y.is_contiguous()
+            close(y, TORCH[name](x, dim), torch.float32)
+    t = x.clone().requires_grad_()
+    y = kt.softmax(t, 1)
+    grad = torch.randn_like(y)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    y.backward(grad)
+    torch.cuda.synchronize()
+    assert t.grad.is_contiguous()
+    assert torch.cuda.max_memory_allocated() - before <= x.numel() * x.element_size() + (1 << 20)
+    u = x.clone().requires_grad_()
+    torch.softmax(u, 1).backward(grad)
+    torch.testing.assert_close(t.grad, u.grad, rtol=1e-5, atol=1e-6)
 
 
 @cuda
