@@ -340,6 +340,47 @@ TEST_CASE("boundaries: db export --ship replaces its target whole, or not at all
   }
 }
 
+TEST_CASE("boundaries: a CUDA row tuning across a cluster goes through db export --ship and db import") {
+  // What kplay autotune stores for a softmax on an H200 (a cluster of two blocks a row): the
+  // import's checks hold it to CUDA's limits, not to a device without clusters.
+  TempDir dir;
+  rt::DeviceInfo gpu = device();
+  gpu.backend = "cuda";
+  gpu.name = "NVIDIA H200";
+  gpu.arch = "sm_90";
+  TuningRecord r = tuning(1 << 28);
+  r.fingerprint = device_fingerprint(gpu);
+  r.backend = gpu.backend;
+  r.device_name = gpu.name;
+  r.arch = gpu.arch;
+  r.spec.activation = "softmax";
+  r.spec.dtype = Dtype::bf16;
+  r.best.vec = 8;
+  r.best.block = 256;
+  r.best.per_thread = 4;
+  r.best.row = RowStrategy::cluster;
+  r.best.cluster = 2;
+  r.candidates.resize(1);
+  r.candidates[0].config = r.best;
+  {
+    auto db = test::open_db(dir.file("k.db"));
+    db->put_device(device_fingerprint(gpu), gpu);
+    db->save_tuning(r);
+  }
+  std::filesystem::create_directory(dir.file("ship"));
+  auto out = db_cli("export --ship " + dir.file("ship") + " --db " + dir.file("k.db") + " --command 'kplay autotune'");
+  INFO(out.output);
+  REQUIRE(out.status == 0);
+  const std::string file = dir.file("ship") + "/" + shipped_file_name(device_class(gpu));
+  out = db_cli("import " + file + " --db " + dir.file("again.db"));
+  INFO(out.output);
+  CHECK(out.status == 0);
+  const auto tunings = test::open_db(dir.file("again.db"))->list_tuning();
+  REQUIRE(tunings.size() == 1);
+  CHECK(tunings[0].best.cluster == 2);
+  CHECK(tunings[0].best.row == RowStrategy::cluster);
+}
+
 TEST_CASE("boundaries: db import says how many records it kept when records of one key replace each other") {
   TempDir dir;
   seed(dir.file("k.db"), {1 << 10, 1 << 20});

@@ -298,6 +298,19 @@ TEST_CASE(
   CHECK(c.layer == "model");
   CHECK(c.config == default_row_config(softmax, 16384, gpu.limits()));
   CHECK(c.source.find("does not hold these rows") != std::string::npos);
+  // A cluster config (2 blocks of 256 threads, vectors of 4) holds any row, but rows of 512 give
+  // each block 64 vectors: three threads of four idle, the row default; rows of 4096 fill it.
+  TuningRecord cl = record(a, "softmax", Dtype::f32, Direction::forward, 1 << 24, 256);
+  cl.best.row = RowStrategy::cluster;
+  cl.best.cluster = 2;
+  cl.best.per_thread = 4;
+  db.save_tuning(cl);
+  c = choose_row_config(&db, engine, softmax, (1 << 24) / 512, 512, &off.tunings);
+  CHECK(c.layer == "model");
+  CHECK(c.source.find("gives each block 64 vectors") != std::string::npos);
+  c = choose_row_config(&db, engine, softmax, (1 << 24) / 4096, 4096, &off.tunings);
+  CHECK(c.layer == "user");
+  CHECK(c.config.cluster == 2);
   // Nothing stored: the row default for the length (not the element-wise model's config).
   c = choose_row_config(nullptr, engine, spec("log_softmax"), 64, 16384, &off.tunings);
   CHECK(c.layer == "model");

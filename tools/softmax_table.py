@@ -9,6 +9,9 @@ CLI), so each side's percentage is against its own same-run copy.
     python3 tools/softmax_table.py [--kplay PATH] [--shapes 65536x128,...] [--dtypes f32,bf16]
         [--directions forward,backward] [--ops softmax,log_softmax] [--db FILE] [--json FILE]
 
+A shape runs over its last dimension, or over the one after '@': 32x21x512x512@1 is Softmax2d's
+softmax over the channels of a contiguous [N, C, H, W] (kplay's strided rows, `kplay run --dim 1`).
+
 --db FILE: kplay's configs from that kernel database (what `kplay autotune --shape` stored), as a
 user's process gets them; without it the untuned default (`--no-db`).
 """
@@ -39,23 +42,23 @@ def timed_ms(torch, fn, reps: int) -> float:
     return statistics.median(times)
 
 
-def torch_side(torch, op: str, rows: int, cols: int, dtype, direction: str, reps: int) -> dict:
-    x = torch.randn(rows, cols, device="cuda", dtype=dtype) * 4
+def torch_side(torch, op: str, dims: list, dim: int, dtype, direction: str, reps: int) -> dict:
+    x = torch.randn(*dims, device="cuda", dtype=dtype) * 4
     func = {"softmax": torch.softmax, "log_softmax": torch.log_softmax}[op]
     dst = torch.empty_like(x)
     if direction == "forward":
         copy_src, moved = x, 2
-        eager = lambda: func(x, -1)  # noqa: E731
-        compiled_fn = torch.compile(lambda t: func(t, -1), dynamic=False)
+        eager = lambda: func(x, dim)  # noqa: E731
+        compiled_fn = torch.compile(lambda t: func(t, dim), dynamic=False)
         compiled = lambda: compiled_fn(x)  # noqa: E731
     else:
-        y = func(x, -1)
+        y = func(x, dim)
         g = torch.randn_like(x)
         moved = 3
         backward = (torch.ops.aten._softmax_backward_data if op == "softmax" else
                     torch.ops.aten._log_softmax_backward_data)
-        eager = lambda: backward(g, y, -1, dtype)  # noqa: E731
-        compiled_fn = torch.compile(lambda gg, yy: backward(gg, yy, -1, dtype), dynamic=False)
+        eager = lambda: backward(g, y, dim, dtype)  # noqa: E731
+        compiled_fn = torch.compile(lambda gg, yy: backward(gg, yy, dim, dtype), dynamic=False)
         compiled = lambda: compiled_fn(g, y)  # noqa: E731
         copy_src = x
     copy_ms = timed_ms(torch, lambda: dst.copy_(copy_src), reps) * moved / 2  # the same bytes
@@ -67,8 +70,8 @@ def torch_side(torch, op: str, rows: int, cols: int, dtype, direction: str, reps
     return out
 
 
-def kplay_side(kplay: str, op: str, shape: str, dtype: str, direction: str, db: str | None) -> dict:
-    cmd = [kplay, "run", "--act", op, "--shape", shape, "--dtype", dtype, "--direction", direction]
+def kplay_side(kplay: str, op: str, shape: str, dim: int, dtype: str, direction: str, db: str | None) -> dict:
+    cmd = [kplay, "run", "--act", op, "--shape", shape, "--dim", str(dim), "--dtype", dtype, "--direction", direction]
     cmd += ["--db", db] if db else ["--no-db"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     text = r.stdout + r.stderr
@@ -98,15 +101,17 @@ def main() -> int:
     torch_dtypes = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
     rows_out = []
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; % of a same-run copy of the bytes moved")
-    print(f"{'op':<12}{'shape':<15}{'dtype':<6}{'dir':<9}{'kplay %':>8}{'eager %':>8}{'compile %':>10}"
+    print(f"{'op':<12}{'shape':<19}{'dtype':<6}{'dir':<9}{'kplay %':>8}{'eager %':>8}{'compile %':>10}"
           f"{'kplay ms':>10}{'eager ms':>10}{'compile ms':>11}  verdict")
     for op in args.ops.split(","):
         for direction in args.directions.split(","):
             for dtype in args.dtypes.split(","):
                 for shape in args.shapes.split(","):
-                    rows, cols = (int(v) for v in shape.split("x"))
-                    k = kplay_side(args.kplay, op, shape, dtype, direction, args.db)
-                    t = torch_side(torch, op, rows, cols, torch_dtypes[dtype], direction, args.reps)
+                    dims_text, _, dim_text = shape.partition("@")
+                    dims = [int(v) for v in dims_text.split("x")]
+                    dim = int(dim_text) if dim_text else -1
+                    k = kplay_side(args.kplay, op, dims_text, dim, dtype, direction, args.db)
+                    t = torch_side(torch, op, dims, dim, torch_dtypes[dtype], direction, args.reps)
                     torch._dynamo.reset()
                     row = {"op": op, "shape": shape, "dtype": dtype, "direction": direction, "kplay": k, "torch": t}
                     rows_out.append(row)
@@ -114,7 +119,7 @@ def main() -> int:
                         kp, kms, verdict = "-", "-", k["error"][:60]
                     else:
                         kp, kms, verdict = f"{k['pct']:.1f}", f"{k['ms']:.4f}", k["verdict"] + " " + k["config"]
-                    print(f"{op:<12}{shape:<15}{dtype:<6}{direction:<9}{kp:>8}{t['eager_pct']:>8.1f}"
+                    print(f"{op:<12}{shape:<19}{dtype:<6}{direction:<9}{kp:>8}{t['eager_pct']:>8.1f}"
                           f"{t['compile_pct']:>10.1f}{kms:>10}{t['eager_ms']:>10.4f}{t['compile_ms']:>11.4f}  {verdict}",
                           flush=True)
     if args.json:

@@ -55,11 +55,20 @@ void check_gbps(double x, const std::string& where) {
   if (x > kMaxImportGbps) bad(where, "expected at most 1e6 GB/s (1 PB/s; the fastest memory moves about 5e3)");
 }
 
+// The limits a record's configs are checked against: the backend's, with CUDA's largest cluster
+// (16 blocks, sm_90's non-portable size), so that a row tuning across a cluster imports; the
+// device's own limits are checked again where the config is used (resolve_config at launch).
+TargetLimits import_limits(const std::string& backend) {
+  TargetLimits limits;
+  limits.backend = backend;
+  if (backend == "cuda") limits.max_cluster = 16;
+  return limits;
+}
+
 // The command line's checks (config_validation.hpp), with the knob's name placed in the document.
 // Stored as given (a round trip keeps every field), used only through resolve_config again.
 void check_config(const KernelSpec& spec, const KernelConfig& c, const std::string& backend, const std::string& where) {
-  TargetLimits limits;
-  limits.backend = backend;
+  const TargetLimits limits = import_limits(backend);
   try {
     resolve_config(spec, c, limits);
   } catch (const Error& e) {
@@ -72,8 +81,7 @@ void check_config(const KernelSpec& spec, const KernelConfig& c, const std::stri
 // importable, declared as such by an empty candidates list. Compared as resolved (vec 0 = widest).
 void check_best_measured(const TuningRecord& r, const std::string& where) {
   if (r.candidates.empty()) return;
-  TargetLimits limits;
-  limits.backend = r.backend;
+  const TargetLimits limits = import_limits(r.backend);
   const KernelConfig best = resolve_config(r.spec, r.best, limits);
   for (const CandidateResult& c : r.candidates)
     if (c.ok && resolve_config(r.spec, c.config, limits) == best) return;

@@ -118,17 +118,27 @@ ConfigChoice choose_row_config(KernelDatabase* db, const Engine& engine, const K
   const rt::TargetLimits& limits = engine.backend().limits();
   std::string why_not;
   if (auto c = stored_config(db, engine, spec, rows * cols, s, &why_not)) {
-    // A tuning is stored by size bucket, and a registers or shared config holds rows up to a
-    // length: one tuned for shorter rows than these cannot run them.
+    // A tuning is stored by size bucket, which rows of any length share, and a registers or shared
+    // config holds rows up to a length: one tuned for shorter rows than these cannot run them.
     // Nor is one tuned for rows twice as long or longer kept: it would leave more than half of
-    // each row's threads idle where the default sizes the group to the row.
+    // each row's threads idle where the default sizes the group to the row. An online or cluster
+    // config holds any row, but one whose blocks would have fewer vectors of the row (of their
+    // slice, across a cluster) than half their threads was tuned for far longer rows and leaves
+    // most threads idle on these (a cluster of 2 tuned at 32768 bfloat16 columns ran rows of 1024
+    // at 8 % of copy): the tuner proposes none such for these rows, and the lookup keeps none.
     try {
       const KernelConfig resolved = resolve_config(spec, c->config, limits);
       row_launch_dims(spec, resolved, rows, cols, limits);
       const std::uint64_t capacity = row_capacity(resolved);
-      if (capacity == 0 || capacity < 2 * cols) return *c;
-      why_not = "the " + c->layer + " tuning (" + c->source + ") holds rows of up to " + std::to_string(capacity) +
-                " elements: rows of " + std::to_string(cols) + " would leave more than half of its threads idle";
+      const std::uint64_t vecs = (cols + resolved.vec - 1) / resolved.vec;
+      const std::uint64_t per_block = (vecs + row_cluster(resolved) - 1) / row_cluster(resolved);
+      const bool streaming_idle =
+          capacity == 0 && 2 * per_block < static_cast<std::uint64_t>(row_group_threads(resolved));
+      if ((capacity == 0 && !streaming_idle) || (capacity != 0 && capacity < 2 * cols)) return *c;
+      why_not = "the " + c->layer + " tuning (" + c->source + ") " +
+                (capacity ? "holds rows of up to " + std::to_string(capacity) + " elements: rows"
+                          : "gives each block " + std::to_string(per_block) + " vectors of a row: rows") +
+                " of " + std::to_string(cols) + " would leave more than half of its threads idle";
     } catch (const Error& e) {
       if (e.code() != ErrorCode::invalid_config) throw;  // e.g. a dtype the device cannot do: no config can
       why_not = "the " + c->layer + " tuning (" + c->source + ") does not hold these rows: " + e.what();
