@@ -48,12 +48,12 @@
  * in registers keeps each term and scales it by the sum's reciprocal (KP_KEEP_E); elsewhere a
  * second exp gives the result, exp(x - max - log sum). A short row's reductions shuffle the max in
  * the compute type and the sums plainly (softmax, softmin), since every thread of a row pays for
- * each step. What sets a float32 forward's time on the H200 is issue slots (Nsight Compute: 70 %
- * of them busy, DRAM at 31-49 %, about 80 instructions an element whatever the strategy): the
- * lean exp's 19 an element, and for rows a thread holds few elements of, the per-row work every
- * thread of the row repeats (two group reductions, 64-bit addressing, the row's constants), some
- * 250 a thread a row. Keeping loads in flight through the reductions (KP_PREFETCH, the pipelined
- * cluster kernel) does not move that (docs/design.md). */
+ * each step. What sets a float32 forward's time on the H200 is issue slots and latency, not the
+ * exp (Nsight Compute at 32768x1024: 60 instructions an element, 71 % of issue slots busy, 7 warps
+ * a scheduler at 62 registers, DRAM at 59 %; the lean exp is about 15 of the 60): the per-row
+ * work every thread of a row repeats (two group reductions, 64-bit addressing, the row's
+ * constants), some 250 instructions a thread a row over 8-16 elements, and the registers the kept
+ * double terms take (docs/design.md). */
 #ifndef KP_STRIDED
 #define KP_STRIDED 0
 #endif
