@@ -568,6 +568,13 @@ TEST_SUITE("opencl") {
         "--no-db");
     INFO(r.output);
     CHECK(r.status == 0);
+    // check: rows of 1 to 1,000,003 elements, then strided rows, every element against the reference.
+    r = test::run_cli("check --backend opencl --act log_softmax");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("rows 2 x 1000003") != std::string::npos);
+    CHECK(r.output.find("(strided, 4096 apart)") != std::string::npos);
+    CHECK(r.output.find("verdict: PASS") != std::string::npos);
     r = test::run_cli("run --backend opencl --act softmax --shape 4x5 --dim 2 --no-db");
     CHECK(r.status == 2);
     CHECK(r.output.find("--dim 2") != std::string::npos);

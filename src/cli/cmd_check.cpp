@@ -24,25 +24,37 @@ namespace {
 // A row activation (the softmax family) is a function of a whole row, so no sweep of every input
 // exists: its check runs rows of several lengths, from 1 to over a million elements, each with
 // the edge rows of row_problem.cpp (+inf, NaN, all -inf, some -inf, extremes, wide spread,
-// constant) and every element judged against the row reference. The config: the flags' where
-// knobs are given, else the default for each row length. Returns whether all passed.
+// constant) and every element judged against the row reference; then, with the default configs,
+// strided rows (a dim that is not the last: [outer, cols, inner]) of 1 to 1000 elements. The
+// config: the flags' where knobs are given, else the default for each row length. Returns whether
+// all passed.
 bool check_rows(Engine& engine, const KernelSpec& spec, const KernelConfig* given, std::uint64_t seed) {
   bool pass = true;
-  const std::uint64_t shapes[][2] = {{8, 1}, {64, 7}, {16, 1000}, {16, 4099}, {8, 65536}, {2, 1000003}};
+  // {rows, cols, inner}: inner > 1 for strided rows
+  const std::uint64_t shapes[][3] = {{8, 1, 1},       {64, 7, 1},         {16, 1000, 1},
+                                     {16, 4099, 1},   {8, 65536, 1},      {2, 1000003, 1},
+                                     {4 * 33, 1, 33}, {8 * 100, 21, 100}, {2 * 4096, 1000, 4096}};
   for (const auto& shape : shapes) {
-    const KernelConfig config = given ? *given : default_row_config(spec, shape[1], engine.backend().limits());
+    const bool strided = shape[2] > 1;
+    if (strided && given) continue;  // knobs for contiguous rows need not suit strided ones
+    const KernelConfig config = given     ? *given
+                                : strided ? strided_row_config(spec, shape[1])
+                                          : default_row_config(spec, shape[1], engine.backend().limits());
     ProblemShape ps;
     ps.rows = shape[0];
+    ps.inner = shape[2];
     ps.n = shape[0] * shape[1];
     ps.seed = seed;
-    const auto kernel = engine.prepare(spec, config);
+    const auto kernel = engine.prepare(spec, config, strided ? Layout::strided : Layout::flat);
     const auto problem = make_problem(engine.backend(), spec, ps);
     problem->launch(engine, *kernel);
     engine.backend().synchronize();
     const ErrorStats e = problem->verify(false);
     pass &= e.mismatches == 0;
-    std::printf("rows %llu x %llu, %s: %s\n", static_cast<unsigned long long>(shape[0]),
-                static_cast<unsigned long long>(shape[1]), to_string(kernel->config).c_str(), e.summary().c_str());
+    const std::string where = strided ? " (strided, " + std::to_string(shape[2]) + " apart)" : "";
+    std::printf("rows %llu x %llu%s, %s: %s\n", static_cast<unsigned long long>(shape[0]),
+                static_cast<unsigned long long>(shape[1]), where.c_str(), to_string(kernel->config).c_str(),
+                e.summary().c_str());
     std::fflush(stdout);
   }
   std::printf("verdict: %s\n", pass ? "PASS" : "FAIL");
