@@ -261,9 +261,8 @@ class Softmin(_RowModule):
 
 class Softmax2d(torch.nn.Module):
     """kplay's torch.nn.Softmax2d(): softmax over the channels (dim -3) of a [C, H, W] or [N, C, H, W]
-    input. The channels of a contiguous tensor are strided, so they are copied last first (an extra
-    read and write of the input, and the output is channels-last in memory); a channels-last
-    tensor is read where it is."""
+    input. A contiguous tensor's channels are read where they are as strided rows (the output
+    contiguous), a channels-last tensor's as rows (the output channels-last)."""
     activation = "softmax"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -507,10 +507,11 @@ def _row_op(x: Tensor, dim: Any, dtype: Optional[torch.dtype], activation: str) 
 
 def softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Tensor:
     """torch.softmax(x, dim, dtype=None) by kplay's row kernel, with autograd from the saved output.
-    No copy where dim is the last dimension of rows of one pitch, or has unit stride with the other
-    dimensions folding into rows of one pitch (a channels-last image's channels); any other layout
-    (dim 1 of a contiguous [N, C, H, W]) is first copied with dim moved last: an extra read and
-    write of the input, and the output keeps that layout (dim last in memory)."""
+    No copy where x is contiguous (any dim: one not the last is read as strided rows, and the output
+    is contiguous), or where dim has unit stride with the other dimensions folding into rows of one
+    pitch (a channels-last image's channels: the output keeps that layout); any other layout
+    (broadcast or gapped strides) is first copied with dim moved last: an extra read and write of
+    the input, and the output keeps that layout (dim last in memory)."""
     return _row_op(x, dim, dtype, "softmax")
 
 
