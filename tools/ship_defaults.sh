@@ -9,9 +9,12 @@
 # that have that form (kplay.torch's autograd saves the output of relu, sigmoid, tanh and four more);
 # all one-shot with default caching, which the tie rule prefers anyway unless another grid or cache
 # hint is 1 % faster (docs/design.md says why that holds here).
+# With --rows SHAPES the passes are the row kernel's instead: `kplay autotune --act softmax --shape
+# RxC --strategy halving` for each shape, dtype and direction (the softmax family shares one kernel
+# body and one tuning per shape; log_softmax and softmin take softmax's).
 # Usage: tools/ship_defaults.sh [--kplay CLI] [--out DIR] [--minutes M] [--work DIR] [--device all|N,N]
 #                               [--sizes N,N,...] [--dtype LIST] [--act TEXTS] [--backend cuda|opencl]
-#                               [--resume-from FILE [--retune]]
+#                               [--resume-from FILE [--retune]] [--rows RxC,RxC,...]
 #   --kplay   the kplay command (default $KPLAY_CLI, else build/kplay)
 #   --out     where the class's file goes (default: tunings/ of this checkout); prints its path
 #   --minutes wall-clock budget (default 7): autotune is stopped when it is spent, what finished is
@@ -26,12 +29,15 @@
 #             run and checked on the others)
 #   --sizes   default 1048576,16777216,1610612736 (2^20, 2^24 and 4096x393216)
 #   --dtype, --act, --backend: as kplay autotune takes them (defaults all, every formula, cuda)
+#   --rows    the softmax family's tunings at these shapes instead of the element-wise table, with
+#             --dtype (default here f32,bf16); e.g. tools/softmax_table.py's shapes, with
+#             --resume-from tunings/<class>.json so that the file keeps its element-wise records
 # Progress: a line per finished job from autotune (done/total, the best ratio so far, its estimate of
 # the time left), a line per pass, and a summary with the file to copy back.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 kplay="${KPLAY_CLI:-$root/build/kplay}" out="$root/tunings" minutes=7 work="" device=all
-sizes=1048576,16777216,1610612736 dtype=all acts="" backend=cuda resume_from="" retune=0
+sizes=1048576,16777216,1610612736 dtype="" acts="" backend=cuda resume_from="" retune=0 rows=""
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -46,6 +52,7 @@ while [ $# -gt 0 ]; do
     --dtype) dtype=$2; shift 2 ;;
     --act) acts=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
+    --rows) rows=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "ship_defaults.sh: unknown argument $1" >&2; usage ;;
   esac
@@ -57,6 +64,14 @@ mkdir -p "$work" "$out"
 db="$work/ship.db"
 start=$SECONDS
 deadline=$((start + $(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 }')))
+if [ -n "$rows" ]; then
+  [[ "$rows" =~ ^[0-9]+x[0-9]+(,[0-9]+x[0-9]+)*$ ]] || { echo "ship_defaults.sh: --rows $rows: shapes RxC,RxC" >&2; exit 2; }
+  [ -z "$acts" ] || { echo "ship_defaults.sh: --rows tunes the softmax family; leave out --act" >&2; exit 2; }
+  [ -n "$dtype" ] || dtype=f32,bf16
+  acts=softmax
+  sizes=$(tr ',' '\n' <<<"$rows" | awk -Fx '{ printf "%s%.0f", (NR > 1 ? "," : ""), $1 * $2 }')
+fi
+[ -n "$dtype" ] || dtype=all
 # Every kernel body: --act all and, after it, the texts whose parameter selects another formula.
 if [ -z "$acts" ]; then
   acts=all
@@ -83,10 +98,19 @@ space_bwd="--space 'grid=one-shot cache=default gradient=early,late'"
 pass_fwd="kplay autotune $common --direction forward --space 'grid=one-shot cache=default kernel=flat,general'"
 pass_bwd="kplay autotune $common --direction backward $space_bwd"
 pass_out="kplay autotune $common --direction backward --saved output $space_bwd"
+passes=("$pass_fwd" "$pass_bwd" "$pass_out")
+if [ -n "$rows" ]; then
+  passes=()
+  for shape in ${rows//,/ }; do
+    for dir in forward backward; do
+      passes+=("kplay autotune --act softmax --dtype $dtype --direction $dir --shape $shape --strategy halving --backend $backend --device $device")
+    done
+  done
+fi
 echo "ship_defaults.sh: on $("$kplay" devices 2>/dev/null | grep -m1 "^  \\[" | sed "s/^ *//")"
 echo "ship_defaults.sh: work folder $work (give --work $work to resume), budget $minutes min"
 status=0
-for pass in "$pass_fwd" "$pass_bwd" "$pass_out"; do
+for pass in "${passes[@]}"; do
   left=$((deadline - SECONDS))
   if [ "$left" -le 5 ]; then
     echo "ship_defaults.sh: budget spent before: ${pass#kplay autotune }"
@@ -113,6 +137,7 @@ echo "ship_defaults.sh: [$((SECONDS - start)) s] exporting"
 # Each record's provenance names this script with the arguments that decide what it tunes; its
 # passes are the autotune commands above (spelled out in every record, they made half the file).
 command="tools/ship_defaults.sh --sizes $sizes --dtype $dtype --act '$acts' --backend $backend --device $device"
+[ -z "$rows" ] || command="tools/ship_defaults.sh --rows $rows --dtype $dtype --backend $backend --device $device"
 "$kplay" db export --ship "$out" --command "$command" --db "$db" | tee "$work/export.txt"
 file=$(sed -n 's/^wrote \(.*\): [0-9]* tuning records$/\1/p' "$work/export.txt" | head -1)
 [ -n "$file" ] || { echo "ship_defaults.sh: nothing was exported" >&2; exit 1; }
@@ -125,12 +150,16 @@ fi
 check=$(KPLAY_SHIPPED_TUNINGS="$out" "$kplay" db list --layer shipped --db "$work/none.db" 2>&1)
 if grep -q "warning" <<<"$check"; then echo "$check" >&2; echo "ship_defaults.sh: $file does not read back" >&2; exit 1; fi
 # The records of this run's sizes (a --resume-from file may hold others): from the file, which has n.
-read -r records outputs < <(python3 "$root/tools/shipped_file.py" count "$file" "$sizes")
+read -r records outputs < <(python3 "$root/tools/shipped_file.py" count "$file" "$sizes" ${rows:+softmax})
+# A row backward is always from the saved output: those records are the table's backward half.
+[ -z "$rows" ] || { records=$((records + outputs)); outputs=0; }
 expected=$(( $(tr ',' '\n' <<<"$acts" | grep -c .) ))
 [ "$acts" = "${acts#all}" ] || expected=$((expected - 1 + $("$kplay" list --texts | grep -c .)))
 [ "$dtype" = all ] && dtypes=4 || dtypes=$(tr ',' '\n' <<<"$dtype" | grep -c .)
 expected=$((expected * dtypes * 2 * $(tr ',' '\n' <<<"$sizes" | grep -c .)))
-echo "ship_defaults.sh: [$((SECONDS - start)) s] $records of $expected records, and $outputs of backward from the saved output; $(du -k "$file" | cut -f1) KB"
+of_output=", and $outputs of backward from the saved output"
+[ -z "$rows" ] || of_output=""
+echo "ship_defaults.sh: [$((SECONDS - start)) s] $records of $expected records$of_output; $(du -k "$file" | cut -f1) KB"
 echo "ship_defaults.sh: copy back into the repository: $file -> tunings/$(basename "$file")"
 [ "$records" -ge "$expected" ] || { echo "ship_defaults.sh: incomplete; run again with --work $work to resume"; status=${status/0/3}; }
 exit "$status"

@@ -6,8 +6,9 @@ keeps no provenance, and autotune's resume cannot be told to redo a size.
   shipped_file.py drop-sizes FILE OUT N[,N...]     FILE without its records of those sizes, into OUT
   shipped_file.py keep-provenance OLD FILE         in FILE, a record also in OLD (same spec, size and
                                                    time made) gets OLD's provenance back
-  shipped_file.py count FILE N[,N...]              "RECORDS OUTPUTS": FILE's records of those sizes,
-                                                   not from / from the saved output
+  shipped_file.py count FILE N[,N...] [ACTIVATION] "RECORDS OUTPUTS": FILE's records of those sizes
+                                                   (of that activation alone where given), not
+                                                   from / from the saved output
 
 FILE is edited line by line, as `kplay db export --ship` writes it (one record per line), so that
 only the provenance of a record changes and the rest stays byte for byte."""
@@ -47,15 +48,16 @@ def keep_provenance(old_path, path):
     print("ship_defaults.sh: %d records keep their provenance from %s" % (kept, old_path))
 
 
-def count(path, sizes):
-    rs = [r for r in json.load(open(path))["tunings"] if r["n"] in sizes_of(sizes)]
+def count(path, sizes, activation=None):
+    rs = [r for r in json.load(open(path))["tunings"]
+          if r["n"] in sizes_of(sizes) and activation in (None, r["spec"]["activation"])]
     outputs = sum(1 for r in rs if r["spec"].get("saved") == "output")
     print(len(rs) - outputs, outputs)
 
 
-COMMANDS = {"drop-sizes": (drop_sizes, 3), "keep-provenance": (keep_provenance, 2), "count": (count, 2)}
+COMMANDS = {"drop-sizes": (drop_sizes, (3,)), "keep-provenance": (keep_provenance, (2,)), "count": (count, (2, 3))}
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS or len(sys.argv) != 2 + COMMANDS[sys.argv[1]][1]:
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS or len(sys.argv) - 2 not in COMMANDS[sys.argv[1]][1]:
         sys.exit(__doc__)
     COMMANDS[sys.argv[1]][0](*sys.argv[2:])

@@ -43,3 +43,19 @@ def test_drop_sizes_and_count_see_the_same_records(tmp_path):
     kept = json.loads(out.read_text())["tunings"]
     assert kept == [r for r in records if r["n"] not in (1048576, 16777216)] and kept
     assert tool("count", out, "1048576").split() == ["0", "0"]
+
+
+def test_count_of_one_activation_leaves_the_others_of_its_size_out(tmp_path):
+    # 4096x393216 is both an element-wise size and a softmax shape: ship_defaults.sh --rows counts
+    # the softmax records alone.
+    doc = json.loads(SHIPPED.read_text())
+    n = 1610612736
+    rows = [dict(r, n=n) for r in doc["tunings"] if r["spec"]["activation"] == "softmax"]
+    assert rows and any(r["n"] == n for r in doc["tunings"])
+    doc["tunings"] += rows
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps(doc))
+    everything = [r for r in doc["tunings"] if r["n"] == n]
+    outputs = sum(1 for r in everything if r["spec"].get("saved") == "output")
+    assert tool("count", path, n, "softmax").split() == [str(len(rows)), "0"]
+    assert tool("count", path, n).split() == [str(len(everything) - outputs), str(outputs)]
