@@ -10,8 +10,8 @@
 # all one-shot with default caching, which the tie rule prefers anyway unless another grid or cache
 # hint is 1 % faster (docs/design.md says why that holds here).
 # With --rows SHAPES the passes are the row kernel's instead: `kplay autotune --act softmax --shape
-# RxC --strategy halving` for each shape, dtype and direction (the softmax family shares one kernel
-# body and one tuning per shape; log_softmax and softmin take softmax's).
+# RxC --strategy halving` for each shape and direction (--act softmax,log_softmax,softmin for the
+# others: each member has tunings of its own, and without them the row default).
 # Usage: tools/ship_defaults.sh [--kplay CLI] [--out DIR] [--minutes M] [--work DIR] [--device all|N,N]
 #                               [--sizes N,N,...] [--dtype LIST] [--act TEXTS] [--backend cuda|opencl]
 #                               [--resume-from FILE [--retune]] [--rows RxC,RxC,...]
@@ -30,8 +30,9 @@
 #   --sizes   default 1048576,16777216,1610612736 (2^20, 2^24 and 4096x393216)
 #   --dtype, --act, --backend: as kplay autotune takes them (defaults all, every formula, cuda)
 #   --rows    the softmax family's tunings at these shapes instead of the element-wise table, with
-#             --dtype (default here f32,bf16); e.g. tools/softmax_table.py's shapes, with
-#             --resume-from tunings/<class>.json so that the file keeps its element-wise records
+#             --dtype (default here f32,bf16) and --act (default here softmax); e.g.
+#             tools/softmax_table.py's shapes, with --resume-from tunings/<class>.json so that the
+#             file keeps its element-wise records
 # Progress: a line per finished job from autotune (done/total, the best ratio so far, its estimate of
 # the time left), a line per pass, and a summary with the file to copy back.
 set -euo pipefail
@@ -66,9 +67,8 @@ start=$SECONDS
 deadline=$((start + $(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 }')))
 if [ -n "$rows" ]; then
   [[ "$rows" =~ ^[0-9]+x[0-9]+(,[0-9]+x[0-9]+)*$ ]] || { echo "ship_defaults.sh: --rows $rows: shapes RxC,RxC" >&2; exit 2; }
-  [ -z "$acts" ] || { echo "ship_defaults.sh: --rows tunes the softmax family; leave out --act" >&2; exit 2; }
   [ -n "$dtype" ] || dtype=f32,bf16
-  acts=softmax
+  [ -n "$acts" ] || acts=softmax
   sizes=$(tr ',' '\n' <<<"$rows" | awk -Fx '{ printf "%s%.0f", (NR > 1 ? "," : ""), $1 * $2 }')
 fi
 [ -n "$dtype" ] || dtype=all
@@ -103,7 +103,7 @@ if [ -n "$rows" ]; then
   passes=()
   for shape in ${rows//,/ }; do
     for dir in forward backward; do
-      passes+=("kplay autotune --act softmax --dtype $dtype --direction $dir --shape $shape --strategy halving --backend $backend --device $device")
+      passes+=("kplay autotune --act $acts --dtype $dtype --direction $dir --shape $shape --strategy halving --backend $backend --device $device")
     done
   done
 fi
@@ -137,7 +137,7 @@ echo "ship_defaults.sh: [$((SECONDS - start)) s] exporting"
 # Each record's provenance names this script with the arguments that decide what it tunes; its
 # passes are the autotune commands above (spelled out in every record, they made half the file).
 command="tools/ship_defaults.sh --sizes $sizes --dtype $dtype --act '$acts' --backend $backend --device $device"
-[ -z "$rows" ] || command="tools/ship_defaults.sh --rows $rows --dtype $dtype --backend $backend --device $device"
+[ -z "$rows" ] || command="tools/ship_defaults.sh --rows $rows --dtype $dtype --act $acts --backend $backend --device $device"
 "$kplay" db export --ship "$out" --command "$command" --db "$db" | tee "$work/export.txt"
 file=$(sed -n 's/^wrote \(.*\): [0-9]* tuning records$/\1/p' "$work/export.txt" | head -1)
 [ -n "$file" ] || { echo "ship_defaults.sh: nothing was exported" >&2; exit 1; }
@@ -150,7 +150,7 @@ fi
 check=$(KPLAY_SHIPPED_TUNINGS="$out" "$kplay" db list --layer shipped --db "$work/none.db" 2>&1)
 if grep -q "warning" <<<"$check"; then echo "$check" >&2; echo "ship_defaults.sh: $file does not read back" >&2; exit 1; fi
 # The records of this run's sizes (a --resume-from file may hold others): from the file, which has n.
-read -r records outputs < <(python3 "$root/tools/shipped_file.py" count "$file" "$sizes" ${rows:+softmax})
+read -r records outputs < <(python3 "$root/tools/shipped_file.py" count "$file" "$sizes" ${rows:+"$acts"})
 # A row backward is always from the saved output: those records are the table's backward half.
 [ -z "$rows" ] || { records=$((records + outputs)); outputs=0; }
 expected=$(( $(tr ',' '\n' <<<"$acts" | grep -c .) ))

@@ -6,8 +6,8 @@ keeps no provenance, and autotune's resume cannot be told to redo a size.
   shipped_file.py drop-sizes FILE OUT N[,N...]     FILE without its records of those sizes, into OUT
   shipped_file.py keep-provenance OLD FILE         in FILE, a record also in OLD (same spec, size and
                                                    time made) gets OLD's provenance back
-  shipped_file.py count FILE N[,N...] [ACTIVATION] "RECORDS OUTPUTS": FILE's records of those sizes
-                                                   (of that activation alone where given), not
+  shipped_file.py count FILE N[,N...] [ACT[,ACT]]  "RECORDS OUTPUTS": FILE's records of those sizes
+                                                   (of those activations alone where given), not
                                                    from / from the saved output
 
 FILE is edited line by line, as `kplay db export --ship` writes it (one record per line), so that
@@ -48,9 +48,10 @@ def keep_provenance(old_path, path):
     print("ship_defaults.sh: %d records keep their provenance from %s" % (kept, old_path))
 
 
-def count(path, sizes, activation=None):
+def count(path, sizes, activations=None):
+    names = activations.split(",") if activations else None
     rs = [r for r in json.load(open(path))["tunings"]
-          if r["n"] in sizes_of(sizes) and activation in (None, r["spec"]["activation"])]
+          if r["n"] in sizes_of(sizes) and (names is None or r["spec"]["activation"] in names)]
     outputs = sum(1 for r in rs if r["spec"].get("saved") == "output")
     print(len(rs) - outputs, outputs)
 
