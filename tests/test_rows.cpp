@@ -209,7 +209,8 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
 
 TEST_CASE(
     "row default config: registers for short rows (forward: two vectors a thread on a persistent grid on CUDA, else "
-    "one, two for long 16-bit rows; backward: four), else online") {
+    "one, two for long 16-bit rows; backward: four), else online (CUDA forward: blocks of 128 up to 128 vectors a "
+    "thread)") {
   TargetLimits opencl;
   opencl.backend = "opencl";
   TargetLimits hopper;
@@ -217,8 +218,16 @@ TEST_CASE(
   hopper.max_shared_optin = 227 * 1024;
   const KernelSpec f = row_spec("softmax", Dtype::f32, Direction::forward);
   for (const TargetLimits& lim : {opencl, hopper}) {
-    for (std::uint64_t cols : {1ull, 128ull, 4096ull, 16384ull}) {
+    const bool cuda = lim.backend == "cuda";
+    // In registers up to 4 vectors a thread of 1024; a CUDA forward up to 2 (16384 columns: 4096
+    // vectors go online).
+    for (std::uint64_t cols : {1ull, 128ull, 4096ull, 8192ull, 16384ull}) {
       const KernelConfig c = default_row_config(f, cols, lim);
+      INFO(cols << " columns, " << lim.backend);
+      if (cuda && cols > 8192) {
+        CHECK(c.row == RowStrategy::online);
+        continue;
+      }
       CHECK(c.row == RowStrategy::registers);
       CHECK(row_capacity(c) >= cols);
       CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, c, lim), 1000, cols, lim));
@@ -226,7 +235,6 @@ TEST_CASE(
     // 128 float32 columns: 32 vectors of 4. On CUDA two a thread, 8 rows a block of 128, on a
     // persistent grid of one wave; elsewhere one a thread, 8 rows a block of 256, one-shot.
     const KernelConfig s = default_row_config(f, 128, lim);
-    const bool cuda = lim.backend == "cuda";
     CHECK(s.per_thread == (cuda ? 2 : 1));
     CHECK(s.row_threads == (cuda ? 16 : 32));
     CHECK(s.block == (cuda ? 128 : 256));
@@ -249,6 +257,15 @@ TEST_CASE(
     CHECK(default_row_config(b, 4096, lim).per_thread == 4);
     CHECK(default_row_config(b, 4096, lim).block == 256);
     CHECK(row_capacity(default_row_config(b, 4100, lim)) >= 4100);
+    // Online forward: blocks of 128 on CUDA for rows of up to 128 vectors a thread (65536 float32
+    // columns), of 1024 beyond and on other backends.
+    for (std::uint64_t cols : {32768ull, 65536ull, 65540ull, 393216ull}) {
+      INFO(cols << " columns, " << lim.backend);
+      CHECK(default_row_config(f, cols, lim).block == (cuda && cols <= 65536 ? 128 : 1024));
+    }
+    // The bfloat16 backward's slices are of up to 32768 elements: clusters of 4 at 131072.
+    const KernelConfig hb = default_row_config(row_spec("softmax", Dtype::bf16, Direction::backward), 131072, lim);
+    CHECK(hb.cluster == (cuda ? 4 : 0));
     for (std::uint64_t cols : {16385ull, 393216ull, 1ull << 26}) {
       const KernelConfig big = default_row_config(f, cols, lim);
       CHECK(big.row == RowStrategy::online);

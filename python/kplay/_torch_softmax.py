@@ -70,22 +70,30 @@ def _strided_layout(t: Tensor, dim: int) -> Tuple[int, int, int, int]:
     return outer, t.shape[dim], max(t.shape[dim] * inner, 1), inner
 
 
-def _output(like: Tensor, dim: int) -> Tensor:
-    """A tensor of like's shape in the layout the kernel writes: contiguous where like takes strided
-    rows, else contiguous with dim moved last, viewed in like's dimension order."""
-    if _strided(like, dim):
-        return torch.empty_like(like, memory_format=torch.contiguous_format)
+def _dim_last(like: Tensor, dim: int) -> Tensor:
+    """A tensor of like's shape, contiguous with dim moved last, viewed in like's dimension order:
+    rows along dim of one pitch, whatever like's layout."""
     out = like.new_empty(moved_shape(tuple(like.shape), dim))
     if like.dim() <= 1 or dim == like.dim() - 1:
         return out
     return out.permute(*move_back_order(like.dim(), dim))
 
 
+def _output(like: Tensor, dim: int) -> Tensor:
+    """A tensor of like's shape in the layout the kernel writes: contiguous where like takes strided
+    rows, else _dim_last."""
+    if _strided(like, dim):
+        return torch.empty_like(like, memory_format=torch.contiguous_format)
+    return _dim_last(like, dim)
+
+
 def _rows(t: Tensor, dim: int) -> Tuple[Tensor, int, int, int]:
     """(tensor, rows, cols, pitch): t itself where it reads as rows along dim, else a copy that does."""
     lay = row_layout(tuple(t.shape), tuple(t.stride()), dim)
     if lay is None:
-        t = _output(t, dim).copy_(t)  # dim moved last, contiguous: an extra read and write of t
+        # dim moved last, contiguous: an extra read and write of t (also a contiguous t along a dim
+        # that is not its last: the gradient of an output that was not written as strided rows)
+        t = _dim_last(t, dim).copy_(t)
         lay = row_layout(tuple(t.shape), tuple(t.stride()), dim)
     return (t,) + lay
 

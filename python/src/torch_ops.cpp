@@ -1108,16 +1108,21 @@ bool strided_rows(const at::Tensor& t, std::int64_t dim) {
   return t.dim() > 1 && dim != t.dim() - 1 && t.is_contiguous();
 }
 
-// A tensor of like's shape: contiguous where like takes strided rows, else contiguous with dim
-// moved last, viewed in like's dimension order.
-at::Tensor row_output(const at::Tensor& like, std::int64_t dim) {
+// A tensor of like's shape, contiguous with dim moved last, viewed in like's dimension order: rows
+// along dim of one pitch, whatever like's layout.
+at::Tensor dim_last(const at::Tensor& like, std::int64_t dim) {
   if (like.dim() == 0) return at::empty_symint({}, like.options());
-  if (strided_rows(like, dim)) return at::empty_symint(like.sym_sizes(), like.options());
   c10::SymDimVector moved;
   for (std::int64_t k = 0; k < like.dim(); ++k)
     if (k != dim) moved.push_back(like.sym_size(k));
   moved.push_back(like.sym_size(dim));
   return at::empty_symint(moved, like.options()).movedim(-1, dim);
+}
+
+// The output for an input like: contiguous where like takes strided rows, else dim_last.
+at::Tensor row_output(const at::Tensor& like, std::int64_t dim) {
+  if (like.dim() != 0 && strided_rows(like, dim)) return at::empty_symint(like.sym_sizes(), like.options());
+  return dim_last(like, dim);
 }
 
 // rows of cols elements, pitch apart; inner > 1: strided rows, each operand [rows, cols, inner].
@@ -1157,10 +1162,12 @@ std::optional<RowLayout> row_layout(const at::Tensor& t, std::int64_t dim) {
   return l;
 }
 
-// t where it reads as rows along dim, else a copy that does (dim moved last, contiguous).
+// t where it reads as rows along dim, else a copy that does (dim moved last, contiguous). A
+// contiguous t along a dim that is not its last is copied too: the backward of an output that was
+// not written as strided rows (its input was not contiguous) takes its gradient as plain rows.
 std::pair<at::Tensor, RowLayout> rows_of(const at::Tensor& t, std::int64_t dim) {
   if (auto l = row_layout(t, dim)) return {t, *l};
-  at::Tensor copy = row_output(t, dim).copy_(t);
+  at::Tensor copy = dim_last(t, dim).copy_(t);
   return {copy, *row_layout(copy, dim)};
 }
 

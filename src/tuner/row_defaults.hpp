@@ -1,13 +1,13 @@
 // The default config of a row kernel (the softmax family) on a device no tuning covers, from the
 // row length and direction: the whole row in registers where it fits 4 vectors per thread of up
-// to 1024 threads, else the online two-pass kernel, which takes any row on any device: forward,
-// 1024 threads with 4 vectors in flight each; backward, 2 vectors of g and y each (4 spill), and
-// where the device has clusters, across a cluster of blocks of 512 with slices of at most 8192
-// elements (up to its largest cluster), so that the second pass reads them from L2. Vectors of
-// 16 bytes. In registers:
-// - forward below float64 on CUDA, rows of up to two vectors a thread of 1024: two vectors a
-//   thread on a persistent grid (one wave; each group loads its next row before it reduces this
-//   one), short rows sharing a block of 128;
+// to 1024 threads (a forward on CUDA below float64: 2, on the persistent grid), else the online
+// two-pass kernel, which takes any row on any device: forward, 4 vectors in flight a thread, in
+// blocks of 128 on CUDA for rows of up to 128 vectors a thread, of 1024 elsewhere; backward, 2
+// vectors of g and y each (4 spill), and where the device has clusters, across a cluster of
+// blocks of 512 with slices of at most 8192 float32 or 32768 16-bit elements (up to its largest
+// cluster), so that the second pass reads them from L2. Vectors of 16 bytes. In registers:
+// - forward below float64 on CUDA: two vectors a thread on a persistent grid (one wave; each group
+//   loads its next row before it reduces this one), short rows sharing a block of 128;
 // - other forwards: one vector a thread, two for 16-bit rows of 64 vectors or more; backward: four;
 //   short rows sharing a block of 256.
 // Measured on an H200 (`kplay bench --act softmax --no-db --shape ...`, `kplay autotune`;
@@ -16,13 +16,18 @@
 // 2048x8192 66 (1024) -- the first three the autotuner's winners -- against 72, 57, 52 and 42
 // one-shot (where one vector a thread beat two or more: 53, 54, 51); bfloat16 the same way 77,
 // 76, 73 against 70, 62, 62 one-shot (one vector a thread at 128 columns, two from 1024).
+// Beyond: online forward in blocks of 128 against 1024, float32 8192x32768 60 against 54 (and the
+// autotuner's pick), bfloat16 8192x32768 62 against 52 for registers at 4 vectors a thread of
+// 1024, 4096x131072 60 against 60; from 32768 vectors a row blocks of 1024 lead by 1-13 points
+// (float32 4096x131072 58, 4096x393216 60, 1024x1048576 57; bfloat16 62 and 59). Every one-read
+// layout tried there is slower: the one-shot cluster kernel 24-47 (bfloat16 15-60), online across
+// clusters 14-40, the pipelined cluster kernel 39 (50). The online forward reads each row twice
+// and at 4096x393216 float32 runs at 79 % of DRAM's peak (Nsight Compute), its bound.
 // Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one.
-// 4096x393216 online takes 58 (bfloat16 64) against the one-shot cluster kernel's best 45 (55),
-// the pipelined one's 39 (50) and online across clusters of 4-16 blocks 42-53, though it reads
-// each row twice. Backward beyond registers: 4096x393216 float32 65 (bfloat16 53) across clusters
-// of 16, 8192x32768 float32 74 across clusters of 4, against 26, 24 and 25 for the one-block
-// online kernel at 4 vectors a thread. Clusters, pipelined or not, and shared memory stay in the
-// tuner's space.
+// Backward beyond registers: 4096x393216 float32 65 (bfloat16 53) across clusters of 16,
+// 8192x32768 float32 74 across clusters of 4, against 26, 24 and 25 for the one-block online
+// kernel at 4 vectors a thread; bfloat16 4096x131072 64 across clusters of 4 against 36 of 16.
+// Clusters, pipelined or not, and shared memory stay in the tuner's space.
 #pragma once
 #include <cstdint>
 

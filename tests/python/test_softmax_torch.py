@@ -52,6 +52,18 @@ def test_opcheck(name):
         torch.library.opcheck(torch.ops.kplay.softmax_backward.default, (torch.randn_like(y), y, dim, name))
 
 
+def test_rows_of_a_contiguous_gradient_along_an_inner_dim():
+    # The backward of an output written as plain rows (its input was not contiguous) gets a
+    # contiguous gradient, along a dim that is not its last: it is read as rows of a dim-last copy
+    # (the Python operators' helper; the C++ ones' is held by test_cuda_matches_torch_in_every_layout).
+    from kplay import _torch_softmax as ts
+    g = torch.randn(24, 240)
+    t, rows, cols, pitch = ts._rows(g, 0)
+    assert (rows, cols, pitch) == (240, 24, 24)
+    assert t.stride() == (1, 24)
+    assert torch.equal(t, g)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_gradcheck_float64(name):
     # Autograd's wiring (the saved output, the sign of softmin's chain rule, log_softmax's exp(y)).
