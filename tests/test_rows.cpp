@@ -545,6 +545,27 @@ TEST_SUITE("cuda") {
     check_row_family("cuda", true, FamilyPart::clusters);
   }
   TEST_CASE("CUDA: the persistent registers kernel, each group over several rows") { check_row_prefetch("cuda"); }
+  TEST_CASE(
+      "CUDA: a cluster slice of exactly 48 KiB of shared memory launches (with the kernel's static shared memory)") {
+    // The default limit, 48 KiB, counts static and dynamic shared memory together: a slice of
+    // exactly 48 KiB needs the opt-in too (it failed with CUDA_ERROR_INVALID_VALUE).
+    rt::Backend* be = test::shared_backend("cuda");
+    REQUIRE(be != nullptr);
+    if (be->limits().max_cluster < 2) {
+      MESSAGE("skipped: the device has no clusters (sm_90 and newer)");
+      return;
+    }
+    Engine engine(*be);
+    for (Dtype d : {Dtype::f32, Dtype::bf16}) {
+      KernelConfig c = row_config(RowStrategy::cluster, 256, 4);
+      c.cluster = 2;
+      ProblemShape ps;
+      ps.rows = 3;
+      ps.n = 3 * 2 * (48 * 1024 / dtype_size(d));  // two slices of 48 KiB a row
+      for (Direction dir : {Direction::forward, Direction::backward})
+        KPLAY_CHECK_PROBLEM(engine, row_spec("softmax", d, dir), c, ps);
+    }
+  }
 }
 
 TEST_SUITE("opencl") {

@@ -66,11 +66,12 @@ class CudaKernel : public LoadedKernel {
   }
 
   // Row kernels of the cluster strategy: the dynamic shared memory this function may take,
-  // raised (cuFuncSetAttribute) on the first launch that needs more than the default 48 KiB, and
-  // clusters beyond the portable 8 allowed once.
+  // raised (cuFuncSetAttribute) on the first launch that needs more than it was allowed, and
+  // clusters beyond the portable 8 allowed once. The default allows 48 KiB less the function's
+  // static shared memory, which the backend does not track: any dynamic amount is set.
   void allow(unsigned shared_bytes, unsigned cluster) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (shared_bytes > shared_allowed_ && shared_bytes > 48 * 1024) {
+    if (shared_bytes > shared_allowed_) {
       check(driver().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         static_cast<int>(shared_bytes)),
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
