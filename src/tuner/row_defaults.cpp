@@ -61,7 +61,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   c.per_thread = 4;
   // Forward on CUDA: rows of up to 128 vectors a thread in blocks of 128 (more rows in flight, each
   // pass's reductions across fewer warps), longer ones across the largest block.
-  constexpr std::uint64_t kSmallBlockVectors = 128 * 128;
+  constexpr std::uint64_t kSmallBlockVectors = 16384;  // 128 vectors a thread of 128
   if (cuda_forward && vecs <= kSmallBlockVectors) c.block = std::min(128, max_block);
   if (spec.direction == Direction::backward) {
     // Two vectors of g and two of y a thread: four spill (ptxas -v: 536 bytes at blocks of 1024).
