@@ -155,6 +155,21 @@ void on_crash(int signal, siginfo_t*, void*) {
   _exit(g_crash_status.load());
 }
 
+// The handlers, installed again by every Wait while crashes are reported: PoCL's LLVM installs
+// its own for the same signals when it first compiles (after report_crashes), with SA_RESETHAND.
+// When the work-items of a faulting kernel fault on several threads at once, the first fault
+// resets the disposition to the default before LLVM's handler can restore this one, and the
+// second ends the process by the signal with no message (a kernel writing to address 64 did so in
+// one run of six on PoCL, in every run under strace).
+void install_crash_handlers() {
+  struct sigaction sa {};
+  sa.sa_sigaction = on_crash;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  ::sigemptyset(&sa.sa_mask);
+  // Not SIGFPE: PoCL handles integer division faults of kernels itself.
+  for (int signal : {SIGSEGV, SIGBUS, SIGILL}) ::sigaction(signal, &sa, nullptr);
+}
+
 void report_crash() {
   while (::sem_wait(&g_crash_wake) != 0) {
   }
@@ -221,12 +236,7 @@ void report_crashes(int exit_status) {
   st.ss_sp = alternate.data();
   st.ss_size = alternate.size();
   ::sigaltstack(&st, nullptr);
-  struct sigaction sa {};
-  sa.sa_sigaction = on_crash;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-  ::sigemptyset(&sa.sa_mask);
-  // Not SIGFPE: PoCL handles integer division faults of kernels itself.
-  for (int signal : {SIGSEGV, SIGBUS, SIGILL}) ::sigaction(signal, &sa, nullptr);
+  install_crash_handlers();
 }
 
 Wait::Wait(const char* what, WaitFor on) {
@@ -239,6 +249,7 @@ Wait::Wait(const char* what, WaitFor on) {
           ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds))
           : Clock::time_point::max();
   s.waits[id_] = Entry{deadline, what, on, current_tid(), &activities()};
+  if (s.crashes) install_crash_handlers();
   if (s.seconds <= 0) return;
   if (!s.thread_started) {
     s.thread_started = true;

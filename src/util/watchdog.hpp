@@ -30,9 +30,11 @@ double timeout_seconds();  // 0: off
 // while kplay waits in clFinish), lets its Activities record the failure, calls the expiry
 // configure() set and otherwise prints "kplay: error: the kernel crashed (signal N, ...) while
 // running ..." and exits with `exit_status`. Should the reporter not end the process within
-// seconds, the handler writes a shorter message itself and exits. A fault on a thread whose stack
-// has overflowed cannot run any handler (only the main thread has an alternate signal stack):
-// the process ends by the signal, as without this.
+// seconds, the handler writes a shorter message itself and exits. Every Wait installs the
+// handlers again (a library may have replaced them since: PoCL's LLVM does). A fault on a thread
+// whose stack has overflowed runs the handler only where that thread has an alternate signal
+// stack (the main thread's is set here; the kplay command gives every thread one,
+// cli/thread_signal_stacks.cpp); elsewhere the process ends by the signal, as without this.
 void report_crashes(int exit_status);
 
 // What ended a Wait: a timeout (signal 0), or the crash signal.
