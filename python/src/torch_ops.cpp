@@ -1121,7 +1121,7 @@ at::Tensor dim_last(const at::Tensor& like, std::int64_t dim) {
 
 // The output for an input like: contiguous where like takes strided rows, else dim_last.
 at::Tensor row_output(const at::Tensor& like, std::int64_t dim) {
-  if (like.dim() != 0 && strided_rows(like, dim)) return at::empty_symint(like.sym_sizes(), like.options());
+  if (strided_rows(like, dim)) return at::empty_symint(like.sym_sizes(), like.options());
   return dim_last(like, dim);
 }
 

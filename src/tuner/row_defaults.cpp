@@ -39,8 +39,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // forwards one, 16-bit rows of 64 vectors or more two; the backward, which has one reduction
     // and no exp to spread over threads, four.
     const bool narrow = dtype_size(spec.dtype) == 2;
-    const bool persistent = spec.dtype != Dtype::f64 && spec.direction == Direction::forward &&
-                            limits.backend == "cuda" && vecs <= 2ull * static_cast<std::uint64_t>(max_block);
+    const bool persistent = cuda_forward && spec.dtype != Dtype::f64;  // `held` kept it to two a thread
     const std::uint64_t aim = spec.direction == Direction::backward  ? kRegisterVectors
                               : persistent || (narrow && vecs >= 64) ? 2
                                                                      : 1;

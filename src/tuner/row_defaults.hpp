@@ -21,8 +21,8 @@
 // 1024, 4096x131072 60 against 60; from 32768 vectors a row blocks of 1024 lead by 1-13 points
 // (float32 4096x131072 58, 4096x393216 60, 1024x1048576 57; bfloat16 62 and 59). Every one-read
 // layout tried there is slower: the one-shot cluster kernel 24-47 (bfloat16 15-60), online across
-// clusters 14-40 (bfloat16 13-57), the pipelined cluster kernel 39 (50). The online forward reads each row twice
-// and at 4096x393216 float32 runs at 79 % of DRAM's peak (Nsight Compute), its bound.
+// clusters 14-40 (bfloat16 13-57), the pipelined cluster kernel 39 (50). The online forward reads
+// each row twice and at 4096x393216 float32 runs at 79 % of DRAM's peak (Nsight Compute), its bound.
 // Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one.
 // Backward beyond registers: 4096x393216 float32 65 (bfloat16 53) across clusters of 16,
 // 8192x32768 float32 74 across clusters of 4, against 26, 24 and 25 for the one-block online
