@@ -23,8 +23,9 @@
 #   --resume-from FILE  a shipped file (tunings/<class>.json) whose records count as done: only
 #             the jobs it lacks run (a new pass, a size it misses), and the new file holds both, each
 #             record with its own provenance
-#   --retune  with --resume-from: the file's records of --sizes are tuned again, the others kept
-#             (`--sizes 1048576 --resume-from tunings/<class>.json --retune` redoes 2^20)
+#   --retune  with --resume-from: the file's records of --sizes (and of --act and --dtype where
+#             given) are tuned again, the others kept (`--sizes 1048576 --resume-from
+#             tunings/<class>.json --retune` redoes 2^20; add `--act elu --dtype f32` for those alone)
 #   --device  the GPUs to tune on (default all: identical GPUs split each table, and every winner is
 #             run and checked on the others)
 #   --sizes   default 1048576,16777216,1610612736 (2^20, 2^24 and 4096x393216)
@@ -83,13 +84,14 @@ fi
 # shipped file; the user's own database is never read.
 export KPLAY_SHIPPED_TUNINGS=off KPLAY_DB="$db"
 # A shipped file's records, imported into the work database, are jobs autotune's resume skips;
-# with --retune, those of this run's sizes are left out, so that they are tuned again.
+# with --retune, those of this run's sizes, activations and dtypes are left out, so that they are
+# tuned again.
 if [ "$retune" = 1 ] && [ -z "$resume_from" ]; then echo "ship_defaults.sh: --retune needs --resume-from" >&2; exit 2; fi
 if [ -n "$resume_from" ]; then
   import=$resume_from
   if [ "$retune" = 1 ]; then
     import=$work/resume_kept.json
-    python3 "$root/tools/shipped_file.py" drop-sizes "$resume_from" "$import" "$sizes" || exit 1
+    python3 "$root/tools/shipped_file.py" drop-sizes "$resume_from" "$import" "$sizes" "$acts" "$dtype" || exit 1
   fi
   "$kplay" db import "$import" --db "$db" || exit 1
 fi

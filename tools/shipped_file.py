@@ -3,7 +3,10 @@
 `kplay db import` and `kplay db export --ship`, which know nothing of them: the kernel database
 keeps no provenance, and autotune's resume cannot be told to redo a size.
 
-  shipped_file.py drop-sizes FILE OUT N[,N...]     FILE without its records of those sizes, into OUT
+  shipped_file.py drop-sizes FILE OUT N[,N...] [ACT[,ACT] [DTYPE[,DTYPE]]]
+                                                   FILE without its records of those sizes (of
+                                                   those activations and dtypes alone where given,
+                                                   "all" for any), into OUT
   shipped_file.py keep-provenance OLD FILE         in FILE, a record also in OLD (same spec, size and
                                                    time made) gets OLD's provenance back
   shipped_file.py count FILE N[,N...] [ACT[,ACT]]  "RECORDS OUTPUTS": FILE's records of those sizes
@@ -25,9 +28,13 @@ def key(r):
     return json.dumps(r["spec"], sort_keys=True), r["n"], r["created_unix"]
 
 
-def drop_sizes(path, out, sizes):
+def drop_sizes(path, out, sizes, activations="all", dtypes="all"):
     doc = json.load(open(path))
-    kept = [r for r in doc["tunings"] if r["n"] not in sizes_of(sizes)]
+    names = None if "all" in activations.split(",") else set(activations.split(","))
+    types = None if "all" in dtypes.split(",") else set(dtypes.split(","))
+    kept = [r for r in doc["tunings"]
+            if r["n"] not in sizes_of(sizes) or (names is not None and r["spec"]["activation"] not in names)
+            or (types is not None and r["spec"]["dtype"] not in types)]
     print("ship_defaults.sh: %d of %d records kept, the rest tuned again" % (len(kept), len(doc["tunings"])))
     doc["tunings"] = kept
     with open(out, "w") as f:
@@ -56,7 +63,7 @@ def count(path, sizes, activations=None):
     print(len(rs) - outputs, outputs)
 
 
-COMMANDS = {"drop-sizes": (drop_sizes, (3,)), "keep-provenance": (keep_provenance, (2,)), "count": (count, (2, 3))}
+COMMANDS = {"drop-sizes": (drop_sizes, (3, 4, 5)), "keep-provenance": (keep_provenance, (2,)), "count": (count, (2, 3))}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS or len(sys.argv) - 2 not in COMMANDS[sys.argv[1]][1]:
