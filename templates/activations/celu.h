@@ -4,7 +4,7 @@
 /* float32, fast FP64: q = x / alpha as x times 1/alpha (folded at compile time) in double, then
  * alpha expm1(q) (fp64_math.h), one rounding; expm1(+-0) = +-0. A negative alpha makes q positive:
  * clamped at 700, where alpha e^q is beyond any float (+-inf, as torch's overflow). */
-KP_FN KP_C kp_act_forward(KP_C x) {
+KP_FN KP_C kp_celu_forward(KP_C x) {
   if (!(x <= 0.0f)) return x;
   const double q0 = (double)x * (1.0 / (double)KP_P_ALPHA);
   const double q = KP_P_ALPHA > 0.0f || q0 < 700.0 ? q0 : 700.0;
@@ -13,7 +13,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #elif KP_DTYPE_F32 && !KP_FAST_MATH
 /* float32: x / alpha as a float-float (1/alpha = inv_hi + inv_lo, folded at compile time), its
  * expm1 as a float-float, times alpha rounded once (precise_math.h): within 1 ulp. */
-KP_FN KP_C kp_act_forward(KP_C x) {
+KP_FN KP_C kp_celu_forward(KP_C x) {
   if (!(x <= KP_LIT(0.0))) return x;
   const float inv_hi = 1.0f / KP_P_ALPHA;
   const float inv_lo = KP_FMAF(-inv_hi, KP_P_ALPHA, 1.0f) / KP_P_ALPHA;
@@ -23,10 +23,18 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 }
 #else
 /* Both sides first, then the select: no branch per element (as selu.h). */
-KP_FN KP_C kp_act_forward(KP_C x) {
+KP_FN KP_C kp_celu_forward(KP_C x) {
   const KP_C neg = KP_P_ALPHA * KP_EXPM1(x / KP_P_ALPHA);
   return x <= KP_LIT(0.0) ? neg : x;
 }
+#endif
+#if KP_F32_LEAN
+/* float32 with alpha = 1 (torch's default) is elu's: float arithmetic alone, within 1 ulp
+ * (f32_math.h); other alphas keep the path above (alpha is a compile-time constant: the test
+ * folds away). */
+KP_FN KP_C kp_act_forward(KP_C x) { return KP_P_ALPHA == 1.0f ? kp_f_elu(1.0f, x) : kp_celu_forward(x); }
+#else
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_celu_forward(x); }
 #endif
 #if KP_FAST_FP64
 /* float32, fast FP64: g e^(x / alpha) in double, one rounding. */

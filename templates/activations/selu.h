@@ -14,7 +14,10 @@
  * gated kernel: kp_d_res); expm1(+-0) is +-0 itself, which the polynomial would make +0. lambda x
  * in float, as lambda's float-float 0x1.0cfabep+0f - 0x1.2adddap-25f (rounded once, inf kept): in
  * a mixed-sign warp both branches run, and two conversions and a DMUL more kept SELU at 91 % of
- * copy on the H200. A gated kernel takes lambda x in double, unrounded, for the product. */
+ * copy on the H200. A gated kernel takes lambda x in double, unrounded, for the product. elu's
+ * float form (f32_math.h) with lambda and lambda alpha as float-floats holds 0.92 ulp over every
+ * float but ran at 92 % of copy at 2^24 on the H200 against this path's 97 (79.6 against 73 at
+ * 2^20): selu stays here. */
 KP_FN KP_C kp_act_forward(KP_C x) {
   if (!(x <= 0.0f)) {
 #if KP_WIDE_F32

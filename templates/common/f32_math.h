@@ -2,20 +2,24 @@
  * activation's documented bound (docs/accuracy.md), for float32 kernels on every device
  * (KP_F32_LEAN, set by codegen; the double routines of fp64_math.h cost FP64 operations and two
  * conversions per element, which at one wave on an H200 made kplay's float32 sigmoid, silu, tanh
- * 15-20 % slower than torch's float formula). Written only with +, -, *, fma, comparisons,
- * selects, bit casts and one reciprocal estimate (KP_RCP_APPROXF, always followed by an fma
- * residual correction), so the host computes the same bits: tools/numerics/f32_lean_check.cpp
- * proves each function over all 2^32 inputs with this very header, with the reciprocal
- * correctly rounded and 1 ulp off either way (rcp.approx.ftz.f32 is within 1 ulp).
+ * 15-20 % slower than torch's float formula). A routine belongs here only where it takes fewer
+ * issue slots than the double one (docs/activations.md lists float forms measured and not kept).
+ * Written only with +, -, *, fma, comparisons, selects, bit casts and one reciprocal estimate
+ * (KP_RCP_APPROXF, always followed by an fma residual correction), so the host computes the same
+ * bits: tools/numerics/f32_lean_check.cpp proves each function over all 2^32 inputs with this
+ * very header, with the reciprocal correctly rounded and 1 ulp off either way
+ * (rcp.approx.ftz.f32 is within 1 ulp).
  * The kernels must not contract a * b + c into fma (CUDA: -fmad=false; OpenCL: FP_CONTRACT OFF
  * below): the compensations rely on the roundings as written.
  *
  * The exponential: e^-a = 2^k (1 + t) for a >= 0, k = rint(-a log2 e) by the 1.5 2^23 shift,
  * r = -a - k ln2 by two fmas (the first exact), t = e^r - 1 = r + r^2 P(r), P of degree 4
- * (0.06 ulp of e^r on |r| <= ln2/2). Each result is one quotient: its numerator rounded once
- * (sigmoid and silu, at 2^64 scale, normal down to the subnormal results) or exact (tanh), its
- * denominator an exact float-float, one reciprocal estimate and one residual correction.
- * Proven maxima over every float32 (docs/accuracy.md): sigmoid 1.48, silu 1.79, tanh 1.50 ulp. */
+ * (0.06 ulp of e^r on |r| <= ln2/2). Each of sigmoid, silu and tanh is one quotient: its
+ * numerator rounded once (sigmoid and silu, at 2^64 scale, normal down to the subnormal results)
+ * or exact (tanh), its denominator an exact float-float, one reciprocal estimate and one residual
+ * correction; elu's expm1 is a float-float rounded once after alpha (no division). Proven maxima
+ * over every float32 (docs/accuracy.md): sigmoid 1.48, silu 1.79, tanh 1.50, elu 0.76 (alpha 1.7:
+ * 0.87) ulp. */
 #ifndef KP_F32_MATH_H
 #define KP_F32_MATH_H
 #ifdef __OPENCL_VERSION__
@@ -124,6 +128,53 @@ KP_FN float kp_f_tanh(float x) {
   const float y = KP_FMAF(res, rc, q0);
   return KP_AS_FLOAT(KP_AS_INT(y) ^ (KP_AS_INT(x) & (int)0x80000000)); /* odd; NaN stays NaN */
 }
+
+/* e^-a - 1 for a in [0, 16.9] as the float-float hi + *lo, from e^-a = s e^r, s = 2^k <= 1,
+ * r = -a - k ln2 = rh + rl (rh exact by the first fma, rl = k ln2's low part) and
+ * e^r - 1 = r + r^2 P(r) (kp_f_expm1_reduced's polynomial): (s - 1) + s rh is split exactly into
+ * hi + lo (s - 1 is exact for k >= -24, a <= 16.98; s rh is rh scaled; their difference sm1 - hi
+ * is exact by Sterbenz, |s rh| <= 0.35 s keeping hi within a factor 2 of s - 1 for k <= -1, and
+ * k = 0 gives hi = rh = -a, lo = 0), then s (rl + r^2 P) joins lo. Rounding t = e^r - 1 to one
+ * float instead, or dropping rl, costs up to half an ulp of the result each: alpha t then measured
+ * 1.53 ulp for alpha = 1.7. One rounding of alpha (hi + lo) by the caller makes elu's forward
+ * (docs/accuracy.md). Beyond 16.9 the caller selects: e^-a is below 2^-25 past 25 ln 2 =
+ * 17.33, where the result rounds to -1, and between the two the value at 16.9 rounds to the same
+ * float, -1 + 2^-24. */
+KP_FN float kp_f_expm1_neg(float a, float* lo) {
+  const float ac = a > 16.9f ? 16.9f : a;
+  const float j = KP_FMAF(-ac, 0x1.715476p+0f, KP_F_SHIFT);
+  const float k = j - KP_F_SHIFT;
+  const float rh = KP_FMAF(k, -0x1.62e43p-1f, -ac); /* exact, as in kp_f_expm1_reduced */
+  const float rl = k * 0x1.05c610p-29f;
+  const float r = rh + rl;
+  float p = KP_F_P4;
+  p = KP_FMAF(p, r, KP_F_P3);
+  p = KP_FMAF(p, r, KP_F_P2);
+  p = KP_FMAF(p, r, KP_F_P1);
+  /* r^2 P(r) = r^2 P0 + r^2 (r p): r^2 exact as rr + rrl, P0 applied by fmas, so that only the
+   * smaller term r p (|r p| <= 0.06 against P0 = 0.5) carries P's roundings (with r^2 and P
+   * rounded, alpha 1.7 measured 1.008 ulp) */
+  const float rr = r * r, rrl = KP_FMAF(r, r, -rr);
+  const float q = KP_FMAF(rr, KP_F_P0, KP_FMAF(rr, r * p, KP_FMAF(rrl, KP_F_P0, rl)));
+  const float s = kp_f_pow2(j, 0);
+  const float sm1 = s - 1.0f;
+  const float hi = KP_FMAF(s, rh, sm1);
+  *lo = KP_FMAF(s, q, KP_FMAF(s, rh, sm1 - hi));
+  return hi;
+}
+
+/* alpha expm1(x) for x <= 0, rounded once; -0 gives alpha * -0 (expm1(-0) = -0), below -17.33
+ * the result is -alpha (alpha (-1 + e^x) with e^x < 2^-25: the sum rounds to -1 first, as the
+ * double path gives). */
+KP_FN float kp_f_mul_expm1_neg(float alpha, float x) {
+  float lo;
+  const float hi = kp_f_expm1_neg(-x, &lo);
+  const float y = KP_FMAF(alpha, hi, alpha * lo);
+  return x == 0.0f ? alpha * x : x < -17.3287f ? -alpha : y;
+}
+
+/* elu(alpha) forward; NaN stays NaN (neither side of the select takes it). */
+KP_FN float kp_f_elu(float alpha, float x) { return x <= 0.0f ? kp_f_mul_expm1_neg(alpha, x) : x; }
 
 /* v / 6 to the nearest float in six operations, where div.rn.f32 takes about ten and a branch
  * (hardsigmoid and hardswish divide by 6, forward and backward): q = v RN(1/6), its remainder

@@ -6,7 +6,8 @@
 // the correctly rounded reciprocal and by its neighbours one ulp up and down, and each input's
 // error is the worst of the three. NaN, infinities and signed zeros must match the reference
 // (torch's values). Exit 1 when a function exceeds its bound (docs/accuracy.md), 2 on bad usage.
-//   kplay_f32_lean_check [--step N] [--range LO:HI] [--threads N] [FUNCTION ...]   (sigmoid, silu, tanh, div6)
+//   kplay_f32_lean_check [--step N] [--range LO:HI] [--threads N] [FUNCTION ...]
+// FUNCTION: sigmoid, silu, tanh, div6, elu, elu(0.5), elu(1.7). Default: all.
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -48,6 +49,14 @@ double ref_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double ref_silu(double x) { return std::isinf(x) && x < 0 ? NAN : x / (1.0 + std::exp(-x)); }
 double ref_tanh(double x) { return std::tanh(x); }
 double ref_div6(double x) { return x / 6.0; }  // 2^-53 relative; a float quotient's tie is exact
+double ref_elu(double x, double alpha) { return x <= 0 ? alpha * std::expm1(x) : x; }
+double ref_elu1(double x) { return ref_elu(x, 1.0); }
+double ref_elu_half(double x) { return ref_elu(x, 0.5); }
+double ref_elu_17(double x) { return ref_elu(x, static_cast<double>(1.7f)); }
+// elu's alpha is a compile-time float in the kernels: 1 (torch's default) and two others.
+float elu1(float x) { return kp_f_elu(1.0f, x); }
+float elu_half(float x) { return kp_f_elu(0.5f, x); }
+float elu_17(float x) { return kp_f_elu(1.7f, x); }
 
 struct Forward {
   const char* name;
@@ -60,6 +69,9 @@ const Forward kForward[] = {
     {"silu", kp_f_silu, ref_silu, 2},
     {"tanh", kp_f_tanh, ref_tanh, 2},
     {"div6", kp_f_div6, ref_div6, 0.5},  // hardsigmoid's and hardswish's division by 6
+    {"elu", elu1, ref_elu1, 1},
+    {"elu(0.5)", elu_half, ref_elu_half, 1},
+    {"elu(1.7)", elu_17, ref_elu_17, 1},
 };
 
 struct Stats {
@@ -77,6 +89,8 @@ struct Stats {
 // Error of y in ulps of ref; -1 for a NaN, infinity or signed-zero mismatch.
 double ulp_error(float y, double ref) {
   if (std::isnan(ref) || std::isnan(y)) return std::isnan(ref) && std::isnan(y) ? 0 : -1;
+  // a finite reference beyond the float range rounds to an infinity (selu's lambda x near FLT_MAX)
+  if (std::isinf(static_cast<float>(ref))) ref = static_cast<float>(ref);
   if (std::isinf(ref) || std::isinf(y)) return static_cast<double>(y) == ref ? 0 : -1;
   if (ref == 0 && y == 0) return std::signbit(y) == std::signbit(ref) ? 0 : -1;
   const double a = std::fabs(ref);
@@ -178,7 +192,9 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const auto& f : kForward) known = known || o == f.name;
     if (!known) {
-      std::fprintf(stderr, "%s: no function '%s' (sigmoid, silu, tanh, div6)\n", argv[0], o.c_str());
+      std::string names;
+      for (const auto& f : kForward) names += std::string(names.empty() ? "" : ", ") + f.name;
+      std::fprintf(stderr, "%s: no function '%s' (%s)\n", argv[0], o.c_str(), names.c_str());
       return 2;
     }
   }
