@@ -45,6 +45,19 @@ def test_drop_sizes_and_count_see_the_same_records(tmp_path):
     assert tool("count", out, "1048576").split() == ["0", "0"]
 
 
+def test_drop_sizes_of_some_activations_and_dtypes_keeps_every_other_record(tmp_path):
+    # ship_defaults.sh --retune --act elu,celu --dtype f32: only those records are tuned again.
+    records = json.loads(SHIPPED.read_text())["tunings"]
+    out = tmp_path / "kept.json"
+    tool("drop-sizes", SHIPPED, out, "1048576,16777216", "elu,celu", "f32")
+    kept = json.loads(out.read_text())["tunings"]
+    dropped = [r for r in records if r["n"] in (1048576, 16777216) and r["spec"]["activation"] in ("elu", "celu")
+               and r["spec"]["dtype"] == "f32"]
+    assert dropped and kept == [r for r in records if r not in dropped]
+    tool("drop-sizes", SHIPPED, out, "1048576", "all", "all")
+    assert json.loads(out.read_text())["tunings"] == [r for r in records if r["n"] != 1048576]
+
+
 def test_count_of_one_activation_leaves_the_others_of_its_size_out(tmp_path):
     # 4096x393216 is both an element-wise size and a softmax shape: ship_defaults.sh --rows counts
     # the softmax records alone.
