@@ -692,6 +692,9 @@ TEST_SUITE("nvrtc") {
               CHECK((ptx.find("ld.global.v4.u32") != std::string::npos ||
                      ptx.find("ld.global.v2.u64") != std::string::npos));
               if (row == RowStrategy::cluster) CHECK(ptx.find("barrier.cluster") != std::string::npos);
+              // a cluster's reductions by pushes into distributed shared memory, completing on mbarriers
+              if (row == RowStrategy::cluster && c.cluster > 1)
+                CHECK(ptx.find("st.async.shared::cluster.mbarrier::complete_tx") != std::string::npos);
               if (row == RowStrategy::cluster && arch >= 90) {  // and pipelined: the bulk copy engine's loads
                 c.grid = GridPolicy::grid_stride;
                 c.waves = 1;

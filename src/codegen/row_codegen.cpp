@@ -155,6 +155,12 @@ std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig
   // the cluster's slots and the exp table, counted for the larger.
   const std::uint64_t reductions = std::max<std::uint64_t>(2ull * c.block, 3ull * 64) * sizeof(double);
   std::uint64_t bytes = reductions + 6 * sizeof(double) + 32 * sizeof(double);
+  // The cluster kernel's exchange (rowwise.h): two buffers of a (hi, lo) pair for each warp of
+  // each block of the cluster, and their two mbarriers.
+  if (c.row == RowStrategy::cluster && c.cluster > 1)
+    bytes +=
+        4ull * static_cast<std::uint64_t>(c.block / 32) * static_cast<std::uint64_t>(row_cluster(c)) * sizeof(double) +
+        16;
   if (c.row == RowStrategy::shared)
     bytes += row_capacity(c) * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 2 : 1);
   return bytes;

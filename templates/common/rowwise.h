@@ -25,7 +25,7 @@
  *   4 cluster    CUDA sm_90+: the row split into KP_CLUSTER slices, one per block of a thread-block
  *                cluster, each slice in dynamic shared memory (loaded KP_VPT vectors at a time);
  *                the max and the sums are reduced across the cluster through distributed shared
- *                memory: one read per element. With KP_PREFETCH (--grid grid-stride) the clusters
+ *                memory, each warp pushing its value to every block (kp_xchg): one read per element. With KP_PREFETCH (--grid grid-stride) the clusters
  *                are persistent and pipelined: the bulk copy engine fills one stage of a block's
  *                slice while the block reduces the other (KP_CLUSTER 1: a block a row)
  *   1 with KP_CLUSTER > 1 (CUDA sm_90+): registers across a cluster, the row split into slices as
@@ -619,22 +619,26 @@ KP_FN kp_row_k kp_row_constants(kp_acc m, kp_sum2 s) {
   return k;
 }
 
+#if KP_SLICED && !defined(__OPENCL_VERSION__)
+/* Shared-memory addresses as PTX's 32-bit shared-window operands, and an mbarrier's init (one
+ * arrival a phase; the fence makes it visible to the engine and to the cluster's other blocks). */
+KP_FN unsigned kp_smem_u32(const void* p) {
+  unsigned a;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+KP_FN void kp_bar_init(unsigned bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\tfence.mbarrier_init.release.cluster;" ::"r"(bar) : "memory");
+}
+#endif
 #if KP_ROW == 4 && KP_CLUSTER == 1
 /* One block a row: its row in dynamic shared memory, no cluster to reduce across. */
 KP_FN unsigned kp_cluster_rank(void) { return 0; }
-KP_FN kp_acc kp_cluster_max(kp_acc* slot, kp_acc v) {
-  (void)slot;
-  return v;
-}
-KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
-  (void)slot;
-  return s;
-}
 #define KP_ROW_KERNEL KP_KERNEL
 #elif KP_CLUSTER > 1
-/* Thread-block clusters (PTX ISA 7.8, sm_90): this block's rank, the cluster-wide barrier (with
- * release/acquire: shared-memory writes before it are seen by every block after it), and a load
- * of a double from the shared memory of block `rank` at the address of `local` in this one. */
+/* Thread-block clusters (PTX ISA 8.0, sm_90): this block's rank, and the cluster-wide barrier
+ * (release/acquire), which the kernel takes only at its start (the exchange's barriers are
+ * initialized) and its end (no block leaves while another may still write to its shared memory). */
 KP_FN unsigned kp_cluster_rank(void) {
   unsigned r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -643,20 +647,27 @@ KP_FN unsigned kp_cluster_rank(void) {
 KP_FN void kp_cluster_sync(void) {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+KP_FN unsigned kp_mapa(unsigned a, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+#define KP_XCHG (KP_ROW == 4)
+#if !KP_XCHG
+/* Registers and online across a cluster: the group's value, then thread 0 of each block publishes
+ * it in its slot (the slots alternate between rows by parity, so that a block may publish the next
+ * row's while another still reads this one's), and after the cluster barrier lane q of every warp
+ * loads block q's and the warp reduces them by shuffles, in the same order in every warp and
+ * block. No barrier is needed at the end of a row: a block writes a slot again only after a
+ * cluster barrier that every reader of its old value has passed. These kernels share an SM with
+ * other blocks, which sleep through the barriers; the exchange below has every warp poll its
+ * mbarrier instead, which took issue slots from them (4096x393216 bfloat16 backward, online
+ * across clusters of 16: 35 % of copy against 53). */
 KP_FN kp_acc kp_cluster_load(const kp_acc* local, unsigned rank) {
-  unsigned a, remote;
-  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(local));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
   kp_acc v;
-  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(remote) : "memory");
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(kp_mapa(kp_smem_u32(local), rank)) : "memory");
   return v;
 }
-/* Across the cluster: thread 0 of each block publishes the block's value in its slot (the slots
- * alternate between rows by parity, so that a block may publish the next row's while another
- * still reads this one's), and after the cluster barrier lane q of every warp loads block q's and
- * the warp reduces them by shuffles, in the same order in every warp and block. No barrier is
- * needed at the end of a row: a block writes a slot again only after a cluster barrier that every
- * reader of its old value has passed. */
 KP_FN kp_acc kp_cluster_max(kp_acc* slot, kp_acc v) {
   if (KP_LOCAL_ID == 0) *slot = v;
   kp_cluster_sync();
@@ -679,9 +690,117 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
   for (int o = 16; o > 0; o >>= 1) s = kp_sum_merge(s, kp_shfl2(s, o));
   return s;
 }
+#else
+/* The cluster kernel's max and sums across its cluster, with no block or cluster barrier (it is
+ * alone on its SM: a waiting warp takes no other block's issue slots): each warp reduces its
+ * lanes by shuffles, then lane q of every warp pushes the warp's value into block q's exchange
+ * buffer (st.async into distributed shared memory, completing its bytes on block q's mbarrier),
+ * and every block waits on its own mbarrier until all KP_XN values (each warp of each block) are
+ * in; each warp then reduces the buffer in the same order, so every thread of every block ends
+ * with the same bits. A barrier of 256 or 1024 threads in every reduction, and the cluster barrier
+ * after it, left the SM idle: a block waits for its slowest warp, a cluster for its slowest block,
+ * twice a row (Nsight Compute on the pipelined kernel, 4096x393216 float32: no eligible warp in
+ * 49 % of cycles, DRAM at 31 %). Here a warp waits only for the values it needs. Exchanges
+ * alternate between two buffers (step parity), each with its mbarrier: a block writes a buffer
+ * again two exchanges later, after every block's values of the exchange between, which each block
+ * sent only once it had read this buffer. Thread 0 arms its mbarrier with the bytes due, once per
+ * phase; values that land before it does leave the phase open (its own arrival is still due). */
+#define KP_XN ((KP_BLOCK / 32) * KP_CLUSTER) /* values an exchange gathers in each block */
+typedef struct {
+  KP_LOCAL_PTR kp_acc* buf; /* two buffers of KP_XN (hi, lo) pairs */
+  unsigned bar;             /* the first of two mbarriers */
+  unsigned rank;
+  unsigned step; /* exchanges so far */
+} kp_xchg;
+KP_FN void kp_xchg_wait(unsigned bar, unsigned phase) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, "
+        "p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(phase)
+        : "memory");
+}
+/* Starts an exchange of `bytes` a value: arms this block's barrier, returns the buffer and the
+ * phase to wait for, and the slot this warp's value takes in every block. */
+KP_FN KP_LOCAL_PTR kp_acc* kp_xchg_begin(kp_xchg* x, unsigned bytes, unsigned* bar, unsigned* phase, unsigned* slot) {
+  const unsigned b = x->step & 1u;
+  *phase = (x->step >> 1) & 1u;
+  ++x->step;
+  *bar = x->bar + 8u * b;
+  *slot = (KP_LOCAL_ID / 32) * KP_CLUSTER + x->rank;
+  if (KP_LOCAL_ID == 0)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(*bar), "r"(KP_XN * bytes) : "memory");
+  return x->buf + b * (2 * KP_XN);
+}
+KP_FN kp_acc kp_xchg_max(kp_xchg* x, kp_acc v, int keep_nan) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const kp_acc u = kp_shfl(v, o);
+    v = keep_nan ? kp_max_of(v, u) : fmax(v, u);
+  }
+  unsigned bar, phase, slot;
+  KP_LOCAL_PTR kp_acc* buf = kp_xchg_begin(x, 8u, &bar, &phase, &slot);
+  const unsigned lane = KP_LOCAL_ID % 32;
+  if (lane < KP_CLUSTER)
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f64 [%0], %1, [%2];" ::"r"(
+                     kp_mapa(kp_smem_u32(&buf[slot]), lane)),
+                 "d"(v), "r"(kp_mapa(bar, lane))
+                 : "memory");
+  kp_xchg_wait(bar, phase);
+  kp_acc r = KP_ACC_NEG_INF;
+  for (unsigned i = lane; i < KP_XN; i += 32) r = keep_nan ? kp_max_of(r, buf[i]) : fmax(r, buf[i]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const kp_acc u = kp_shfl(r, o);
+    r = keep_nan ? kp_max_of(r, u) : fmax(r, u);
+  }
+  return r;
+}
+KP_FN kp_sum2 kp_xchg_sum(kp_xchg* x, kp_sum2 s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) s = kp_sum_merge(s, kp_shfl2(s, o));
+  unsigned bar, phase, slot;
+  KP_LOCAL_PTR kp_acc* buf = kp_xchg_begin(x, 16u, &bar, &phase, &slot);
+  const unsigned lane = KP_LOCAL_ID % 32;
+  if (lane < KP_CLUSTER)
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f64 [%0], {%1, %2}, [%3];" ::"r"(
+                     kp_mapa(kp_smem_u32(&buf[2 * slot]), lane)),
+                 "d"(s.hi), "d"(s.lo), "r"(kp_mapa(bar, lane))
+                 : "memory");
+  kp_xchg_wait(bar, phase);
+  kp_sum2 r;
+  r.hi = 0.0;
+  r.lo = 0.0;
+  for (unsigned i = lane; i < KP_XN; i += 32) {
+    kp_sum2 v;
+    v.hi = buf[2 * i];
+    v.lo = buf[2 * i + 1];
+    r = kp_sum_merge(r, v);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) r = kp_sum_merge(r, kp_shfl2(r, o));
+  return r;
+}
+#endif
 #define KP_ROW_KERNEL KP_KERNEL __cluster_dims__(KP_CLUSTER, 1, 1)
 #else
 #define KP_ROW_KERNEL KP_KERNEL
+#endif
+/* The row's max (fmax; _NAN: NaN kept, the online pass) and sum over its group, or its cluster. */
+#if KP_CLUSTER > 1 && KP_XCHG
+#define KP_ROW_MAX(mc) kp_xchg_max(&xchg, (kp_acc)(mc), 0)
+#define KP_ROW_MAX_NAN(mc) kp_xchg_max(&xchg, (kp_acc)(mc), 1)
+#define KP_ROW_SUM(s) kp_xchg_sum(&xchg, s)
+#elif KP_CLUSTER > 1
+#define KP_ROW_MAX(mc) kp_cluster_max(&cl_slot[parity], (kp_acc)kp_group_max_c(red_mx, mc, parity))
+#define KP_ROW_MAX_NAN(mc) kp_cluster_max(&cl_slot[parity], (kp_acc)kp_group_max_nan(red_mx, mc, parity))
+#define KP_ROW_SUM(s) kp_cluster_sum(&cl_slot[2 + 2 * parity], kp_group_sum(red_hi, red_lo, s, parity))
+#else
+#define KP_ROW_MAX(mc) (kp_acc)kp_group_max_c(red_mx, mc, parity)
+#define KP_ROW_MAX_NAN(mc) (kp_acc)kp_group_max_nan(red_mx, mc, parity)
+#define KP_ROW_SUM(s) kp_group_sum(red_hi, red_lo, s, parity)
 #endif
 
 #if KP_ROW == 3
@@ -714,20 +833,12 @@ KP_FN unsigned kp_online_chunks(unsigned len) {
  * block's slice of a row in one of two stages of dynamic shared memory, filled by the bulk copy
  * engine (cp.async.bulk, PTX ISA 8.0, sm_90) and completed on the stage's mbarrier, with no thread
  * waiting on it. A block reduces and writes row i from one stage while the engine reads row i + 1
- * into the other, so that memory stays busy through the reductions and cluster barriers: one read
+ * into the other, so that memory stays busy through the reductions: one read
  * an element, and reads in flight all the time. The engine copies 16-byte multiples from 16-byte
  * aligned addresses; the rest of a slice (a ragged tail, or a misaligned row whole) is loaded by
  * the threads when its row comes up. */
 #define KP_STAGE_ALIGN (KP_VEC_BYTES > 16 ? KP_VEC_BYTES : 16)
 #define KP_BULK_CHUNK 8192u /* bytes a copy: a stage's copies are spread over warp 0's lanes */
-KP_FN unsigned kp_smem_u32(const void* p) {
-  unsigned a;
-  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-KP_FN void kp_bar_init(unsigned bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\tfence.mbarrier_init.release.cluster;" ::"r"(bar) : "memory");
-}
 KP_FN void kp_bar_wait(unsigned bar, unsigned parity) {
   unsigned done = 0;
   while (!done)
@@ -884,8 +995,23 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #if KP_ROW == 4
   extern __shared__ __attribute__((aligned(16))) kp_raw kp_slice[];
 #endif
-  __shared__ kp_acc cl_slot[6]; /* by parity: the max, and the sum's hi and lo */
   const unsigned rank = kp_cluster_rank();
+#if KP_CLUSTER > 1 && !KP_XCHG
+  __shared__ kp_acc cl_slot[6]; /* by parity: the max, and the sum's hi and lo */
+#elif KP_CLUSTER > 1
+  __shared__ __attribute__((aligned(16))) kp_acc kp_xbuf[4 * KP_XN];
+  __shared__ unsigned long long kp_xbar[2];
+  kp_xchg xchg;
+  xchg.buf = kp_xbuf;
+  xchg.bar = kp_smem_u32(&kp_xbar[0]);
+  xchg.rank = rank;
+  xchg.step = 0;
+  if (KP_LOCAL_ID == 0) {
+    kp_bar_init(xchg.bar);
+    kp_bar_init(xchg.bar + 8);
+  }
+  kp_cluster_sync(); /* every block's barriers initialized before any value is pushed to them */
+#endif
   const kp_u64 first = KP_GROUP_X / KP_CLUSTER, step = KP_NUM_GROUPS_X / KP_CLUSTER;
   /* Slices of whole vectors: this block's elements [lo, lo + slice_len) of the row. */
   const unsigned slice_vecs = (unsigned)((cols + KP_VEC - 1) / KP_VEC + KP_CLUSTER - 1) / KP_CLUSTER;
@@ -1001,10 +1127,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
         for (int j = 0; j < KP_VPT; ++j)
           kp_vec_exp_sum(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
     }
-    kp_acc mx = (kp_acc)kp_group_max_nan(red_mx, (KP_C)m, parity); /* m is a KP_C value */
-#if KP_CLUSTER > 1
-    mx = kp_cluster_max(&cl_slot[parity], mx);
-#endif
+    const kp_acc mx = KP_ROW_MAX_NAN((KP_C)m); /* m is a KP_C value */
     s.hi += (kp_acc)sf;
     if (s.hi != 0.0) {
       const kp_acc f = kp_term(m, mx KP_EXP_TAB_ARG);
@@ -1012,10 +1135,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       s.lo *= f;
     }
     m = mx;
-    s = kp_group_sum(red_hi, red_lo, s, parity);
-#if KP_CLUSTER > 1
-    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], s);
-#endif
+    s = KP_ROW_SUM(s);
 #elif KP_ROW == 4 && KP_PREFETCH
     KP_LOCAL_PTR kp_raw* stg = kp_slice + parity * stage_vecs;
     kp_bar_wait(bar0 + 8 * parity, (iter >> 1) & 1u);
@@ -1025,14 +1145,14 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
 #define KP_MAX_STEP_(x, vi, nl) mc = kp_vec_max_n(x, nl, mc);
     KP_STAGE_PASS(stg, KP_MAX_STEP_)
-    m = kp_cluster_max(&cl_slot[parity], (kp_acc)kp_group_max_c(red_mx, mc, parity));
+    m = KP_ROW_MAX(mc);
     {
       const KP_C mf_ = (KP_C)m;
 #define KP_SUM_STEP_(x, vi, nl) kp_vec_exp_sum_n(x, nl, m, mf_, &s, &sf KP_EXP_TAB_ARG);
       KP_STAGE_PASS(stg, KP_SUM_STEP_)
     }
     s.hi += (kp_acc)sf;
-    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], kp_group_sum(red_hi, red_lo, s, parity));
+    s = KP_ROW_SUM(s);
 #elif KP_ROW == 4
     /* the slice read once into shared memory, KP_VPT vectors a thread in flight */
     for (unsigned j0 = 0; j0 < slots; j0 += KP_VPT) {
@@ -1048,14 +1168,14 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
         }
       }
     }
-    m = kp_cluster_max(&cl_slot[parity], (kp_acc)kp_group_max_c(red_mx, mc, parity));
+    m = KP_ROW_MAX(mc);
     for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
       kp_vec x;
       KP_SET_RAW(x, kp_slice[vi]);
       kp_vec_exp_sum(x, kp_lanes(vi, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
     }
     s.hi += (kp_acc)sf;
-    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], kp_group_sum(red_hi, red_lo, s, parity));
+    s = KP_ROW_SUM(s);
 #else
     /* registers, shared: the row read once into the slots */
 #pragma unroll
@@ -1074,10 +1194,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       KP_HOLD_GET(hold0, j, x);
       mc = kp_vec_max(x, kp_lanes((unsigned)j * KP_TPR + t, len), mc);
     }
-    m = (kp_acc)kp_group_max_c(red_mx, mc, parity);
-#if KP_CLUSTER > 1
-    m = kp_cluster_max(&cl_slot[parity], m);
-#endif
+    m = KP_ROW_MAX(mc);
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
       kp_vec x;
@@ -1089,10 +1206,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #endif
     }
     s.hi += (kp_acc)sf;
-    s = kp_group_sum(red_hi, red_lo, s, parity);
-#if KP_CLUSTER > 1
-    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], s);
-#endif
+    s = KP_ROW_SUM(s);
 #endif
     const kp_row_k rk = kp_row_constants(m, s);
     /* ---- the results ---- */
@@ -1151,10 +1265,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) kp_vec_terms(gs[j], ys[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), &s);
     }
-    s = kp_group_sum(red_hi, red_lo, s, parity);
-#if KP_CLUSTER > 1
-    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], s);
-#endif
+    s = KP_ROW_SUM(s);
 #elif KP_ROW == 4 && KP_PREFETCH
     KP_LOCAL_PTR kp_raw* stg = kp_slice + parity * stage_vecs;
     KP_LOCAL_PTR kp_raw* stg_y = stg + part_vecs;
@@ -1166,7 +1277,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
 #define KP_TERMS_STEP_(g, y, vi, nl) kp_vec_terms_n(g, y, nl, &s);
     KP_STAGE_PASS2(stg, stg_y, KP_TERMS_STEP_)
-    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], kp_group_sum(red_hi, red_lo, s, parity));
+    s = KP_ROW_SUM(s);
 #elif KP_ROW == 4
     kp_raw* kp_slice_y = kp_slice + slice_vecs;
     for (unsigned j0 = 0; j0 < slots; j0 += KP_VPT) {
@@ -1186,7 +1297,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
         }
       }
     }
-    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], kp_group_sum(red_hi, red_lo, s, parity));
+    s = KP_ROW_SUM(s);
 #else
 #pragma unroll
     for (int j = 0; j < KP_VPT; ++j) {
@@ -1208,10 +1319,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       KP_HOLD_GET(hold1, j, y);
       kp_vec_terms(g, y, kp_lanes((unsigned)j * KP_TPR + t, len), &s);
     }
-    s = kp_group_sum(red_hi, red_lo, s, parity);
-#if KP_CLUSTER > 1
-    s = kp_cluster_sum(&cl_slot[2 + 2 * parity], s);
-#endif
+    s = KP_ROW_SUM(s);
 #endif
     /* one rounding of the finished sum, so that hi + lo is one value in every term */
     {
