@@ -210,7 +210,7 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
 TEST_CASE(
     "row default config: registers for short rows (forward: two vectors a thread on a persistent grid on CUDA, else "
     "one, two for long 16-bit rows; backward: four), else online (CUDA forward: blocks of 128 up to 128 vectors a "
-    "thread)") {
+    "thread; 16-bit with clusters: the pipelined cluster kernel; float32 backward in clusters of up to 8: the same)") {
   TargetLimits opencl;
   opencl.backend = "opencl";
   TargetLimits hopper;
@@ -263,10 +263,25 @@ TEST_CASE(
       INFO(cols << " columns, " << lim.backend);
       CHECK(default_row_config(f, cols, lim).block == (cuda && cols <= 65536 ? 128 : 1024));
     }
+    // A 16-bit forward beyond registers where clusters exist: the pipelined cluster kernel, slices
+    // of about 16384 elements in clusters of 2 to 16, where two stages of a slice fit in shared
+    // memory (2^20 bfloat16 columns: 128 KiB slices, online); elsewhere registers or online.
+    for (std::uint64_t cols : {32768ull, 131072ull, 393216ull, 1ull << 20}) {
+      INFO(cols << " bfloat16 columns, " << lim.backend);
+      const KernelConfig p = default_row_config(h, cols, lim);
+      const bool pipelined = cuda && cols < (1ull << 20);
+      CHECK((p.row == RowStrategy::cluster) == pipelined);
+      if (pipelined) {
+        CHECK(p.grid == GridPolicy::grid_stride);
+        CHECK(p.cluster == std::min<std::uint64_t>(16, cols / 16384));
+        CHECK(p.block == (cols / p.cluster > 16384 ? 256 : 128));
+      }
+      CHECK_NOTHROW(row_launch_dims(h, resolve_config(h, p, lim), 64, cols, lim));
+    }
     // The bfloat16 backward's slices are of up to 32768 elements: clusters of 4 at 131072.
     const KernelConfig hb = default_row_config(row_spec("softmax", Dtype::bf16, Direction::backward), 131072, lim);
     CHECK(hb.cluster == (cuda ? 4 : 0));
-    for (std::uint64_t cols : {16385ull, 393216ull, 1ull << 26}) {
+    for (std::uint64_t cols : {16385ull, 32768ull, 65536ull, 65537ull, 393216ull, 1ull << 26}) {
       const KernelConfig big = default_row_config(f, cols, lim);
       CHECK(big.row == RowStrategy::online);
       CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, big, lim), 64, cols, lim));
@@ -274,11 +289,20 @@ TEST_CASE(
       // device has them, a slice of at most 8192 elements a block of 512 (up to 16 blocks).
       const KernelConfig bb = default_row_config(b, cols, lim);
       INFO(cols << " columns, " << lim.backend);
-      CHECK(bb.row == RowStrategy::online);
-      CHECK(bb.per_thread == 2);
       const std::uint64_t want = lim.max_cluster < 2 ? 0
                                  : cols <= 8192      ? 0
                                                      : std::min<std::uint64_t>(16, (cols + 8191) / 8192);
+      // float32 in clusters of up to 8 (up to 65536 columns): the pipelined cluster kernel
+      if (cuda && want >= 2 && want <= 8) {
+        CHECK(bb.row == RowStrategy::cluster);
+        CHECK(bb.grid == GridPolicy::grid_stride);
+        CHECK(bb.per_thread == 4);
+        CHECK(bb.block == 256);
+        CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, bb, lim), 64, cols, lim));
+        continue;
+      }
+      CHECK(bb.row == RowStrategy::online);
+      CHECK(bb.per_thread == 2);
       CHECK(static_cast<std::uint64_t>(bb.cluster) >= want);
       CHECK(static_cast<std::uint64_t>(bb.cluster) < 2 * std::max<std::uint64_t>(want, 1));
       CHECK(bb.block == (bb.cluster ? 512 : 1024));

@@ -2,8 +2,11 @@
 // row length and direction: the whole row in registers where it fits 4 vectors per thread of up
 // to 1024 threads (a forward on CUDA below float64: 2, on the persistent grid), else the online
 // two-pass kernel, which takes any row on any device: forward, 4 vectors in flight a thread, in
-// blocks of 128 on CUDA for rows of up to 128 vectors a thread, of 1024 elsewhere; backward, 2
-// vectors of g and y each (4 spill), and where the device has clusters, across a cluster of
+// blocks of 128 on CUDA for rows of up to 128 vectors a thread, of 1024 elsewhere, and for 16-bit
+// dtypes where the device has clusters the pipelined cluster kernel (one read an element) with
+// slices of about 16384 elements; backward, float32 rows of up to 65536 elements where clusters
+// exist: the pipelined cluster kernel, slices of 8192 elements; else 2 vectors of g and y each (4
+// spill), and where the device has clusters, across a cluster of
 // blocks of 512 with slices of at most 8192 float32 or 32768 16-bit elements (up to its largest
 // cluster), so that the second pass reads them from L2. Vectors of 16 bytes. In registers:
 // - forward below float64 on CUDA: two vectors a thread on a persistent grid (one wave; each group
@@ -20,10 +23,24 @@
 // autotuner's pick), bfloat16 8192x32768 62 against 52 for registers at 4 vectors a thread of
 // 1024, 4096x131072 60 against 60; from 32768 vectors a row blocks of 1024 lead by 1-13 points
 // (float32 4096x131072 58, 4096x393216 60, 1024x1048576 57; bfloat16 62 and 59). Every one-read
-// layout tried there is slower: the one-shot cluster kernel 24-47 (bfloat16 15-60), online across
-// clusters 14-40 (bfloat16 13-57), the pipelined cluster kernel 39 (50). The online forward reads
-// each row twice and at 4096x393216 float32 runs at 79 % of DRAM's peak (Nsight Compute), its bound.
-// Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one.
+// layout tried there is slower in float32: the one-shot cluster kernel 28-48, online across
+// clusters 32-52, the pipelined cluster kernel 21-52 (clusters of 16, blocks of 128 to 1024, 1 to
+// 4 vectors a thread; best blocks of 512 at 4). The online forward reads each row twice and at
+// 4096x393216 float32 runs at 78 % of DRAM's peak (Nsight Compute), its bound; the one-read
+// kernels spend two double exps an element in fewer SMs (7 clusters of 16 fit the H200). In
+// bfloat16 the pipelined cluster kernel leads: 8192x32768 74.8 in clusters of 2 (blocks of 128, 4
+// vectors a thread) against 61.9 online, 4096x131072 66.8 in clusters of 8 against 60.0,
+// 4096x393216 64.2 in clusters of 16 (blocks of 256) against 61.5; slices of 32768 elements or
+// more (clusters of 1 at 32768: 46.8, 4 at 131072: 57.9) and blocks of 512 or 1024 (23-50) are
+// slower. 2^20 bfloat16 columns: two stages of a slice exceed shared memory, online (58.4).
+// Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one; the
+// pipelined cluster kernel 88 there in a block a row, 91 in clusters of 2 (blocks of 128, two
+// vectors a thread: the tuner's space has it, the default keeps registers, measured at one shape).
+// float32 8192x32768: the pipelined cluster kernel in clusters of 4, blocks of 256, 4 vectors a
+// thread 96 (2 vectors: 86; blocks of 128: 55-72) against 74 online across clusters of 4 -- the
+// default for float32 rows of 16,385 to 65,536 elements (`kplay bench --no-db --repeat 9`); longer
+// rows' two stages of g and y exceed shared memory at clusters of 8, and clusters of 16 and the
+// 16-bit backward are not measured.
 // Backward beyond registers: 4096x393216 float32 65 (bfloat16 53) across clusters of 16,
 // 8192x32768 float32 74 across clusters of 4, against 26, 24 and 25 for the one-block online
 // kernel at 4 vectors a thread; bfloat16 4096x131072 64 across clusters of 4 against 36 of 16.

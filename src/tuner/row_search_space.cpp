@@ -80,13 +80,13 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
               for (int pt : s.per_thread) add(block, pt, 0, cluster);
       // The pipelined kernel (persistent clusters, two stages filled by the bulk copy engine):
       // a cluster of one block too, for rows a block's shared memory holds twice. --per-thread is
-      // the vectors a thread reads from the stage at once: 1 or 2 (2 measured faster with blocks
-      // of 512, 4 spills with blocks of 1024).
+      // the vectors a thread reads from the stage at once: 1, 2 or 4 (4 measured fastest with
+      // blocks of 128 to 512 on the H200; blocks of 1024 spill at 2 and 4: src/tuner/row_defaults.hpp).
       for (int cluster = 1; cluster <= limits.max_cluster; cluster *= 2) {
         if (cluster > 1 && std::find(s.clusters.begin(), s.clusters.end(), cluster) == s.clusters.end()) continue;
         for (int block : s.blocks)
           if ((vecs + cluster - 1) / cluster >= static_cast<std::uint64_t>(block))
-            for (int pt : {1, 2}) add(block, pt, 0, cluster, Grids::persistent);
+            for (int pt : {1, 2, 4}) add(block, pt, 0, cluster, Grids::persistent);
       }
       break;
     default: break;
