@@ -24,15 +24,15 @@
 // 1024, 4096x131072 60 against 60; from 32768 vectors a row blocks of 1024 lead by 1-13 points
 // (float32 4096x131072 58, 4096x393216 60, 1024x1048576 57; bfloat16 62 and 59). Every one-read
 // layout tried there is slower in float32: the one-shot cluster kernel 28-48, online across
-// clusters 32-52, the pipelined cluster kernel 21-52 (clusters of 16, blocks of 128 to 1024, 1 to
+// clusters of 16 31, the pipelined cluster kernel 21-52 (clusters of 16, blocks of 128 to 1024, 1 to
 // 4 vectors a thread; best blocks of 512 at 4). The online forward reads each row twice and at
 // 4096x393216 float32 runs at 78 % of DRAM's peak (Nsight Compute), its bound; the one-read
 // kernels spend two double exps an element in fewer SMs (7 clusters of 16 fit the H200). In
 // bfloat16 the pipelined cluster kernel leads: 8192x32768 74.8 in clusters of 2 (blocks of 128, 4
 // vectors a thread) against 61.9 online, 4096x131072 66.8 in clusters of 8 against 60.0,
 // 4096x393216 64.2 in clusters of 16 (blocks of 256) against 61.5; slices of 32768 elements or
-// more (clusters of 1 at 32768: 46.8, 4 at 131072: 57.9) and blocks of 512 or 1024 (23-50) are
-// slower. 2^20 bfloat16 columns: two stages of a slice exceed shared memory, online (58.4).
+// more (clusters of 1 at 32768: 46.8, 4 at 131072: 57.9) and blocks of 512 or 1024 in clusters of
+// 16 (23-50) are slower. 2^20 bfloat16 columns: two stages of a slice exceed shared memory, online (58.4).
 // Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one; the
 // pipelined cluster kernel 88 there in a block a row, 91 in clusters of 2 (blocks of 128, two
 // vectors a thread: the tuner's space has it, the default keeps registers, measured at one shape).
