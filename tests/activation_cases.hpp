@@ -51,4 +51,8 @@ inline const std::vector<std::string>& activation_cases() {
   return cases;
 }
 
+// The torch accuracy tier's rows: every case above whose activation has the tier (the registry's
+// `accuracy` parameter), with accuracy=torch added. float32 only: other dtypes refuse it.
+std::vector<std::string> torch_tier_cases();
+
 }  // namespace kplay::test

@@ -21,6 +21,16 @@
 
 namespace kplay::test {
 
+std::vector<std::string> torch_tier_cases() {
+  std::vector<std::string> out;
+  for (const auto& text : activation_cases()) {
+    if (resolve_activation(text).act->torch_tier_forward <= 0) continue;
+    const std::size_t close = text.rfind(')');
+    out.push_back(close == std::string::npos ? text + "(accuracy=torch)" : text.substr(0, close) + ", accuracy=torch)");
+  }
+  return out;
+}
+
 namespace {
 // The directions of an activation: forward, backward from the input, and from the output where
 // the output determines the derivative.
@@ -148,6 +158,18 @@ void check_backend_f32_transcendentals(Engine& engine) {
           KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
         }
   }
+}
+
+void check_backend_torch_tier(Engine& engine) {
+  for (const auto& text : torch_tier_cases())
+    for (const KernelSpec& spec : specs_of(text, Dtype::f32))
+      for (std::uint64_t n : {std::uint64_t{7}, std::uint64_t{65537}})
+        for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{1}}) {
+          ProblemShape shape;
+          shape.n = n;
+          shape.in_offset = off;
+          KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
+        }
 }
 
 namespace {

@@ -64,6 +64,9 @@ void check_backend_fast_math(Engine& engine);
 // The float32 rows of the activations with a double path (templates/common/fp64_math.h): every
 // direction, a few sizes and offsets. Run once per math path (KPLAY_FP64_MATH=0 forces float-float).
 void check_backend_f32_transcendentals(Engine& engine);
+// The torch accuracy tier (accuracy=torch, float32): every tier case, every direction, a few sizes
+// and offsets, each held to the tier's bound (docs/accuracy.md, "The torch tier").
+void check_backend_torch_tier(Engine& engine);
 // 16-bit hardswish and hardsigmoid, every direction, over all 65536 inputs (and, backward, every
 // gradient through the middle piece): bit-equal to their formulas with an IEEE float division by
 // 6 (the kernels divide without one: narrow_math.h).

@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "codegen/codegen.hpp"
 #include "codegen/config_validation.hpp"
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
+#include "spec/activations.hpp"
 #include "temp_templates.hpp"
 
 using namespace kplay;
@@ -165,4 +167,39 @@ TEST_CASE("float32 IEEE kernels take the lean float routines unless KPLAY_F32_LE
   KernelConfig c;
   c.fast_math = true;
   CHECK(render(s, c).source.find("#define KP_F32_LEAN") == std::string::npos);
+}
+
+TEST_CASE("accuracy=torch: the snippets' float formula, torch's compiler options, and float32 only") {
+  KernelSpec exact;
+  exact.activation = "silu";
+  KernelSpec tier = exact;
+  tier.activation = "silu(accuracy=torch)";
+  Dialect fast = rt::dialect_of("cuda");
+  fast.fast_fp64 = true;
+  const RenderedKernel e = render(exact, {}, fast);
+  const RenderedKernel t = render(tier, {}, fast);
+  CHECK(e.source.find("#define KP_F32_IEEE 1") != std::string::npos);
+  CHECK(t.source.find("#define KP_F32_IEEE 0") != std::string::npos);
+  CHECK(t.source.find("#define KP_TORCH_TIER 1") != std::string::npos);
+  CHECK(t.source.find("#define KP_FAST_FP64 0") != std::string::npos);  // no double path either
+  CHECK(t.source.find("#define KP_F32_LEAN") == std::string::npos);
+  const auto has = [](const RenderedKernel& k, const std::string& o) {
+    return std::find(k.options.begin(), k.options.end(), o) != k.options.end();
+  };
+  CHECK(has(e, "-fmad=false"));
+  CHECK_FALSE(has(t, "-fmad=false"));  // contraction on, as torch's nvcc builds
+  CHECK(e.entry != t.entry);
+  // accuracy=exact is the default: the same kernel as no parameter
+  KernelSpec named = exact;
+  named.activation = resolve_activation("silu(accuracy=exact)").canonical;  // as every caller passes it
+  CHECK(render(named).hash == render(exact).hash);
+  for (Dtype d : {Dtype::f16, Dtype::bf16, Dtype::f64}) {
+    KernelSpec other = tier;
+    other.dtype = d;
+    CAPTURE(to_string(d));
+    CHECK_THROWS_WITH_AS(render(other), doctest::Contains("float32 tier"), Error);
+  }
+  KernelConfig fm;
+  fm.fast_math = true;
+  CHECK_THROWS_WITH_AS(render(tier, fm), doctest::Contains("pick one"), Error);
 }

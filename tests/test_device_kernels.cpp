@@ -66,6 +66,13 @@ TEST_SUITE("cuda") {
     test::check_backend_f32_transcendentals(engine);
   }
 
+  TEST_CASE("CUDA: the torch accuracy tier's float32 kernels keep the tier's bounds") {
+    rt::Backend* be = test::shared_backend("cuda");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    test::check_backend_torch_tier(engine);
+  }
+
   TEST_CASE("CUDA: the model's config of every activation, dtype and direction passes the checks and runs") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);

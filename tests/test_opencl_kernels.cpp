@@ -174,6 +174,11 @@ TEST_SUITE("opencl") {
     test::check_backend_f32_transcendentals(engine);
   }
 
+  TEST_CASE("OpenCL: the torch accuracy tier's float32 kernels keep the tier's bounds") {
+    Engine engine(opencl_backend());
+    test::check_backend_torch_tier(engine);
+  }
+
   TEST_CASE("OpenCL: processes with their own kernel databases build the same kernels at once") {
     // PoCL shares one kernel cache folder per user. Two processes building the same program in it
     // at once aborted inside PoCL (pocl_binary_get_kernels_metadata) in 2 of 3 tries, before

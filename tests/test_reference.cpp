@@ -253,15 +253,28 @@ TEST_CASE("activation text: parameters by name or position, canonical form, entr
   CHECK_FALSE(resolve_activation("leaky_relu(negative_slope=-1)").has_grad_from_output());
   CHECK(resolve_activation("softplus(beta=2)").param_defines() ==
         "#define KP_P_BETA KP_LIT(2.0)\n#define KP_P_BETA_POW2 1\n#define KP_P_THRESHOLD KP_LIT(20.0)\n"
-        "#define KP_P_THRESHOLD_POW2 0\n");
+        "#define KP_P_THRESHOLD_POW2 0\n"
+        "#define KP_P_ACCURACY_EXACT 1\n#define KP_P_ACCURACY_TORCH 0\n");
   // _POW2: +-2^k only (x * value exact); zero and 0.7 are not.
   CHECK(resolve_activation("softplus(beta=0.7, threshold=0)").param_defines() ==
         "#define KP_P_BETA KP_LIT(0.7)\n#define KP_P_BETA_POW2 0\n#define KP_P_THRESHOLD KP_LIT(0.0)\n"
-        "#define KP_P_THRESHOLD_POW2 0\n");
+        "#define KP_P_THRESHOLD_POW2 0\n"
+        "#define KP_P_ACCURACY_EXACT 1\n#define KP_P_ACCURACY_TORCH 0\n");
   CHECK(resolve_activation("leaky_relu(negative_slope=-0.25)").param_defines() ==
         "#define KP_P_NEGATIVE_SLOPE KP_LIT(-0.25)\n#define KP_P_NEGATIVE_SLOPE_POW2 1\n");
   CHECK(resolve_activation("gelu(approximate=tanh)").param_defines() ==
-        "#define KP_P_APPROXIMATE_NONE 0\n#define KP_P_APPROXIMATE_TANH 1\n");
+        "#define KP_P_APPROXIMATE_NONE 0\n#define KP_P_APPROXIMATE_TANH 1\n"
+        "#define KP_P_ACCURACY_EXACT 1\n#define KP_P_ACCURACY_TORCH 0\n");
+  // the torch accuracy tier: a parameter of its own, last, omitted at its default (exact)
+  const auto tier = resolve_activation("gelu(accuracy='torch', approximate=tanh)");
+  CHECK(tier.canonical == "gelu(approximate=tanh, accuracy=torch)");
+  CHECK(tier.torch_tier());
+  CHECK(tier.bounds().f32_forward == tier.act->torch_tier_forward);
+  CHECK(tier.bounds().narrow_forward == resolve_activation("gelu(approximate=tanh)").bounds().narrow_forward);
+  CHECK(tier.exact_canonical() == "gelu(approximate=tanh)");
+  CHECK(resolve_activation("silu(accuracy=torch)").exact_canonical() == "silu");
+  CHECK(resolve_activation("silu(accuracy=exact)").canonical == "silu");
+  CHECK_FALSE(resolve_activation("silu").torch_tier());
 }
 
 TEST_CASE("parameters are converted as torch converts them: compute type, or the tensor's dtype") {
@@ -313,4 +326,7 @@ TEST_CASE("bad activation text is refused with a message naming what is wrong") 
   refused("elu(,)", "empty argument");
   refused("(alpha=1)", "no name");
   refused("", "empty name");
+  refused("relu(accuracy=torch)", "unknown parameter 'accuracy'");  // no tier: exact already
+  refused("silu(accuracy=fast)", "one of exact, torch");
+  refused("gated(silu(accuracy=torch))", "one accuracy");
 }

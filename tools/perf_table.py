@@ -172,6 +172,8 @@ def torch_fn(spec):
         key, eq, val = item.partition("=")
         if not eq:
             sys.exit("perf_table.py: parameter %r of %r is not key=value" % (item, spec))
+        if key.strip() == "accuracy":
+            continue  # kplay's own (accuracy=torch): torch's function has one accuracy
         try:
             kw[key.strip()] = float(val)
         except ValueError:

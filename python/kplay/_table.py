@@ -20,11 +20,19 @@ class Entry(NamedTuple):
     params: Tuple[Tuple[str, Any], ...]  # (torch's parameter name, default or REQUIRED), in torch's order
     inplace: bool  # whether torch's module and function take inplace=
     saves_output: bool  # autograd's default saved tensor is the output (kplay.torch.saves_output)
+    # kplay's own parameters, keyword-only and after torch's: accuracy ("exact" or "torch",
+    # docs/accuracy.md) where the activation has a torch tier.
+    options: Tuple[Tuple[str, Any], ...] = ()
+
+
+KEYWORD_ONLY = ("accuracy",)  # registry parameters torch's functions and modules do not have
 
 
 def _entry(a: Dict[str, Any]) -> Entry:
-    params = tuple((name, REQUIRED if default is None else default) for name, default, _ in a["parameters"])
-    return Entry(a["torch_class"], a["name"], params, bool(a["torch_inplace"]), bool(a["saves_output"]))
+    every = tuple((name, REQUIRED if default is None else default) for name, default, _ in a["parameters"])
+    return Entry(a["torch_class"], a["name"], tuple(p for p in every if p[0] not in KEYWORD_ONLY),
+                 bool(a["torch_inplace"]), bool(a["saves_output"]),
+                 tuple(p for p in every if p[0] in KEYWORD_ONLY))
 
 
 BUILTINS: List[Entry] = [_entry(a) for a in _core.builtin_activations()]  # every built-in, registry order
@@ -47,7 +55,7 @@ def activation_string(activation: str, values: Optional[Dict[str, Any]] = None) 
     entry = BY_ACTIVATION.get(activation)
     values = dict(values or {})
     parts = []
-    for name, default in entry.params if entry else ():
+    for name, default in entry.params + entry.options if entry else ():
         if name not in values:
             if default is REQUIRED:
                 raise TypeError(f"{activation} needs the parameter '{name}'")
@@ -68,7 +76,7 @@ def bind(entry: Entry, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[D
         raise TypeError(f"{who} takes at most {len(names)} arguments ({len(args)} given)")
     values = dict(zip(names, args))
     for k, v in kwargs.items():
-        if k not in names:
+        if k not in names and k not in (n for n, _ in entry.options):
             raise TypeError(f"{who} got an unexpected argument '{k}'")
         if k in values:
             raise TypeError(f"{who} got '{k}' twice")

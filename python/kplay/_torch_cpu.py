@@ -165,6 +165,9 @@ def _parse(activation: str) -> Tuple[str, P]:
 def forward(x: Tensor, activation: str) -> Tensor:
     _check_dtype(x, "x")
     name, p = _parse(activation)
+    if p.get("accuracy", "exact") != "exact" and x.dtype != torch.float32:  # as the CUDA kernels refuse it
+        raise _core.InvalidArgumentError(
+            f"accuracy={p['accuracy']} is a float32 tier; {x.dtype} kernels have one accuracy (drop it)")
     return FORWARD[name](x, p)
 
 

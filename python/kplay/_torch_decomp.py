@@ -181,13 +181,14 @@ def parse(activation: str) -> Optional[Tuple[str, Dict[str, Any]]]:
     entry = _table.BY_ACTIVATION.get(name)
     if entry is not None and name in FORMULAS and (not rest or rest.rstrip().endswith(")")):
         values: Dict[str, Any] = {n: d for n, d in entry.params}
+        options = dict(entry.options)  # kplay's own (accuracy): in the result only where given
         ok = True
         for item in filter(None, (s.strip() for s in rest.rstrip().rstrip(")").split(","))):
             key, eq, value = (s.strip() for s in item.partition("="))
-            if not eq or key not in values:
+            if not eq or (key not in values and key not in options):
                 ok = False
                 break
-            default = values[key]
+            default = values[key] if key in values else options[key]
             try:
                 values[key] = float(value) if not isinstance(default, str) else value
             except ValueError:

@@ -127,12 +127,19 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   // A wide gated kernel (float32 storage, double math) takes it too, with the routines' double
   // results unrounded (templates/common/fp64_math.h, kp_d_res).
   const bool f32_storage = math == Dtype::f32 || wide;
-  const bool fast_fp64 = dialect.fast_fp64 && f32_storage && !c.fast_math;
+  // accuracy=torch (config_validation: float32 only), forward: the snippets' float formula
+  // (KP_F32_IEEE 0), no double or lean routine, and torch's compiler options (no -fmad=false).
+  // Backward keeps the exact path: its float formulas cancel near the derivative's roots, and
+  // torch's backward error there is not measured.
+  const bool tier = act.torch_tier() && math == Dtype::f32 && !c.fast_math && spec.direction == Direction::forward;
+  const bool fast_fp64 = dialect.fast_fp64 && f32_storage && !c.fast_math && !tier;
   os << "#define KP_FAST_FP64 " << (fast_fp64 ? 1 : 0) << '\n';
+  os << "#define KP_TORCH_TIER " << (tier ? 1 : 0) << '\n';
   // The lean float routines (templates/common/f32_math.h) for the float32 IEEE kernels of the
   // activations that have one, on every device; KPLAY_F32_LEAN=0 keeps the double or float-float
   // routines instead (to compare them). Only those kernels name it: other hashes stay as they were.
-  const bool f32_ieee = math == Dtype::f32 && !c.fast_math;
+  const bool f32_ieee = math == Dtype::f32 && !c.fast_math && !tier;
+  os << "#define KP_F32_IEEE " << (f32_ieee ? 1 : 0) << '\n';  // the snippets' bound-keeping float32 branch
   if (f32_ieee) os << "#define KP_F32_LEAN " << (f32_lean_allowed() ? 1 : 0) << '\n';
   // Parameters are compile-time constants (docs/design.md says why): KP_P_<NAME>, rounded for the
   // storage dtype (float32's in a wide kernel, written exactly).
@@ -162,8 +169,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   k.options = dialect.options;
   if (dtype_size(spec.dtype) == 2)
     k.options.insert(k.options.end(), dialect.narrow_options.begin(), dialect.narrow_options.end());
-  if (math == Dtype::f32 && !c.fast_math)
-    k.options.insert(k.options.end(), dialect.precise_options.begin(), dialect.precise_options.end());
+  if (f32_ieee) k.options.insert(k.options.end(), dialect.precise_options.begin(), dialect.precise_options.end());
   if (c.fast_math)
     k.options.insert(k.options.end(), dialect.fast_math_options.begin(), dialect.fast_math_options.end());
 

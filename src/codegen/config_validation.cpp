@@ -110,6 +110,16 @@ KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, 
   if (!unsupported.empty()) throw Error(ErrorCode::unsupported, unsupported);
 
   KernelConfig c = config;
+  // accuracy=torch changes float32 math only: 16-bit kernels compute in float already (within 1
+  // ulp of their dtype), float64 and the gated kernels have one accuracy.
+  if (resolve_activation(spec.activation).torch_tier()) {
+    if (spec.dtype != Dtype::f32)
+      throw Error(ErrorCode::invalid_argument, std::string("accuracy=torch is a float32 tier; ") +
+                                                   to_string(spec.dtype) +
+                                                   " kernels have one accuracy (drop accuracy=torch)");
+    if (c.fast_math)
+      refuse("--fast-math with accuracy=torch: fast-math is held to no bound, the tier to its own; pick one");
+  }
   const int esize = static_cast<int>(dtype_size(spec.dtype));
   const int widest = kMaxVectorBytes / esize;
   if (c.vec == 0) c.vec = widest;

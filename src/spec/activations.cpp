@@ -166,6 +166,28 @@ Activation with_derived(Activation a, std::vector<DerivedParam> derived) {
   return a;
 }
 
+// An `accuracy` choice after the activation's own parameters (the last one), and the tier's
+// float32 forward bound (docs/accuracy.md, "The torch tier"): torch's own maximum over every float32
+// (docs/experiments/torch_float32_ulp) where the tier's formula keeps it; where torch's is millions
+// of ulps (a tail it flushes or cancels), the tier's own measured maximum rounded up: silu and mish
+// 64 (52 at x = -103.97, e^x subnormal), gelu 256 (186 at x = -12.8 on PoCL, erfcf's tail);
+// hardsigmoid and hardswish (not in torch's table) take torch's formula, product by RN(1/6).
+Activation with_torch_tier(Activation a, double f32_forward, double (*by_params)(double, const double*) = nullptr) {
+  a.params.push_back({"accuracy", 0, {"exact", "torch"}});
+  a.torch_tier_forward = f32_forward;
+  a.torch_tier_params = by_params;
+  return a;
+}
+// softplus: log1p(exp(beta x)) / beta with beta x rounded in float, as torch rounds it: exact for a
+// power of two; otherwise exp magnifies the rounding by |beta x| (up to 103 before the result is
+// 0): 61 ulp on PoCL at beta = 0.7.
+double softplus_tier(double bound, const double* p) {
+  int e = 0;
+  return std::fabs(std::frexp(p[0], &e)) == 0.5 ? bound : 128;
+}
+// celu: alpha expm1(x / alpha), x / alpha and the product rounded: 1.72 ulp on PoCL at alpha = 2.5.
+double celu_tier(double bound, const double* p) { return p[0] == 1 ? bound : 2; }
+
 Activation with_param_bounds(Activation a, UlpBounds (*param_bounds)(UlpBounds, const double*)) {
   a.param_bounds = param_bounds;
   return a;
@@ -214,40 +236,53 @@ const std::vector<Activation>& activations() {
           builtin("rrelu", "activations/rrelu.h", {{"lower", 0.125, {}}, {"upper", 1.0 / 3.0, {}}},
                   Torch{"RReLU", kInplace, kSavesInput}, rrelu_positive_mean, rrelu_check, zero_edge, bounds(1)),
           {{"slope", rrelu_mean_slope}, {"span", rrelu_span}}),
-      builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
-              nonnegative_first_param, nullptr, zero_edge, bounds(1)),
-      builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, Torch{"CELU", kInplace, kSavesInput},
-              positive_first_param, celu_check, zero_edge, bounds(1)),
-      builtin("selu", "activations/selu.h", {}, Torch{"SELU", kInplace, kSavesInput}, nullptr, nullptr, zero_edge,
-              bounds(1)),
-      with_param_bounds(builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}},
-                                Torch{"GELU", kNoInplace, kSavesInput}, nullptr, nullptr, no_edges,
-                                narrow_backward(f64(bounds(2), 8, 1 << 18), 2)),
-                        gelu_bounds),
-      builtin("silu", "activations/silu.h", {}, Torch{"SiLU", kInplace, kSavesInput}, nullptr, nullptr, no_edges,
-              f64(bounds(2), 4, 1 << 17)),
+      with_torch_tier(builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
+                              nonnegative_first_param, nullptr, zero_edge, bounds(1)),
+                      1.13),
+      with_torch_tier(builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, Torch{"CELU", kInplace, kSavesInput},
+                              positive_first_param, celu_check, zero_edge, bounds(1)),
+                      1.13, celu_tier),
+      with_torch_tier(builtin("selu", "activations/selu.h", {}, Torch{"SELU", kInplace, kSavesInput}, nullptr, nullptr,
+                              zero_edge, bounds(1)),
+                      2.27),
+      with_torch_tier(with_param_bounds(builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}},
+                                                Torch{"GELU", kNoInplace, kSavesInput}, nullptr, nullptr, no_edges,
+                                                narrow_backward(f64(bounds(2), 8, 1 << 18), 2)),
+                                        gelu_bounds),
+                      256),
+      with_torch_tier(builtin("silu", "activations/silu.h", {}, Torch{"SiLU", kInplace, kSavesInput}, nullptr, nullptr,
+                              no_edges, f64(bounds(2), 4, 1 << 17)),
+                      64),
       builtin("quick_gelu", "activations/quick_gelu.h", {{"beta", 1.702, {}}}, Torch{"", kNoInplace, kSavesInput},
               nullptr, positive_beta, no_edges, quick_gelu_bounds()),
-      builtin("mish", "activations/mish.h", {}, Torch{"Mish", kInplace, kSavesInput}, nullptr, nullptr, no_edges,
-              f64(bounds(2), 8, 1 << 18)),
-      builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
-              Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, positive_beta, softplus_edges, f64(bounds(2), 6, 4)),
+      with_torch_tier(builtin("mish", "activations/mish.h", {}, Torch{"Mish", kInplace, kSavesInput}, nullptr, nullptr,
+                              no_edges, f64(bounds(2), 8, 1 << 18)),
+                      64),
+      with_torch_tier(builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
+                              Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, positive_beta, softplus_edges,
+                              f64(bounds(2), 6, 4)),
+                      2.7, softplus_tier),
       builtin("softsign", "activations/softsign.h", {}, Torch{"Softsign", kNoInplace, kSavesInput}, nullptr, nullptr,
               no_edges, bounds(2)),
-      builtin("sigmoid", "activations/sigmoid.h", {}, Torch{"Sigmoid", kNoInplace, kSavesOutput}, nullptr, nullptr,
-              no_edges, f64(bounds(2), 4, 8)),
-      builtin("tanh", "activations/tanh.h", {}, Torch{"Tanh", kNoInplace, kSavesOutput}, nullptr, nullptr, no_edges,
-              f32_backward(f64(bounds(2), 4, 8), 4)),
+      with_torch_tier(builtin("sigmoid", "activations/sigmoid.h", {}, Torch{"Sigmoid", kNoInplace, kSavesOutput},
+                              nullptr, nullptr, no_edges, f64(bounds(2), 4, 8)),
+                      3.43),
+      with_torch_tier(builtin("tanh", "activations/tanh.h", {}, Torch{"Tanh", kNoInplace, kSavesOutput}, nullptr,
+                              nullptr, no_edges, f32_backward(f64(bounds(2), 4, 8), 4)),
+                      1.81),
       builtin(
           "hardtanh", "activations/hardtanh.h",
           {{"min_val", -1.0, {}, ParamType::tensor_in_backward}, {"max_val", 1.0, {}, ParamType::tensor_in_backward}},
           Torch{"Hardtanh", kInplace, kSavesOutput}, nullptr, hardtanh_check, both_param_edges, exact()),
-      builtin("hardsigmoid", "activations/hardsigmoid.h", {}, Torch{"Hardsigmoid", kInplace, kSavesInput}, nullptr,
-              nullptr, hard_edges, bounds(1)),
-      builtin("hardswish", "activations/hardswish.h", {}, Torch{"Hardswish", kInplace, kSavesInput}, nullptr, nullptr,
-              hard_edges, bounds(2)),
-      builtin("logsigmoid", "activations/logsigmoid.h", {}, Torch{"LogSigmoid", kNoInplace, kSavesInput}, nullptr,
-              nullptr, zero_edge, bounds(2)),
+      with_torch_tier(builtin("hardsigmoid", "activations/hardsigmoid.h", {},
+                              Torch{"Hardsigmoid", kInplace, kSavesInput}, nullptr, nullptr, hard_edges, bounds(1)),
+                      1.5),
+      with_torch_tier(builtin("hardswish", "activations/hardswish.h", {}, Torch{"Hardswish", kInplace, kSavesInput},
+                              nullptr, nullptr, hard_edges, bounds(2)),
+                      2.5),
+      with_torch_tier(builtin("logsigmoid", "activations/logsigmoid.h", {},
+                              Torch{"LogSigmoid", kNoInplace, kSavesInput}, nullptr, nullptr, zero_edge, bounds(2)),
+                      2.7),
       builtin("tanhshrink", "activations/tanhshrink.h", {}, Torch{"Tanhshrink", kNoInplace, kSavesInput}, nullptr,
               nullptr, no_edges, f64(bounds(2), 16, 8)),
       builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
@@ -379,6 +414,8 @@ ResolvedActivation resolve_uncached(const std::string& text) {
       bad_param(text, "a gated activation cannot gate another gated one");
     ResolvedActivation r = resolve_uncached(call.args[0].second);
     if (r.slope != SlopeForm::none || r.act->is_row) bad_param(text, r.canonical + " has no gated form");
+    if (r.torch_tier())  // its float32 math is one double rounding of act(a) * b (gated_wide_math)
+      bad_param(text, "a gated activation has one accuracy (its float32 math is in double): drop accuracy=torch");
     r.gated = true;
     r.inner = r.canonical;
     r.canonical = "gated(" + r.inner + ")";
@@ -472,8 +509,24 @@ ResolvedActivation resolve_activation(const std::string& text) {
   return r;
 }
 
+bool ResolvedActivation::torch_tier() const {
+  return act->torch_tier_forward > 0 && !params.empty() && params.back() == 1;
+}
+
+std::string ResolvedActivation::exact_canonical() const {
+  if (!torch_tier()) return canonical;
+  // accuracy is the last parameter, so it ends the canonical text
+  const std::string alone = "(accuracy=torch)", last = ", accuracy=torch)";
+  if (canonical.size() > alone.size() && canonical.compare(canonical.size() - alone.size(), alone.size(), alone) == 0)
+    return canonical.substr(0, canonical.size() - alone.size());
+  return canonical.substr(0, canonical.size() - last.size()) + ")";
+}
+
 UlpBounds ResolvedActivation::bounds() const {
-  const UlpBounds own = act->param_bounds ? act->param_bounds(act->bounds, params.data()) : act->bounds;
+  UlpBounds own = act->param_bounds ? act->param_bounds(act->bounds, params.data()) : act->bounds;
+  if (torch_tier())
+    own.f32_forward = act->torch_tier_params ? act->torch_tier_params(act->torch_tier_forward, params.data())
+                                             : act->torch_tier_forward;
   return gated ? gated_bounds(own) : own;
 }
 

@@ -83,6 +83,15 @@ struct Activation {
   // one and its neighbours in the dtype.
   std::vector<double> (*edges)(const double* p) = nullptr;
   UlpBounds bounds;
+  // The torch accuracy tier, where an activation has one: a choice parameter `accuracy` (exact,
+  // the default, or torch) that gives float32 forward kernels the snippet's float formula compiled
+  // as torch compiles its own (contraction on, library expf/tanhf/log1pf), held to this float32
+  // bound, within torch's own measured error (docs/accuracy.md, "The torch tier"). Backward
+  // kernels keep the exact path. 0: no tier.
+  double torch_tier_forward = 0;
+  // The tier's bound for parameter values other than the defaults, from the one above (nullptr:
+  // the same): softplus's beta x and celu's x / alpha are rounded in float, as torch rounds them.
+  double (*torch_tier_params)(double bound, const double* p) = nullptr;
   // Bounds that depend on a parameter's value, given the ones above: nullptr if none do (gelu's
   // float64 forward is held to 8 ulp, 4096 under approximate='tanh').
   UlpBounds (*param_bounds)(UlpBounds b, const double* p) = nullptr;
@@ -129,7 +138,9 @@ struct ResolvedActivation {
 
   bool has_backward() const { return act->user ? user_backward : (act->is_row || act->grad_from_input != nullptr); }
   bool is_row() const { return act->is_row; }
-  bool has_grad_from_output() const;  // never for gated: its backward takes a and b
+  bool torch_tier() const;              // accuracy=torch given
+  std::string exact_canonical() const;  // canonical without accuracy=torch (the tier's tuning)
+  bool has_grad_from_output() const;    // never for gated: its backward takes a and b
   // act->bounds adjusted to these parameter values; for gated, the bounds of act(a) * b
   // (gated_bounds).
   UlpBounds bounds() const;

@@ -8,6 +8,7 @@
 #include "engine/launch_geometry.hpp"
 #include "kplay/error.hpp"
 #include "row_defaults.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay {
 namespace {
@@ -29,10 +30,13 @@ ConfigChoice from_shipped(const TuningRecord& r, const rt::DeviceInfo& dev, std:
 }
 
 // FP8 output is not tuned of its own: it takes the tuning of the same gated kernel with the
-// inputs' dtype as output (the same loads, fewer bytes stored).
+// inputs' dtype as output (the same loads, fewer bytes stored). Nor is the torch accuracy tier:
+// it takes the exact kernel's (the same loads and stores; tune() refuses it).
 KernelSpec tuned_as(const KernelSpec& spec) {
   KernelSpec t = spec;
   t.out = OutDtype::same;
+  if (const ResolvedActivation a = resolve_activation(spec.activation); a.torch_tier())
+    t.activation = a.exact_canonical();
   return t;
 }
 

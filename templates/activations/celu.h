@@ -10,7 +10,7 @@ KP_FN KP_C kp_celu_forward(KP_C x) {
   const double q = KP_P_ALPHA > 0.0f || q0 < 700.0 ? q0 : 700.0;
   return (kp_d_res)((double)KP_P_ALPHA * (x == 0.0f ? q : kp_d_expm1(q)));
 }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: x / alpha as a float-float (1/alpha = inv_hi + inv_lo, folded at compile time), its
  * expm1 as a float-float, times alpha rounded once (precise_math.h): within 1 ulp. */
 KP_FN KP_C kp_celu_forward(KP_C x) {
@@ -42,7 +42,7 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= 0.0f)) return g;
   return (kp_d_res)((double)g * kp_d_exp((double)x * (1.0 / (double)KP_P_ALPHA)));
 }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: g * e^(x / alpha) rounded once, x / alpha and the exponential as float-floats (the
  * rounding of x / alpha alone would be amplified |x / alpha| times). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

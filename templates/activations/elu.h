@@ -10,7 +10,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   const double e = x == 0.0f ? (double)x : kp_d_expm1((double)x);
   return (kp_d_res)((double)KP_P_ALPHA * e);
 }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: alpha * expm1(x) rounded once (expm1 as a float-float, precise_math.h): within 1 ulp. */
 KP_FN KP_C kp_act_forward(KP_C x) {
   if (!(x <= KP_LIT(0.0))) return x;
@@ -34,7 +34,7 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= 0.0f)) return g;
   return (kp_d_res)((double)g * ((double)KP_P_ALPHA * kp_d_exp((double)x)));
 }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: g * alpha * e^x rounded once (g * alpha and e^x as float-floats). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= KP_LIT(0.0))) return g;

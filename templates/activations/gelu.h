@@ -38,11 +38,11 @@ KP_FN void kp_gelu_sig2u(KP_C x, KP_C* s, KP_C* sm) {
 KP_FN KP_C kp_act_forward(KP_C x) {
 #if KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
   return kp_d_gelu_tanh(x);  /* exponent in double, quotient in float (templates/common/fp64_math.h) */
-#elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
+#elif KP_F32_IEEE && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh(x);  /* float-float 2u and sigmoid (precise_math.h) */
 #elif KP_FAST_FP64 && KP_WIDE_F32
   return kp_d_gelu(x); /* a gated kernel's: in double, unrounded (templates/common/fp64_math.h) */
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
   return kp_precise_gelu(x);  /* float alone, on every device (precise_math.h) */
 #elif KP_P_APPROXIMATE_TANH
   KP_C s, sm;
@@ -60,11 +60,11 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
 #if KP_FAST_FP64 && KP_P_APPROXIMATE_TANH
   return kp_d_gelu_tanh_grad(g, x);  /* in double, one rounding (templates/common/fp64_math.h) */
-#elif KP_DTYPE_F32 && !KP_FAST_MATH && KP_P_APPROXIMATE_TANH
+#elif KP_F32_IEEE && KP_P_APPROXIMATE_TANH
   return kp_precise_gelu_tanh_grad(g, x);  /* float-float f' (templates/common/precise_grad.h) */
 #elif KP_FAST_FP64
   return kp_d_gelu_grad(g, x);  /* in double, one rounding (templates/common/fp64_math.h) */
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
   return kp_precise_gelu_grad(g, x);
 #elif KP_P_APPROXIMATE_TANH
   KP_C s, sm;

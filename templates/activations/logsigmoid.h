@@ -3,7 +3,7 @@
 #if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_logsigmoid(x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_logsigmoid(x); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH
@@ -16,7 +16,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #endif
 #if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_mul_sigmoid(g, x, -(double)x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid_wide(g, -x, 0.0f, 0); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_f64_mul_sigmoid(g, -x); }

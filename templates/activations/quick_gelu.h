@@ -14,7 +14,7 @@
 #if KP_FAST_FP64
 /* float32, fast FP64: z exact in double (two floats' product), one rounding (fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_mul_sigmoid(x, x, (double)x * (double)KP_P_BETA); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: z = zh + zl exactly, x / (1 + e^-z) rounded once (precise_math.h); the _wide form
  * scales a huge x, whose x e^z 2^64 would overflow for a small beta. */
 KP_FN KP_C kp_act_forward(KP_C x) {
@@ -41,7 +41,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return kp_d_silu_grad_at(g, (double)x * (double)KP_P_BETA, KP_P_BETA * x);
 }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: silu's float-float derivative at z = zh + zl, its root in z (precise_grad.h). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_precise_quick_gelu_grad(g, x, KP_P_BETA); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH

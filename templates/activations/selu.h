@@ -33,7 +33,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   const kp_d_res y = (kp_d_res)(1.7580993408473768599402175208123 * kp_d_expm1_in_range((double)(x > -20.0f ? x : -20.0f)));
   return x == 0.0f ? x : y;
 }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: lambda * alpha * expm1(x) rounded once, expm1 as a float-float and lambda * alpha as
  * 0x1.c212ccp+0f + 0x1.903c0cp-26f (templates/common/precise_math.h): within 1 ulp everywhere,
  * where the plain product rounds twice (2.27 ulp, as torch). */
@@ -62,7 +62,7 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= 0.0f)) return (kp_d_res)(1.0507009873554804934193349852946 * (double)g);
   return (kp_d_res)((double)g * (1.7580993408473768599402175208123 * kp_d_exp((double)x)));
 }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: g * lambda * alpha * e^x rounded once (g * lambda * alpha and e^x as float-floats). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   if (!(x <= KP_LIT(0.0))) return KP_FMAF(0x1.0cfabep+0f, g, -0x1.2adddap-25f * g);

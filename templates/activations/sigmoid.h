@@ -6,7 +6,7 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_f_sigmoid(x); }
 #elif KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_sigmoid(x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_sigmoid(x); }
 #else
@@ -17,7 +17,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #endif
 #if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_sigmoid_grad(g, x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: (g * sigmoid(x)) * sigmoid(-x), two single roundings (precise_math.h). A huge g
  * (>= 2^60, which kp_pm_mul_sigmoid cannot take) is scaled by 2^-64 and back, exactly, where
  * |x| < 64 keeps the scaled product normal; the _wide fallback would round twice per factor. */

@@ -7,7 +7,7 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_f_silu(x); }
 #elif KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_silu(x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_silu(x); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH
@@ -22,7 +22,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #endif
 #if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_silu_grad(g, x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: g * f'(x) rounded once, f' in float-float (a fit near its root at -1.2785, where
  * s + x s (1 - s) cancels): templates/common/precise_grad.h. */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_precise_silu_grad(g, x); }

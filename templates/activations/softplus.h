@@ -5,7 +5,7 @@
 #if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH
@@ -40,7 +40,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return x * KP_P_BETA > KP_P_THRESHOLD ? g : kp_d_mul_sigmoid(g, x, (double)x * KP_P_BETA);
 }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: g * sigmoid(beta x) rounded once, beta x as a float-float (precise_math.h). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const float bh = x * KP_P_BETA, bl = KP_FMAF(x, KP_P_BETA, -bh);

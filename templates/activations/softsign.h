@@ -1,7 +1,7 @@
 /* Softsign as torch: x / (1 + |x|) (NaN at ±inf, as torch's formula gives inf / inf);
  * derivative 1 / (1 + |x|)^2, which is (1 - |y|)^2 from the output. */
 KP_FN KP_C kp_act_forward(KP_C x) { return x / (KP_LIT(1.0) + KP_FABS(x)); }
-#if KP_DTYPE_F32 && !KP_FAST_MATH
+#if KP_F32_IEEE
 /* float32: g / d^2 with d = 1 + |x| and d^2 as float-floats, one correction step; (g / d) / d where
  * d^2 would overflow. */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

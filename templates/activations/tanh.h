@@ -6,7 +6,7 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_f_tanh(x); }
 #elif KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_tanh(x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_tanh(x); }
 #elif KP_DTYPE_F64 && !KP_FAST_MATH
@@ -17,7 +17,7 @@ KP_FN KP_C kp_act_forward(KP_C x) { return KP_TANH(x); }
 #endif
 #if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_tanh_grad(g, x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: 1 - tanh^2 = 4 sigmoid(2x) sigmoid(-2x), two single roundings (precise_math.h). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   /* 4 g sigmoid(2x) sigmoid(-2x): the factor 4 first, so that no intermediate is subnormal where

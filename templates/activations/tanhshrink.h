@@ -4,7 +4,7 @@
 #if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_tanhshrink(x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_tanhshrink(x); }
 #elif KP_DTYPE_F16 || KP_DTYPE_BF16
@@ -62,7 +62,7 @@ KP_FN KP_C kp_act_forward(KP_C x) {
 #endif
 #if KP_FAST_FP64
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_d_tanhshrink_grad(g, x); }
-#elif KP_DTYPE_F32 && !KP_FAST_MATH
+#elif KP_F32_IEEE
 /* float32: g * tanh(x)^2 rounded once, tanh and its square as float-floats (tanh(x) = x to float
  * precision below 2^-12). */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

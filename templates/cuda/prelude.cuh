@@ -101,6 +101,14 @@ typedef float KP_C;
 #define KP_LOG1P(x) __logf(1.0f + (x))
 #define KP_DIV6(x) ((x) / 6.0f) /* 16-bit types: narrow_math.h */
 #define KP_DIV6_OUT(x) ((x) / 6.0f)
+#elif KP_TORCH_TIER
+/* float32, accuracy=torch: the library functions, and 1/6 as torch's product by RN(1/6) (1.33 ulp) */
+#define KP_DIV6(x) ((x) * (1.0f / 6.0f))
+#define KP_DIV6_OUT(x) ((x) * (1.0f / 6.0f))
+#define KP_EXPM1(x) expm1f(x)
+#define KP_EXP(x) expf(x)
+#define KP_LOG(x) logf(x)
+#define KP_LOG1P(x) log1pf(x)
 #else
 /* float32 IEEE kernels divide by 6 with a multiply and an fma correction (f32_math.h's kp_f_div6,
  * within 0.5 ulp for every float); 16-bit types: narrow_math.h */

@@ -40,6 +40,12 @@
 #define KP_SQRT(x) sqrt(x)
 #define KP_DIV6(x) ((x) / KP_LIT(6.0)) /* 16-bit types: narrow_math.h */
 #define KP_DIV6_OUT(x) ((x) / KP_LIT(6.0))
+#if KP_TORCH_TIER /* float32, accuracy=torch: torch's product by RN(1/6) */
+#undef KP_DIV6
+#undef KP_DIV6_OUT
+#define KP_DIV6(x) ((x) * (1.0f / 6.0f))
+#define KP_DIV6_OUT(x) ((x) * (1.0f / 6.0f))
+#endif
 #if KP_DTYPE_F64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #if KP_WIDE_F32

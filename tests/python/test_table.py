@@ -15,7 +15,7 @@ def test_every_builtin_is_in_the_table_as_the_registry_describes_it():
         e = _table.BY_ACTIVATION[a["name"]]
         assert e.torch_class == a["torch_class"] and e.inplace == a["torch_inplace"]
         assert e.saves_output == a["saves_output"]
-        for (name, default), (rname, rdefault, choices) in zip(e.params, a["parameters"]):
+        for (name, default), (rname, rdefault, choices) in zip(e.params + e.options, a["parameters"]):
             assert name == rname
             if rdefault is None:
                 assert default is _table.REQUIRED
@@ -23,7 +23,7 @@ def test_every_builtin_is_in_the_table_as_the_registry_describes_it():
                 assert default == rdefault and default is not _table.REQUIRED
                 # A choice's default is one of its words; a number's is a finite float.
                 assert default in choices if choices else (isinstance(default, float) and math.isfinite(default))
-        assert len(e.params) == len(a["parameters"])
+        assert len(e.params + e.options) == len(a["parameters"])
         if not e.torch_class:
             assert not e.inplace
 
@@ -86,6 +86,19 @@ def test_defaults_are_left_out_and_others_are_spelled_out():
     assert _table.activation_string("softplus", {"beta": 2, "threshold": 20.0}) == "softplus(beta=2.0)"
     assert (_table.activation_string("threshold", {"threshold": 0.1, "value": 0})
             == "threshold(threshold=0.1, value=0.0)")
+
+
+def test_the_accuracy_tier_is_a_keyword_only_parameter_after_torchs():
+    e = _table.BY_ACTIVATION["elu"]
+    assert [n for n, _ in e.options] == ["accuracy"] and "accuracy" not in dict(e.params)
+    assert _table.activation_string("elu", {"accuracy": "torch"}) == "elu(accuracy=torch)"
+    assert _table.activation_string("elu", {"alpha": 0.5, "accuracy": "exact"}) == "elu(alpha=0.5)"
+    values, inplace = _table.bind(e, (0.5, True), {"accuracy": "torch"})  # torch's positional (alpha, inplace)
+    assert values == {"alpha": 0.5, "accuracy": "torch"} and inplace
+    assert kplay.supports_saved_output("elu(alpha=0.5, accuracy=torch)") == kplay.supports_saved_output("elu(alpha=0.5)")
+    assert not _table.BY_ACTIVATION["relu"].options  # exact at torch's cost already: no tier
+    with pytest.raises(kplay.InvalidArgumentError, match="exact, torch"):
+        kplay.supports_saved_output("elu(accuracy=fast)")
 
 
 def test_every_builtin_resolves_at_its_defaults_or_its_required_values():

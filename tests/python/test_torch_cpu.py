@@ -98,6 +98,18 @@ def test_modules_and_their_parameters_on_cpu():
         exactly(_run(ours, x, grad), _run(theirs, x, grad))
 
 
+def test_the_torch_accuracy_tier_on_cpu_is_torchs_and_float32_only():
+    x, grad = _inputs(torch.float32)
+    ours = knn.SiLU(accuracy="torch")
+    assert ours.activation == "silu(accuracy=torch)"
+    exactly(_run(ours, x, grad), _run(torch.nn.SiLU(), x, grad))
+    exactly(kt.gelu(x, "tanh", accuracy="torch"), torch.nn.functional.gelu(x, approximate="tanh"))
+    with pytest.raises(kplay.InvalidArgumentError, match="float32 tier"):
+        kt.silu(x.to(torch.bfloat16), accuracy="torch")
+    with pytest.raises(TypeError, match="accuracy"):
+        kt.relu(x, accuracy="torch")  # exact at torch's cost already: no tier
+
+
 def test_user_activations_and_bad_input_raise_kplay_errors_on_cpu(tmp_path):
     snippet = tmp_path / "my_act.h"  # docs/user-activations.md's example
     snippet.write_text("KP_FN KP_C kp_act_forward(KP_C x) { return x / (KP_LIT(1.0) + KP_EXP(KP_LIT(-1.5) * x)); }\n")
