@@ -39,8 +39,10 @@
 // float32 8192x32768: the pipelined cluster kernel in clusters of 4, blocks of 256, 4 vectors a
 // thread 96 (2 vectors: 86; blocks of 128: 55-72) against 74 online across clusters of 4 -- the
 // default for float32 rows of 16,385 to 65,536 elements (`kplay bench --no-db --repeat 9`); longer
-// rows' two stages of g and y exceed shared memory at clusters of 8, and clusters of 16 and the
-// 16-bit backward are not measured.
+// rows' two stages of g and y exceed shared memory at clusters of 8, and clusters of 16 are not
+// measured. bfloat16 backward keeps online: the pipelined kernel (blocks of 256, 4 vectors a
+// thread) at 8192x32768 63-65 in clusters of 2 and 4, 36 in 8, against 67; at 4096x131072 62 in
+// clusters of 8 and 64 in 16, against 64.
 // Backward beyond registers: 4096x393216 float32 65 (bfloat16 53) across clusters of 16,
 // 8192x32768 float32 74 across clusters of 4, against 26, 24 and 25 for the one-block online
 // kernel at 4 vectors a thread; bfloat16 4096x131072 64 across clusters of 4 against 36 of 16.
