@@ -143,33 +143,31 @@ void check_backend_knobs(Engine& engine) {
   }
 }
 
+namespace {
+// Every float32 direction of an activation text at a short and a long size, aligned and not.
+void check_f32_directions(Engine& engine, const std::string& text) {
+  for (const KernelSpec& spec : specs_of(text, Dtype::f32))
+    for (std::uint64_t n : {std::uint64_t{7}, std::uint64_t{65537}})
+      for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{1}}) {
+        ProblemShape shape;
+        shape.n = n;
+        shape.in_offset = off;
+        KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
+      }
+}
+}  // namespace
+
 void check_backend_f32_transcendentals(Engine& engine) {
   for (const auto& text : activation_cases()) {
     const std::string name = resolve_activation(text).act->name;
     static const std::set<std::string> two_paths = {"gelu",     "silu",       "quick_gelu", "sigmoid", "tanh", "mish",
                                                     "softplus", "logsigmoid", "tanhshrink", "selu",    "elu",  "celu"};
-    if (!two_paths.count(name)) continue;
-    for (const KernelSpec& spec : specs_of(text, Dtype::f32))
-      for (std::uint64_t n : {std::uint64_t{7}, std::uint64_t{65537}})
-        for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{1}}) {
-          ProblemShape shape;
-          shape.n = n;
-          shape.in_offset = off;
-          KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
-        }
+    if (two_paths.count(name)) check_f32_directions(engine, text);
   }
 }
 
 void check_backend_torch_tier(Engine& engine) {
-  for (const auto& text : torch_tier_cases())
-    for (const KernelSpec& spec : specs_of(text, Dtype::f32))
-      for (std::uint64_t n : {std::uint64_t{7}, std::uint64_t{65537}})
-        for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{1}}) {
-          ProblemShape shape;
-          shape.n = n;
-          shape.in_offset = off;
-          KPLAY_CHECK_PROBLEM(engine, spec, KernelConfig{}, shape);
-        }
+  for (const auto& text : torch_tier_cases()) check_f32_directions(engine, text);
 }
 
 namespace {
