@@ -50,11 +50,15 @@ Other modes:
 Usage: perf_table.py [--acts 'all;gelu(approximate=tanh)'] [--dtypes f32,f16,bf16,f64]
                      [--directions forward,backward] [--shape 4096x393216] [--repeat 15] [--warmup 3]
                      [--order kplay-first|torch-first|alternate] [--timing idle|queued]
-                     [--output allocated|preallocated] [--kplay CLI] [--pin CONFIG ... [--rounds N]]
+                     [--output allocated|preallocated] [--batch K] [--kplay CLI] [--pin CONFIG ... [--rounds N]]
        perf_table.py --gaps [--paired] TABLE.tsv [TABLE.tsv ...]
 --acts: ';'-separated activation texts as kplay takes them (commas separate parameters); "all" is
 every line of `kplay list --texts`. The default adds gelu(approximate=tanh), the one built-in whose
 parameter selects a different formula (and kernel) rather than a constant.
+--batch K: K calls back to back between each round's two events, timed as their mean (default 1).
+At 2^20 elements a kernel takes 2-3 µs and a call 3-5 µs, near the events' resolution of about half
+a microsecond: one call per interval reads such rows in steps of several points, and --batch 10
+resolves them; at larger sizes it changes little.
 """
 import argparse
 import copy
@@ -195,11 +199,15 @@ ORDERS = {
 QUEUE_CYCLES = 1_000_000
 
 
-def interleaved_ms(fns, warmup, repeat, order="kplay-first", timing="idle"):
+def interleaved_ms(fns, warmup, repeat, order="kplay-first", timing="idle", batch=1):
     """Interleaved timing of several callables; returns each one's list of ms, round by round.
     timing "idle": the start event is recorded on an idle GPU, so each time includes the call's
     host time up to its launch (a few µs: a few tenths of a percent of a 16-bit row at the default
-    shape). "queued": the GPU spins while the call is issued, so the events bracket its kernels."""
+    shape). "queued": the GPU spins while the call is issued, so the events bracket its kernels.
+    batch: calls between the two events, the time being their mean. CUDA events resolve about
+    half a microsecond (cudaEventElapsedTime), a tenth of a 2^20-element kernel's 4-6 µs, so with
+    one call per interval such rows move in steps of that size; back-to-back calls are what a CUDA
+    graph or a model's step runs, each kernel starting as the one before it ends."""
     import torch
 
     times = [[] for _ in fns]
@@ -208,13 +216,14 @@ def interleaved_ms(fns, warmup, repeat, order="kplay-first", timing="idle"):
             fn = fns[k]
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             if timing == "queued":
-                torch.cuda._sleep(QUEUE_CYCLES)
+                torch.cuda._sleep(QUEUE_CYCLES * batch)
             a.record()
-            fn()
+            for _ in range(batch):
+                fn()
             b.record()
             b.synchronize()
             if it >= warmup:
-                times[k].append(a.elapsed_time(b))
+                times[k].append(a.elapsed_time(b) / batch)
     return times
 
 
@@ -243,8 +252,9 @@ def run_table(a, acts, header=True):
         acts = [x for x in acts if x != act]
     shape = tuple(int(v) for v in a.shape.split("x"))
     if header:
-        print("device: %s, torch %s, kplay %s, order %s, timing %s, output %s" % (
-            torch.cuda.get_device_name(), torch.__version__, kplay.__version__, a.order, a.timing, a.output))
+        print("device: %s, torch %s, kplay %s, order %s, timing %s, output %s, batch %d" % (
+            torch.cuda.get_device_name(), torch.__version__, kplay.__version__, a.order, a.timing, a.output,
+            a.batch))
         print("ACT\tDIR\tDTYPE\tKPLAY_%\tTORCH_%\tWINS\tKPLAY_MS\tTORCH_MS\tCOPY_MS\tDIFF_TORCH_ULP"
               "\tSM_MHZ\tSM_MHZ_MIN\tPOWER_W\tCAPPED_%", flush=True)
     uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
@@ -279,7 +289,7 @@ def run_table(a, acts, header=True):
                     kfn()
                     torch.cuda.synchronize()
                     t0 = time.monotonic()
-                    kt, tt, ct = interleaved_ms([kfn, tfn, cfn], a.warmup, a.repeat, a.order, a.timing)
+                    kt, tt, ct = interleaved_ms([kfn, tfn, cfn], a.warmup, a.repeat, a.order, a.timing, a.batch)
                     clocks = monitor.summary(t0, time.monotonic())
                     k_ms, t_ms, c_ms = median(kt), median(tt), median(ct)
                     wins = sum(1 for k, t in zip(kt, tt) if k < t)
@@ -359,6 +369,17 @@ def gaps(paths, paired):
 # ---------------------------------------------------------------------------------------------
 # --pin: launch configs against torch
 
+def tuning_text(act):
+    """The activation text whose tuning a kernel takes: an accuracy=torch kernel runs with the
+    exact one's (kplay's tuned_as), and the database holds no record under the tier's text."""
+    name, paren, rest = act.partition("(")
+    if not paren:
+        return act
+    params = [p.strip() for p in rest.rstrip().rstrip(")").split(",")]
+    params = [p for p in params if p and p.replace(" ", "") != "accuracy=torch"]
+    return name.strip() + ("(%s)" % ", ".join(params) if params else "")
+
+
 def pinned_export(base, acts, dtypes, directions, n, cfg):
     """A `kplay db export` document whose tuning records pin config `cfg` for every case at size n
     (backward: for the saved tensor the table's row reads); base: an export of any tuning on this
@@ -375,15 +396,16 @@ def pinned_export(base, acts, dtypes, directions, n, cfg):
                 t = copy.deepcopy(template)
                 t.pop("candidates", None)
                 saved = "output" if direction == "backward" and torch_saves_output(act) else "input"
-                t["spec"] = {"activation": act, "direction": direction, "dtype": dtype, "saved": saved}
+                t["spec"] = {"activation": tuning_text(act), "direction": direction, "dtype": dtype, "saved": saved}
                 t["n"] = n
                 t["best"] = {"block": int(block), "per_thread": int(per_thread), "vec": int(more[0] or WIDEST[dtype]),
                              "grid": "grid-stride" if more[1] else "one-shot", "waves": int(more[1] or 0),
                              "cache": more[2] or "default", "fast_math": False,
                              "flat": "general" not in knobs, "late_gradient": "late" in knobs}
                 records.append(t)
+    unique = {json.dumps(r["spec"], sort_keys=True): r for r in records}  # a tier and its exact text
     doc = copy.deepcopy(base)
-    doc["tunings"] = records
+    doc["tunings"] = list(unique.values())
     return doc
 
 
@@ -413,7 +435,7 @@ def run_pinned(a, acts):
                                 print("default %s %s %s: %s" % (act, d, direction, line), flush=True)
         child = [sys.executable, os.path.abspath(__file__), "--acts", ";".join(acts), "--dtypes", a.dtypes,
                  "--directions", a.directions, "--shape", a.shape, "--repeat", str(a.repeat), "--warmup",
-                 str(a.warmup), "--order", a.order, "--timing", a.timing, "--output", a.output]
+                 str(a.warmup), "--order", a.order, "--timing", a.timing, "--output", a.output, "--batch", str(a.batch)]
         header = True
         for r in range(1, a.rounds + 1):
             for cfg, db in dbs.items():
@@ -439,6 +461,7 @@ def main():
     p.add_argument("--order", choices=sorted(ORDERS), default="kplay-first")
     p.add_argument("--timing", choices=("idle", "queued"), default="idle")
     p.add_argument("--output", choices=("allocated", "preallocated"), default="allocated")
+    p.add_argument("--batch", type=int, default=1, help="calls per timed interval (their mean)")
     p.add_argument("--kplay", help="the kplay CLI, for `kplay list --texts` (default: $KPLAY_CLI, build/kplay, PATH)")
     p.add_argument("--gaps", nargs="+", metavar="TABLE", help="read saved tables: rows below torch")
     p.add_argument("--paired", action="store_true", help="with --gaps: kplay minus torch per file")
