@@ -171,10 +171,12 @@ Activation with_derived(Activation a, std::vector<DerivedParam> derived) {
 // float32 on the H200 (`kplay check --act "A(accuracy=torch)" --dtype f32`) and on PoCL, rounded
 // up, each within torch's own maximum over every float32 (docs/experiments/torch_float32_ulp):
 // equal to it where the formula is torch's (elu 1.133, selu 2.273, tanh 1.815, softplus and
-// logsigmoid 2.702: torch's worst x too), far below it where torch's tail flushes or cancels
-// (sigmoid 3.45, silu 52, gelu 199 against millions); mish's 52.01 is torch's own, at the same x
-// (e^x subnormal in both). hardsigmoid and hardswish (not in torch's table) take torch's formula,
-// a product by RN(1/6).
+// logsigmoid 2.702: torch's worst x too), far below it where torch's tail flushes (sigmoid 3.45,
+// silu 52 against millions); mish's 52.01 is torch's own, at the same x (e^x subnormal in both).
+// hardsigmoid and hardswish (not in torch's table) take torch's formula, a product by RN(1/6).
+// gelu's two forms are torch's formulas, whose 1 + erf and 1 + tanh cancel to 0 where the exact
+// result is a tiny negative number: a relative error of 1, 2^24 ulp at most, as torch's.
+constexpr double kTorchFormulaBound = 0x1p24;
 Activation with_torch_tier(Activation a, double f32_forward, double (*by_params)(double, const double*) = nullptr) {
   a.params.push_back({"accuracy", 0, {"exact", "torch"}});
   a.torch_tier_forward = f32_forward;
@@ -253,7 +255,7 @@ const std::vector<Activation>& activations() {
                                                 Torch{"GELU", kNoInplace, kSavesInput}, nullptr, nullptr, no_edges,
                                                 narrow_backward(f64(bounds(2), 8, 1 << 18), 2)),
                                         gelu_bounds),
-                      256),
+                      kTorchFormulaBound),
       with_torch_tier(builtin("silu", "activations/silu.h", {}, Torch{"SiLU", kInplace, kSavesInput}, nullptr, nullptr,
                               no_edges, f64(bounds(2), 4, 1 << 17)),
                       64),

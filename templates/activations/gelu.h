@@ -44,6 +44,19 @@ KP_FN KP_C kp_act_forward(KP_C x) {
   return kp_d_gelu(x); /* a gated kernel's: in double, unrounded (templates/common/fp64_math.h) */
 #elif KP_F32_IEEE
   return kp_precise_gelu(x);  /* float alone, on every device (precise_math.h) */
+#elif KP_TORCH_TIER && KP_P_APPROXIMATE_TANH
+  /* float32, accuracy=torch: torch's formula, and so its cancellation for x < 0 (docs/accuracy.md);
+   * tanhf's two MUFU operations where x sigmoid(2u) divides: 159 SASS instructions a thread of four
+   * elements against 265 (`kplay emit --ptx`, ptxas and nvdisasm for sm_90) */
+  const KP_C u = KP_GELU_SQRT_2_PI * (x + KP_GELU_KAPPA * (x * x * x));
+  /* tanh(u) rounds to -1 below u = -9.02; PoCL's tanhf gives -1 + 2^-24 there, and x (1 + t) then
+   * a huge x 2^-25 where the result is -0 (CUDA's tanhf is -1, as torch's) */
+  const KP_C t = u < KP_LIT(-9.1) ? KP_LIT(-1.0) : KP_TANH(u);
+  return KP_LIT(0.5) * x * (KP_LIT(1.0) + t);
+#elif KP_TORCH_TIER
+  /* float32, accuracy=torch: torch's formula (erff, whose 1 + erf cancels for x < 0, where erfcf
+   * keeps the tail at half again the instructions: 186 against 292, counted as above) */
+  return x * KP_LIT(0.5) * (KP_LIT(1.0) + KP_ERF(x * KP_GELU_SQRT1_2));
 #elif KP_P_APPROXIMATE_TANH
   KP_C s, sm;
   kp_gelu_sig2u(x, &s, &sm);

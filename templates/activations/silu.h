@@ -14,6 +14,16 @@ KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_silu(x); }
 /* float64: x sigmoid(x) with the 2^n of e^x applied last (float64_math.h): x e^x alone rounds
  * e^x to a subnormal for x < -708.4, where the result is not (358 ulp on PoCL that way). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_f64_mul_sigmoid(x, x); }
+#elif KP_TORCH_TIER
+/* float32, accuracy=torch: x times the reciprocal of 1 + e, which lies in [1, 2], so that MUFU.RCP
+ * alone gives it (2^-23 relative); the quotient below, IEEE division with its range check, holds
+ * 36 registers where this holds 32 (ptxas -v), and at one wave on sm_90 its blocks no longer all
+ * fit: a second, partial wave ran, 86 against torch's 90 % of copy at 2^20. */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  const KP_C e = KP_EXP(-KP_FABS(x));
+  const KP_C r = KP_RCP_APPROXF(KP_LIT(1.0) + e);
+  return x >= KP_LIT(0.0) ? x * r : (x * e) * r;
+}
 #else
 KP_FN KP_C kp_act_forward(KP_C x) {
   const KP_C e = KP_EXP_FACTOR(-KP_FABS(x));
