@@ -10,8 +10,8 @@
 # `make` is network and disk more than CPU, so .ci/run starts it in the background at its start.
 # `run` may share the main stage's compiler cache (CCACHE_DIR, named by .ci/run, which also builds
 # with Ninja and CCACHE_COMPILERCHECK=content): the clone sits at the same absolute path inside the
-# root as this checkout outside it, so the compiler sees the same command lines and ccache serves
-# the objects the main stage compiled. ccache is installed in
+# root as this checkout outside it, and paths are hashed relative to it (CCACHE_BASEDIR), so the
+# compiler sees the same command lines and ccache serves the objects the main stage compiled. ccache is installed in
 # the root for that alone; it is no build dependency, so it cannot hide a missing one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,8 +64,8 @@ case ${1:-} in
       chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ccache >/dev/null 2>&1 ||
         { apt_rc=$?; chroot "$root" apt-get update -qq && chroot "$root" env DEBIAN_FRONTEND=noninteractive \
           apt-get install -y -qq ccache >/dev/null || echo "ccache not installed in the root (exit $apt_rc)"; }
-      cache=(CCACHE_DIR="$CCACHE_DIR" CCACHE_COMPILERCHECK=content CMAKE_C_COMPILER_LAUNCHER=ccache
-             CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+      cache=(CCACHE_DIR="$CCACHE_DIR" CCACHE_COMPILERCHECK=content CCACHE_BASEDIR="$checkout"
+             CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-4G}" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache)
     fi
     # A login-like environment: nothing of CI's own (PATH, POCL_*, CMAKE_*) leaks in.
     in_root() {
