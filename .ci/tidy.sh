@@ -18,10 +18,62 @@ for entry in json.load(open(sys.argv[1])):
         once.append(entry)
 json.dump(once, open(sys.argv[2], "w"), indent=1)
 ' build/compile_commands.json "$tmp/compile_commands.json"
+# KPLAY_TIDY_CACHE (set by .ci/run): a folder of the files found clean before, each under the hash
+# of what clang-tidy's verdict depends on: its version, .clang-tidy, the compile command and the
+# preprocessed translation unit with its comments (NOLINT), which holds every header it includes,
+# so a header's change checks its includers again. A file whose hash is there is not checked
+# again; after a clean run the hashes of the files checked are added. A file that does not
+# preprocess is always checked. With every file unchanged the stage takes about 19 s on two cores
+# (the preprocessing), against 160-240 s checking them all.
+git ls-files 'src/*.cpp' 'runtime/*.cpp' >"$tmp/files"
+if [ -n "${KPLAY_TIDY_CACHE:-}" ]; then
+  mkdir -p "$KPLAY_TIDY_CACHE"
+  python3 - "$tmp/compile_commands.json" "$tmp/files" "$KPLAY_TIDY_CACHE" "$tmp/keys" "$(clang-tidy --version)" <<'PY'
+import concurrent.futures, hashlib, json, os, shlex, subprocess, sys
+db, files, cache, keys_out, version = sys.argv[1:6]
+entries = {os.path.realpath(e["file"]): e for e in json.load(open(db))}
+config = open(".clang-tidy", "rb").read()
+def key(path):
+    e = entries.get(os.path.realpath(path))
+    if e is None:
+        return path, None  # no compile command: checked, never cached
+    args = shlex.split(e["command"])
+    if os.path.basename(args[0]) == "ccache":
+        args = args[1:]
+    cmd, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "-o":
+            skip = True
+        elif a != "-c":
+            cmd.append(a)
+    pre = subprocess.run(cmd + ["-E", "-C"], cwd=e["directory"], capture_output=True)
+    if pre.returncode != 0:
+        return path, None
+    h = hashlib.sha256()
+    for part in (version.encode(), config, " ".join(cmd).encode(), pre.stdout):
+        h.update(hashlib.sha256(part).digest())
+    return path, h.hexdigest()
+paths = open(files).read().split()
+with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+    keyed = list(pool.map(key, paths))
+todo = [p for p, k in keyed if k is None or not os.path.exists(os.path.join(cache, k))]
+open(files, "w").write("\n".join(todo) + ("\n" if todo else ""))
+open(keys_out, "w").write("\n".join(k for p, k in keyed if k and p in todo) + "\n")
+print("clang-tidy: %d of %d files unchanged since a clean check (%s)" % (len(paths) - len(todo), len(paths), cache))
+PY
+fi
 rc=0
-# shellcheck disable=SC2046  # one argument per file
-run-clang-tidy -p "$tmp" -quiet -j "$(nproc)" $(git ls-files 'src/*.cpp' 'runtime/*.cpp') \
-  >"$log" 2>&1 || rc=$?
+if [ -s "$tmp/files" ]; then
+  # shellcheck disable=SC2046  # one argument per file
+  run-clang-tidy -p "$tmp" -quiet -j "$(nproc)" $(cat "$tmp/files") >"$log" 2>&1 || rc=$?
+else
+  : >"$log"
+fi
+if [ "$rc" -eq 0 ] && [ -n "${KPLAY_TIDY_CACHE:-}" ]; then
+  while read -r k; do [ -z "$k" ] || : >"$KPLAY_TIDY_CACHE/$k"; done <"$tmp/keys"
+fi
 # Only the findings (with their source lines), not the per-file chatter.
 grep -E -A3 '(warning|error): ' "$log" | grep -v -E '^[0-9]+ warnings? (and [0-9]+ errors? )?generated' || true
 echo "clang-tidy: $(grep -c -E '(warning|error): ' "$log" || true) findings (checks: .clang-tidy)"
