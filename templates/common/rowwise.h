@@ -44,13 +44,13 @@
  * 0 (log_softmax: -inf).
  *
  * Cost (KP_FAST_FP64, below float64): the forward takes the max in the compute type (fmax), a
- * table-driven exp (kp_row_exp, 7 FP64 operations) per element for the sum, and where the row sits
+ * table-driven exp (kp_row_exp, 6 FP64 operations) per element for the sum, and where the row sits
  * in registers keeps each term and scales it by the sum's reciprocal (KP_KEEP_E); elsewhere a
  * second exp gives the result, exp(x - max - log sum). A short row's reductions shuffle the max in
  * the compute type and the sums plainly (softmax, softmin), since every thread of a row pays for
- * each step. What sets a float32 forward's time on the H200 is issue slots and latency, not the
- * exp (Nsight Compute at 32768x1024: 60 instructions an element, 71 % of issue slots busy, 7 warps
- * a scheduler at 62 registers, DRAM at 59 %; the lean exp is about 15 of the 60): the per-row
+ * each step. What sets a float32 forward's time on the H200 is issue slots and latency more than
+ * the exp (Nsight Compute at 32768x1024: 60 instructions an element, 71 % of issue slots busy, 7
+ * warps a scheduler, DRAM at 58 %; the lean exp is about 14 of the 60): the per-row
  * work every thread of a row repeats (two group reductions, 64-bit addressing, the row's
  * constants), some 250 instructions a thread a row over 8-16 elements, and the registers the kept
  * double terms take (docs/design.md). */
@@ -122,7 +122,7 @@ KP_FN kp_acc kp_max_of(kp_acc a, kp_acc b) { return b > a || b != b ? b : a; }
 KP_FN KP_C kp_max_c(KP_C a, KP_C b) { return b > a || b != b ? b : a; }
 
 #if KP_LEAN
-/* 2^(j/32), each rounded to double. */
+/* 2^(i/32) and 2^(i/256), each rounded to double: their products make the exp's table. */
 KP_D_TABLE kp_exp2_32[32] = {
     0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0, 0x1.172b83c7d517bp+0,
     0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0, 0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0,
@@ -131,32 +131,41 @@ KP_D_TABLE kp_exp2_32[32] = {
     0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0, 0x1.ae89f995ad3adp+0,
     0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0, 0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0,
     0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0};
-/* The table as `tab` in the kernel and in the helpers it is passed to. */
-#ifdef __OPENCL_VERSION__
-#define KP_EXP_TAB_DECL __constant double* tab = kp_exp2_32;
-#define KP_EXP_TAB_PARAM , __constant double* tab
-#else
-/* A copy in shared memory: lanes index it at random, which constant memory serializes. */
-#define KP_EXP_TAB_DECL                                         \
-  __shared__ double tab[32];                                    \
-  if (KP_LOCAL_ID < 32) tab[KP_LOCAL_ID] = kp_exp2_32[KP_LOCAL_ID]; \
+KP_D_TABLE kp_exp2_256[8] = {0x1.0000000000000p+0, 0x1.00b1afa5abcbfp+0, 0x1.0163da9fb3335p+0, 0x1.02168143b0281p+0,
+                             0x1.02c9a3e778061p+0, 0x1.037d42e11bbccp+0, 0x1.04315e86e7f85p+0, 0x1.04e5f72f654b1p+0};
+/* Entry j of the exp's table: 2^(j/256) (within 2^-51 relative: two roundings and the product's),
+ * its high word less j << 12, so that kp_row_exp adds the scale 2^k and takes the index back out
+ * with one addition of n << 12 (n = 256 k + j). */
+KP_FN double kp_exp_entry(int j) {
+  const double v = kp_exp2_32[j >> 3] * kp_exp2_256[j & 7];
+  return KP_D_FROM_HILO(KP_D_HI(v) - (j << 12), KP_D_LO(v));
+}
+/* The table as `tab` in the kernel and in the helpers it is passed to: a block's copy in shared
+ * memory, which lanes index at random (constant memory serializes distinct addresses), filled
+ * once per block. 256 entries and a quadratic take one FP64 operation an exp less than 32 and a
+ * cubic: +1.5 to 4 points of copy on the H200's float32 row kernels (16 entries and a quartic,
+ * which cannot conflict in shared memory's banks, gained nothing: the table's bank conflicts do
+ * not bound them). */
+#define KP_EXP_TAB_DECL                                                             \
+  KP_SHARED double tab[256];                                                        \
+  for (int j_ = (int)KP_LOCAL_ID; j_ < 256; j_ += KP_BLOCK) tab[j_] = kp_exp_entry(j_); \
   KP_BARRIER();
-#define KP_EXP_TAB_PARAM , const double* tab
-#endif
+#define KP_EXP_TAB_PARAM , KP_LOCAL_PTR const double* tab
 #define KP_EXP_TAB_ARG , tab
-/* e^t for t <= 0 or NaN (NaN out: a row holding NaN gets a NaN sum), relative error 2^-30.7: t =
- * (32 k + j) ln2/32 + r, |r| <= ln2/64, e^r by its cubic (the next term, r^4/24, is the error),
- * 2^(j/32) from the table and 2^k added to its exponent as an integer. Below -708 the result is 0,
- * where every float32 or narrower result it feeds rounds to 0 (and 2^k would leave the normal
- * range). Exact at 0: log_softmax's log1p(sum - 1) needs the max's term to be 1. */
+/* e^t for t <= 0 or NaN (NaN out: a row holding NaN gets a NaN sum), relative error 2^-31.2: t =
+ * (256 k + j) ln2/256 + r, |r| <= ln2/512, e^r by its quadratic (the next term, r^3/6, is the
+ * error), 2^(j/256) from the table, 2^k added to its exponent as an integer. Below -708 the result
+ * is 0, where every float32 or narrower result it feeds rounds to 0 (and 2^k would leave the
+ * normal range). Exact at 0: log_softmax's log1p(sum - 1) needs the max's term to be 1. Six FP64
+ * operations and the compare. */
 KP_FN kp_acc kp_row_exp(kp_acc t KP_EXP_TAB_PARAM) {
-  const double z = fma(t, 0x1.71547652b82fep+5, 0x1.8p52); /* n = round(32 t / ln2) in its low word */
+  const double z = fma(t, 0x1.71547652b82fep+8, 0x1.8p52); /* n = round(256 t / ln2) in its low word */
   const double n = z - 0x1.8p52;
-  const double r = fma(n, -0x1.62e42fefa39efp-6, t);
-  const double p = fma(fma(fma(0x1.5555555555555p-3, r, 0.5), r, 1.0), r, 1.0);
+  const double r = fma(n, -0x1.62e42fefa39efp-9, t);
+  const double p = fma(fma(0.5, r, 1.0), r, 1.0);
   const int ni = KP_D_LO(z);
-  const double tj = tab[ni & 31];
-  const double s = KP_D_FROM_HILO(KP_D_HI(tj) + (int)((unsigned)(ni >> 5) << 20), KP_D_LO(tj));
+  const double tj = tab[ni & 255];
+  const double s = KP_D_FROM_HILO(KP_D_HI(tj) + (int)((unsigned)ni << 12), KP_D_LO(tj));
   return t < -708.0 ? 0.0 : p * s;
 }
 #else
@@ -446,7 +455,7 @@ KP_FN void kp_vec_exp_sum(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C*
 /* Forward softmax and softmin whose row sits in registers keep each term until the sum is known
  * and scale it: one exp an element, not two. Within KP_KEEP_E_BYTES of registers a thread (terms
  * in double for float32 and float64, in float for 16-bit dtypes); longer slots recompute. A
- * float32 result e / sum is then e (2^-30.7) times the double reciprocal, rounded once: within
+ * float32 result e / sum is then e (2^-31.2) times the double reciprocal, rounded once: within
  * 0.51 ulp; float64 divides, as kp_term / sum does; 16-bit: e (2^-22) times the reciprocal in
  * float. A NaN sum (a NaN row) makes the reciprocal, and so every result, NaN. */
 #define KP_KEEP_E_BYTES 128
