@@ -210,7 +210,8 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
 TEST_CASE(
     "row default config: registers for short rows (forward: two vectors a thread on a persistent grid on CUDA, else "
     "one, two for long 16-bit rows; backward: four), else online (CUDA forward: blocks of 128 up to 128 vectors a "
-    "thread; 16-bit with clusters: the pipelined cluster kernel; float32 backward in clusters of up to 8: the same)") {
+    "thread; 16-bit with clusters: the pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
+    "backward rows that registers hold, in clusters where they run faster)") {
   TargetLimits opencl;
   opencl.backend = "opencl";
   TargetLimits hopper;
@@ -252,11 +253,35 @@ TEST_CASE(
     // float64 keeps the one-shot grid on every backend.
     CHECK(default_row_config(row_spec("softmax", Dtype::f64, Direction::forward), 128, lim).grid ==
           GridPolicy::one_shot);
-    // The backward: four vectors a thread (4096 float32 columns: 256 threads).
+    // The backward: four vectors a thread (2048 float32 columns: 128 threads); float32 rows of 2049
+    // to 16384 where clusters exist in the pipelined cluster kernel, clusters of 2, blocks of 128,
+    // two vectors a thread; elsewhere registers (4096 columns: 256 threads).
     const KernelSpec b = row_spec("softmax", Dtype::f32, Direction::backward);
-    CHECK(default_row_config(b, 4096, lim).per_thread == 4);
-    CHECK(default_row_config(b, 4096, lim).block == 256);
-    CHECK(row_capacity(default_row_config(b, 4100, lim)) >= 4100);
+    CHECK(default_row_config(b, 2048, lim).row == RowStrategy::registers);
+    CHECK(default_row_config(b, 2048, lim).per_thread == 4);
+    for (std::uint64_t cols : {2049ull, 4096ull, 4100ull, 16384ull}) {
+      INFO(cols << " float32 columns backward, " << lim.backend);
+      const KernelConfig c = default_row_config(b, cols, lim);
+      CHECK(c.row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
+      CHECK(c.per_thread == (cuda ? 2 : 4 - (cols % 4096 != 0)));
+      CHECK(c.cluster == (cuda ? 2 : 0));
+      CHECK(c.grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
+      CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, c, lim), 1000, cols, lim));
+      if (!cuda) CHECK(row_capacity(c) >= cols);
+    }
+    CHECK(default_row_config(b, 4096, lim).block == (cuda ? 128 : 256));
+    // 16-bit backward rows of 16385 to 32768 where clusters exist: one-shot across a cluster,
+    // slices of up to 8192 elements (clusters of 4) in blocks of 256, four vectors.
+    const KernelSpec hb16 = row_spec("softmax", Dtype::bf16, Direction::backward);
+    for (std::uint64_t cols : {16385ull, 32768ull}) {
+      INFO(cols << " bfloat16 columns backward, " << lim.backend);
+      const KernelConfig c = default_row_config(hb16, cols, lim);
+      CHECK(c.row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
+      CHECK(c.cluster == (cuda ? 4 : 0));
+      CHECK(c.grid == GridPolicy::one_shot);
+      CHECK_NOTHROW(row_launch_dims(hb16, resolve_config(hb16, c, lim), 1000, cols, lim));
+    }
+    CHECK(default_row_config(hb16, 16384, lim).row == RowStrategy::registers);
     // Online forward: blocks of 128 on CUDA for rows of up to 128 vectors a thread (65536 float32
     // columns), of 1024 beyond and on other backends.
     for (std::uint64_t cols : {32768ull, 65536ull, 65540ull, 393216ull}) {
