@@ -1,6 +1,8 @@
 // The default config of a row kernel (the softmax family) on a device no tuning covers, from the
 // row length and direction: the whole row in registers where it fits 4 vectors per thread of up
-// to 1024 threads (a forward on CUDA below float64: 2, on the persistent grid), else the online
+// to 1024 threads (a forward on CUDA below float64: 2, on the persistent grid; on sm_90 backward
+// float32 rows of 2049 to 16384 go to the pipelined cluster kernel in clusters of 2 and 16-bit
+// rows of 16385 to 32768 one-shot across clusters of 4: row_defaults.cpp), else the online
 // two-pass kernel, which takes any row on any device: forward, 4 vectors in flight a thread, in
 // blocks of 128 on CUDA for rows of up to 128 vectors a thread, of 1024 elsewhere, and for 16-bit
 // dtypes where the device has clusters the pipelined cluster kernel (one read an element) with
@@ -34,15 +36,17 @@
 // more (clusters of 1 at 32768: 46.8, 4 at 131072: 57.9) and blocks of 512 or 1024 in clusters of
 // 16 (23-50) are slower. 2^20 bfloat16 columns: two stages of a slice exceed shared memory, online (58.4).
 // Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one; the
-// pipelined cluster kernel 88 there in a block a row, 91 in clusters of 2 (blocks of 128, two
-// vectors a thread: the tuner's space has it, the default keeps registers, measured at one shape).
+// pipelined cluster kernel 88 there in a block a row, 93 in clusters of 2 (blocks of 128, two
+// vectors a thread), the float32 default for rows of 2049 to 16384 where clusters exist.
 // float32 8192x32768: the pipelined cluster kernel in clusters of 4, blocks of 256, 4 vectors a
 // thread 96 (2 vectors: 86; blocks of 128: 55-72) against 74 online across clusters of 4 -- the
 // default for float32 rows of 16,385 to 65,536 elements (`kplay bench --no-db --repeat 9`); longer
 // rows' two stages of g and y exceed shared memory at clusters of 8, and clusters of 16 are not
-// measured. bfloat16 backward keeps online: the pipelined kernel (blocks of 256, 4 vectors a
-// thread) at 8192x32768 63-65 in clusters of 2 and 4, 36 in 8, against 67; at 4096x131072 62 in
-// clusters of 8 and 64 in 16, against 64.
+// measured. bfloat16 backward beyond registers keeps online: the pipelined kernel (blocks of 256,
+// 4 vectors a thread) at 8192x32768 63-65 in clusters of 2 and 4, 36 in 8, against 67 in
+// registers; at 4096x131072 62 in clusters of 8 and 64 in 16, against 64. The one-shot cluster
+// kernel (a cluster a row, blocks of 256, four vectors) at 8192x32768 76 in clusters of 4 and 73
+// in 2: the default for 16-bit rows of 16385 to 32768 elements (2026-12-04).
 // Backward beyond registers: 4096x393216 float32 65 (bfloat16 53) across clusters of 16,
 // 8192x32768 float32 74 across clusters of 4, against 26, 24 and 25 for the one-block online
 // kernel at 4 vectors a thread; bfloat16 4096x131072 64 across clusters of 4 against 36 of 16.
