@@ -49,6 +49,31 @@ TEST_CASE("the search space honours every constraint, per dtype and backend") {
   CHECK(search_constraints().size() >= 4);
 }
 
+TEST_CASE("the tuner times problems that fit in a quarter of the L2 warm on one buffer set, larger ones cold") {
+  rt::DeviceInfo h200;
+  h200.l2_bytes = 50ull << 20;
+  h200.memory_bytes = 141ull << 30;
+  // 2^20 float32 elements forward (4 MB in, 4 MB out): one set, launched back to back.
+  const TunerTiming warm = tuner_timing(h200, 8ull << 20);
+  CHECK(warm.sets == 1);
+  CHECK(warm.launches == kWarmLaunches);
+  CHECK(tuner_timing(h200, (50ull << 20) / 4).launches == kWarmLaunches);
+  // Past a quarter of the L2: enough sets to cover 4x the L2, one launch on each, at most 16.
+  const TunerTiming cold = tuner_timing(h200, (50ull << 20) / 4 + 1);
+  CHECK(cold.launches == 1);
+  CHECK(cold.sets == 16);
+  CHECK(tuner_timing(h200, 64ull << 20).sets == 4);  // 200 MB over 64 MB sets
+  CHECK(tuner_timing(h200, 1ull << 30).sets == 1);
+  // ... and at most a quarter of the device's memory.
+  rt::DeviceInfo small = h200;
+  small.memory_bytes = 256ull << 20;
+  CHECK(tuner_timing(small, 16ull << 20).sets == 4);
+  // A device that reports no L2 size is taken to have 64 MB.
+  rt::DeviceInfo unknown;
+  CHECK(tuner_timing(unknown, 16ull << 20).launches == kWarmLaunches);
+  CHECK(tuner_timing(unknown, 17ull << 20).launches == 1);
+}
+
 TEST_CASE("exhaustive and random strategies: all, or a deterministic budget, then done") {
   const auto space = SearchSpace{}.enumerate(spec_of(Dtype::f32), TargetLimits{});
   auto ex = make_strategy("exhaustive", space, 10, 1);

@@ -25,20 +25,26 @@
 #include "util/watchdog.hpp"
 
 namespace kplay {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Buffer sets to rotate through so the working set is at least 4x the last-level cache.
-std::size_t buffer_sets(const rt::DeviceInfo& dev, std::uint64_t bytes_per_set) {
+TunerTiming tuner_timing(const rt::DeviceInfo& dev, std::uint64_t bytes_per_set) {
   const std::uint64_t l2 = dev.l2_bytes ? dev.l2_bytes : (64ull << 20);
-  if (bytes_per_set == 0) return 1;
+  TunerTiming t;
+  if (bytes_per_set == 0) return t;
+  if (bytes_per_set <= l2 / 4) {
+    t.launches = kWarmLaunches;
+    return t;
+  }
   std::uint64_t sets = (4 * l2 + bytes_per_set - 1) / bytes_per_set;
   sets = std::min<std::uint64_t>(sets, 16);
   if (dev.memory_bytes)
     sets = std::min<std::uint64_t>(sets, std::max<std::uint64_t>(1, dev.memory_bytes / 4 / bytes_per_set));
-  return static_cast<std::size_t>(std::max<std::uint64_t>(sets, 1));
+  t.sets = static_cast<std::size_t>(std::max<std::uint64_t>(sets, 1));
+  return t;
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // One launch on poisoned output, then the sampled check against the double reference: "" or why
 // the output is wrong. Every candidate the tuner measures, and verify_config, go through it.
@@ -61,8 +67,9 @@ class Bench {
     shape.rows = rows;
     shape.seed = seed;
     problems_.push_back(make_problem(engine.backend(), spec, shape));
-    const std::size_t sets = buffer_sets(engine.backend().info(), problems_[0]->bytes_moved());
-    for (std::size_t i = 1; i < sets; ++i) {
+    const TunerTiming timing = tuner_timing(engine.backend().info(), problems_[0]->bytes_moved());
+    launches_ = timing.launches;
+    for (std::size_t i = 1; i < timing.sets; ++i) {
       shape.seed = seed + i;
       problems_.push_back(make_problem(engine.backend(), spec, shape));
     }
@@ -76,13 +83,15 @@ class Bench {
   // Verifies on the first buffer set.
   std::string verify(const PreparedKernel& k) { return launch_and_check(engine_, k, *problems_[0]); }
 
-  // One sample: a launch on every buffer set in turn, timed together, per launch. Small kernels
-  // are then timed over many microseconds instead of one launch's worth.
+  // One sample: a launch on every buffer set in turn (`launches_` times on one set where the
+  // problem is timed warm), timed together, per launch. Small kernels are then timed over many
+  // microseconds instead of one launch's worth.
   double time_once(const PreparedKernel& k) {
     const double ms = engine_.backend().time_ms([&] {
-      for (const auto& p : problems_) p->launch(engine_, k);  // prelu's backward: three kernels
+      for (int i = 0; i < launches_; ++i)
+        for (const auto& p : problems_) p->launch(engine_, k);  // prelu's backward: three kernels
     });
-    return ms / static_cast<double>(problems_.size());
+    return ms / static_cast<double>(problems_.size() * static_cast<std::size_t>(launches_));
   }
 
   Timing time_kernel(const PreparedKernel& k, int warmup, int repeats) {
@@ -99,9 +108,10 @@ class Bench {
     for (const auto& p : problems_) p->copy_source();  // allocated before timing, where it is its own
     for (int i = 0; i < repeats; ++i) {
       const double ms = engine_.backend().time_ms([&] {
-        for (auto& p : problems_) engine_.backend().copy(scratch_.ptr(), p->copy_source(), bytes);
+        for (int l = 0; l < launches_; ++l)
+          for (auto& p : problems_) engine_.backend().copy(scratch_.ptr(), p->copy_source(), bytes);
       });
-      s.push_back(ms / static_cast<double>(problems_.size()));
+      s.push_back(ms / static_cast<double>(problems_.size() * static_cast<std::size_t>(launches_)));
     }
     return s;
   }
@@ -109,6 +119,7 @@ class Bench {
  private:
   Engine& engine_;
   std::vector<std::unique_ptr<DeviceProblem>> problems_;
+  int launches_ = 1;
   rt::DeviceBuffer scratch_;
 };
 

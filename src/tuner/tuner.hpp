@@ -2,7 +2,8 @@
 // on one device, and records it (with every candidate) in the kernel database.
 //
 // Candidates compile in parallel, in the background while earlier ones are measured, run on the
-// tuner's own buffers (rotated so that sizes that fit in L2 are not flattered by the cache), are
+// tuner's own buffers (timed as tuner_timing says: warm where a user's tensors sit in L2, cold
+// past it), are
 // verified against the double reference before their time counts, and are timed with device
 // events (warm-up, median, spread). The fastest few are re-measured together (the 4 fastest and
 // the 20 simplest within the noise), and the simplest configuration within 1 % of the fastest
@@ -18,6 +19,22 @@
 #include "search_space.hpp"
 
 namespace kplay {
+
+// How the tuner times a problem whose buffers (inputs and outputs of one launch) take
+// bytes_per_set. Where they fit in a quarter of the L2, as a user's activation between two layers
+// does, `launches` back to back on one set of buffers: warm, as the layers run it and as
+// tools/perf_table.py times it against torch. Rotating 16 sets there measured the DRAM's time,
+// which is the same for every block size (2^20 float32 elements on the H200: blocks of 64, 128
+// and 256 all 6.7 us), while warm they differ by 5 to 7 points of copy (docs/benchmarks.md).
+// Larger problems rotate through `sets` buffer sets that together cover 4x the L2 (at most 16, a
+// quarter of the device's memory), a launch on each a sample, so that none is flattered by the
+// cache it would not have.
+struct TunerTiming {
+  std::size_t sets = 1;
+  int launches = 1;
+};
+constexpr int kWarmLaunches = 16;
+TunerTiming tuner_timing(const rt::DeviceInfo& dev, std::uint64_t bytes_per_set);
 
 struct TuneProgress {
   std::size_t done = 0, total = 0;  // total may grow (local search)
@@ -61,7 +78,7 @@ struct TuneOptions {
 struct TuneTimes {
   double setup_s = 0, compile_s = 0, measure_s = 0, remeasure_s = 0;
   std::size_t binaries = 0;     // distinct binaries compiled (configs differing only in grid share one)
-  std::size_t samples = 0;      // timed samples (each one launch per buffer set)
+  std::size_t samples = 0;      // timed samples (each a launch per buffer set, or kWarmLaunches on one)
   std::size_t contenders = 0;   // re-measured together ...
   int remeasure_rounds = 0;     // ... for this many interleaved rounds
   double contender_spread = 0;  // their largest interquartile range / median
