@@ -10,6 +10,7 @@
  * within 2 ulp over the whole range. */
 #define KP_FMAF(a, b, c) fmaf(a, b, c)
 #define KP_FABSF(x) fabsf(x)
+#define KP_FMINF(a, b) fminf(a, b) /* NaN loses to a number */
 KP_FN float kp_hw_expf(float x) {
   float y;
   asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x * 1.44269504088896341f));

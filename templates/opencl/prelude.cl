@@ -10,6 +10,7 @@
 /* For templates/common/narrow_math.h. */
 #define KP_FMAF(a, b, c) fma(a, b, c)
 #define KP_FABSF(x) fabs(x)
+#define KP_FMINF(a, b) fmin(a, b) /* NaN loses to a number */
 #define KP_AS_INT(f) as_int(f)
 #define KP_AS_FLOAT(i) as_float(i)
 #define KP_RCP_APPROXF(x) (1.0f / (x))

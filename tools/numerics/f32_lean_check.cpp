@@ -21,6 +21,7 @@
 #define KP_FN static inline
 #define KP_FMAF(a, b, c) std::fmaf(a, b, c)
 #define KP_FABSF(x) std::fabs(x)
+#define KP_FMINF(a, b) std::fmin(a, b)
 
 namespace {
 int as_int(float f) {
