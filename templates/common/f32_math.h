@@ -184,7 +184,7 @@ KP_FN float kp_f_elu(float alpha, float x) { return x <= 0.0f ? kp_f_mul_expm1_n
  * v's remainder is NaN, which the min makes FLT_MAX: the correction then leaves q's infinity. The
  * remainder is 6q - v, not v - 6q, so that a zero v's is -0 and the correction keeps v's sign
  * (q - (-0) RN(1/6) is -0 for v = -0, +0 for +0). NaN stays NaN. Every result equals the six-
- * operation form's (a select for the infinite v, v's sign or-ed in), which this replaced: 8.5
+ * operation form's (a select for the infinite v, v's sign or-ed in), which this replaced: 8.0
  * instructions an element for hardsigmoid's forward instead of 10.5 (tools/sass_count.sh). */
 KP_FN float kp_f_div6(float v) {
   const float c = 0x1.555556p-3f; /* RN(1/6) */
