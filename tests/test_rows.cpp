@@ -282,6 +282,11 @@ TEST_CASE(
       CHECK_NOTHROW(row_launch_dims(hb16, resolve_config(hb16, c, lim), 1000, cols, lim));
     }
     CHECK(default_row_config(hb16, 16384, lim).row == RowStrategy::registers);
+    // Where the cluster's shared memory does not fit the device, those rows stay in registers.
+    TargetLimits small = lim;
+    small.max_shared_optin = 48 * 1024;
+    CHECK(default_row_config(b, 16384, small).row == RowStrategy::registers);
+    CHECK(default_row_config(b, 4096, small).row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
     // Online forward: blocks of 128 on CUDA for rows of up to 128 vectors a thread (65536 float32
     // columns), of 1024 beyond and on other backends.
     for (std::uint64_t cols : {32768ull, 65536ull, 65540ull, 393216ull}) {

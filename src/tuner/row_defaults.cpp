@@ -2,6 +2,7 @@
 #include "row_defaults.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "codegen/row_codegen.hpp"
 
@@ -34,6 +35,29 @@ static bool backward_in_clusters(const KernelSpec& spec, std::uint64_t cols, boo
   return dtype_size(spec.dtype) == 2 && cols > 16384 && cols <= 32768;
 }
 
+// Those rows' cluster config: float32 in the pipelined kernel, clusters of 2, blocks of 128, two
+// vectors a thread; 16-bit one-shot (a cluster a row), slices of 8192 in blocks of 256, four. None
+// where its shared memory does not fit the device (the rows then stay in registers).
+static std::optional<KernelConfig> clustered_backward(const KernelSpec& spec, std::uint64_t cols,
+                                                      const rt::TargetLimits& limits, KernelConfig p) {
+  const int max_block = std::min(1024, limits.max_block > 0 ? limits.max_block : 1024);
+  p.row = RowStrategy::cluster;
+  if (spec.dtype == Dtype::f32) {
+    p.cluster = 2;
+    p.block = std::min(128, max_block);
+    p.per_thread = 2;
+    p.grid = GridPolicy::grid_stride;
+    p.waves = 1;
+  } else {
+    p.cluster = 2;
+    while (p.cluster < limits.max_cluster && static_cast<std::uint64_t>(p.cluster) * 8192 < cols) p.cluster *= 2;
+    p.block = std::min(256, max_block);
+    p.per_thread = 4;
+  }
+  if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) > limits.max_shared_optin) return std::nullopt;
+  return p;
+}
+
 KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, const rt::TargetLimits& limits) {
   KernelConfig c;
   c.vec = static_cast<int>(16 / dtype_size(spec.dtype));
@@ -46,7 +70,9 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   const std::uint64_t held =
       static_cast<std::uint64_t>(max_block) * (cuda_forward && spec.dtype != Dtype::f64 ? 2 : kRegisterVectors);
   const bool clusters = limits.backend == "cuda" && limits.max_cluster >= 2;
-  if (vecs <= held && !backward_in_clusters(spec, cols, clusters)) {
+  if (vecs <= held) {
+    if (backward_in_clusters(spec, cols, clusters))
+      if (const std::optional<KernelConfig> p = clustered_backward(spec, cols, limits, c)) return *p;
     // Vectors a thread aimed at (row_defaults.hpp says what each was measured against): a forward
     // below float64 on CUDA whose row fits two a thread, two on a persistent grid (one wave of
     // blocks of at least 128, each loading its next row before it reduces this one); other
@@ -92,26 +118,6 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     p.per_thread = 4;
     p.grid = GridPolicy::grid_stride;
     p.waves = 1;
-    if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin) return p;
-  }
-  if (backward_in_clusters(spec, cols, clusters)) {
-    // Backward rows a block's registers hold but a cluster's shared memory holds faster (see
-    // backward_in_clusters): float32 in the pipelined kernel, clusters of 2, blocks of 128, two
-    // vectors a thread; 16-bit one-shot (a cluster a row), slices of 8192 in blocks of 256, four.
-    KernelConfig p = c;
-    p.row = RowStrategy::cluster;
-    if (spec.dtype == Dtype::f32) {
-      p.cluster = 2;
-      p.block = std::min(128, max_block);
-      p.per_thread = 2;
-      p.grid = GridPolicy::grid_stride;
-      p.waves = 1;
-    } else {
-      p.cluster = 2;
-      while (p.cluster < limits.max_cluster && static_cast<std::uint64_t>(p.cluster) * 8192 < cols) p.cluster *= 2;
-      p.block = std::min(256, max_block);
-      p.per_thread = 4;
-    }
     if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin) return p;
   }
   if (spec.direction == Direction::backward) {
