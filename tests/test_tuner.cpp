@@ -187,6 +187,47 @@ TEST_SUITE("opencl") {
     CHECK(choose_config(&db, engine, other, 60000).source.find("built-in default") != std::string::npos);
   }
 
+  TEST_CASE("OpenCL: an accuracy=torch kernel takes the exact kernel's tuning until it is tuned on its own") {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    KernelDatabase::Options dbo;
+    dbo.path = ":memory:";
+    KernelDatabase db(dbo);
+    Engine engine(*be, &db);
+    KernelSpec exact;
+    exact.activation = "silu";
+    KernelSpec tier = exact;
+    tier.activation = "silu(accuracy=torch)";
+    TuneOptions o;
+    o.n = 50000;
+    o.strategy = "random";
+    o.budget = 4;
+    o.repeats = 3;
+    // Each run's space (and baseline) of one block size, so that the two records differ.
+    o.space.blocks = {64};
+    o.space.per_thread = {1};
+    KernelConfig base;
+    base.vec = 4;
+    base.block = 64;
+    o.baseline = base;
+    const TuningRecord exact_rec = tune(engine, db, exact, o);
+    CHECK(exact_rec.best.block == 64);
+    const ConfigChoice borrowed = choose_config(&db, engine, tier, 60000);
+    CHECK(borrowed.config == exact_rec.best);
+    CHECK(borrowed.layer == "user");
+    o.space.blocks = {128};
+    o.space.per_thread = {2};
+    base.block = 128;
+    base.per_thread = 2;
+    o.baseline = base;
+    const TuningRecord tier_rec = tune(engine, db, tier, o);
+    CHECK(tier_rec.best.block == 128);
+    CHECK(tier_rec.best.per_thread == 2);
+    for (const auto& c : tier_rec.candidates) CHECK(c.ok);  // verified against the tier's own bound
+    CHECK(choose_config(&db, engine, tier, 60000).config == tier_rec.best);
+    CHECK(choose_config(&db, engine, exact, 60000).config == exact_rec.best);
+  }
+
   TEST_CASE("OpenCL: the halving and fast schedules run end to end and store a verified winner") {
     rt::Backend* be = test::shared_backend("opencl");
     REQUIRE(be != nullptr);

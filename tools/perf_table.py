@@ -370,8 +370,9 @@ def gaps(paths, paired):
 # --pin: launch configs against torch
 
 def tuning_text(act):
-    """The activation text whose tuning a kernel takes: an accuracy=torch kernel runs with the
-    exact one's (kplay's tuned_as), and the database holds no record under the tier's text."""
+    """The activation text a pin is stored under: the exact one's for an accuracy=torch kernel,
+    whose tuning serves the tier where the user's database holds none of the tier's own (kplay's
+    tuned_as), ahead of any shipped record."""
     name, paren, rest = act.partition("(")
     if not paren:
         return act

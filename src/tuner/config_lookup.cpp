@@ -2,6 +2,9 @@
 // config_lookup.hpp.
 #include "config_lookup.hpp"
 
+#include <optional>
+#include <vector>
+
 #include "codegen/config_validation.hpp"
 #include "codegen/row_codegen.hpp"
 #include "default_model.hpp"
@@ -29,15 +32,27 @@ ConfigChoice from_shipped(const TuningRecord& r, const rt::DeviceInfo& dev, std:
   return c;
 }
 
-// FP8 output is not tuned of its own: it takes the tuning of the same gated kernel with the
-// inputs' dtype as output (the same loads, fewer bytes stored). Nor is the torch accuracy tier:
-// it takes the exact kernel's (the same loads and stores; tune() refuses it).
-KernelSpec tuned_as(const KernelSpec& spec) {
+// The specs whose tunings serve `spec`, in order. FP8 output is not tuned of its own: it takes
+// the tuning of the same gated kernel with the inputs' dtype as output (the same loads, fewer
+// bytes stored). The torch accuracy tier takes its own where one is stored, else the exact
+// kernel's (the same loads and stores, less math: at one wave the tier of tanh and hardswish is
+// fastest with two vectors a thread where the exact kernel takes one, docs/benchmarks.md).
+std::vector<KernelSpec> tuned_as(const KernelSpec& spec) {
   KernelSpec t = spec;
   t.out = OutDtype::same;
-  if (const ResolvedActivation a = resolve_activation(spec.activation); a.torch_tier())
+  std::vector<KernelSpec> out{t};
+  if (const ResolvedActivation a = resolve_activation(spec.activation); a.torch_tier()) {
     t.activation = a.exact_canonical();
-  return t;
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::optional<TuningRecord> find_shipped(ShippedTunings& s, const rt::DeviceInfo& dev, const KernelSpec& spec,
+                                         std::uint64_t n, std::string* why_not) {
+  for (const KernelSpec& t : tuned_as(spec))
+    if (auto rec = s.find(dev, t, n, why_not)) return rec;
+  return std::nullopt;
 }
 
 std::string fp8_note(const KernelSpec& spec) {
@@ -57,7 +72,7 @@ ConfigChoice untuned_config(const Engine& engine, const KernelSpec& spec, std::u
   ShippedTunings& s = shipped ? *shipped : ShippedTunings::process();
   const rt::DeviceInfo& dev = engine.backend().info();
   std::string why_not;
-  if (auto rec = s.find(dev, tuned_as(spec), n, &why_not)) return from_shipped(*rec, dev, n, s);
+  if (auto rec = find_shipped(s, dev, spec, n, &why_not)) return from_shipped(*rec, dev, n, s);
   ConfigChoice c = from_model(spec, dev, n);
   c.source += "; " + why_not;
   return c;
@@ -74,7 +89,10 @@ std::optional<ConfigChoice> stored_config(KernelDatabase* db, const Engine& engi
   if (db) {
     user = "no tuning of this " + std::string(to_string(spec.dtype)) + " kernel for this device in " + db->path() +
            " (run kplay autotune)";
-    if (auto rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, tuned_as(spec), n)) {
+    std::optional<TuningRecord> rec;
+    for (const KernelSpec& t : tuned_as(spec))
+      if (!rec) rec = db->find_tuning(engine.fingerprint(), dev.arch, dev.backend, t, n);
+    if (rec) {
       // A device of another name may have another memory system (one architecture has several):
       // its tuning serves only where the model cannot run (next).
       if (rec->match == "device" || rec->device_name == dev.name) {
@@ -92,7 +110,7 @@ std::optional<ConfigChoice> stored_config(KernelDatabase* db, const Engine& engi
     }
   }
   std::string shipped_why;
-  if (auto rec = s.find(dev, tuned_as(spec), n, &shipped_why)) return from_shipped(*rec, dev, n, s);
+  if (auto rec = find_shipped(s, dev, spec, n, &shipped_why)) return from_shipped(*rec, dev, n, s);
   if (other_device && dev.memory_bandwidth_gbps <= 0) {
     ConfigChoice c;
     c.config = other_device->best;

@@ -642,9 +642,6 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
                   TuneTimes* times_out) {
   if (o.n == 0) throw Error(ErrorCode::invalid_argument, "cannot tune for 0 elements");
   if (o.repeats < 3 || o.warmup < 0) throw Error(ErrorCode::invalid_argument, "--repeat must be >= 3, --warmup >= 0");
-  if (const ResolvedActivation a = resolve_activation(spec.activation); a.torch_tier())
-    throw Error(ErrorCode::invalid_argument, "'" + a.canonical + "' runs with the tuning of '" + a.exact_canonical() +
-                                                 "' (the same loads and stores): tune that");
   const StrategyDef& def = find_strategy(o.strategy);
   const TargetLimits& limits = engine.backend().limits();
   const bool row = is_row(spec);
