@@ -23,6 +23,31 @@ KernelSpec spec_of(Dtype d) {
   s.dtype = d;
   return s;
 }
+
+rt::Backend& opencl_backend() {
+  rt::Backend* be = test::shared_backend("opencl");
+  REQUIRE(be != nullptr);
+  return *be;
+}
+KernelDatabase::Options in_memory() {
+  KernelDatabase::Options o;
+  o.path = ":memory:";
+  return o;
+}
+// A short tuning run: few candidates, three samples each.
+TuneOptions short_run(std::uint64_t n, const char* strategy, int budget) {
+  TuneOptions o;
+  o.n = n;
+  o.strategy = strategy;
+  o.budget = budget;
+  o.repeats = 3;
+  return o;
+}
+// A tuning run's setting: the shared OpenCL device and a database of its own, in memory.
+struct OpenClTuning {
+  KernelDatabase db{in_memory()};
+  Engine engine{opencl_backend(), &db};
+};
 }  // namespace
 
 TEST_CASE("the search space honours every constraint, per dtype and backend") {
@@ -161,20 +186,12 @@ TEST_CASE("the tie window is 1 % for quiet timings and widens with the noise it 
 
 TEST_SUITE("opencl") {
   TEST_CASE("OpenCL: autotune end to end stores a verified winner that kplay then serves") {
-    rt::Backend* be = test::shared_backend("opencl");
-    REQUIRE(be != nullptr);
-    KernelDatabase::Options dbo;
-    dbo.path = ":memory:";
-    KernelDatabase db(dbo);
-    Engine engine(*be, &db);
+    OpenClTuning t;
+    KernelDatabase& db = t.db;
+    Engine& engine = t.engine;
     KernelSpec spec;
     spec.activation = "relu";
-    TuneOptions o;
-    o.n = 50000;
-    o.strategy = "local";
-    o.budget = 5;
-    o.repeats = 3;
-    const TuningRecord rec = tune(engine, db, spec, o);
+    const TuningRecord rec = tune(engine, db, spec, short_run(50000, "local", 5));
     CHECK(rec.candidates.size() == 5);
     CHECK(rec.best_gbps > 0);
     CHECK(rec.copy_gbps > 0);
@@ -188,21 +205,14 @@ TEST_SUITE("opencl") {
   }
 
   TEST_CASE("OpenCL: an accuracy=torch kernel takes the exact kernel's tuning until it is tuned on its own") {
-    rt::Backend* be = test::shared_backend("opencl");
-    REQUIRE(be != nullptr);
-    KernelDatabase::Options dbo;
-    dbo.path = ":memory:";
-    KernelDatabase db(dbo);
-    Engine engine(*be, &db);
+    OpenClTuning t;
+    KernelDatabase& db = t.db;
+    Engine& engine = t.engine;
     KernelSpec exact;
     exact.activation = "silu";
     KernelSpec tier = exact;
     tier.activation = "silu(accuracy=torch)";
-    TuneOptions o;
-    o.n = 50000;
-    o.strategy = "random";
-    o.budget = 4;
-    o.repeats = 3;
+    TuneOptions o = short_run(50000, "random", 4);
     // Each run's space (and baseline) of one block size, so that the two records differ.
     o.space.blocks = {64};
     o.space.per_thread = {1};
@@ -229,12 +239,9 @@ TEST_SUITE("opencl") {
   }
 
   TEST_CASE("OpenCL: the halving and fast schedules run end to end and store a verified winner") {
-    rt::Backend* be = test::shared_backend("opencl");
-    REQUIRE(be != nullptr);
-    KernelDatabase::Options dbo;
-    dbo.path = ":memory:";
-    KernelDatabase db(dbo);
-    Engine engine(*be, &db);
+    OpenClTuning t;
+    KernelDatabase& db = t.db;
+    Engine& engine = t.engine;
     KernelSpec spec;
     TuneOptions o;
     o.n = 30000;
@@ -255,12 +262,9 @@ TEST_SUITE("opencl") {
   }
 
   TEST_CASE("OpenCL: a tuning run interrupted halfway resumes from the candidates already measured") {
-    rt::Backend* be = test::shared_backend("opencl");
-    REQUIRE(be != nullptr);
-    KernelDatabase::Options dbo;
-    dbo.path = ":memory:";
-    KernelDatabase db(dbo);
-    Engine engine(*be, &db);
+    OpenClTuning t;
+    KernelDatabase& db = t.db;
+    Engine& engine = t.engine;
     KernelSpec spec;
     TuneOptions o;
     o.n = 20000;
