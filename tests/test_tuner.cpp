@@ -225,6 +225,7 @@ TEST_SUITE("opencl") {
     const ConfigChoice borrowed = choose_config(&db, engine, tier, 60000);
     CHECK(borrowed.config == exact_rec.best);
     CHECK(borrowed.layer == "user");
+    CHECK(borrowed.source.find("the tuning of 'silu' (none of its own)") != std::string::npos);
     o.space.blocks = {128};
     o.space.per_thread = {2};
     base.block = 128;
@@ -234,7 +235,9 @@ TEST_SUITE("opencl") {
     CHECK(tier_rec.best.block == 128);
     CHECK(tier_rec.best.per_thread == 2);
     for (const auto& c : tier_rec.candidates) CHECK(c.ok);  // verified against the tier's own bound
-    CHECK(choose_config(&db, engine, tier, 60000).config == tier_rec.best);
+    const ConfigChoice own = choose_config(&db, engine, tier, 60000);
+    CHECK(own.config == tier_rec.best);
+    CHECK(own.source.find("none of its own") == std::string::npos);
     CHECK(choose_config(&db, engine, exact, 60000).config == exact_rec.best);
   }
 

@@ -21,14 +21,26 @@ std::string bucket_text(const TuningRecord& r, std::uint64_t n) {
          ") to n = " + std::to_string(n);
 }
 
-ConfigChoice from_shipped(const TuningRecord& r, const rt::DeviceInfo& dev, std::uint64_t n, ShippedTunings& shipped) {
+// What a served record was tuned for, where that is not `spec` itself: the FP8 kernel's
+// inputs'-dtype output, the tier's exact kernel.
+std::string borrowed_note(const KernelSpec& spec, const TuningRecord& rec) {
+  std::string note;
+  if (spec.out != OutDtype::same) note += "the " + std::string(to_string(spec.dtype)) + "-output kernel's tuning: ";
+  const ResolvedActivation a = resolve_activation(spec.activation);
+  if (a.torch_tier() && resolve_activation(rec.spec.activation).canonical != a.canonical)
+    note += "the tuning of '" + a.exact_canonical() + "' (none of its own): ";
+  return note;
+}
+
+ConfigChoice from_shipped(const KernelSpec& spec, const TuningRecord& r, const rt::DeviceInfo& dev, std::uint64_t n,
+                          ShippedTunings& shipped) {
   const Provenance& p = r.provenance;
   ConfigChoice c;
   c.config = r.best;
   c.layer = "shipped";
-  c.source = "shipped tuning for " + to_string(device_class(dev)) + " " + bucket_text(r, n) + "; measured on " + p.gpu +
-             " (driver " + p.driver + ", " + p.compiler + ", kplay " + p.kplay + ") on " + p.date + " by `" +
-             p.command + "` (" + shipped.file_for(dev) + ")";
+  c.source = borrowed_note(spec, r) + "shipped tuning for " + to_string(device_class(dev)) + " " + bucket_text(r, n) +
+             "; measured on " + p.gpu + " (driver " + p.driver + ", " + p.compiler + ", kplay " + p.kplay + ") on " +
+             p.date + " by `" + p.command + "` (" + shipped.file_for(dev) + ")";
   return c;
 }
 
@@ -55,10 +67,6 @@ std::optional<TuningRecord> find_shipped(ShippedTunings& s, const rt::DeviceInfo
   return std::nullopt;
 }
 
-std::string fp8_note(const KernelSpec& spec) {
-  return spec.out == OutDtype::same ? "" : "the " + std::string(to_string(spec.dtype)) + "-output kernel's tuning: ";
-}
-
 ConfigChoice from_model(const KernelSpec& spec, const rt::DeviceInfo& dev, std::uint64_t n) {
   ConfigChoice c;
   c.layer = "model";
@@ -72,7 +80,7 @@ ConfigChoice untuned_config(const Engine& engine, const KernelSpec& spec, std::u
   ShippedTunings& s = shipped ? *shipped : ShippedTunings::process();
   const rt::DeviceInfo& dev = engine.backend().info();
   std::string why_not;
-  if (auto rec = find_shipped(s, dev, spec, n, &why_not)) return from_shipped(*rec, dev, n, s);
+  if (auto rec = find_shipped(s, dev, spec, n, &why_not)) return from_shipped(spec, *rec, dev, n, s);
   ConfigChoice c = from_model(spec, dev, n);
   c.source += "; " + why_not;
   return c;
@@ -99,7 +107,7 @@ std::optional<ConfigChoice> stored_config(KernelDatabase* db, const Engine& engi
         ConfigChoice c;
         c.config = rec->best;
         c.layer = "user";
-        c.source = fp8_note(spec) +
+        c.source = borrowed_note(spec, *rec) +
                    (rec->match == "device" ? "tuned on this device " : "tuned on another " + dev.name + " ") +
                    bucket_text(*rec, n) + " (" + db->path() + ")";
         return c;
@@ -110,7 +118,7 @@ std::optional<ConfigChoice> stored_config(KernelDatabase* db, const Engine& engi
     }
   }
   std::string shipped_why;
-  if (auto rec = find_shipped(s, dev, spec, n, &shipped_why)) return from_shipped(*rec, dev, n, s);
+  if (auto rec = find_shipped(s, dev, spec, n, &shipped_why)) return from_shipped(spec, *rec, dev, n, s);
   if (other_device && dev.memory_bandwidth_gbps <= 0) {
     ConfigChoice c;
     c.config = other_device->best;
