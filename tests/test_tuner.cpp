@@ -206,11 +206,8 @@ TEST_SUITE("opencl") {
 
   TEST_CASE("OpenCL: an accuracy=torch kernel takes the exact kernel's tuning until it is tuned on its own") {
     OpenClTuning t;
-    KernelDatabase& db = t.db;
-    Engine& engine = t.engine;
-    KernelSpec exact;
+    KernelSpec exact, tier;
     exact.activation = "silu";
-    KernelSpec tier = exact;
     tier.activation = "silu(accuracy=torch)";
     TuneOptions o = short_run(50000, "random", 4);
     // Each run's space (and baseline) of one block size, so that the two records differ.
@@ -220,9 +217,9 @@ TEST_SUITE("opencl") {
     base.vec = 4;
     base.block = 64;
     o.baseline = base;
-    const TuningRecord exact_rec = tune(engine, db, exact, o);
+    const TuningRecord exact_rec = tune(t.engine, t.db, exact, o);
     CHECK(exact_rec.best.block == 64);
-    const ConfigChoice borrowed = choose_config(&db, engine, tier, 60000);
+    const ConfigChoice borrowed = choose_config(&t.db, t.engine, tier, 60000);
     CHECK(borrowed.config == exact_rec.best);
     CHECK(borrowed.layer == "user");
     CHECK(borrowed.source.find("the tuning of 'silu' (none of its own)") != std::string::npos);
@@ -231,14 +228,14 @@ TEST_SUITE("opencl") {
     base.block = 128;
     base.per_thread = 2;
     o.baseline = base;
-    const TuningRecord tier_rec = tune(engine, db, tier, o);
+    const TuningRecord tier_rec = tune(t.engine, t.db, tier, o);
     CHECK(tier_rec.best.block == 128);
     CHECK(tier_rec.best.per_thread == 2);
     for (const auto& c : tier_rec.candidates) CHECK(c.ok);  // verified against the tier's own bound
-    const ConfigChoice own = choose_config(&db, engine, tier, 60000);
+    const ConfigChoice own = choose_config(&t.db, t.engine, tier, 60000);
     CHECK(own.config == tier_rec.best);
     CHECK(own.source.find("none of its own") == std::string::npos);
-    CHECK(choose_config(&db, engine, exact, 60000).config == exact_rec.best);
+    CHECK(choose_config(&t.db, t.engine, exact, 60000).config == exact_rec.best);
   }
 
   TEST_CASE("OpenCL: the halving and fast schedules run end to end and store a verified winner") {

@@ -39,8 +39,7 @@ static bool backward_in_clusters(const KernelSpec& spec, std::uint64_t cols, boo
 // vectors a thread; 16-bit one-shot (a cluster a row), slices of 8192 in blocks of 256, four. None
 // where its shared memory does not fit the device (the rows then stay in registers).
 static std::optional<KernelConfig> clustered_backward(const KernelSpec& spec, std::uint64_t cols,
-                                                      const rt::TargetLimits& limits, KernelConfig p) {
-  const int max_block = std::min(1024, limits.max_block > 0 ? limits.max_block : 1024);
+                                                      const rt::TargetLimits& limits, int max_block, KernelConfig p) {
   p.row = RowStrategy::cluster;
   if (spec.dtype == Dtype::f32) {
     p.cluster = 2;
@@ -72,7 +71,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   const bool clusters = limits.backend == "cuda" && limits.max_cluster >= 2;
   if (vecs <= held) {
     if (backward_in_clusters(spec, cols, clusters))
-      if (const std::optional<KernelConfig> p = clustered_backward(spec, cols, limits, c)) return *p;
+      if (const std::optional<KernelConfig> p = clustered_backward(spec, cols, limits, max_block, c)) return *p;
     // Vectors a thread aimed at (row_defaults.hpp says what each was measured against): a forward
     // below float64 on CUDA whose row fits two a thread, two on a persistent grid (one wave of
     // blocks of at least 128, each loading its next row before it reduces this one); other

@@ -143,7 +143,7 @@ KP_FN double kp_exp_entry(int j) {
 /* The table as `tab` in the kernel and in the helpers it is passed to: a block's copy in shared
  * memory, which lanes index at random (constant memory serializes distinct addresses), filled
  * once per block. 256 entries and a quadratic take one FP64 operation an exp less than 32 and a
- * cubic: +1.5 to 4 points of copy on the H200's float32 row kernels (16 entries and a quartic,
+ * cubic: up to 4 points of copy on the H200's float32 row kernels (16 entries and a quartic,
  * which cannot conflict in shared memory's banks, gained nothing: the table's bank conflicts do
  * not bound them). */
 #define KP_EXP_TAB_DECL                                                             \
