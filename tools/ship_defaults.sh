@@ -152,10 +152,10 @@ fi
 check=$(KPLAY_SHIPPED_TUNINGS="$out" "$kplay" db list --layer shipped --db "$work/none.db" 2>&1)
 if grep -q "warning" <<<"$check"; then echo "$check" >&2; echo "ship_defaults.sh: $file does not read back" >&2; exit 1; fi
 # The records of this run's sizes (a --resume-from file may hold others): from the file, which has n.
-read -r records outputs < <(python3 "$root/tools/shipped_file.py" count "$file" "$sizes" ${rows:+"$acts"})
+read -r records outputs < <(python3 "$root/tools/shipped_file.py" count "$file" "$sizes" "$dtype" ${rows:+"$acts"})
 # A row backward is always from the saved output: those records are the table's backward half.
 [ -z "$rows" ] || { records=$((records + outputs)); outputs=0; }
-expected=$(( $(tr ',' '\n' <<<"$acts" | grep -c .) ))
+expected=$(python3 "$root/tools/shipped_file.py" texts "$acts" | grep -c .)
 [ "$acts" = "${acts#all}" ] || expected=$((expected - 1 + $("$kplay" list --texts | grep -c .)))
 [ "$dtype" = all ] && dtypes=4 || dtypes=$(tr ',' '\n' <<<"$dtype" | grep -c .)
 expected=$((expected * dtypes * 2 * $(tr ',' '\n' <<<"$sizes" | grep -c .)))
