@@ -253,18 +253,19 @@ TEST_CASE(
     // float64 keeps the one-shot grid on every backend.
     CHECK(default_row_config(row_spec("softmax", Dtype::f64, Direction::forward), 128, lim).grid ==
           GridPolicy::one_shot);
-    // The backward: four vectors a thread (2048 float32 columns: 128 threads); float32 rows of 2049
-    // to 16384 where clusters exist in the pipelined cluster kernel, clusters of 2, blocks of 128,
-    // two vectors a thread; elsewhere registers (4096 columns: 256 threads).
+    // The backward: four vectors a thread (2048 float32 columns: 128 threads); float32 rows of 1024
+    // to 16384 where clusters exist in the pipelined cluster kernel, a block a row up to 2048 and
+    // clusters of 2 beyond, blocks of 128, two vectors a thread; elsewhere registers (4096
+    // columns: 256 threads).
     const KernelSpec b = row_spec("softmax", Dtype::f32, Direction::backward);
-    CHECK(default_row_config(b, 2048, lim).row == RowStrategy::registers);
-    CHECK(default_row_config(b, 2048, lim).per_thread == 4);
-    for (std::uint64_t cols : {2049ull, 4096ull, 4100ull, 16384ull}) {
+    CHECK(default_row_config(b, 1023, lim).row == RowStrategy::registers);
+    CHECK(default_row_config(b, 1023, lim).per_thread == 4);
+    for (std::uint64_t cols : {1024ull, 2048ull, 2049ull, 4096ull, 4100ull, 16384ull}) {
       INFO(cols << " float32 columns backward, " << lim.backend);
       const KernelConfig c = default_row_config(b, cols, lim);
       CHECK(c.row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
-      CHECK(c.per_thread == (cuda ? 2 : 4 - (cols % 4096 != 0)));
-      CHECK(c.cluster == (cuda ? 2 : 0));
+      CHECK(c.per_thread == (cuda ? 2 : 4 - (cols % 1024 != 0)));
+      CHECK(c.cluster == (cuda ? (cols > 2048 ? 2 : 1) : 0));
       CHECK(c.grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
       CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, c, lim), 1000, cols, lim));
       if (!cuda) CHECK(row_capacity(c) >= cols);

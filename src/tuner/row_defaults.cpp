@@ -25,24 +25,25 @@ KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
 // Backward rows that a block's registers hold (four vectors of g and y a thread) but that run
 // faster from a cluster's shared memory on sm_90, measured on the H200 (`kplay bench --no-db
 // --direction backward`, % of copy): float32 16384x4096 in the pipelined cluster kernel, clusters
-// of 2, 93.1 against the registers kernel's 80.4 (clusters of 1: 87.9); bfloat16 8192x32768 in
-// the one-shot cluster kernel, clusters of 4, 76.0 against 67.1 (clusters of 2: 72.6; the
-// pipelined kernel in clusters of 2: 71.1, of 4: 64.4). Float32 rows of 2049 to 16384 elements,
-// 16-bit rows of 16385 to 32768.
+// of 2, 93.1 against the registers kernel's 80.4 (clusters of 1: 87.9); 32768x1024 a block a row
+// (clusters of 1, blocks of 128, two vectors a thread) 82.9 against 76.5 (clusters of 2, one
+// vector: 71.9); bfloat16 8192x32768 in the one-shot cluster kernel, clusters of 4, 76.0 against
+// 67.1 (clusters of 2: 72.6; the pipelined kernel in clusters of 2: 71.1, of 4: 64.4). Float32
+// rows of 1024 to 16384 elements (a block a row up to 2048), 16-bit rows of 16385 to 32768.
 static bool backward_in_clusters(const KernelSpec& spec, std::uint64_t cols, bool clusters) {
   if (!clusters || spec.direction != Direction::backward) return false;
-  if (spec.dtype == Dtype::f32) return cols > 2048 && cols <= 16384;
+  if (spec.dtype == Dtype::f32) return cols >= 1024 && cols <= 16384;
   return dtype_size(spec.dtype) == 2 && cols > 16384 && cols <= 32768;
 }
 
-// Those rows' cluster config: float32 in the pipelined kernel, clusters of 2, blocks of 128, two
-// vectors a thread; 16-bit one-shot (a cluster a row), slices of 8192 in blocks of 256, four. None
+// Those rows' cluster config: float32 in the pipelined kernel, clusters of 2 (of 1 up to 2048
+// elements), blocks of 128, two vectors a thread; 16-bit one-shot (a cluster a row), slices of 8192 in blocks of 256, four. None
 // where its shared memory does not fit the device (the rows then stay in registers).
 static std::optional<KernelConfig> clustered_backward(const KernelSpec& spec, std::uint64_t cols,
                                                       const rt::TargetLimits& limits, int max_block, KernelConfig p) {
   p.row = RowStrategy::cluster;
   if (spec.dtype == Dtype::f32) {
-    p.cluster = 2;
+    p.cluster = cols > 2048 ? 2 : 1;
     p.block = std::min(128, max_block);
     p.per_thread = 2;
     p.grid = GridPolicy::grid_stride;

@@ -1,7 +1,8 @@
 // The default config of a row kernel (the softmax family) on a device no tuning covers, from the
 // row length and direction: the whole row in registers where it fits 4 vectors per thread of up
 // to 1024 threads (a forward on CUDA below float64: 2, on the persistent grid; on sm_90 backward
-// float32 rows of 2049 to 16384 go to the pipelined cluster kernel in clusters of 2 and 16-bit
+// float32 rows of 1024 to 16384 go to the pipelined cluster kernel, a block a row up to 2048 and
+// in clusters of 2 beyond, and 16-bit
 // rows of 16385 to 32768 one-shot across clusters of 4: row_defaults.cpp), else the online
 // two-pass kernel, which takes any row on any device: forward, 4 vectors in flight a thread, in
 // blocks of 128 on CUDA for rows of up to 128 vectors a thread, of 1024 elsewhere, and for 16-bit
@@ -37,7 +38,8 @@
 // 16 (23-50) are slower. 2^20 bfloat16 columns: two stages of a slice exceed shared memory, online (58.4).
 // Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one; the
 // pipelined cluster kernel 88 there in a block a row, 93 in clusters of 2 (blocks of 128, two
-// vectors a thread), the float32 default for rows of 2049 to 16384 where clusters exist.
+// vectors a thread), the float32 default for rows of 2049 to 16384 where clusters exist; 32768x1024
+// 83 a block a row (blocks of 128, two vectors) against 77 in registers, the default from 1024 to 2048.
 // float32 8192x32768: the pipelined cluster kernel in clusters of 4, blocks of 256, 4 vectors a
 // thread 96 (2 vectors: 86; blocks of 128: 55-72) against 74 online across clusters of 4 -- the
 // default for float32 rows of 16,385 to 65,536 elements (`kplay bench --no-db --repeat 9`); longer
