@@ -238,6 +238,22 @@ TEST_SUITE("opencl") {
     CHECK(choose_config(&t.db, t.engine, exact, 60000).config == exact_rec.best);
   }
 
+  TEST_CASE("OpenCL: an accuracy=torch backward is the exact kernel, tuned and served under the exact text") {
+    OpenClTuning t;
+    KernelSpec tier;
+    tier.activation = "silu(accuracy=torch)";
+    tier.direction = Direction::backward;
+    const TuningRecord rec = tune(t.engine, t.db, tier, short_run(50000, "random", 3));
+    CHECK(rec.spec.activation == "silu");
+    KernelSpec exact = tier;
+    exact.activation = "silu";
+    CHECK(choose_config(&t.db, t.engine, exact, 60000).config == rec.best);
+    const ConfigChoice served = choose_config(&t.db, t.engine, tier, 60000);
+    CHECK(served.config == rec.best);
+    CHECK(served.layer == "user");
+    CHECK(served.source.find("the tuning of 'silu' (accuracy=torch changes the forward alone)") != std::string::npos);
+  }
+
   TEST_CASE("OpenCL: the halving and fast schedules run end to end and store a verified winner") {
     OpenClTuning t;
     KernelDatabase& db = t.db;

@@ -364,7 +364,13 @@ class AutotuneCommand : public Command {
           s.saved = parse_saved(flags_.saved);
           // A row activation's backward takes the saved output (torch saves it); there is no other.
           if (resolve_activation(a).is_row()) s.saved = Saved::output;
-          specs.push_back(s);
+          // A tier's backward is the exact kernel's job: once, under the exact text.
+          s = tuning_spec(s);
+          const bool again = std::any_of(specs.begin(), specs.end(), [&](const KernelSpec& o) {
+            return o.activation == s.activation && o.direction == s.direction && o.dtype == s.dtype &&
+                   o.saved == s.saved;
+          });
+          if (!again) specs.push_back(s);
         }
     // A whole table skips what cannot exist (saved output for an activation without it); a single
     // spec asked for by name fails as before.

@@ -536,6 +536,13 @@ UlpBounds ResolvedActivation::bounds() const {
   return gated ? gated_bounds(own) : own;
 }
 
+KernelSpec tuning_spec(KernelSpec spec) {
+  if (spec.direction == Direction::backward)
+    if (const ResolvedActivation a = resolve_activation(spec.activation); a.torch_tier())
+      spec.activation = a.exact_canonical();
+  return spec;
+}
+
 UlpBounds gated_bounds(const UlpBounds& b) {
   UlpBounds g;
   // float32: act(a) and the product in double, one rounding to float at the end
