@@ -537,7 +537,8 @@ UlpBounds ResolvedActivation::bounds() const {
 }
 
 KernelSpec tuning_spec(KernelSpec spec) {
-  if (spec.direction == Direction::backward)
+  // float32 alone: elsewhere the tier is refused (config_validation.cpp), not renamed
+  if (spec.direction == Direction::backward && spec.dtype == Dtype::f32)
     if (const ResolvedActivation a = resolve_activation(spec.activation); a.torch_tier())
       spec.activation = a.exact_canonical();
   return spec;
