@@ -175,14 +175,15 @@ std::string activation_names();  // "relu, relu6, ..."
 // Every built-in as `--act all` runs it: its name, or its example where a parameter is required.
 std::vector<std::string> all_activation_texts();
 
-// The bounds of gated(ACT) from ACT's own (docs/activations.md, "Gated activations"): float32
-// computes act(a) * b in double and rounds once (2 ulp forward and backward); float16 and
-// bfloat16 compute in float32 and round once (1 ulp forward); float64 rounds act(a) before the
-// product, whose error in ulps of the result is up to twice that of act(a) in its own ulps.
 // The spec a kernel is tuned as and stored under: a float32 backward named with accuracy=torch
 // runs the exact kernel (the tier is the float32 forward's math, src/codegen/codegen.cpp), so it
 // takes and stores the exact text's tunings; every other spec is its own.
 KernelSpec tuning_spec(KernelSpec spec);
+
+// The bounds of gated(ACT) from ACT's own (docs/activations.md, "Gated activations"): float32
+// computes act(a) * b in double and rounds once (2 ulp forward and backward); float16 and
+// bfloat16 compute in float32 and round once (1 ulp forward); float64 rounds act(a) before the
+// product, whose error in ulps of the result is up to twice that of act(a) in its own ulps.
 UlpBounds gated_bounds(const UlpBounds& act);
 
 // Whether a gated kernel of `dtype` computes in double (float32 without fast-math: one rounding

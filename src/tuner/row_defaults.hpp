@@ -1,17 +1,16 @@
 // The default config of a row kernel (the softmax family) on a device no tuning covers, from the
-// row length and direction: the whole row in registers where it fits 4 vectors per thread of up
-// to 1024 threads (a forward on CUDA below float64: 2, on the persistent grid; on sm_90 backward
-// float32 rows of 1024 to 16384 go to the pipelined cluster kernel, a block a row up to 2048 and
-// in clusters of 2 beyond, and 16-bit
-// rows of 16385 to 32768 one-shot across clusters of 4: row_defaults.cpp), else the online
-// two-pass kernel, which takes any row on any device: forward, 4 vectors in flight a thread, in
-// blocks of 128 on CUDA for rows of up to 128 vectors a thread, of 1024 elsewhere, and for 16-bit
-// dtypes where the device has clusters the pipelined cluster kernel (one read an element) with
-// slices of about 16384 elements; backward, float32 rows of up to 65536 elements where clusters
-// exist: the pipelined cluster kernel, slices of 8192 elements; else 2 vectors of g and y each (4
-// spill), and where the device has clusters, across a cluster of
-// blocks of 512 with slices of at most 8192 float32 or 32768 16-bit elements (up to its largest
-// cluster), so that the second pass reads them from L2. Vectors of 16 bytes. In registers:
+// row length and direction: the whole row in registers where it fits 4 vectors per thread of up to
+// 1024 threads (a forward on CUDA below float64: 2, on the persistent grid; on sm_90 backward
+// float32 rows of 1024 to 16384 go to the pipelined cluster kernel, a block a row up to 2048 and in
+// clusters of 2 beyond, and 16-bit rows of 16385 to 32768 one-shot across clusters of 4:
+// row_defaults.cpp), else the online two-pass kernel, which takes any row on any device: forward, 4
+// vectors in flight a thread, in blocks of 128 on CUDA for rows of up to 128 vectors a thread, of
+// 1024 elsewhere, and for 16-bit dtypes where the device has clusters the pipelined cluster kernel
+// (one read an element) with slices of about 16384 elements; backward, float32 rows of up to 65536
+// elements where clusters exist: the pipelined cluster kernel, slices of 8192 elements; else 2
+// vectors of g and y each (4 spill), and where the device has clusters, across a cluster of blocks
+// of 512 with slices of at most 8192 float32 or 32768 16-bit elements (up to its largest cluster),
+// so that the second pass reads them from L2. Vectors of 16 bytes. In registers:
 // - forward below float64 on CUDA: two vectors a thread on a persistent grid (one wave; each group
 //   loads its next row before it reduces this one), short rows sharing a block of 128;
 // - other forwards: one vector a thread, two for 16-bit rows of 64 vectors or more; backward: four;
@@ -38,8 +37,9 @@
 // 16 (23-50) are slower. 2^20 bfloat16 columns: two stages of a slice exceed shared memory, online (58.4).
 // Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one; the
 // pipelined cluster kernel 88 there in a block a row, 93 in clusters of 2 (blocks of 128, two
-// vectors a thread), the float32 default for rows of 2049 to 16384 where clusters exist; 32768x1024
-// 83 a block a row (blocks of 128, two vectors) against 77 in registers, the default from 1024 to 2048.
+// vectors a thread), the float32 default for rows of 2049 to 16384 where clusters exist;
+// 32768x1024 83 a block a row (blocks of 128, two vectors) against 77 in registers, the default
+// from 1024 to 2048.
 // float32 8192x32768: the pipelined cluster kernel in clusters of 4, blocks of 256, 4 vectors a
 // thread 96 (2 vectors: 86; blocks of 128: 55-72) against 74 online across clusters of 4 -- the
 // default for float32 rows of 16,385 to 65,536 elements (`kplay bench --no-db --repeat 9`); longer
