@@ -37,12 +37,31 @@ def test_drop_sizes_and_count_see_the_same_records(tmp_path):
     records = json.loads(SHIPPED.read_text())["tunings"]
     small = [r for r in records if r["n"] == 1048576]
     outputs = sum(1 for r in small if r["spec"].get("saved") == "output")
-    assert tool("count", SHIPPED, "1048576").split() == [str(len(small) - outputs), str(outputs)]
+    assert tool("count", SHIPPED, "1048576", "all").split() == [str(len(small) - outputs), str(outputs)]
+    # one dtype's: what a --dtype f32 run expects against
+    f32 = [r for r in small if r["spec"]["dtype"] == "f32"]
+    f32_outputs = sum(1 for r in f32 if r["spec"].get("saved") == "output")
+    assert f32 and len(f32) < len(small)
+    assert tool("count", SHIPPED, "1048576", "f32").split() == [str(len(f32) - f32_outputs), str(f32_outputs)]
     out = tmp_path / "kept.json"
     tool("drop-sizes", SHIPPED, out, "1048576,16777216")
     kept = json.loads(out.read_text())["tunings"]
     assert kept == [r for r in records if r["n"] not in (1048576, 16777216)] and kept
-    assert tool("count", out, "1048576").split() == ["0", "0"]
+    assert tool("count", out, "1048576", "all").split() == ["0", "0"]
+
+
+def test_an_activation_list_splits_at_the_commas_outside_parentheses(tmp_path):
+    # 'gelu(approximate=tanh, accuracy=torch)' is one text: --retune with it drops its records.
+    assert tool("texts", "all,gelu(approximate=tanh, accuracy=torch),threshold(threshold=0.1, value=20)").split(
+        "\n")[:3] == ["all", "gelu(approximate=tanh, accuracy=torch)", "threshold(threshold=0.1, value=20)"]
+    records = json.loads(SHIPPED.read_text())["tunings"]
+    text = "gelu(approximate=tanh, accuracy=torch)"
+    assert any(r["spec"]["activation"] == text and r["n"] == 1048576 for r in records)
+    out = tmp_path / "kept.json"
+    tool("drop-sizes", SHIPPED, out, "1048576", "relu," + text, "f32")
+    kept = json.loads(out.read_text())["tunings"]
+    assert kept == [r for r in records if not (r["n"] == 1048576 and r["spec"]["dtype"] == "f32"
+                                               and r["spec"]["activation"] in ("relu", text))]
 
 
 def test_drop_sizes_of_some_activations_and_dtypes_keeps_every_other_record(tmp_path):
@@ -70,5 +89,5 @@ def test_count_of_one_activation_leaves_the_others_of_its_size_out(tmp_path):
     path.write_text(json.dumps(doc))
     everything = [r for r in doc["tunings"] if r["n"] == n]
     outputs = sum(1 for r in everything if r["spec"].get("saved") == "output")
-    assert tool("count", path, n, "softmax").split() == [str(len(rows)), "0"]
-    assert tool("count", path, n).split() == [str(len(everything) - outputs), str(outputs)]
+    assert tool("count", path, n, "all", "softmax").split() == [str(len(rows)), "0"]
+    assert tool("count", path, n, "all").split() == [str(len(everything) - outputs), str(outputs)]
