@@ -275,6 +275,20 @@ TEST_CASE("activation text: parameters by name or position, canonical form, entr
   CHECK(resolve_activation("silu(accuracy=torch)").exact_canonical() == "silu");
   CHECK(resolve_activation("silu(accuracy=exact)").canonical == "silu");
   CHECK_FALSE(resolve_activation("silu").torch_tier());
+  // Its float32 backward is the exact kernel, tuned as the exact text; its forward and other
+  // dtypes (where the tier is refused) keep their own names.
+  KernelSpec spec;
+  spec.activation = "gelu(approximate=tanh, accuracy=torch)";
+  spec.direction = Direction::backward;
+  CHECK(tuning_spec(spec).activation == "gelu(approximate=tanh)");
+  spec.direction = Direction::forward;
+  CHECK(tuning_spec(spec).activation == spec.activation);
+  spec.direction = Direction::backward;
+  spec.dtype = Dtype::bf16;
+  CHECK(tuning_spec(spec).activation == spec.activation);
+  spec.activation = "silu";
+  spec.dtype = Dtype::f32;
+  CHECK(tuning_spec(spec).activation == "silu");
 }
 
 TEST_CASE("parameters are converted as torch converts them: compute type, or the tensor's dtype") {
