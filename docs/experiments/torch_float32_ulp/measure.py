@@ -8,6 +8,13 @@ all of them and over |x| <= 80 (torch's expf(-x) overflows below -88.7, where si
 for normal results and sigmoid 0 for subnormal ones), and how many inputs are over 1 and 2 ulp.
 
     python docs/experiments/torch_float32_ulp/measure.py [--acts silu,sigmoid] [--json FILE]
+    python docs/experiments/torch_float32_ulp/measure.py --direction backward [--kplay] [--acts ...]
+
+Backward: torch's own backward kernels (aten's silu_backward, elu_backward, gelu_backward, ...)
+with a gradient per input drawn as `kplay check` draws its own (mixed signs, magnitudes 0.25 to 8),
+against g f'(x) in float64; judged, as `kplay check` judges, where that exact result is a normal
+float32. --kplay measures kplay's accuracy=torch kernel the same way, on the same inputs and
+gradients (the wheel installed), beside torch's.
 """
 import argparse
 import json
@@ -56,6 +63,86 @@ CASES = {
 }
 
 
+def _sig64(x):  # sigmoid(x), sigmoid(-x) without cancellation
+    s = _sigmoid64(x)
+    return s, _sigmoid64(-x)
+
+
+def _silu_grad64(x):
+    s, sm = _sig64(x)
+    return s * (1 + x * sm)
+
+
+def _gelu_grad64(x):
+    return 0.5 * torch.special.erfc(-x / math.sqrt(2)) + x * torch.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+def _gelu_tanh_grad64(x):  # s + 2 x s (1 - s) u', s = sigmoid(2u)
+    u = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+    s, sm = _sig64(2 * u)
+    return s + 2 * x * s * sm * math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * x * x)
+
+
+_LAMBDA, _ALPHA = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
+_A = torch.ops.aten
+# name: (torch's float32 backward kernel (g, x), f'(x) in float64); each at its default parameters
+BACKWARD = {
+    "silu": (_A.silu_backward, _silu_grad64),
+    "elu": (lambda g, x: _A.elu_backward(g, 1.0, 1.0, 1.0, False, x), lambda x: torch.where(x > 0, 1.0, torch.exp(x))),
+    "celu": (lambda g, x: _A.elu_backward(g, 1.0, 1.0, 1.0, False, x), lambda x: torch.where(x > 0, 1.0, torch.exp(x))),
+    "selu": (lambda g, x: _A.elu_backward(g, _ALPHA, _LAMBDA, 1.0, False, x),
+             lambda x: torch.where(x > 0, _LAMBDA, _LAMBDA * _ALPHA * torch.exp(x))),
+    "gelu": (lambda g, x: _A.gelu_backward(g, x, approximate="none"), _gelu_grad64),
+    "gelu(approximate=tanh)": (lambda g, x: _A.gelu_backward(g, x, approximate="tanh"), _gelu_tanh_grad64),
+    "softplus": (lambda g, x: _A.softplus_backward(g, x, 1.0, 20.0),
+                 lambda x: torch.where(x > 20, 1.0, _sigmoid64(x))),
+    "logsigmoid": (lambda g, x: _A.log_sigmoid_backward(g, x, _A.log_sigmoid_forward(x)[1]),
+                   lambda x: _sigmoid64(-x)),
+}
+
+
+def _gradients(start, n):
+    """mixed signs, magnitudes 2^k (1 + u) for k in -2..2, u in [0, 1): kplay check's kind"""
+    gen = torch.Generator(device="cuda").manual_seed(start)
+    u = torch.rand(n, device="cuda", generator=gen, dtype=D)
+    k = torch.randint(-2, 3, (n,), device="cuda", generator=gen).to(D)
+    sign = torch.where(torch.rand(n, device="cuda", generator=gen) < 0.5, -1.0, 1.0).to(D)
+    return (sign * torch.exp2(k) * (1 + u)).to(torch.float32)
+
+
+def _kplay_backward(name):
+    import kplay.torch as kt
+
+    def grad(g, x):
+        xr = x.detach().requires_grad_()
+        y = kt.activation(xr, name.replace(")", ", accuracy=torch)") if "(" in name else name + "(accuracy=torch)")
+        return torch.autograd.grad(y, xr, g)[0]
+    return grad
+
+
+def measure_backward(name, with_kplay, chunk=1 << 27):
+    torch_fn, ref_fn = BACKWARD[name]
+    fns = {"torch": torch_fn}
+    if with_kplay:
+        fns["kplay"] = _kplay_backward(name)
+    worst = {k: (0.0, 0.0) for k in fns}
+    over2 = {k: 0 for k in fns}
+    for start in range(0, 1 << 32, chunk):
+        bits = torch.arange(start, start + chunk, device="cuda", dtype=torch.int64)
+        x = (bits - (1 << 32) * (bits >= (1 << 31))).to(torch.int32).view(torch.float32)
+        g = _gradients(start, chunk)
+        ref = g.to(D) * ref_fn(x.to(D))
+        judged = torch.isfinite(x) & (ref.abs() >= 2.0**-126)  # kplay check judges normal results
+        for k, fn in fns.items():
+            e = torch.where(judged, ulps(fn(g, x), ref), torch.zeros_like(ref))
+            over2[k] += int((e > 2).sum())
+            i = int(torch.argmax(e))
+            if float(e[i]) > worst[k][0]:
+                worst[k] = (float(e[i]), float(x[i]))
+    return {"activation": name, **{f"{k}_max_ulp": worst[k][0] for k in fns}, **{f"{k}_at": worst[k][1] for k in fns},
+            **{f"{k}_over_2_ulp": over2[k] for k in fns}}
+
+
 def ulps(y, ref):
     """|y - ref| in ulps of the float32 result ref (2^-149 below the normal range); infinite where
     exactly one is NaN, 0 where both are, or where y is the infinity that ref rounds to."""
@@ -94,8 +181,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--acts", default=",".join(CASES))
     ap.add_argument("--json")
+    ap.add_argument("--direction", choices=["forward", "backward"], default="forward")
+    ap.add_argument("--kplay", action="store_true", help="backward: kplay's accuracy=torch kernel beside torch's")
     args = ap.parse_args()
     rows = []
+    if args.direction == "backward":
+        acts = args.acts if args.acts != ",".join(CASES) else ",".join(BACKWARD)
+        print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}: float32 backward, every input")
+        for name in acts.split(","):
+            r = measure_backward(name, args.kplay)
+            rows.append(r)
+            print(" ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()), flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+        return
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}: torch's float32 activations, every input")
     print(f"{'activation':24s} {'max ulp':>12s} {'at':>12s} {'|x|<=80':>9s} {'at':>12s} {'>1 ulp':>11s} {'>2 ulp':>11s}")
     for name in args.acts.split(","):
