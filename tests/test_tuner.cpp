@@ -238,20 +238,37 @@ TEST_SUITE("opencl") {
     CHECK(choose_config(&t.db, t.engine, exact, 60000).config == exact_rec.best);
   }
 
-  TEST_CASE("OpenCL: an accuracy=torch backward is the exact kernel, tuned and served under the exact text") {
+  TEST_CASE("OpenCL: an accuracy=torch backward without a tier kernel is the exact one, tuned as the exact text") {
+    OpenClTuning t;
+    KernelSpec tier;
+    tier.activation = "mish(accuracy=torch)";
+    tier.direction = Direction::backward;
+    const TuningRecord rec = tune(t.engine, t.db, tier, short_run(50000, "random", 3));
+    CHECK(rec.spec.activation == "mish");
+    KernelSpec exact = tier;
+    exact.activation = "mish";
+    CHECK(choose_config(&t.db, t.engine, exact, 60000).config == rec.best);
+    const ConfigChoice served = choose_config(&t.db, t.engine, tier, 60000);
+    CHECK(served.config == rec.best);
+    CHECK(served.layer == "user");
+    CHECK(served.source.find("the tuning of 'mish' (accuracy=torch changes the forward alone)") != std::string::npos);
+  }
+
+  TEST_CASE("OpenCL: an accuracy=torch backward with a tier kernel is tuned and served under its own text") {
     OpenClTuning t;
     KernelSpec tier;
     tier.activation = "silu(accuracy=torch)";
     tier.direction = Direction::backward;
     const TuningRecord rec = tune(t.engine, t.db, tier, short_run(50000, "random", 3));
-    CHECK(rec.spec.activation == "silu");
-    KernelSpec exact = tier;
-    exact.activation = "silu";
-    CHECK(choose_config(&t.db, t.engine, exact, 60000).config == rec.best);
+    CHECK(rec.spec.activation == "silu(accuracy=torch)");
     const ConfigChoice served = choose_config(&t.db, t.engine, tier, 60000);
     CHECK(served.config == rec.best);
     CHECK(served.layer == "user");
-    CHECK(served.source.find("the tuning of 'silu' (accuracy=torch changes the forward alone)") != std::string::npos);
+    CHECK(served.source.find("the tuning of") == std::string::npos);
+    // the exact kernel's backward has no record: it is not the tier's
+    KernelSpec exact = tier;
+    exact.activation = "silu";
+    CHECK(choose_config(&t.db, t.engine, exact, 60000).layer != "user");
   }
 
   TEST_CASE("OpenCL: the halving and fast schedules run end to end and store a verified winner") {

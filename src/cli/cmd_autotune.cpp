@@ -364,7 +364,8 @@ class AutotuneCommand : public Command {
           s.saved = parse_saved(flags_.saved);
           // A row activation's backward takes the saved output (torch saves it); there is no other.
           if (resolve_activation(a).is_row()) s.saved = Saved::output;
-          // A tier's backward is the exact kernel's job: once, under the exact text.
+          // A tier's backward without a kernel of its own is the exact kernel's job: once, under
+          // the exact text.
           s = tuning_spec(s);
           const bool again = std::any_of(specs.begin(), specs.end(), [&](const KernelSpec& o) {
             return o.activation == s.activation && o.direction == s.direction && o.dtype == s.dtype &&

@@ -127,11 +127,10 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
   // A wide gated kernel (float32 storage, double math) takes it too, with the routines' double
   // results unrounded (templates/common/fp64_math.h, kp_d_res).
   const bool f32_storage = math == Dtype::f32 || wide;
-  // accuracy=torch (config_validation: float32 only), forward: the snippets' float formula
-  // (KP_F32_IEEE 0), no double or lean routine, and torch's compiler options (no -fmad=false).
-  // Backward keeps the exact path: its float formulas cancel near the derivative's roots, and
-  // torch's backward error there is not measured.
-  const bool tier = act.torch_tier() && math == Dtype::f32 && !c.fast_math && spec.direction == Direction::forward;
+  // accuracy=torch (config_validation: float32 only): the snippets' float formula (KP_F32_IEEE 0),
+  // no double or lean routine, and torch's compiler options (no -fmad=false); backward only where
+  // the activation's tier has a backward bound (torch_tier_kernel), else the exact kernel.
+  const bool tier = act.torch_tier_kernel(spec.direction) && math == Dtype::f32 && !c.fast_math;
   const bool fast_fp64 = dialect.fast_fp64 && f32_storage && !c.fast_math && !tier;
   os << "#define KP_FAST_FP64 " << (fast_fp64 ? 1 : 0) << '\n';
   os << "#define KP_TORCH_TIER " << (tier ? 1 : 0) << '\n';
@@ -153,6 +152,7 @@ RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, cons
     append_file(os, "common/fp64_math.h");     // empty unless KP_FAST_FP64
     append_file(os, "common/f32_math.h");
   }
+  if (tier) append_file(os, "common/tier_math.h");
   // Full-precision double routines that undercut the built-ins (float64 IEEE kernels only), and in
   // a wide kernel on a fast-FP64 device fp64_math.h's for the activations it has.
   if (math == Dtype::f64 && !c.fast_math) append_file(os, "common/float64_math.h");

@@ -193,6 +193,29 @@ double softplus_tier(double bound, const double* p) {
 // celu: alpha expm1(x / alpha), x / alpha and the product rounded, as torch's: 1.72 ulp on PoCL
 // and 2.04 on the H200 at alpha = 2.5 (65,537 random inputs; not swept over every float).
 double celu_tier(double bound, const double* p) { return p[0] == 1 ? bound : 3; }
+// The tier's float32 backward bound, where it has a backward kernel (0: the exact kernel): its
+// maximum over every float32 on the H200, one gradient each of magnitude 1/4 to 8 as `kplay check`
+// draws them, rounded up, below torch's own on the same inputs (docs/experiments/torch_float32_ulp,
+// --direction backward): elu and celu 3.54 (torch 6.31), selu 3.48 (9.68), softplus 4.23 (6.31),
+// logsigmoid 4.13 (5.89), where torch loses e^x's bits below x = -87.3 and the tier keeps them
+// (templates/common/tier_math.h). silu and gelu cancel next to their derivative's root (-1.2785,
+// -0.7518), where the root's float has a relative error of 0.41 (silu, 3.45e6 ulp; torch 1.68e7 in
+// its tail) and 6.7 (gelu: torch's 5.64e7 ulp, its formula; tanh 4.87e7, torch's NaN past 1.8e19):
+// 2^23 and 2^27 hold that relative error whatever the gradient.
+Activation with_torch_tier_backward(Activation a, double f32_backward,
+                                    double (*by_params)(double, const double*) = nullptr) {
+  a.torch_tier_backward = f32_backward;
+  a.torch_tier_backward_params = by_params;
+  return a;
+}
+// softplus' and celu's e^(beta x) and e^(x / alpha) take beta x and x / alpha rounded in float, as
+// torch's do: the rounding is magnified |beta x| times (up to 103 before the result is 0).
+double rounded_argument_tier(double bound, const double* p) {
+  int e = 0;
+  return std::fabs(std::frexp(p[0], &e)) == 0.5 ? bound : 128;
+}
+// elu's g alpha is a rounding more where alpha is not 1.
+double elu_tier_backward(double bound, const double* p) { return p[0] == 1 ? bound : bound + 0.5; }
 
 Activation with_param_bounds(Activation a, UlpBounds (*param_bounds)(UlpBounds, const double*)) {
   a.param_bounds = param_bounds;
@@ -242,32 +265,45 @@ const std::vector<Activation>& activations() {
           builtin("rrelu", "activations/rrelu.h", {{"lower", 0.125, {}}, {"upper", 1.0 / 3.0, {}}},
                   Torch{"RReLU", kInplace, kSavesInput}, rrelu_positive_mean, rrelu_check, zero_edge, bounds(1)),
           {{"slope", rrelu_mean_slope}, {"span", rrelu_span}}),
-      with_torch_tier(builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
-                              nonnegative_first_param, nullptr, zero_edge, bounds(1)),
-                      1.14),
-      with_torch_tier(builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}}, Torch{"CELU", kInplace, kSavesInput},
-                              positive_first_param, celu_check, zero_edge, bounds(1)),
-                      1.14, celu_tier),
-      with_torch_tier(builtin("selu", "activations/selu.h", {}, Torch{"SELU", kInplace, kSavesInput}, nullptr, nullptr,
-                              zero_edge, bounds(1)),
-                      2.3),
-      with_torch_tier(with_param_bounds(builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}},
-                                                Torch{"GELU", kNoInplace, kSavesInput}, nullptr, nullptr, no_edges,
-                                                narrow_backward(f64(bounds(2), 8, 1 << 18), 2)),
-                                        gelu_bounds),
-                      kTorchFormulaBound),
-      with_torch_tier(builtin("silu", "activations/silu.h", {}, Torch{"SiLU", kInplace, kSavesInput}, nullptr, nullptr,
-                              no_edges, f64(bounds(2), 4, 1 << 17)),
-                      64),
+      with_torch_tier_backward(
+          with_torch_tier(builtin("elu", "activations/elu.h", {{"alpha", 1.0, {}}}, Torch{"ELU", kInplace, kSavesInput},
+                                  nonnegative_first_param, nullptr, zero_edge, bounds(1)),
+                          1.14),
+          4, elu_tier_backward),
+      with_torch_tier_backward(with_torch_tier(builtin("celu", "activations/celu.h", {{"alpha", 1.0, {}}},
+                                                       Torch{"CELU", kInplace, kSavesInput}, positive_first_param,
+                                                       celu_check, zero_edge, bounds(1)),
+                                               1.14, celu_tier),
+                               4, rounded_argument_tier),
+      with_torch_tier_backward(
+          with_torch_tier(builtin("selu", "activations/selu.h", {}, Torch{"SELU", kInplace, kSavesInput}, nullptr,
+                                  nullptr, zero_edge, bounds(1)),
+                          2.3),
+          4),
+      with_torch_tier_backward(
+          with_torch_tier(
+              with_param_bounds(builtin("gelu", "activations/gelu.h", {{"approximate", 0, {"none", "tanh"}}},
+                                        Torch{"GELU", kNoInplace, kSavesInput}, nullptr, nullptr, no_edges,
+                                        narrow_backward(f64(bounds(2), 8, 1 << 18), 2)),
+                                gelu_bounds),
+              kTorchFormulaBound),
+          0x1p27),
+      with_torch_tier_backward(
+          with_torch_tier(builtin("silu", "activations/silu.h", {}, Torch{"SiLU", kInplace, kSavesInput}, nullptr,
+                                  nullptr, no_edges, f64(bounds(2), 4, 1 << 17)),
+                          64),
+          0x1p23),
       builtin("quick_gelu", "activations/quick_gelu.h", {{"beta", 1.702, {}}}, Torch{"", kNoInplace, kSavesInput},
               nullptr, positive_beta, no_edges, quick_gelu_bounds()),
       with_torch_tier(builtin("mish", "activations/mish.h", {}, Torch{"Mish", kInplace, kSavesInput}, nullptr, nullptr,
                               no_edges, f64(bounds(2), 8, 1 << 18)),
                       64),
-      with_torch_tier(builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
-                              Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, positive_beta, softplus_edges,
-                              f64(bounds(2), 6, 4)),
-                      2.71, softplus_tier),
+      with_torch_tier_backward(
+          with_torch_tier(builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
+                                  Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, positive_beta, softplus_edges,
+                                  f64(bounds(2), 6, 4)),
+                          2.71, softplus_tier),
+          5, rounded_argument_tier),
       builtin("softsign", "activations/softsign.h", {}, Torch{"Softsign", kNoInplace, kSavesInput}, nullptr, nullptr,
               no_edges, bounds(2)),
       with_torch_tier(builtin("sigmoid", "activations/sigmoid.h", {}, Torch{"Sigmoid", kNoInplace, kSavesOutput},
@@ -286,9 +322,11 @@ const std::vector<Activation>& activations() {
       with_torch_tier(builtin("hardswish", "activations/hardswish.h", {}, Torch{"Hardswish", kInplace, kSavesInput},
                               nullptr, nullptr, hard_edges, bounds(2)),
                       2.5),
-      with_torch_tier(builtin("logsigmoid", "activations/logsigmoid.h", {},
-                              Torch{"LogSigmoid", kNoInplace, kSavesInput}, nullptr, nullptr, zero_edge, bounds(2)),
-                      2.71),
+      with_torch_tier_backward(
+          with_torch_tier(builtin("logsigmoid", "activations/logsigmoid.h", {},
+                                  Torch{"LogSigmoid", kNoInplace, kSavesInput}, nullptr, nullptr, zero_edge, bounds(2)),
+                          2.71),
+          5),
       builtin("tanhshrink", "activations/tanhshrink.h", {}, Torch{"Tanhshrink", kNoInplace, kSavesInput}, nullptr,
               nullptr, no_edges, f64(bounds(2), 16, 8)),
       builtin("softshrink", "activations/softshrink.h", {{"lambd", 0.5, {}, ParamType::tensor}},
@@ -519,6 +557,10 @@ bool ResolvedActivation::torch_tier() const {
   return act->torch_tier_forward > 0 && !params.empty() && params.back() == 1;
 }
 
+bool ResolvedActivation::torch_tier_kernel(Direction d) const {
+  return torch_tier() && (d == Direction::forward || act->torch_tier_backward > 0);
+}
+
 std::string ResolvedActivation::exact_canonical() const {
   if (!torch_tier()) return canonical;
   // accuracy is the last parameter, so it ends the canonical text
@@ -533,13 +575,18 @@ UlpBounds ResolvedActivation::bounds() const {
   if (torch_tier())
     own.f32_forward = act->torch_tier_params ? act->torch_tier_params(act->torch_tier_forward, params.data())
                                              : act->torch_tier_forward;
+  if (torch_tier_kernel(Direction::backward))
+    own.f32_backward = act->torch_tier_backward_params
+                           ? act->torch_tier_backward_params(act->torch_tier_backward, params.data())
+                           : act->torch_tier_backward;
   return gated ? gated_bounds(own) : own;
 }
 
 KernelSpec tuning_spec(KernelSpec spec) {
   // float32 alone: elsewhere the tier is refused (config_validation.cpp), not renamed
   if (spec.direction == Direction::backward && spec.dtype == Dtype::f32)
-    if (const ResolvedActivation a = resolve_activation(spec.activation); a.torch_tier())
+    if (const ResolvedActivation a = resolve_activation(spec.activation);
+        a.torch_tier() && !a.torch_tier_kernel(Direction::backward))
       spec.activation = a.exact_canonical();
   return spec;
 }

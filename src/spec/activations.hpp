@@ -86,12 +86,16 @@ struct Activation {
   // The torch accuracy tier, where an activation has one: a choice parameter `accuracy` (exact,
   // the default, or torch) that gives float32 forward kernels the snippet's float formula compiled
   // as torch compiles its own (contraction on, library expf/tanhf/log1pf), held to this float32
-  // bound, within torch's own measured error (docs/accuracy.md, "The torch tier"). Backward
-  // kernels keep the exact path. 0: no tier.
+  // bound, within torch's own measured error (docs/accuracy.md, "The torch tier"). 0: no tier.
   double torch_tier_forward = 0;
   // The tier's bound for parameter values other than the defaults, from the one above (nullptr:
   // the same): softplus's beta x and celu's x / alpha are rounded in float, as torch rounds them.
   double (*torch_tier_params)(double bound, const double* p) = nullptr;
+  // The tier's float32 backward: the snippet's float derivative, held to this bound, within
+  // torch's own backward error over every float32 (docs/experiments/torch_float32_ulp); 0: the
+  // tier's backward is the exact kernel. By parameter values as above.
+  double torch_tier_backward = 0;
+  double (*torch_tier_backward_params)(double bound, const double* p) = nullptr;
   // Bounds that depend on a parameter's value, given the ones above: nullptr if none do (gelu's
   // float64 forward is held to 8 ulp, 4096 under approximate='tanh').
   UlpBounds (*param_bounds)(UlpBounds b, const double* p) = nullptr;
@@ -138,9 +142,10 @@ struct ResolvedActivation {
 
   bool has_backward() const { return act->user ? user_backward : (act->is_row || act->grad_from_input != nullptr); }
   bool is_row() const { return act->is_row; }
-  bool torch_tier() const;              // accuracy=torch given
-  std::string exact_canonical() const;  // canonical without accuracy=torch (the tier's tuning)
-  bool has_grad_from_output() const;    // never for gated: its backward takes a and b
+  bool torch_tier() const;                    // accuracy=torch given
+  bool torch_tier_kernel(Direction d) const;  // and the tier has a kernel of its own for d
+  std::string exact_canonical() const;        // canonical without accuracy=torch (the tier's tuning)
+  bool has_grad_from_output() const;          // never for gated: its backward takes a and b
   // act->bounds adjusted to these parameter values; for gated, the bounds of act(a) * b
   // (gated_bounds).
   UlpBounds bounds() const;
@@ -175,9 +180,10 @@ std::string activation_names();  // "relu, relu6, ..."
 // Every built-in as `--act all` runs it: its name, or its example where a parameter is required.
 std::vector<std::string> all_activation_texts();
 
-// The spec a kernel is tuned as and stored under: a float32 backward named with accuracy=torch
-// runs the exact kernel (the tier is the float32 forward's math, src/codegen/codegen.cpp), so it
-// takes and stores the exact text's tunings; every other spec is its own.
+// The spec a kernel is tuned as and stored under: a float32 backward named with accuracy=torch,
+// of an activation whose tier has no backward kernel (torch_tier_backward 0), runs the exact
+// kernel (src/codegen/codegen.cpp), so it takes and stores the exact text's tunings; every other
+// spec is its own.
 KernelSpec tuning_spec(KernelSpec spec);
 
 // The bounds of gated(ACT) from ACT's own (docs/activations.md, "Gated activations"): float32

@@ -27,7 +27,7 @@ std::string borrowed_note(const KernelSpec& spec, const TuningRecord& rec) {
   std::string note;
   if (spec.out != OutDtype::same) note += "the " + std::string(to_string(spec.dtype)) + "-output kernel's tuning: ";
   const ResolvedActivation a = resolve_activation(spec.activation);
-  if (a.torch_tier() && spec.direction == Direction::backward)
+  if (a.torch_tier() && !a.torch_tier_kernel(spec.direction))
     note += "the tuning of '" + a.exact_canonical() + "' (accuracy=torch changes the forward alone): ";
   else if (a.torch_tier() && resolve_activation(rec.spec.activation).canonical != a.canonical)
     note += "the tuning of '" + a.exact_canonical() + "' (none of its own): ";
@@ -50,10 +50,11 @@ ConfigChoice from_shipped(const KernelSpec& spec, const TuningRecord& r, const r
 // the tuning of the same gated kernel with the inputs' dtype as output (the same loads, fewer
 // bytes stored). The torch accuracy tier takes its own where one is stored, else the exact
 // kernel's (the same loads and stores, less math: at one wave the tier of tanh and hardswish is
-// fastest with two vectors a thread where the exact kernel takes one, docs/benchmarks.md); its
-// backward is the exact kernel, and takes the exact text's alone (tuning_spec).
+// fastest with two vectors a thread where the exact kernel takes one, docs/benchmarks.md). Where
+// the tier has no backward kernel of its own, its backward is the exact kernel, and takes the
+// exact text's alone (tuning_spec).
 std::vector<KernelSpec> tuned_as(const KernelSpec& spec) {
-  KernelSpec t = tuning_spec(spec);  // a tier's backward: the exact text alone
+  KernelSpec t = tuning_spec(spec);  // a tier's backward without a kernel of its own: the exact text alone
   t.out = OutDtype::same;
   std::vector<KernelSpec> out{t};
   if (const ResolvedActivation a = resolve_activation(spec.activation); a.torch_tier()) {

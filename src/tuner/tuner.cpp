@@ -640,7 +640,7 @@ std::vector<KernelConfig> with_baseline(std::vector<KernelConfig> space, const K
 
 TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& asked, const TuneOptions& o,
                   TuneTimes* times_out) {
-  const KernelSpec spec = tuning_spec(asked);  // a tier's backward is the exact kernel
+  const KernelSpec spec = tuning_spec(asked);  // a tier's backward may be the exact kernel
   if (o.n == 0) throw Error(ErrorCode::invalid_argument, "cannot tune for 0 elements");
   if (o.repeats < 3 || o.warmup < 0) throw Error(ErrorCode::invalid_argument, "--repeat must be >= 3, --warmup >= 0");
   const StrategyDef& def = find_strategy(o.strategy);

@@ -65,6 +65,12 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const double e = KP_EXP(q);
   return g * KP_FMA(e, r, e);
 }
+#elif KP_TORCH_TIER
+/* float32 accuracy=torch: g e^(x / alpha), with e^q's subnormal tail kept (tier_math.h) */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  const KP_C q = x / KP_P_ALPHA;
+  return x <= KP_LIT(0.0) ? kp_tier_scaled_exp(g, KP_LIT(1.0), q) : g;
+}
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return x <= KP_LIT(0.0) ? g * KP_EXP(x / KP_P_ALPHA) : g; }
 #endif

@@ -47,6 +47,12 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const float ah = g * KP_P_ALPHA, al = KP_FMAF(g, KP_P_ALPHA, -ah);
   return KP_FMAF(ah, hi, KP_FMAF(ah, lo, al * hi)) * down;
 }
+#elif KP_TORCH_TIER
+/* float32 accuracy=torch: g alpha e^x in float, with e^x's subnormal tail kept and no overflow of
+ * g alpha (templates/common/tier_math.h) */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  return x <= KP_LIT(0.0) ? kp_tier_scaled_exp(g, KP_P_ALPHA, x) : g;
+}
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return x <= KP_LIT(0.0) ? g * (KP_P_ALPHA * KP_EXP(x)) : g;

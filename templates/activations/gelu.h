@@ -85,6 +85,34 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return kp_d_gelu_grad(g, x);  /* in double, one rounding (templates/common/fp64_math.h) */
 #elif KP_F32_IEEE
   return kp_precise_gelu_grad(g, x);
+#elif KP_TORCH_TIER && KP_P_APPROXIMATE_TANH
+  /* float32 accuracy=torch: torch's gelu_backward as written (tanhf, its 1 + t and 1 - t^2), so its
+   * error and cost (the sigmoid form below took 105 against torch's 118 % of copy at 2^20 on the
+   * H200); beyond |x| = 20 the tail below, which keeps torch's x^2 from overflowing into
+   * 0 * inf = NaN past |x| = 1.8e19 (NaN at +-inf, as torch). */
+  const KP_C x_sq = x * x;
+  const KP_C inner = KP_GELU_SQRT_2_PI * (x + KP_GELU_KAPPA * (x_sq * x));
+#ifdef __OPENCL_VERSION__
+  /* tanh(u) rounds to -1 below u = -9.01, where CUDA's tanhf gives it and PoCL's -1 + 2^-24 (as the
+   * forward, above): then 1 - t^2 is 2^-23 where the exact is below it, 1.9e7 ulp at x = -5.18 */
+  const KP_C t = inner < KP_LIT(-9.01) ? KP_LIT(-1.0) : KP_TANH(inner);
+#else
+  const KP_C t = KP_TANH(inner);
+#endif
+  const KP_C left = KP_LIT(0.5) * x;
+  const KP_C left_derivative = KP_LIT(0.5) * (KP_LIT(1.0) + t);
+  const KP_C tanh_derivative = KP_LIT(1.0) - t * t;
+  const KP_C inner_derivative = KP_GELU_SQRT_2_PI * (KP_LIT(1.0) + KP_LIT(3.0) * KP_GELU_KAPPA * x_sq);
+  const KP_C d = g * (left_derivative + left * tanh_derivative * inner_derivative);
+  return KP_FABS(x) > KP_LIT(20.0) ? (x > KP_LIT(0.0) ? g : g * KP_LIT(0.0)) + g * (x - x) : d;
+#elif KP_TORCH_TIER
+  /* float32 accuracy=torch: torch's gelu_backward as written (erff, whose 0.5 (1 + erf) cancels
+   * with x phi(x) near the root at -0.7518 as the erfcf form does, at two thirds of its cost: the
+   * erfcf form took 93 against torch's 106 % of copy at 2^20 on the H200, and 9.0e7 ulp at the
+   * root's float where torch's formula gives torch's 5.6e7) */
+  const KP_C cdf = KP_LIT(0.5) * (KP_LIT(1.0) + KP_ERF(x * KP_GELU_SQRT1_2));
+  const KP_C pdf = KP_EXP(KP_LIT(-0.5) * x * x) * KP_GELU_INV_SQRT_2PI;
+  return g * (cdf + x * pdf);
 #elif KP_P_APPROXIMATE_TANH
   KP_C s, sm;
   kp_gelu_sig2u(x, &s, &sm);

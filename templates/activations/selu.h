@@ -82,6 +82,13 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const float ah = g * 0x1.c212ccp+0f, al = KP_FMAF(g, 0x1.c212ccp+0f, -ah) + g * 0x1.903c0cp-26f;
   return KP_FMAF(ah, hi, KP_FMAF(ah, lo, al * hi)) * down;
 }
+#elif KP_TORCH_TIER
+/* float32 accuracy=torch: g lambda alpha e^x in float, with e^x's subnormal tail kept and no
+ * overflow of g lambda alpha (templates/common/tier_math.h; the generic formula below rounds a
+ * subnormal e^x twice: 11.7 ulp over every float on the H200, torch's 9.7) */
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
+  return x <= KP_LIT(0.0) ? kp_tier_scaled_exp(g, KP_SELU_LAMBDA_ALPHA, x) : g * KP_SELU_LAMBDA;
+}
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   return x <= KP_LIT(0.0) ? g * (KP_SELU_LAMBDA_ALPHA * KP_EXP(x)) : g * KP_SELU_LAMBDA;
