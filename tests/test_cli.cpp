@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -100,13 +101,15 @@ TEST_CASE("kplay list prints every built-in of the registry, and --names, --text
   const Result texts = run_kplay("list --texts");
   REQUIRE(texts.status == 0);
   CHECK(lines(texts.output) == kplay::all_activation_texts());
-  // --formulas: the texts, then each parameter value that selects another formula.
+  // --formulas: the texts, then each combination of parameter values that selects another formula.
   const Result formulas = run_kplay("list --formulas");
   REQUIRE(formulas.status == 0);
   const std::vector<std::string> every = lines(formulas.output), all = kplay::all_activation_texts();
   REQUIRE(every.size() > all.size());
   CHECK(std::vector<std::string>(every.begin(), every.begin() + static_cast<std::ptrdiff_t>(all.size())) == all);
-  CHECK(std::find(every.begin(), every.end(), "gelu(approximate=tanh)") != every.end());
+  for (const char* t : {"gelu(approximate=tanh)", "gelu(accuracy=torch)", "gelu(approximate=tanh, accuracy=torch)"})
+    CHECK(std::find(every.begin(), every.end(), t) != every.end());
+  CHECK(std::set<std::string>(every.begin(), every.end()).size() == every.size());
   for (const auto& t : every) CHECK(kplay::resolve_activation(t).canonical == t);
   CHECK(run_kplay("list --texts --formulas").status == 2);
 

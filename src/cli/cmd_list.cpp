@@ -2,7 +2,7 @@
 // line each: name, parameters with their defaults, whether it has a backward, torch.nn's class.
 // --names prints the names alone and --texts what `--act all` runs, one per line, for scripts
 // (tools/) that need every activation without a list of their own; --formulas adds the texts whose
-// parameter selects another formula (every kernel body: the counts and the shipped tunings).
+// parameters select another formula (every kernel body: the counts and the shipped tunings).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +15,29 @@
 
 namespace kplay::cli {
 namespace {
+
+// Every combination of the choice parameters' values but the defaults, one text each in the
+// parameters' order: gelu's approximate=tanh and accuracy=torch are each a formula, and so is the
+// pair (gelu(approximate=tanh, accuracy=torch)).
+void print_formulas(const Activation& a) {
+  std::vector<const ParamDef*> choice;
+  for (const ParamDef& p : a.params)
+    if (!p.choices.empty()) choice.push_back(&p);
+  std::vector<std::size_t> defaults, at(choice.size(), 0);
+  for (const ParamDef* p : choice) defaults.push_back(static_cast<std::size_t>(p->default_value));
+  for (;;) {  // an odometer over the choices, from all-first to all-last
+    if (at != defaults) {
+      std::string args;
+      for (std::size_t i = 0; i < choice.size(); ++i)
+        if (at[i] != defaults[i])
+          args += (args.empty() ? "" : ", ") + std::string(choice[i]->name) + "=" + choice[i]->choices[at[i]];
+      std::printf("%s(%s)\n", a.name.c_str(), args.c_str());
+    }
+    std::size_t k = 0;
+    while (k < choice.size() && ++at[k] == choice[k]->choices.size()) at[k++] = 0;
+    if (k == choice.size()) return;
+  }
+}
 
 // "negative_slope=0.01", "approximate=none (none|tanh)", "threshold (required)"; "-" for none.
 std::string describe_params(const Activation& a) {
@@ -43,8 +66,9 @@ class ListCommand : public Command {
         "--texts", texts_,
         "print what --act all runs, one per line: the name, or an example where a parameter is required");
     auto* formulas = app_->add_flag("--formulas", formulas_,
-                                    "print --texts and, after them, one text per other value of a parameter that "
-                                    "selects another formula (gelu(approximate=tanh)): every kernel body there is");
+                                    "print --texts and, after them, one text per other combination of parameter "
+                                    "values that selects another formula (gelu(approximate=tanh), "
+                                    "gelu(approximate=tanh, accuracy=torch)): every kernel body there is");
     names->excludes(texts);
     names->excludes(formulas);
     texts->excludes(formulas);
@@ -60,10 +84,7 @@ class ListCommand : public Command {
       for (const auto& t : all_activation_texts()) std::printf("%s\n", t.c_str());
       if (formulas_)
         for (const auto& a : activations())
-          for (const ParamDef& p : a.params)
-            for (std::size_t i = 0; i < p.choices.size(); ++i)
-              if (static_cast<double>(i) != p.default_value && a.example.empty())
-                std::printf("%s(%s=%s)\n", a.name.c_str(), p.name, p.choices[i]);
+          if (a.example.empty()) print_formulas(a);
       return kExitOk;
     }
     std::vector<std::vector<std::string>> rows = {{"NAME", "PARAMETERS", "BACKWARD", "TORCH"}};
