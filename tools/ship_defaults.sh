@@ -151,18 +151,28 @@ fi
 # Read back as kplay will read it, with no warning.
 check=$(KPLAY_SHIPPED_TUNINGS="$out" "$kplay" db list --layer shipped --db "$work/none.db" 2>&1)
 if grep -q "warning" <<<"$check"; then echo "$check" >&2; echo "ship_defaults.sh: $file does not read back" >&2; exit 1; fi
-# The records of this run's sizes (a --resume-from file may hold others): from the file, which has n.
-read -r records outputs < <(python3 "$root/tools/shipped_file.py" count "$file" "$sizes" "$dtype" ${rows:+"$acts"})
+# The records of this run's sizes, dtypes and texts (a --resume-from file may hold others): from the
+# file, which has n.
+only=$acts; [ "$acts" = "${acts#all}" ] || only=""
+read -r records outputs < <(python3 "$root/tools/shipped_file.py" count "$file" "$sizes" "$dtype" ${only:+"$only"})
 # A row backward is always from the saved output: those records are the table's backward half.
 [ -z "$rows" ] || { records=$((records + outputs)); outputs=0; }
-# Each text a record per dtype and direction, but the accuracy=torch tier: float32 forward alone
-# (its backward is the exact kernel, tuned under the exact text).
+# Each text a record per dtype and direction, but the accuracy=torch tier: float32 alone, forward,
+# and backward where the tier has a backward kernel (its generated source says so); elsewhere its
+# backward is the exact kernel, tuned under the exact text.
 texts=$(python3 "$root/tools/shipped_file.py" texts "$acts")
 [ "$acts" = "${acts#all}" ] || texts=$(grep -vx all <<<"$texts"; "$kplay" list --texts)
-tiers=$(grep -c 'accuracy=torch' <<<"$texts" || true)
+tier_records=0
+while read -r t; do
+  [ -n "$t" ] || continue
+  tier_records=$((tier_records + 1))
+  src=$("$kplay" emit --backend "$backend" --act "$t" --dtype f32 --direction backward 2>/dev/null || true)
+  grep -q "^#define KP_TORCH_TIER 1" <<<"$src" && tier_records=$((tier_records + 1))
+done < <(grep 'accuracy=torch' <<<"$texts" || true)
 [ "$dtype" = all ] && dtypes=4 || dtypes=$(tr ',' '\n' <<<"$dtype" | grep -c .)
 f32=0; [ "$dtype" = all ] || grep -qx f32 < <(tr ',' '\n' <<<"$dtype") && f32=1
-expected=$(( (($(grep -c . <<<"$texts") - tiers) * dtypes * 2 + tiers * f32) * $(tr ',' '\n' <<<"$sizes" | grep -c .) ))
+plain=$(( $(grep -c . <<<"$texts") - $(grep -c 'accuracy=torch' <<<"$texts" || true) ))
+expected=$(( (plain * dtypes * 2 + tier_records * f32) * $(tr ',' '\n' <<<"$sizes" | grep -c .) ))
 of_output=", and $outputs of backward from the saved output"
 [ -z "$rows" ] || of_output=""
 echo "ship_defaults.sh: [$((SECONDS - start)) s] $records of $expected records$of_output; $(du -k "$file" | cut -f1) KB"
