@@ -15,8 +15,8 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults 
   app.add_option("--act", f.activations,
                  std::string("activation") +
                      (several ? "s, comma-separated, or all (gated(all): the gated form of each)" : "") +
-                     " with parameters as in torch, e.g. leaky_relu(negative_slope=0.2) (float32 forward at torch's "
-                     "accuracy and cost: silu(accuracy=torch), docs/accuracy.md), or a snippet file ./my_act.h, or "
+                     " with parameters as in torch, e.g. leaky_relu(negative_slope=0.2) (float32 at torch's accuracy "
+                     "and cost: silu(accuracy=torch), docs/accuracy.md), or a snippet file ./my_act.h, or "
                      "the gated form of any: gated(silu) is out = silu(a) * b (" +
                      activation_names() + ")")
       ->capture_default_str();
