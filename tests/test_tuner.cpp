@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "device_fixture.hpp"
 #include "hopper_device.hpp"
@@ -238,37 +239,28 @@ TEST_SUITE("opencl") {
     CHECK(choose_config(&t.db, t.engine, exact, 60000).config == exact_rec.best);
   }
 
-  TEST_CASE("OpenCL: an accuracy=torch backward without a tier kernel is the exact one, tuned as the exact text") {
-    OpenClTuning t;
-    KernelSpec tier;
-    tier.activation = "mish(accuracy=torch)";
-    tier.direction = Direction::backward;
-    const TuningRecord rec = tune(t.engine, t.db, tier, short_run(50000, "random", 3));
-    CHECK(rec.spec.activation == "mish");
-    KernelSpec exact = tier;
-    exact.activation = "mish";
-    CHECK(choose_config(&t.db, t.engine, exact, 60000).config == rec.best);
-    const ConfigChoice served = choose_config(&t.db, t.engine, tier, 60000);
-    CHECK(served.config == rec.best);
-    CHECK(served.layer == "user");
-    CHECK(served.source.find("the tuning of 'mish' (accuracy=torch changes the forward alone)") != std::string::npos);
-  }
-
-  TEST_CASE("OpenCL: an accuracy=torch backward with a tier kernel is tuned and served under its own text") {
-    OpenClTuning t;
-    KernelSpec tier;
-    tier.activation = "silu(accuracy=torch)";
-    tier.direction = Direction::backward;
-    const TuningRecord rec = tune(t.engine, t.db, tier, short_run(50000, "random", 3));
-    CHECK(rec.spec.activation == "silu(accuracy=torch)");
-    const ConfigChoice served = choose_config(&t.db, t.engine, tier, 60000);
-    CHECK(served.config == rec.best);
-    CHECK(served.layer == "user");
-    CHECK(served.source.find("the tuning of") == std::string::npos);
-    // the exact kernel's backward has no record: it is not the tier's
-    KernelSpec exact = tier;
-    exact.activation = "silu";
-    CHECK(choose_config(&t.db, t.engine, exact, 60000).layer != "user");
+  TEST_CASE("OpenCL: a tier's backward is tuned as its own text where it has a kernel, else as the exact text") {
+    // silu's tier has a backward kernel of its own; mish's backward is the exact kernel
+    for (const auto& [text, exact_text, own] :
+         {std::tuple<const char*, const char*, bool>{"silu(accuracy=torch)", "silu", true},
+          {"mish(accuracy=torch)", "mish", false}}) {
+      INFO(text);
+      OpenClTuning t;
+      KernelSpec tier;
+      tier.activation = text;
+      tier.direction = Direction::backward;
+      const TuningRecord rec = tune(t.engine, t.db, tier, short_run(50000, "random", 3));
+      CHECK(rec.spec.activation == (own ? text : exact_text));
+      const ConfigChoice served = choose_config(&t.db, t.engine, tier, 60000);
+      CHECK(served.config == rec.best);
+      CHECK(served.layer == "user");
+      const std::string note =
+          std::string("the tuning of '") + exact_text + "' (accuracy=torch changes the forward alone)";
+      CHECK((served.source.find(note) != std::string::npos) == !own);
+      KernelSpec exact = tier;  // the exact text is served the record only where it was tuned as it
+      exact.activation = exact_text;
+      CHECK((choose_config(&t.db, t.engine, exact, 60000).layer == "user") == !own);
+    }
   }
 
   TEST_CASE("OpenCL: the halving and fast schedules run end to end and store a verified winner") {

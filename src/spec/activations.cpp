@@ -185,8 +185,9 @@ Activation with_torch_tier(Activation a, double f32_forward, double (*by_params)
 }
 // softplus: log1p(exp(beta x)) / beta with beta x rounded in float, as torch rounds it: exact for a
 // power of two; otherwise exp magnifies the rounding by |beta x| (up to 103 before the result is
-// 0): 61 ulp on PoCL at beta = 0.7.
-double softplus_tier(double bound, const double* p) {
+// 0): 61 ulp on PoCL at beta = 0.7. The same for softplus' and celu's backward, e^(beta x) and
+// e^(x / alpha) with beta x and x / alpha rounded in float.
+double rounded_argument_tier(double bound, const double* p) {
   int e = 0;
   return std::fabs(std::frexp(p[0], &e)) == 0.5 ? bound : 128;
 }
@@ -207,12 +208,6 @@ Activation with_torch_tier_backward(Activation a, double f32_backward,
   a.torch_tier_backward = f32_backward;
   a.torch_tier_backward_params = by_params;
   return a;
-}
-// softplus' and celu's e^(beta x) and e^(x / alpha) take beta x and x / alpha rounded in float, as
-// torch's do: the rounding is magnified |beta x| times (up to 103 before the result is 0).
-double rounded_argument_tier(double bound, const double* p) {
-  int e = 0;
-  return std::fabs(std::frexp(p[0], &e)) == 0.5 ? bound : 128;
 }
 // elu's g alpha is a rounding more where alpha is not 1.
 double elu_tier_backward(double bound, const double* p) { return p[0] == 1 ? bound : bound + 0.5; }
@@ -302,7 +297,7 @@ const std::vector<Activation>& activations() {
           with_torch_tier(builtin("softplus", "activations/softplus.h", {{"beta", 1.0, {}}, {"threshold", 20.0, {}}},
                                   Torch{"Softplus", kNoInplace, kSavesInput}, nullptr, positive_beta, softplus_edges,
                                   f64(bounds(2), 6, 4)),
-                          2.71, softplus_tier),
+                          2.71, rounded_argument_tier),
           5, rounded_argument_tier),
       builtin("softsign", "activations/softsign.h", {}, Torch{"Softsign", kNoInplace, kSavesInput}, nullptr, nullptr,
               no_edges, bounds(2)),
