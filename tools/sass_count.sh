@@ -16,7 +16,7 @@
 #        tools/sass_count.sh --costs [--kplay CLI] [--arch sm_90] [ACT ...] >src/spec/activation_costs.inc
 #   --costs: the INSTR of the xV column for every dtype, path and direction, as the rows of the
 #   default model's cost table (src/spec/activation_costs.hpp says what each column is); ACT
-#   default: every line of `kplay list --formulas` (--texts and gelu(approximate=tanh)).
+#   default: every line of `kplay list --formulas` (--texts, gelu(approximate=tanh), the tier texts).
 #   ACT: activation text as kplay takes it, e.g. 'softplus(beta=2, threshold=10)'; default: every
 #   line of `kplay list --texts`. CLI: default $KPLAY_CLI, else build/kplay. --keep DIR keeps the
 #   sources and disassembly. NVCC=... and NVDISASM=... override the tools.
