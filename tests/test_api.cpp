@@ -5,6 +5,7 @@
 #include "activation_cases.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -172,7 +173,49 @@ void check_api_threads(test::UserDevice& dev) {
 }
 }  // namespace
 
+namespace {
+// The tier's float32 backward where e^x is subnormal (x below -87.3) and the result is not: a
+// gradient of 2^24 or more. torch's g c e^x keeps only e^x's few bits there (down to one at -103:
+// a relative error up to 1/2); the tier scales e^x up first (templates/common/tier_math.h).
+void check_tier_subnormal_tail(test::UserDevice& dev) {
+  const std::int64_t n = 4096;
+  for (const char* text : {"elu(accuracy=torch)", "celu(accuracy=torch)", "selu(accuracy=torch)",
+                           "softplus(accuracy=torch)", "logsigmoid(accuracy=torch)"}) {
+    const ResolvedActivation act = resolve_activation(text);
+    const bool positive = act.act->name == "logsigmoid";  // its e^-x is subnormal for x above 87.3
+    std::vector<float> x(n), g(n), out(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float deep = -87.4f - 15.5f * static_cast<float>(i) / static_cast<float>(n);  // to -102.9
+      x[static_cast<std::size_t>(i)] = positive ? -deep : deep;
+      g[static_cast<std::size_t>(i)] =
+          std::ldexp(1.0f + static_cast<float>(i % 64) / 64.0f, 24 + i % 5) * (i % 2 ? -1 : 1);
+    }
+    const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+    void* d_x = dev.allocate(bytes);
+    void* d_g = dev.allocate(bytes);
+    void* d_out = dev.allocate(bytes);
+    dev.upload(d_x, x.data(), bytes);
+    dev.upload(d_g, g.data(), bytes);
+    backward(text, Dtype::f32, d_g, d_x, Saved::input, d_out, n, dev.stream());
+    dev.download(out.data(), d_out, bytes);
+    const reference::Functions* ref = reference::find(act.act->name);
+    REQUIRE(ref != nullptr);
+    ErrorStats s(Dtype::f32, act.bounds().f32_backward, true);
+    for (std::size_t i = 0; i < x.size(); ++i) s.add(i, out[i], ref->from_input(g[i], x[i], act.params.data()));
+    INFO(std::string(text) << ": " << s.summary());
+    CHECK(s.checked == static_cast<std::uint64_t>(n));
+    CHECK(s.mismatches == 0);
+  }
+}
+}  // namespace
+
 TEST_SUITE("cuda") {
+  TEST_CASE("API on CUDA: the tier's float32 backward keeps e^x's bits where e^x is subnormal") {
+    std::string why;
+    auto dev = test::cuda_user_device(&why);
+    REQUIRE_MESSAGE(dev, why);
+    check_tier_subnormal_tail(*dev);
+  }
   TEST_CASE("API on CUDA: every activation, direction, dtype, in place and saved tensor") {
     std::string why;
     auto dev = test::cuda_user_device(&why);
@@ -201,6 +244,12 @@ TEST_SUITE("cuda") {
 }
 
 TEST_SUITE("opencl") {
+  TEST_CASE("API on OpenCL: the tier's float32 backward keeps e^x's bits where e^x is subnormal") {
+    std::string why;
+    auto dev = test::opencl_user_device(&why);
+    REQUIRE_MESSAGE(dev, why);
+    check_tier_subnormal_tail(*dev);
+  }
   TEST_CASE("API on OpenCL: every activation, direction, dtype, in place and saved tensor") {
     std::string why;
     auto dev = test::opencl_user_device(&why);
