@@ -11,7 +11,8 @@
 #     tests     the doctest suites: CUDA, and the device-free unit tests
 #     accuracy  kplay check: every float32 input forward (on both float32 math paths where the
 #               device computes in double), every 16-bit input both directions, float32 backward
-#               on 2^28 random bit patterns and on every input of its hard windows
+#               on 2^28 random bit patterns and on every input of its hard windows, the
+#               accuracy=torch tier's float32 kernels on 2^28 patterns both ways
 #     perf      kplay run --no-db: each activation's untuned default per dtype and direction (and
 #               float32's float-float path), launch knob variants, odd layouts and sizes
 #     torch     tools/perf_table.py: kplay against torch and a copy in one process, untuned, then
@@ -196,6 +197,12 @@ softplus forward -20 20
 logsigmoid forward -20 20
 tanhshrink forward -12 12
 WINDOWS
+  # The accuracy=torch tier's float32 kernels, each held to its own bound (docs/accuracy.md), on
+  # 2^28 random bit patterns both ways (its every-input figures: measure.py, docs/experiments/).
+  tiers=$("$K" list --formulas | grep 'accuracy=torch' | paste -sd, -)
+  for dir in forward backward; do
+    check_logged "acc_tier_$dir" --act "$tiers" --dtype f32 --direction $dir --sample 268435456
+  done
   # The activations whose derivative can be recovered from the saved output (kplay emit refuses the others).
   saved_out=()
   for a in "${ACTS[@]}"; do
