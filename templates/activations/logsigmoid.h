@@ -22,11 +22,7 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_pm_mul_sigmoid
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_f64_mul_sigmoid(g, -x); }
 #elif KP_TORCH_TIER
 /* float32 accuracy=torch: g sigmoid(-x), with e^-x's subnormal tail kept (tier_math.h) */
-KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
-  const KP_C e = kp_tier_exp(-KP_FABS(x));
-  const KP_C gs = x > KP_LIT(0.0) && KP_TIER_DEEP(-x) ? g * KP_TIER_E64 : g;
-  return gs * ((x < KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e));
-}
+KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) { return kp_tier_mul_sigmoid(g, -x); }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C e = KP_EXP_FACTOR(-KP_FABS(x));

@@ -61,13 +61,10 @@ KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
 }
 #elif KP_TORCH_TIER
 /* float32 accuracy=torch: g sigmoid(beta x), beta x rounded as torch rounds it, with e^(beta x)'s
- * subnormal tail kept (templates/common/tier_math.h; 1 + e is 1 there either way) */
+ * subnormal tail kept (templates/common/tier_math.h) */
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {
   const KP_C bx = x * KP_P_BETA;
-  if (bx > KP_P_THRESHOLD) return g;
-  const KP_C e = kp_tier_exp(-KP_FABS(bx));
-  const KP_C gs = bx < KP_LIT(0.0) && KP_TIER_DEEP(bx) ? g * KP_TIER_E64 : g;
-  return gs * ((bx >= KP_LIT(0.0) ? KP_LIT(1.0) : e) / (KP_LIT(1.0) + e));
+  return bx > KP_P_THRESHOLD ? g : kp_tier_mul_sigmoid(g, bx);
 }
 #else
 KP_FN KP_C kp_act_backward_from_input(KP_C g, KP_C x) {

@@ -7,7 +7,7 @@
  * H200, half the result's value with larger ones). Below t = -87 these kernels take e^(t + 64),
  * normal, and fold e^-64 into the gradient's constant: g (c e^-64) e^(t + 64). t + 64 is exact: t
  * and 64 are multiples of t's ulp below 2^30 in magnitude, and the sum is smaller than t (beyond,
- * e^t is 0 either way). At and above -87 the product is torch's. */
+ * e^t is 0 either way). At and above -87 the formula is torch's. */
 #define KP_TIER_DEEP(t) ((t) < -87.0f)
 #define KP_TIER_E64 0x1.969d48p-93f /* e^-64, rounded */
 KP_FN float kp_tier_exp(float t) { return KP_EXP(KP_TIER_DEEP(t) ? t + 64.0f : t); }
@@ -15,7 +15,13 @@ KP_FN float kp_tier_exp(float t) { return KP_EXP(KP_TIER_DEEP(t) ? t + 64.0f : t
  * constants' product first also keeps g c from overflowing where the result does not (torch's
  * (g c) e^t is +-inf for |g c| > 3.4e38). */
 KP_FN float kp_tier_scaled_exp(float g, float c, float t) {
-  const int deep = KP_TIER_DEEP(t);
-  const float e = KP_EXP(deep ? t + 64.0f : t);
-  return deep ? (g * (c * KP_TIER_E64)) * e : g * (c * e);
+  const float e = kp_tier_exp(t);
+  return KP_TIER_DEEP(t) ? (g * (c * KP_TIER_E64)) * e : g * (c * e);
+}
+/* g sigmoid(z) from e = e^-|z| (softplus' and logsigmoid's derivatives): g e / (1 + e) for z < 0,
+ * where e may be subnormal (1 + e is 1 there either way), g / (1 + e) otherwise. */
+KP_FN float kp_tier_mul_sigmoid(float g, float z) {
+  const float e = kp_tier_exp(-KP_FABS(z));
+  const float gs = z < 0.0f && KP_TIER_DEEP(z) ? g * KP_TIER_E64 : g;
+  return gs * ((z >= 0.0f ? 1.0f : e) / (1.0f + e));
 }
