@@ -276,20 +276,20 @@ TEST_CASE("activation text: parameters by name or position, canonical form, entr
   CHECK(resolve_activation("silu(accuracy=exact)").canonical == "silu");
   CHECK_FALSE(resolve_activation("silu").torch_tier());
   // A tier with a backward kernel of its own holds it to its own bound and tunes it under its own
-  // text; one without (mish) runs the exact kernel backward, tuned as the exact text. Forward
+  // text; one without (hardswish) runs the exact kernel backward, tuned as the exact text. Forward
   // kernels and other dtypes (where the tier is refused) keep their own names.
   CHECK(tier.torch_tier_kernel(Direction::backward));
   CHECK(tier.bounds().f32_backward != resolve_activation("gelu(approximate=tanh)").bounds().f32_backward);
-  const auto mish = resolve_activation("mish(accuracy=torch)");
-  CHECK(mish.torch_tier_kernel(Direction::forward));
-  CHECK_FALSE(mish.torch_tier_kernel(Direction::backward));
-  CHECK(mish.bounds().f32_backward == resolve_activation("mish").bounds().f32_backward);
+  const auto hardswish = resolve_activation("hardswish(accuracy=torch)");
+  CHECK(hardswish.torch_tier_kernel(Direction::forward));
+  CHECK_FALSE(hardswish.torch_tier_kernel(Direction::backward));
+  CHECK(hardswish.bounds().f32_backward == resolve_activation("hardswish").bounds().f32_backward);
   KernelSpec spec;
   spec.activation = "gelu(approximate=tanh, accuracy=torch)";
   spec.direction = Direction::backward;
   CHECK(tuning_spec(spec).activation == spec.activation);
-  spec.activation = "mish(accuracy=torch)";
-  CHECK(tuning_spec(spec).activation == "mish");
+  spec.activation = "hardswish(accuracy=torch)";
+  CHECK(tuning_spec(spec).activation == "hardswish");
   spec.direction = Direction::forward;
   CHECK(tuning_spec(spec).activation == spec.activation);
   spec.direction = Direction::backward;

@@ -240,10 +240,10 @@ TEST_SUITE("opencl") {
   }
 
   TEST_CASE("OpenCL: a tier's backward is tuned as its own text where it has a kernel, else as the exact text") {
-    // silu's tier has a backward kernel of its own; mish's backward is the exact kernel
+    // silu's tier has a backward kernel of its own; hardswish's backward is the exact kernel
     for (const auto& [text, exact_text, own] :
          {std::tuple<const char*, const char*, bool>{"silu(accuracy=torch)", "silu", true},
-          {"mish(accuracy=torch)", "mish", false}}) {
+          {"hardswish(accuracy=torch)", "hardswish", false}}) {
       INFO(text);
       OpenClTuning t;
       KernelSpec tier;

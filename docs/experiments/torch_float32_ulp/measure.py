@@ -83,6 +83,13 @@ def _gelu_tanh_grad64(x):  # s + 2 x s (1 - s) u', s = sigmoid(2u)
     return s + 2 * x * s * sm * math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * x * x)
 
 
+def _mish_grad64(x):  # t + x s sech^2(softplus x), with n = e^x (e^x + 2): t = n / (n + 2), sech^2 = 4 (n + 1) / (n + 2)^2
+    e = torch.exp(x.clamp(max=300.0))
+    n = e * (e + 2)
+    d = n + 2
+    return torch.where(x > 300, 1.0, n / d + x * _sigmoid64(x) * (4 * (n + 1) / d / d))
+
+
 _LAMBDA, _ALPHA = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
 _A = torch.ops.aten
 # name: (torch's float32 backward kernel (g, x), f'(x) in float64); each at its default parameters
@@ -98,6 +105,7 @@ BACKWARD = {
                  lambda x: torch.where(x > 20, 1.0, _sigmoid64(x))),
     "logsigmoid": (lambda g, x: _A.log_sigmoid_backward(g, x, _A.log_sigmoid_forward(x)[1]),
                    lambda x: _sigmoid64(-x)),
+    "mish": (_A.mish_backward, _mish_grad64),
 }
 
 
