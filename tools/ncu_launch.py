@@ -68,7 +68,8 @@ def short_name(kernel):
 
 
 def summary(path):
-    """{kernel: (block, grid, {column: value})}, the last launch of each kernel name in the CSV."""
+    """{kernel: {"launch": (block, grid), column: value, ...}}, from the last launch of each kernel
+    name in the CSV."""
     kernels = {}
     with open(path, newline="") as f:
         for row in csv.reader(line for line in f if line.startswith('"')):
