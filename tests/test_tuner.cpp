@@ -75,7 +75,7 @@ TEST_CASE("the search space honours every constraint, per dtype and backend") {
   CHECK(search_constraints().size() >= 4);
 }
 
-TEST_CASE("the tuner times problems that fit in a quarter of the L2 warm on one buffer set, larger ones cold") {
+TEST_CASE("the tuner times problems that fit in the L2 warm on one buffer set, larger ones cold") {
   rt::DeviceInfo h200;
   h200.l2_bytes = 50ull << 20;
   h200.memory_bytes = 141ull << 30;
@@ -83,21 +83,26 @@ TEST_CASE("the tuner times problems that fit in a quarter of the L2 warm on one 
   const TunerTiming warm = tuner_timing(h200, 8ull << 20);
   CHECK(warm.sets == 1);
   CHECK(warm.launches == kWarmLaunches);
-  CHECK(tuner_timing(h200, (50ull << 20) / 4).launches == kWarmLaunches);
-  // Past a quarter of the L2: enough sets to cover 4x the L2, one launch on each, at most 16.
-  const TunerTiming cold = tuner_timing(h200, (50ull << 20) / 4 + 1);
+  // 2^22 float32 elements, forward (32 MB) and backward (g, x and grad_in: 48 MB), sit in the
+  // H200's L2 between layers, as perf_table times them.
+  CHECK(tuner_timing(h200, 32ull << 20).launches == kWarmLaunches);
+  CHECK(tuner_timing(h200, 48ull << 20).launches == kWarmLaunches);
+  CHECK(tuner_timing(h200, 50ull << 20).launches == kWarmLaunches);
+  // Past the L2: enough sets to cover 4x the L2, one launch on each.
+  const TunerTiming cold = tuner_timing(h200, (50ull << 20) + 1);
   CHECK(cold.launches == 1);
-  CHECK(cold.sets == 16);
+  CHECK(cold.sets == 4);
   CHECK(tuner_timing(h200, 64ull << 20).sets == 4);  // 200 MB over 64 MB sets
+  CHECK(tuner_timing(h200, 96ull << 20).sets == 3);
   CHECK(tuner_timing(h200, 1ull << 30).sets == 1);
   // ... and at most a quarter of the device's memory.
   rt::DeviceInfo small = h200;
   small.memory_bytes = 256ull << 20;
-  CHECK(tuner_timing(small, 16ull << 20).sets == 4);
+  CHECK(tuner_timing(small, 51ull << 20).sets == 1);  // 64 MB a quarter: one set, not 4
   // A device that reports no L2 size is taken to have 64 MB.
   rt::DeviceInfo unknown;
-  CHECK(tuner_timing(unknown, 16ull << 20).launches == kWarmLaunches);
-  CHECK(tuner_timing(unknown, 17ull << 20).launches == 1);
+  CHECK(tuner_timing(unknown, 64ull << 20).launches == kWarmLaunches);
+  CHECK(tuner_timing(unknown, (64ull << 20) + 1).launches == 1);
 }
 
 TEST_CASE("exhaustive and random strategies: all, or a deterministic budget, then done") {

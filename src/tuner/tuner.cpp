@@ -30,12 +30,11 @@ TunerTiming tuner_timing(const rt::DeviceInfo& dev, std::uint64_t bytes_per_set)
   const std::uint64_t l2 = dev.l2_bytes ? dev.l2_bytes : (64ull << 20);
   TunerTiming t;
   if (bytes_per_set == 0) return t;
-  if (bytes_per_set <= l2 / 4) {
+  if (bytes_per_set <= l2) {
     t.launches = kWarmLaunches;
     return t;
   }
   std::uint64_t sets = (4 * l2 + bytes_per_set - 1) / bytes_per_set;
-  sets = std::min<std::uint64_t>(sets, 16);
   if (dev.memory_bytes)
     sets = std::min<std::uint64_t>(sets, std::max<std::uint64_t>(1, dev.memory_bytes / 4 / bytes_per_set));
   t.sets = static_cast<std::size_t>(std::max<std::uint64_t>(sets, 1));
