@@ -22,15 +22,15 @@ namespace kplay {
 
 // How the tuner times a problem whose buffers (inputs and outputs of one launch) take
 // bytes_per_set. Where they fit in the L2, as a user's activation between two layers does,
-// `launches` back to back on one set of buffers: warm, as the layers run it and as tools/perf_table.py times it against torch.
-// Rotating 16 sets there measured the DRAM's time, which is the same for every block size (2^20
-// float32 elements on the H200: blocks of 64, 128 and 256 all 6.7 us), while warm they differ by
-// 5 to 7 points of copy; 2^22 float32 elements forward (32 MB of the H200's 50) tuned cold ran 10
-// of 13 tier rows more than 1.5 points slower, warm, than the records of 2^24 (docs/benchmarks.md),
-// and 2^22's float32 backward (48 MB) runs warm in perf_table too, each call on the same blocks.
-// Larger problems rotate through `sets` buffer sets that together cover 4x the L2 (at most 4, and a
-// quarter of the device's memory), a launch on each a sample, so that none is flattered by the
-// cache it would not have.
+// `launches` back to back on one set of buffers: warm, as the layers run it and as
+// tools/perf_table.py times it against torch. Rotating 16 sets there measured the DRAM's time,
+// which is the same for every block size (2^20 float32 elements on the H200: blocks of 64, 128 and
+// 256 all 6.7 us), while warm they differ by 5 to 7 points of copy. 2^22 float32 elements forward
+// (32 MB of the H200's 50 MB) tuned cold ran 10 of 13 tier rows more than 1.5 points slower, warm,
+// than the records of 2^24 (docs/benchmarks.md); its backward (48 MB) runs warm in perf_table too.
+// Larger problems rotate through `sets` buffer sets that together cover 4x the L2 (so at most 4,
+// and at most a quarter of the device's memory), a launch on each a sample, so that none is
+// flattered by the cache it would not have.
 struct TunerTiming {
   std::size_t sets = 1;
   int launches = 1;
