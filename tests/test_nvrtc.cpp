@@ -45,10 +45,11 @@ TEST_CASE("target choice: own cubin, PTX fallback for newer devices, error namin
 
 TEST_SUITE("nvrtc") {
   namespace {
-  std::string ptx_for(const KernelSpec& s, const KernelConfig& c, int arch, bool fast_fp64 = false) {
+  std::string ptx_for(const KernelSpec& s, const KernelConfig& c, int arch, bool fast_fp64 = false,
+                      const TargetLimits& limits = TargetLimits{}) {
     Dialect dialect = rt::dialect_of("cuda");
     dialect.fast_fp64 = fast_fp64;
-    const RenderedKernel k = render_kernel(s, resolve_config(s, c, TargetLimits{}), dialect);
+    const RenderedKernel k = render_kernel(s, resolve_config(s, c, limits), dialect);
     CompileTarget t;
     t.arch = arch;
     t.ptx = true;
@@ -107,6 +108,51 @@ TEST_SUITE("nvrtc") {
     INFO(first_failure);
     CHECK(failures == 0);
     CHECK(jobs.size() == 2 * 3 * 6 * 4 * 2 * 2);
+  }
+
+  TEST_CASE("every row strategy compiles for sm_90, each member, dtype and direction, with fast FP64 and without") {
+    // The CUDA-only forms too (clusters, the pipelined kernel and its kept terms), which a machine
+    // without an sm_90 GPU runs nowhere else. float16 takes bfloat16's float path.
+    TargetLimits h200;
+    h200.backend = "cuda";
+    h200.max_cluster = 16;
+    h200.max_shared_optin = 227 * 1024;
+    struct Form {
+      RowStrategy row;
+      int cluster, per_thread;
+      bool pipelined;
+    };
+    const Form forms[] = {{RowStrategy::registers, 0, 4, false}, {RowStrategy::registers, 0, 2, true},
+                          {RowStrategy::shared, 0, 4, false},    {RowStrategy::online, 0, 4, false},
+                          {RowStrategy::cluster, 4, 4, false},   {RowStrategy::cluster, 16, 4, true},
+                          {RowStrategy::registers, 8, 2, false}, {RowStrategy::online, 16, 2, false}};
+    for (const auto& member : row_activations())
+      for (Dtype d : {Dtype::f32, Dtype::bf16, Dtype::f64})
+        for (Direction dir : {Direction::forward, Direction::backward})
+          for (const Form& f : forms)
+            for (bool fast_fp64 : {true, false}) {
+              if (!fast_fp64 && d != Dtype::f32) continue;  // the dialect's choice matters below float64 only
+              KernelSpec s;
+              s.activation = member.name;
+              s.dtype = d;
+              s.direction = dir;
+              s.saved = Saved::output;
+              KernelConfig c;
+              c.row = f.row;
+              c.cluster = f.cluster;
+              c.block = 256;
+              c.per_thread = f.per_thread;
+              if (f.pipelined) {
+                c.grid = GridPolicy::grid_stride;
+                c.waves = 1;
+              }
+              CAPTURE(to_string(s));
+              CAPTURE(to_string(f.row));
+              CAPTURE(f.cluster);
+              CAPTURE(f.pipelined);
+              CAPTURE(fast_fp64);
+              CHECK_NOTHROW(ptx_for(s, c, 90, fast_fp64, h200));
+            }
   }
 
   TEST_CASE("every activation case, dtype and direction compiles") {

@@ -187,19 +187,34 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   pipe.cluster = 16;
   pipe.grid = GridPolicy::grid_stride;
   pipe.waves = 1;
-  const KernelConfig pr = resolve_config(f, pipe, h200);
+  const KernelSpec lf = row_spec("log_softmax", Dtype::f32, Direction::forward);
+  const KernelConfig pr = resolve_config(lf, pipe, h200);
   KernelConfig one_shot = pr;
   one_shot.grid = GridPolicy::one_shot;
   one_shot.waves = 0;
-  const rt::LaunchDims pd = row_launch_dims(f, pr, 4096, 393216, h200);
-  CHECK(pd.shared_bytes == 2 * row_launch_dims(f, one_shot, 4096, 393216, h200).shared_bytes);
+  const rt::LaunchDims pd = row_launch_dims(lf, pr, 4096, 393216, h200);
+  CHECK(pd.shared_bytes == 2 * row_launch_dims(lf, one_shot, 4096, 393216, h200).shared_bytes);
   CHECK(pd.resident_waves == 1);
   CHECK(pd.grid_x % 16 == 0);
   CHECK(pd.grid_x < 4096 * 16);
-  CHECK(row_launch_dims(f, one_shot, 4096, 393216, h200).resident_waves == 0);
+  CHECK(row_launch_dims(lf, one_shot, 4096, 393216, h200).resident_waves == 0);
+  // float32 softmax and softmin keep each term for the results: a third slice, the terms' low
+  // words (log_softmax's results need no exp, the backward's no terms, 16-bit keeps none).
+  CHECK_FALSE(row_keeps_stage_terms(lf, pr));
+  CHECK_FALSE(row_keeps_stage_terms(row_spec("softmax", Dtype::f32, Direction::backward), pr));
+  CHECK_FALSE(row_keeps_stage_terms(row_spec("softmax", Dtype::bf16, Direction::forward), pr));
+  CHECK_FALSE(row_keeps_stage_terms(f, one_shot));
+  for (const char* member : {"softmax", "softmin"}) {
+    const KernelSpec kf = row_spec(member, Dtype::f32, Direction::forward);
+    CHECK(row_keeps_stage_terms(kf, pr));
+    CHECK(row_launch_dims(kf, pr, 4096, 131072, h200).shared_bytes ==
+          3 * row_launch_dims(kf, one_shot, 4096, 131072, h200).shared_bytes);
+    // Three slices of a 393216-float row's sixteenth (288 KiB) do not fit: refused, saying why.
+    CHECK_THROWS_WITH_AS(row_launch_dims(kf, pr, 4096, 393216, h200), doctest::Contains("kept terms"), Error);
+  }
   // Two stages of a 393216-float row's eighth do not fit: refused, naming the two stages.
   pipe.cluster = 8;
-  CHECK_THROWS_WITH_AS(row_launch_dims(f, resolve_config(f, pipe, h200), 4096, 393216, h200),
+  CHECK_THROWS_WITH_AS(row_launch_dims(lf, resolve_config(lf, pipe, h200), 4096, 393216, h200),
                        doctest::Contains("two stages"), Error);
   pipe.cluster = 1;
   CHECK(row_launch_dims(f, resolve_config(f, pipe, h200), 100000, 4096, h200).cluster == 1);

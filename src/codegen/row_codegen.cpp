@@ -104,6 +104,7 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_CLUSTER " << (row_cluster(c) > 1 || c.row == RowStrategy::cluster ? row_cluster(c) : 1) << '\n';
   os << "#define KP_PREFETCH " << (c.grid == GridPolicy::grid_stride ? 1 : 0) << '\n';
   os << "#define KP_STRIDED " << (strided ? 1 : 0) << '\n';
+  os << "#define KP_STAGE_KEEP " << (row_keeps_stage_terms(spec, c) ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);
   append_file(os, act.act->snippet);
   append_file(os, "common/rowwise.h");
@@ -119,6 +120,11 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   return k;
 }
 
+bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& c) {
+  return c.row == RowStrategy::cluster && c.grid == GridPolicy::grid_stride && spec.dtype == Dtype::f32 &&
+         spec.direction == Direction::forward && !resolve_activation(spec.activation).act->row_form.log;
+}
+
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std::uint64_t cols) {
   if (c.row != RowStrategy::cluster || c.cluster < 1 || c.vec < 1) return 0;
   const std::uint64_t vecs = (cols + c.vec - 1) / c.vec;
@@ -129,7 +135,8 @@ std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std
     // The pipelined kernel: two stages, each part of them (backward: g's slice, y's) aligned as
     // rowwise.h's KP_STAGE_ALIGN for the bulk copies.
     const std::uint64_t align = std::max<std::uint64_t>(16, vec_bytes);
-    return 2 * parts * ((slice_vecs * vec_bytes + align - 1) / align * align);
+    const std::uint64_t kept = row_keeps_stage_terms(spec, c) ? 1 : 0;
+    return (2 * parts + kept) * ((slice_vecs * vec_bytes + align - 1) / align * align);
   }
   return (slice_vecs * vec_bytes * parts + 15) / 16 * 16;
 }
@@ -152,9 +159,9 @@ std::uint64_t row_capacity(const KernelConfig& c) {
 
 std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& c) {
   // The reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's: three of 64),
-  // the cluster's slots and the exp table, counted for the larger.
+  // the cluster's slots and the exp table (rowwise.h's 256 doubles), counted for the larger.
   const std::uint64_t reductions = std::max<std::uint64_t>(2ull * c.block, 3ull * 64) * sizeof(double);
-  std::uint64_t bytes = reductions + 6 * sizeof(double) + 32 * sizeof(double);
+  std::uint64_t bytes = reductions + 6 * sizeof(double) + 256 * sizeof(double);
   // The cluster kernel's exchange (rowwise.h): two buffers of a (hi, lo) pair for each warp of
   // each block of the cluster, and their two mbarriers.
   if (c.row == RowStrategy::cluster && c.cluster > 1)

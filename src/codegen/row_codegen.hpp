@@ -24,10 +24,15 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 // Why `config` cannot run strided rows (empty when it can): the knobs render_row_kernel requires.
 std::string strided_config_problem(const KernelConfig& config);
 
+// Whether the pipelined cluster kernel (--row cluster --grid grid-stride) keeps each term of the
+// sum for the results (rowwise.h's KP_STAGE_KEEP): the float32 forward of softmax and softmin,
+// whose results are exp(x - max) / sum; log_softmax's need no exp.
+bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& config);
+
 // The dynamic shared memory a cluster launch's blocks need for a row of `cols` elements: its
 // slice (backward: the gradient's and the output's), 16-byte aligned; twice that for the pipelined
-// kernel (--grid grid-stride), which fills one stage while it reduces the other. 0 for the other
-// strategies.
+// kernel (--grid grid-stride), which fills one stage while it reduces the other, and a third slice
+// where it keeps the terms (the low words of their doubles). 0 for the other strategies.
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols);
 
 // The blocks that hold one row: config.cluster for --row cluster and for registers or online

@@ -55,16 +55,18 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
     const std::uint64_t slice = row_slice_bytes(spec, c, cols);
     const std::uint64_t need = slice + row_static_shared_bytes(spec, c);
     if (need > limits.max_shared_optin)
-      throw Error(
-          ErrorCode::invalid_config,
-          "--row cluster --cluster " + std::to_string(c.cluster) + ": a row of " + std::to_string(cols) +
-              " elements puts " + std::to_string(need / 1024) +
-              " KiB of shared memory on each block, more "
-              "than the " +
-              std::to_string(limits.max_shared_optin / 1024) +
-              " KiB the device allows: a larger --cluster, or --row online" +
-              std::string(c.grid == GridPolicy::grid_stride ? " (--grid grid-stride holds two stages of the slice)"
-                                                            : ""));
+      throw Error(ErrorCode::invalid_config,
+                  "--row cluster --cluster " + std::to_string(c.cluster) + ": a row of " + std::to_string(cols) +
+                      " elements puts " + std::to_string(need / 1024) +
+                      " KiB of shared memory on each block, more "
+                      "than the " +
+                      std::to_string(limits.max_shared_optin / 1024) +
+                      " KiB the device allows: a larger --cluster, or --row online" +
+                      std::string(c.grid != GridPolicy::grid_stride ? ""
+                                  : row_keeps_stage_terms(spec, c)
+                                      ? " (--grid grid-stride holds two stages of the slice, and a float32 softmax or "
+                                        "softmin forward a third for its kept terms)"
+                                      : " (--grid grid-stride holds two stages of the slice)"));
     d.shared_bytes = static_cast<unsigned>(slice);
     d.cluster = static_cast<unsigned>(c.cluster);
   }

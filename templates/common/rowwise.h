@@ -1,7 +1,7 @@
 /* Row kernel: the softmax family (softmax, log_softmax, softmin), forward and backward, one body for
  * CUDA and OpenCL C 1.2 through the same prelude as templates/common/elementwise.h (which lists the
  * dialect's macros). Codegen defines the knobs (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK, KP_TPR,
- * KP_BACKWARD, KP_STREAMING, KP_ROW, KP_CLUSTER, KP_STRIDED, KP_ENTRY) and puts the prelude and the member's
+ * KP_BACKWARD, KP_STREAMING, KP_ROW, KP_CLUSTER, KP_STRIDED, KP_STAGE_KEEP, KP_ENTRY) and puts the prelude and the member's
  * snippet (KP_ROW_LOG, KP_ROW_NEGATE) in front of this file.
  *
  * A row is `cols` contiguous elements; row r of each buffer starts r * ld elements into it (strided
@@ -27,7 +27,9 @@
  *                the max and the sums are reduced across the cluster through distributed shared
  *                memory, each warp pushing its value to every block (kp_xchg): one read per element. With KP_PREFETCH (--grid grid-stride) the clusters
  *                are persistent and pipelined: the bulk copy engine fills one stage of a block's
- *                slice while the block reduces the other (KP_CLUSTER 1: a block a row)
+ *                slice while the block reduces the other (KP_CLUSTER 1: a block a row); float32
+ *                softmax and softmin keep each term of the sum in the stage for the results
+ *                (KP_STAGE_KEEP), in a third slice of shared memory
  *   1 with KP_CLUSTER > 1 (CUDA sm_90+): registers across a cluster, the row split into slices as
  *                for 4, each block's slice in its registers (KP_VPT vectors a thread): one read
  *                an element and no shared-memory pass, for rows longer than a block holds
@@ -45,8 +47,9 @@
  *
  * Cost (KP_FAST_FP64, below float64): the forward takes the max in the compute type (fmax), a
  * table-driven exp (kp_row_exp, 6 FP64 operations) per element for the sum, and where the row sits
- * in registers keeps each term and scales it by the sum's reciprocal (KP_KEEP_E); elsewhere a
- * second exp gives the result, exp(x - max - log sum). A short row's reductions shuffle the max in
+ * in registers (KP_KEEP_E) or in the pipelined cluster kernel's stages (KP_STAGE_KEEP) keeps each
+ * term and scales it by the sum's reciprocal; elsewhere a second exp gives the result,
+ * exp(x - max - log sum). A short row's reductions shuffle the max in
  * the compute type and the sums plainly (softmax, softmin), since every thread of a row pays for
  * each step. What sets a float32 forward's time on the H200 is issue slots and latency more than
  * the exp (Nsight Compute at 32768x1024: 60 instructions an element, 71 % of issue slots busy, 7
@@ -56,6 +59,9 @@
  * double terms take (docs/design.md). */
 #ifndef KP_STRIDED
 #define KP_STRIDED 0
+#endif
+#ifndef KP_STAGE_KEEP
+#define KP_STAGE_KEEP 0
 #endif
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -931,6 +937,39 @@ KP_FN void kp_stage_issue(unsigned bar, KP_LOCAL_PTR kp_raw* d0, KP_GLOBAL const
       }                                                                                      \
     }                                                                                        \
   }
+/* KP_STAGE_KEEP (codegen's row_keeps_stage_terms: float32 softmax and softmin forward): the sum's
+ * pass keeps each term e = exp(x - max), in double, where the result needs it, so that the results
+ * are e times the sum's reciprocal, as the registers kernel's KP_KEEP_E makes them: one exp an
+ * element, not two, and one conversion to double, not two. The H200's FP64 units convert 16
+ * values a cycle an SM against 64 fused multiply-adds, so the second exp and its conversion cost
+ * the forward more than its instruction count says. e's high word takes x's place in the stage
+ * (each thread rewrites only its own vectors), its low word goes to a third part of the slice's
+ * size after the two stages (kp_lo); row_slice_bytes counts it. */
+#if KP_STAGE_KEEP
+#define KP_STAGE_KEEP_LANE(k)                                         \
+  if ((k) < nl) {                                                     \
+    const kp_acc e_ = kp_term(kp_row_in(KP_LANE(x, k)), m KP_EXP_TAB_ARG); \
+    kp_sum_add(s, e_);                                                \
+    KP_LANE(h, k) = KP_AS_FLOAT(KP_D_HI(e_));                         \
+    KP_LANE(l, k) = KP_AS_FLOAT(KP_D_LO(e_));                         \
+  }
+KP_FN void kp_vec_exp_stage_n(kp_vec x, int nl, kp_acc m, kp_sum2* s, KP_LOCAL_PTR kp_raw* hi,
+                              KP_LOCAL_PTR kp_raw* lo KP_EXP_TAB_PARAM) {
+  if (nl == 0) return; /* a vector past the slice (KP_STAGE_PASS's last chunk): no slot to write */
+  kp_vec h = x, l = x;
+  KP_FOR_LANES(KP_STAGE_KEEP_LANE)
+  *hi = KP_VEC_TO_RAW(h);
+  *lo = KP_VEC_TO_RAW(l);
+}
+#define KP_STAGE_SCALE_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_row_store(KP_D_FROM_HILO(KP_AS_INT(KP_LANE(h, k)), KP_AS_INT(KP_LANE(l, k))) * rk.inv);
+KP_FN kp_vec kp_vec_scale_stage_n(kp_vec h, kp_raw lo, int nl, kp_row_k rk) {
+  kp_vec l, y = h;
+  KP_SET_RAW(l, lo);
+  KP_FOR_LANES(KP_STAGE_SCALE_LANE)
+  return y;
+}
+#endif
 /* What the engine left of a slice (from element kp_bulk_bytes / size on), by the threads. */
 KP_FN void kp_stage_rest(KP_LOCAL_PTR kp_raw* d, KP_GLOBAL const KP_T* s, unsigned len) {
   for (unsigned e = kp_bulk_bytes(s, len) / (unsigned)sizeof(KP_T) + KP_LOCAL_ID; e < len; e += KP_BLOCK)
@@ -1040,6 +1079,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       (unsigned)(((kp_u64)slice_vecs * KP_VEC_BYTES + KP_STAGE_ALIGN - 1) / KP_STAGE_ALIGN * KP_STAGE_ALIGN /
                  KP_VEC_BYTES);
   const unsigned stage_vecs = part_vecs * (1 + KP_BACKWARD);
+#if KP_STAGE_KEEP
+  KP_LOCAL_PTR kp_raw* const kp_lo = kp_slice + 2 * stage_vecs; /* the kept terms' low words */
+#endif
   const unsigned bar0 = kp_smem_u32(&kp_bar[0]);
   if (KP_LOCAL_ID == 0) {
     kp_bar_init(bar0);
@@ -1157,7 +1199,12 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     m = KP_ROW_MAX(mc);
     {
       const KP_C mf_ = (KP_C)m;
+#if KP_STAGE_KEEP
+      (void)mf_;
+#define KP_SUM_STEP_(x, vi, nl) kp_vec_exp_stage_n(x, nl, m, &s, stg + (vi), kp_lo + (vi)KP_EXP_TAB_ARG);
+#else
 #define KP_SUM_STEP_(x, vi, nl) kp_vec_exp_sum_n(x, nl, m, mf_, &s, &sf KP_EXP_TAB_ARG);
+#endif
       KP_STAGE_PASS(stg, KP_SUM_STEP_)
     }
     s.hi += (kp_acc)sf;
@@ -1231,6 +1278,10 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
         kp_row_store_vec(kp_vec_forward(xs[j], kp_lanes(vi, len), rk KP_EXP_TAB_ARG), o, vi, len, acc);
       }
     }
+#elif KP_ROW == 4 && KP_PREFETCH && KP_STAGE_KEEP
+#define KP_OUT_STEP_(x, vi, nl) \
+  if ((nl) > 0) kp_row_store_vec(kp_vec_scale_stage_n(x, kp_lo[vi], nl, rk), o, vi, len, acc);
+    KP_STAGE_PASS(stg, KP_OUT_STEP_)
 #elif KP_ROW == 4 && KP_PREFETCH
 #define KP_OUT_STEP_(x, vi, nl) kp_row_store_vec(kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG), o, vi, len, acc);
     KP_STAGE_PASS(stg, KP_OUT_STEP_)
