@@ -72,7 +72,9 @@ TEST_CASE("the row search space yields only configs resolve_config accepts that 
             CHECK_NOTHROW(row_launch_dims(spec, c, sh.rows, sh.cols, limits));
             if (row_capacity(c)) CHECK(row_capacity(c) >= sh.cols);
             if (c.row == RowStrategy::cluster)
-              CHECK(row_slice_bytes(spec, c, sh.cols) + row_static_shared_bytes(spec, c) <= limits.max_shared_optin);
+              CHECK(row_slice_bytes(spec, c, sh.cols, row_shared_room(spec, c, limits.max_shared_optin)) +
+                        row_static_shared_bytes(spec, c) <=
+                    limits.max_shared_optin);
             for (const auto& k : search_constraints()) CHECK_MESSAGE(k.holds(spec, c, limits), k.name);
             CHECK(seen.insert(to_string(c)).second);  // no duplicates
             strategies.insert(c.row);

@@ -209,13 +209,27 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
     CHECK(row_keeps_stage_terms(kf, pr));
     CHECK(row_launch_dims(kf, pr, 4096, 131072, h200).shared_bytes ==
           3 * row_launch_dims(kf, one_shot, 4096, 131072, h200).shared_bytes);
-    // Three slices of a 393216-float row's sixteenth (288 KiB) do not fit: refused, saying why.
-    CHECK_THROWS_WITH_AS(row_launch_dims(kf, pr, 4096, 393216, h200), doctest::Contains("kept terms"), Error);
+    // Two stages and the terms of a 393216-float row's sixteenth (288 KiB) do not fit, one stage
+    // and the terms (192 KiB) do.
+    CHECK(row_launch_dims(kf, pr, 4096, 393216, h200).shared_bytes ==
+          2 * row_launch_dims(kf, one_shot, 4096, 393216, h200).shared_bytes);
+    // An eighth's stage and terms (384 KiB) do not: refused, saying why.
+    KernelConfig eighth = pr;
+    eighth.cluster = 8;
+    CHECK_THROWS_WITH_AS(row_launch_dims(kf, eighth, 4096, 393216, h200), doctest::Contains("kept terms"), Error);
   }
-  // Two stages of a 393216-float row's eighth do not fit: refused, naming the two stages.
+  // Two stages of a 393216-float row's eighth do not fit, one does; a quarter's stage does not:
+  // refused, naming the stages.
   pipe.cluster = 8;
+  const KernelConfig pe = resolve_config(lf, pipe, h200);
+  KernelConfig one_eighth = pe;
+  one_eighth.grid = GridPolicy::one_shot;
+  one_eighth.waves = 0;
+  CHECK(row_launch_dims(lf, pe, 4096, 393216, h200).shared_bytes ==
+        row_launch_dims(lf, one_eighth, 4096, 393216, h200).shared_bytes);
+  pipe.cluster = 4;
   CHECK_THROWS_WITH_AS(row_launch_dims(lf, resolve_config(lf, pipe, h200), 4096, 393216, h200),
-                       doctest::Contains("two stages"), Error);
+                       doctest::Contains("a stage of the slice"), Error);
   pipe.cluster = 1;
   CHECK(row_launch_dims(f, resolve_config(f, pipe, h200), 100000, 4096, h200).cluster == 1);
   one_shot.cluster = 1;
@@ -510,7 +524,9 @@ void check_row_prefetch(const char* backend) {
 // rows than the clusters resident at once, so that each cluster takes several rows through both
 // stages: rows whose slices the engine copies whole (65536 columns), rows it copies but for a
 // ragged tail or not at all (misaligned starts: 8193 and 70001 columns), a cluster of one block
-// and of 2 and 16, every member and direction, with the edge rows.
+// and of 2 and 16, every member and direction, with the edge rows. Where two stages do not fit,
+// one (393219 columns in 16: float32 softmax's stage and kept terms, the backward's g and y;
+// 70001 in 2: float32 log_softmax's forward).
 void check_row_pipelined(const char* backend) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
@@ -520,7 +536,7 @@ void check_row_pipelined(const char* backend) {
     for (Dtype d : {Dtype::f32, Dtype::bf16})
       for (Direction dir : {Direction::forward, Direction::backward})
         for (int cluster : {1, 2, 16})
-          for (std::uint64_t cols : {8193ull, 65536ull, 70001ull}) {
+          for (std::uint64_t cols : {8193ull, 65536ull, 70001ull, 393219ull}) {
             if (d == Dtype::bf16 && std::string(act) != "softmax") continue;  // the float path once
             const KernelSpec spec = row_spec(act, d, dir);
             KernelConfig c = row_config(RowStrategy::cluster, 256, 1);

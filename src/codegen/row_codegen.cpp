@@ -125,7 +125,7 @@ bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& c) {
          spec.direction == Direction::forward && !resolve_activation(spec.activation).act->row_form.log;
 }
 
-std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std::uint64_t cols) {
+std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std::uint64_t cols, std::uint64_t room) {
   if (c.row != RowStrategy::cluster || c.cluster < 1 || c.vec < 1) return 0;
   const std::uint64_t vecs = (cols + c.vec - 1) / c.vec;
   const std::uint64_t slice_vecs = (vecs + c.cluster - 1) / c.cluster;
@@ -136,9 +136,15 @@ std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std
     // rowwise.h's KP_STAGE_ALIGN for the bulk copies.
     const std::uint64_t align = std::max<std::uint64_t>(16, vec_bytes);
     const std::uint64_t kept = row_keeps_stage_terms(spec, c) ? 1 : 0;
-    return (2 * parts + kept) * ((slice_vecs * vec_bytes + align - 1) / align * align);
+    const std::uint64_t part = (slice_vecs * vec_bytes + align - 1) / align * align;
+    return (2 * parts + kept) * part <= room ? (2 * parts + kept) * part : (parts + kept) * part;
   }
   return (slice_vecs * vec_bytes * parts + 15) / 16 * 16;
+}
+
+std::uint64_t row_shared_room(const KernelSpec& spec, const KernelConfig& c, std::uint64_t max_shared_optin) {
+  const std::uint64_t fixed = row_static_shared_bytes(spec, c);
+  return max_shared_optin > fixed ? max_shared_optin - fixed : 0;
 }
 
 int row_cluster(const KernelConfig& c) {

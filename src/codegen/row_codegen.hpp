@@ -30,10 +30,17 @@ std::string strided_config_problem(const KernelConfig& config);
 bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& config);
 
 // The dynamic shared memory a cluster launch's blocks need for a row of `cols` elements: its
-// slice (backward: the gradient's and the output's), 16-byte aligned; twice that for the pipelined
-// kernel (--grid grid-stride), which fills one stage while it reduces the other, and a third slice
-// where it keeps the terms (the low words of their doubles). 0 for the other strategies.
-std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols);
+// slice (backward: the gradient's and the output's), 16-byte aligned. The pipelined kernel
+// (--grid grid-stride) holds two stages of it, filling one while it reduces the other, where they
+// fit in `room` bytes, else one (refilled once its row is done; rowwise.h tells the two apart by
+// the size the launch gives), and another slice where it keeps the terms (the low words of their
+// doubles). 0 for the other strategies.
+std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols,
+                              std::uint64_t room = ~std::uint64_t{0});
+
+// The room a launch's dynamic shared memory has: the device's opt-in limit less the kernel's
+// static shared memory (row_static_shared_bytes), 0 where that takes it all.
+std::uint64_t row_shared_room(const KernelSpec& spec, const KernelConfig& config, std::uint64_t max_shared_optin);
 
 // The blocks that hold one row: config.cluster for --row cluster and for registers or online
 // across a cluster (--row registers|online --cluster N), else 1.

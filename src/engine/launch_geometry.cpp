@@ -52,7 +52,7 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
   const std::uint64_t per_row = static_cast<std::uint64_t>(row_cluster(c));
   if (per_row > 1) d.cluster = static_cast<unsigned>(per_row);
   if (c.row == RowStrategy::cluster) {
-    const std::uint64_t slice = row_slice_bytes(spec, c, cols);
+    const std::uint64_t slice = row_slice_bytes(spec, c, cols, row_shared_room(spec, c, limits.max_shared_optin));
     const std::uint64_t need = slice + row_static_shared_bytes(spec, c);
     if (need > limits.max_shared_optin)
       throw Error(ErrorCode::invalid_config,
@@ -64,9 +64,9 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
                       " KiB the device allows: a larger --cluster, or --row online" +
                       std::string(c.grid != GridPolicy::grid_stride ? ""
                                   : row_keeps_stage_terms(spec, c)
-                                      ? " (--grid grid-stride holds two stages of the slice, and a float32 softmax or "
-                                        "softmin forward a third for its kept terms)"
-                                      : " (--grid grid-stride holds two stages of the slice)"));
+                                      ? " (--grid grid-stride holds a stage of the slice, two where they fit, and a "
+                                        "float32 softmax or softmin forward a slice more for its kept terms)"
+                                      : " (--grid grid-stride holds a stage of the slice, two where they fit)"));
     d.shared_bytes = static_cast<unsigned>(slice);
     d.cluster = static_cast<unsigned>(c.cluster);
   }

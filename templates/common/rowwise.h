@@ -27,7 +27,8 @@
  *                the max and the sums are reduced across the cluster through distributed shared
  *                memory, each warp pushing its value to every block (kp_xchg): one read per element. With KP_PREFETCH (--grid grid-stride) the clusters
  *                are persistent and pipelined: the bulk copy engine fills one stage of a block's
- *                slice while the block reduces the other (KP_CLUSTER 1: a block a row); float32
+ *                slice while the block reduces the other (KP_CLUSTER 1: a block a row; one
+ *                stage where two do not fit, refilled once the block is done with its row); float32
  *                softmax and softmin keep each term of the sum in the stage for the results
  *                (KP_STAGE_KEEP), in a third slice of shared memory
  *   1 with KP_CLUSTER > 1 (CUDA sm_90+): registers across a cluster, the row split into slices as
@@ -854,6 +855,12 @@ KP_FN unsigned kp_online_chunks(unsigned len) {
  * the threads when its row comes up. */
 #define KP_STAGE_ALIGN (KP_VEC_BYTES > 16 ? KP_VEC_BYTES : 16)
 #define KP_BULK_CHUNK 8192u /* bytes a copy: a stage's copies are spread over warp 0's lanes */
+/* The dynamic shared memory this launch gave the block: one stage or two (and the kept terms). */
+KP_FN unsigned kp_dynamic_smem(void) {
+  unsigned r;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+  return r;
+}
 KP_FN void kp_bar_wait(unsigned bar, unsigned parity) {
   unsigned done = 0;
   while (!done)
@@ -1073,14 +1080,17 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #endif
   (void)ld_in1;
 #if KP_ROW == 4 && KP_PREFETCH
-  /* two stages, each the slice rounded up to KP_STAGE_ALIGN bytes (backward: g's, then y's) */
+  /* two stages, each the slice rounded up to KP_STAGE_ALIGN bytes (backward: g's, then y's), where
+   * the launch gave the shared memory for them (row_slice_bytes: where they fit), else one, which
+   * the engine refills with the next row once the block is done with this one */
   __shared__ unsigned long long kp_bar[2];
   const unsigned part_vecs =
       (unsigned)(((kp_u64)slice_vecs * KP_VEC_BYTES + KP_STAGE_ALIGN - 1) / KP_STAGE_ALIGN * KP_STAGE_ALIGN /
                  KP_VEC_BYTES);
   const unsigned stage_vecs = part_vecs * (1 + KP_BACKWARD);
+  const unsigned two = kp_dynamic_smem() >= (2u * stage_vecs + KP_STAGE_KEEP * part_vecs) * (unsigned)KP_VEC_BYTES;
 #if KP_STAGE_KEEP
-  KP_LOCAL_PTR kp_raw* const kp_lo = kp_slice + 2 * stage_vecs; /* the kept terms' low words */
+  KP_LOCAL_PTR kp_raw* const kp_lo = kp_slice + (1 + two) * stage_vecs; /* the kept terms' low words */
 #endif
   const unsigned bar0 = kp_smem_u32(&kp_bar[0]);
   if (KP_LOCAL_ID == 0) {
@@ -1094,9 +1104,12 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
                  kp_slice + (st_)*stage_vecs + part_vecs, in1 + KP_OFFSET(in1) + (rb_)*ld_in1 + lo, slice_len)
   if (KP_LOCAL_ID < 32) {
     if (first < rows) KP_ISSUE(first, 0u);
-    if (first + step < rows) KP_ISSUE(first + step, 1u);
+    if (two && first + step < rows) KP_ISSUE(first + step, 1u);
   }
   unsigned iter = 0;
+  /* this row's stage, and the phase of its barrier that its fill completes */
+#define KP_STAGE_OF(p_) (two ? (p_) : 0u)
+#define KP_PHASE_OF(i_) (two ? ((i_) >> 1) & 1u : (i_)&1u)
 #endif
 #if KP_PREFETCH && KP_ROW != 4
   kp_vec pf0[KP_VPT], pf1[KP_VPT]; /* the next row's vectors (pf1: backward's y) */
@@ -1188,8 +1201,8 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     m = mx;
     s = KP_ROW_SUM(s);
 #elif KP_ROW == 4 && KP_PREFETCH
-    KP_LOCAL_PTR kp_raw* stg = kp_slice + parity * stage_vecs;
-    kp_bar_wait(bar0 + 8 * parity, (iter >> 1) & 1u);
+    KP_LOCAL_PTR kp_raw* stg = kp_slice + KP_STAGE_OF(parity) * stage_vecs;
+    kp_bar_wait(bar0 + 8 * KP_STAGE_OF(parity), KP_PHASE_OF(iter));
     if (kp_bulk_bytes(a, len) < len * (unsigned)sizeof(KP_T)) {
       kp_stage_rest(stg, a, len);
       KP_BARRIER();
@@ -1327,9 +1340,9 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
     s = KP_ROW_SUM(s);
 #elif KP_ROW == 4 && KP_PREFETCH
-    KP_LOCAL_PTR kp_raw* stg = kp_slice + parity * stage_vecs;
+    KP_LOCAL_PTR kp_raw* stg = kp_slice + KP_STAGE_OF(parity) * stage_vecs;
     KP_LOCAL_PTR kp_raw* stg_y = stg + part_vecs;
-    kp_bar_wait(bar0 + 8 * parity, (iter >> 1) & 1u);
+    kp_bar_wait(bar0 + 8 * KP_STAGE_OF(parity), KP_PHASE_OF(iter));
     if (kp_bulk_bytes(a, len) < len * (unsigned)sizeof(KP_T) || kp_bulk_bytes(b, len) < len * (unsigned)sizeof(KP_T)) {
       kp_stage_rest(stg, a, len);
       kp_stage_rest(stg_y, b, len);
@@ -1424,9 +1437,13 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #endif
 #endif
 #if KP_ROW == 4 && KP_PREFETCH
-    /* every thread is done with this stage: the engine may fill it with the row after next */
+    /* every thread is done with this stage: the engine may fill it with the row after next (one
+     * stage: the next) */
     KP_BARRIER();
-    if (KP_LOCAL_ID < 32 && rb + 2 * step < rows) KP_ISSUE(rb + 2 * step, parity);
+    if (KP_LOCAL_ID < 32) {
+      if (two && rb + 2 * step < rows) KP_ISSUE(rb + 2 * step, parity);
+      if (!two && rb + step < rows) KP_ISSUE(rb + step, 0u);
+    }
     ++iter;
 #endif
   }
