@@ -14,12 +14,16 @@ softmax over the channels of a contiguous [N, C, H, W] (kplay's strided rows, `k
 
 --db FILE: kplay's configs from that kernel database (what `kplay autotune --shape` stored), as a
 user's process gets them; without it the untuned default (`--no-db`).
+--knobs "KNOBS": a config of one's own instead, as `kplay run` takes its knobs, e.g. --knobs "--row
+cluster --cluster 16 --grid grid-stride --block 512 --per-thread 4" (the pipelined cluster kernel
+against torch at the same shapes); a shape whose row the config cannot hold reports kplay's message.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -70,9 +74,11 @@ def torch_side(torch, op: str, dims: list, dim: int, dtype, direction: str, reps
     return out
 
 
-def kplay_side(kplay: str, op: str, shape: str, dim: int, dtype: str, direction: str, db: str | None) -> dict:
+def kplay_side(kplay: str, op: str, shape: str, dim: int, dtype: str, direction: str, db: str | None,
+               knobs: str = "") -> dict:
     cmd = [kplay, "run", "--act", op, "--shape", shape, "--dim", str(dim), "--dtype", dtype, "--direction", direction]
     cmd += ["--db", db] if db else ["--no-db"]
+    cmd += shlex.split(knobs)
     r = subprocess.run(cmd, capture_output=True, text=True)
     text = r.stdout + r.stderr
     kernel = re.search(r"^kernel:\s+([0-9.]+) ms", text, re.M)
@@ -95,6 +101,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--db")
     ap.add_argument("--json")
+    ap.add_argument("--knobs", default="")
     args = ap.parse_args()
     import torch
 
@@ -110,7 +117,7 @@ def main() -> int:
                     dims_text, _, dim_text = shape.partition("@")
                     dims = [int(v) for v in dims_text.split("x")]
                     dim = int(dim_text) if dim_text else -1
-                    k = kplay_side(args.kplay, op, dims_text, dim, dtype, direction, args.db)
+                    k = kplay_side(args.kplay, op, dims_text, dim, dtype, direction, args.db, args.knobs)
                     t = torch_side(torch, op, dims, dim, torch_dtypes[dtype], direction, args.reps)
                     torch._dynamo.reset()
                     row = {"op": op, "shape": shape, "dtype": dtype, "direction": direction, "kplay": k, "torch": t}
