@@ -165,15 +165,19 @@ std::uint64_t row_capacity(const KernelConfig& c) {
 
 std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& c) {
   // The reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's: three of 64),
-  // the cluster's slots and the exp table (rowwise.h's 256 doubles), counted for the larger.
-  const std::uint64_t reductions = std::max<std::uint64_t>(2ull * c.block, 3ull * 64) * sizeof(double);
+  // counted for the larger where the config may run on either (a cluster runs on CUDA alone), the
+  // cluster's slots and the exp table (rowwise.h's 256 doubles).
+  const bool cuda_only = c.row == RowStrategy::cluster || row_cluster(c) > 1;
+  const std::uint64_t reductions =
+      (cuda_only ? 3ull * 64 : std::max<std::uint64_t>(2ull * c.block, 3ull * 64)) * sizeof(double);
   std::uint64_t bytes = reductions + 6 * sizeof(double) + 256 * sizeof(double);
   // The cluster kernel's exchange (rowwise.h): two buffers of a (hi, lo) pair for each warp of
-  // each block of the cluster, and their two mbarriers.
+  // each block of the cluster (and its max, where the kept terms take one exchange a row), and
+  // their two mbarriers.
   if (c.row == RowStrategy::cluster && c.cluster > 1)
-    bytes +=
-        4ull * static_cast<std::uint64_t>(c.block / 32) * static_cast<std::uint64_t>(row_cluster(c)) * sizeof(double) +
-        16;
+    bytes += (row_keeps_stage_terms(spec, c) ? 6ull : 4ull) * static_cast<std::uint64_t>(c.block / 32) *
+                 static_cast<std::uint64_t>(row_cluster(c)) * sizeof(double) +
+             16;
   if (c.row == RowStrategy::shared)
     bytes += row_capacity(c) * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 2 : 1);
   return bytes;

@@ -30,7 +30,8 @@
  *                slice while the block reduces the other (KP_CLUSTER 1: a block a row; one
  *                stage where two do not fit, refilled once the block is done with its row); float32
  *                softmax and softmin keep each term of the sum in the stage for the results
- *                (KP_STAGE_KEEP), in a third slice of shared memory
+ *                (KP_STAGE_KEEP), in a third slice of shared memory, and take one exchange a
+ *                row across the cluster, not two (KP_STAGE_XCHG1)
  *   1 with KP_CLUSTER > 1 (CUDA sm_90+): registers across a cluster, the row split into slices as
  *                for 4, each block's slice in its registers (KP_VPT vectors a thread): one read
  *                an element and no shared-memory pass, for rows longer than a block holds
@@ -64,6 +65,8 @@
 #ifndef KP_STAGE_KEEP
 #define KP_STAGE_KEEP 0
 #endif
+/* With its terms kept across a cluster, a row takes one exchange, not two (kp_xchg_maxsum). */
+#define KP_STAGE_XCHG1 (KP_STAGE_KEEP && KP_CLUSTER > 1)
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 /* TwoSum and the exact product error must be rounded as written. */
@@ -799,6 +802,58 @@ KP_FN kp_sum2 kp_xchg_sum(kp_xchg* x, kp_sum2 s) {
   for (int o = 16; o > 0; o >>= 1) r = kp_sum_merge(r, kp_shfl2(r, o));
   return r;
 }
+#if KP_STAGE_XCHG1
+/* A row's max and sum in one exchange (KP_STAGE_XCHG1): each warp sends its own max m (fmax over
+ * its lanes; -inf where it has no number) with the sum of its terms exp(x - m); each warp then
+ * takes the row's max M over every warp's, and the sum of every warp's sum times exp(m - M) (a
+ * warp with no terms adds nothing, so that -inf - M never meets a 0 sum), in the same order in
+ * every warp and block. The terms kept relative to the warp's m are scaled by exp(m - M) / sum for
+ * the results. That saves the max's exchange, the cluster-wide wait a row the slowest warp sets,
+ * for one exp of each warp's value: 2^-31.2 each by kp_row_exp, against the 1 ulp bound. The
+ * buffer holds the (hi, lo) pairs, then the maxima (kp_xbuf's 3 KP_XN doubles a buffer). */
+KP_FN kp_acc kp_xchg_maxsum(kp_xchg* x, kp_acc m, kp_sum2* s KP_EXP_TAB_PARAM) {
+  kp_sum2 v = *s;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kp_sum_merge(v, kp_shfl2(v, o));
+  unsigned bar, phase, slot;
+  KP_LOCAL_PTR kp_acc* buf = kp_xchg_begin(x, 24u, &bar, &phase, &slot);
+  const unsigned lane = KP_LOCAL_ID % 32;
+  if (lane < KP_CLUSTER) {
+    const unsigned to = kp_mapa(bar, lane);
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f64 [%0], {%1, %2}, [%3];" ::"r"(
+                     kp_mapa(kp_smem_u32(&buf[2 * slot]), lane)),
+                 "d"(v.hi), "d"(v.lo), "r"(to)
+                 : "memory");
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f64 [%0], %1, [%2];" ::"r"(
+                     kp_mapa(kp_smem_u32(&buf[2 * KP_XN + slot]), lane)),
+                 "d"(m), "r"(to)
+                 : "memory");
+  }
+  kp_xchg_wait(bar, phase);
+  kp_acc mx = KP_ACC_NEG_INF;
+  for (unsigned i = lane; i < KP_XN; i += 32) mx = fmax(mx, buf[2 * KP_XN + i]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmax(mx, kp_shfl(mx, o));
+  kp_sum2 r;
+  r.hi = 0.0;
+  r.lo = 0.0;
+  for (unsigned i = lane; i < KP_XN; i += 32) {
+    kp_sum2 w;
+    w.hi = buf[2 * i];
+    w.lo = buf[2 * i + 1];
+    if (w.hi != 0.0) { /* NaN too */
+      const kp_acc f = kp_term(buf[2 * KP_XN + i], mx KP_EXP_TAB_ARG);
+      w.hi *= f;
+      w.lo *= f;
+      r = kp_sum_merge(r, w);
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) r = kp_sum_merge(r, kp_shfl2(r, o));
+  *s = r;
+  return mx;
+}
+#endif
 #endif
 #define KP_ROW_KERNEL KP_KERNEL __cluster_dims__(KP_CLUSTER, 1, 1)
 #else
@@ -969,8 +1024,8 @@ KP_FN void kp_vec_exp_stage_n(kp_vec x, int nl, kp_acc m, kp_sum2* s, KP_LOCAL_P
   *lo = KP_VEC_TO_RAW(l);
 }
 #define KP_STAGE_SCALE_LANE(k) \
-  if ((k) < nl) KP_LANE(y, k) = kp_row_store(KP_D_FROM_HILO(KP_AS_INT(KP_LANE(h, k)), KP_AS_INT(KP_LANE(l, k))) * rk.inv);
-KP_FN kp_vec kp_vec_scale_stage_n(kp_vec h, kp_raw lo, int nl, kp_row_k rk) {
+  if ((k) < nl) KP_LANE(y, k) = kp_row_store(KP_D_FROM_HILO(KP_AS_INT(KP_LANE(h, k)), KP_AS_INT(KP_LANE(l, k))) * inv);
+KP_FN kp_vec kp_vec_scale_stage_n(kp_vec h, kp_raw lo, int nl, kp_acc inv) {
   kp_vec l, y = h;
   KP_SET_RAW(l, lo);
   KP_FOR_LANES(KP_STAGE_SCALE_LANE)
@@ -1054,7 +1109,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #if KP_CLUSTER > 1 && !KP_XCHG
   __shared__ kp_acc cl_slot[6]; /* by parity: the max, and the sum's hi and lo */
 #elif KP_CLUSTER > 1
-  __shared__ __attribute__((aligned(16))) kp_acc kp_xbuf[4 * KP_XN];
+  __shared__ __attribute__((aligned(16))) kp_acc kp_xbuf[(4 + 2 * KP_STAGE_XCHG1) * KP_XN];
   __shared__ unsigned long long kp_xbar[2];
   kp_xchg xchg;
   xchg.buf = kp_xbuf;
@@ -1209,7 +1264,16 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
 #define KP_MAX_STEP_(x, vi, nl) mc = kp_vec_max_n(x, nl, mc);
     KP_STAGE_PASS(stg, KP_MAX_STEP_)
+#if KP_STAGE_XCHG1
+    /* this warp's max; its terms relative to it (to 0 where it has no number: each term 0, or NaN
+     * for a NaN element), the row's max and sum from the one exchange */
+    kp_acc mw = (kp_acc)mc;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mw = fmax(mw, kp_shfl(mw, o));
+    m = mw == KP_ACC_NEG_INF ? 0.0 : mw;
+#else
     m = KP_ROW_MAX(mc);
+#endif
     {
       const KP_C mf_ = (KP_C)m;
 #if KP_STAGE_KEEP
@@ -1221,7 +1285,11 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       KP_STAGE_PASS(stg, KP_SUM_STEP_)
     }
     s.hi += (kp_acc)sf;
+#if KP_STAGE_XCHG1
+    m = kp_xchg_maxsum(&xchg, mw, &s KP_EXP_TAB_ARG);
+#else
     s = KP_ROW_SUM(s);
+#endif
 #elif KP_ROW == 4
     /* the slice read once into shared memory, KP_VPT vectors a thread in flight */
     for (unsigned j0 = 0; j0 < slots; j0 += KP_VPT) {
@@ -1278,6 +1346,13 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     s = KP_ROW_SUM(s);
 #endif
     const kp_row_k rk = kp_row_constants(m, s);
+#if KP_STAGE_XCHG1
+    /* the kept terms are relative to this warp's max: exp(mw - m) / sum (a warp with no number
+     * has no result to write) */
+    const kp_acc keep_inv = mw == KP_ACC_NEG_INF ? rk.inv : kp_term(mw, m KP_EXP_TAB_ARG) * rk.inv;
+#elif KP_STAGE_KEEP
+    const kp_acc keep_inv = rk.inv;
+#endif
     /* ---- the results ---- */
 #if KP_ROW == 3
     for (unsigned c = kp_online_chunks(len); c > 0; --c) {
@@ -1293,7 +1368,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
 #elif KP_ROW == 4 && KP_PREFETCH && KP_STAGE_KEEP
 #define KP_OUT_STEP_(x, vi, nl) \
-  if ((nl) > 0) kp_row_store_vec(kp_vec_scale_stage_n(x, kp_lo[vi], nl, rk), o, vi, len, acc);
+  if ((nl) > 0) kp_row_store_vec(kp_vec_scale_stage_n(x, kp_lo[vi], nl, keep_inv), o, vi, len, acc);
     KP_STAGE_PASS(stg, KP_OUT_STEP_)
 #elif KP_ROW == 4 && KP_PREFETCH
 #define KP_OUT_STEP_(x, vi, nl) kp_row_store_vec(kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG), o, vi, len, acc);
