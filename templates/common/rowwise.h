@@ -725,8 +725,10 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
  * sent only once it had read this buffer. Thread 0 arms its mbarrier with the bytes due, once per
  * phase; values that land before it does leave the phase open (its own arrival is still due). */
 #define KP_XN ((KP_BLOCK / 32) * KP_CLUSTER) /* values an exchange gathers in each block */
+/* doubles a buffer: KP_XN (hi, lo) pairs, and KP_XN maxima where a row takes one exchange */
+#define KP_XSTRIDE ((2 + KP_STAGE_XCHG1) * KP_XN)
 typedef struct {
-  KP_LOCAL_PTR kp_acc* buf; /* two buffers of KP_XN (hi, lo) pairs */
+  KP_LOCAL_PTR kp_acc* buf; /* two buffers of KP_XSTRIDE doubles */
   unsigned bar;             /* the first of two mbarriers */
   unsigned rank;
   unsigned step; /* exchanges so far */
@@ -751,7 +753,7 @@ KP_FN KP_LOCAL_PTR kp_acc* kp_xchg_begin(kp_xchg* x, unsigned bytes, unsigned* b
   *slot = (KP_LOCAL_ID / 32) * KP_CLUSTER + x->rank;
   if (KP_LOCAL_ID == 0)
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(*bar), "r"(KP_XN * bytes) : "memory");
-  return x->buf + b * (2 * KP_XN);
+  return x->buf + b * KP_XSTRIDE;
 }
 KP_FN kp_acc kp_xchg_max(kp_xchg* x, kp_acc v, int keep_nan) {
 #pragma unroll
@@ -1109,7 +1111,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #if KP_CLUSTER > 1 && !KP_XCHG
   __shared__ kp_acc cl_slot[6]; /* by parity: the max, and the sum's hi and lo */
 #elif KP_CLUSTER > 1
-  __shared__ __attribute__((aligned(16))) kp_acc kp_xbuf[(4 + 2 * KP_STAGE_XCHG1) * KP_XN];
+  __shared__ __attribute__((aligned(16))) kp_acc kp_xbuf[2 * KP_XSTRIDE];
   __shared__ unsigned long long kp_xbar[2];
   kp_xchg xchg;
   xchg.buf = kp_xbuf;
