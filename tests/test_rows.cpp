@@ -204,6 +204,16 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   CHECK_FALSE(row_keeps_stage_terms(row_spec("softmax", Dtype::f32, Direction::backward), pr));
   CHECK_FALSE(row_keeps_stage_terms(row_spec("softmax", Dtype::bf16, Direction::forward), pr));
   CHECK_FALSE(row_keeps_stage_terms(f, one_shot));
+  // Its forward below float64, across more than one block, sends a row's max with its sum: one
+  // exchange a row.
+  CHECK(row_exchanges_once(lf, pr));
+  CHECK(row_exchanges_once(row_spec("softmax", Dtype::bf16, Direction::forward), pr));
+  CHECK_FALSE(row_exchanges_once(row_spec("softmax", Dtype::f64, Direction::forward), pr));
+  CHECK_FALSE(row_exchanges_once(row_spec("softmax", Dtype::f32, Direction::backward), pr));
+  CHECK_FALSE(row_exchanges_once(f, one_shot));
+  KernelConfig block_a_row = pr;
+  block_a_row.cluster = 1;
+  CHECK_FALSE(row_exchanges_once(f, block_a_row));
   for (const char* member : {"softmax", "softmin"}) {
     const KernelSpec kf = row_spec(member, Dtype::f32, Direction::forward);
     CHECK(row_keeps_stage_terms(kf, pr));

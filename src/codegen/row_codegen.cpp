@@ -105,6 +105,7 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_PREFETCH " << (c.grid == GridPolicy::grid_stride ? 1 : 0) << '\n';
   os << "#define KP_STRIDED " << (strided ? 1 : 0) << '\n';
   os << "#define KP_STAGE_KEEP " << (row_keeps_stage_terms(spec, c) ? 1 : 0) << '\n';
+  os << "#define KP_XCHG1 " << (row_exchanges_once(spec, c) ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);
   append_file(os, act.act->snippet);
   append_file(os, "common/rowwise.h");
@@ -123,6 +124,11 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& c) {
   return c.row == RowStrategy::cluster && c.grid == GridPolicy::grid_stride && spec.dtype == Dtype::f32 &&
          spec.direction == Direction::forward && !resolve_activation(spec.activation).act->row_form.log;
+}
+
+bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& c) {
+  return c.row == RowStrategy::cluster && c.grid == GridPolicy::grid_stride && c.cluster > 1 &&
+         spec.direction == Direction::forward && spec.dtype != Dtype::f64;
 }
 
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std::uint64_t cols, std::uint64_t room) {
@@ -175,7 +181,7 @@ std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig
   // each block of the cluster (and its max, where the kept terms take one exchange a row), and
   // their two mbarriers.
   if (c.row == RowStrategy::cluster && c.cluster > 1)
-    bytes += (row_keeps_stage_terms(spec, c) ? 6ull : 4ull) * static_cast<std::uint64_t>(c.block / 32) *
+    bytes += (row_exchanges_once(spec, c) ? 6ull : 4ull) * static_cast<std::uint64_t>(c.block / 32) *
                  static_cast<std::uint64_t>(row_cluster(c)) * sizeof(double) +
              16;
   if (c.row == RowStrategy::shared)

@@ -29,6 +29,11 @@ std::string strided_config_problem(const KernelConfig& config);
 // whose results are exp(x - max) / sum; log_softmax's need no exp.
 bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& config);
 
+// Whether a row of the cluster kernel takes one exchange across its cluster, its max travelling
+// with its sum (rowwise.h's KP_XCHG1), instead of two: the pipelined kernel's forward in a cluster
+// of more than one block, below float64.
+bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& config);
+
 // The dynamic shared memory a cluster launch's blocks need for a row of `cols` elements: its
 // slice (backward: the gradient's and the output's), 16-byte aligned. The pipelined kernel
 // (--grid grid-stride) holds two stages of it, filling one while it reduces the other, where they

@@ -30,8 +30,8 @@
  *                slice while the block reduces the other (KP_CLUSTER 1: a block a row; one
  *                stage where two do not fit, refilled once the block is done with its row); float32
  *                softmax and softmin keep each term of the sum in the stage for the results
- *                (KP_STAGE_KEEP), in a third slice of shared memory, and take one exchange a
- *                row across the cluster, not two (KP_STAGE_XCHG1)
+ *                (KP_STAGE_KEEP), in a third slice of shared memory; every forward below
+ *                float64 takes one exchange a row across the cluster, not two (KP_XCHG1)
  *   1 with KP_CLUSTER > 1 (CUDA sm_90+): registers across a cluster, the row split into slices as
  *                for 4, each block's slice in its registers (KP_VPT vectors a thread): one read
  *                an element and no shared-memory pass, for rows longer than a block holds
@@ -65,8 +65,9 @@
 #ifndef KP_STAGE_KEEP
 #define KP_STAGE_KEEP 0
 #endif
-/* With its terms kept across a cluster, a row takes one exchange, not two (kp_xchg_maxsum). */
-#define KP_STAGE_XCHG1 (KP_STAGE_KEEP && KP_CLUSTER > 1)
+#ifndef KP_XCHG1
+#define KP_XCHG1 0
+#endif
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 /* TwoSum and the exact product error must be rounded as written. */
@@ -726,7 +727,7 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
  * phase; values that land before it does leave the phase open (its own arrival is still due). */
 #define KP_XN ((KP_BLOCK / 32) * KP_CLUSTER) /* values an exchange gathers in each block */
 /* doubles a buffer: KP_XN (hi, lo) pairs, and KP_XN maxima where a row takes one exchange */
-#define KP_XSTRIDE ((2 + KP_STAGE_XCHG1) * KP_XN)
+#define KP_XSTRIDE ((2 + KP_XCHG1) * KP_XN)
 typedef struct {
   KP_LOCAL_PTR kp_acc* buf; /* two buffers of KP_XSTRIDE doubles */
   unsigned bar;             /* the first of two mbarriers */
@@ -804,15 +805,18 @@ KP_FN kp_sum2 kp_xchg_sum(kp_xchg* x, kp_sum2 s) {
   for (int o = 16; o > 0; o >>= 1) r = kp_sum_merge(r, kp_shfl2(r, o));
   return r;
 }
-#if KP_STAGE_XCHG1
-/* A row's max and sum in one exchange (KP_STAGE_XCHG1): each warp sends its own max m (fmax over
- * its lanes; -inf where it has no number) with the sum of its terms exp(x - m); each warp then
- * takes the row's max M over every warp's, and the sum of every warp's sum times exp(m - M) (a
- * warp with no terms adds nothing, so that -inf - M never meets a 0 sum), in the same order in
- * every warp and block. The terms kept relative to the warp's m are scaled by exp(m - M) / sum for
- * the results. That saves the max's exchange, the cluster-wide wait a row the slowest warp sets,
- * for one exp of each warp's value: 2^-31.2 each by kp_row_exp, against the 1 ulp bound. The
- * buffer holds the (hi, lo) pairs, then the maxima (kp_xbuf's 3 KP_XN doubles a buffer). */
+#if KP_XCHG1
+/* A row's max and sum in one exchange (KP_XCHG1, codegen's row_exchanges_once: the pipelined
+ * cluster kernel's forward below float64): each warp sends its own max m (fmax over its lanes; -inf
+ * where it has no number) with the sum of its terms exp(x - m); each warp then takes the row's max
+ * M over every warp's, and the sum of every warp's sum times exp(m - M) (a warp with no terms adds
+ * nothing, so that -inf - M never meets a 0 sum), in the same order in every warp and block. The
+ * results are then the max-subtracting formula's with M and that sum (float32 softmax's kept terms,
+ * relative to their warp's m, scaled by exp(m - M) / sum). That saves the max's exchange, the
+ * cluster-wide wait a row for the slowest warp, for an exp of each warp's value (kp_term: 2^-31.2
+ * by kp_row_exp in float32, the device's exp in 16-bit rows, against their 1 ulp bound; the max's
+ * own warp scales by exactly 1, so log_softmax's sum - 1 keeps its low part). The buffer holds the
+ * (hi, lo) pairs, then the maxima (KP_XSTRIDE). */
 KP_FN kp_acc kp_xchg_maxsum(kp_xchg* x, kp_acc m, kp_sum2* s KP_EXP_TAB_PARAM) {
   kp_sum2 v = *s;
 #pragma unroll
@@ -1266,7 +1270,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
 #define KP_MAX_STEP_(x, vi, nl) mc = kp_vec_max_n(x, nl, mc);
     KP_STAGE_PASS(stg, KP_MAX_STEP_)
-#if KP_STAGE_XCHG1
+#if KP_XCHG1
     /* this warp's max; its terms relative to it (to 0 where it has no number: each term 0, or NaN
      * for a NaN element), the row's max and sum from the one exchange */
     kp_acc mw = (kp_acc)mc;
@@ -1287,7 +1291,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       KP_STAGE_PASS(stg, KP_SUM_STEP_)
     }
     s.hi += (kp_acc)sf;
-#if KP_STAGE_XCHG1
+#if KP_XCHG1
     m = kp_xchg_maxsum(&xchg, mw, &s KP_EXP_TAB_ARG);
 #else
     s = KP_ROW_SUM(s);
@@ -1348,7 +1352,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     s = KP_ROW_SUM(s);
 #endif
     const kp_row_k rk = kp_row_constants(m, s);
-#if KP_STAGE_XCHG1
+#if KP_STAGE_KEEP && KP_XCHG1
     /* the kept terms are relative to this warp's max: exp(mw - m) / sum (a warp with no number
      * has no result to write) */
     const kp_acc keep_inv = mw == KP_ACC_NEG_INF ? rk.inv : kp_term(mw, m KP_EXP_TAB_ARG) * rk.inv;
