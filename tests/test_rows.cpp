@@ -204,10 +204,10 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   CHECK_FALSE(row_keeps_stage_terms(row_spec("softmax", Dtype::f32, Direction::backward), pr));
   CHECK_FALSE(row_keeps_stage_terms(row_spec("softmax", Dtype::bf16, Direction::forward), pr));
   CHECK_FALSE(row_keeps_stage_terms(f, one_shot));
-  // Its forward below float64, across more than one block, sends a row's max with its sum: one
-  // exchange a row.
+  // Its float32 forward across more than one block sends a row's max with its sum: one exchange
+  // a row (16-bit not yet: its default has not run it on a GPU).
   CHECK(row_exchanges_once(lf, pr));
-  CHECK(row_exchanges_once(row_spec("softmax", Dtype::bf16, Direction::forward), pr));
+  CHECK_FALSE(row_exchanges_once(row_spec("softmax", Dtype::bf16, Direction::forward), pr));
   CHECK_FALSE(row_exchanges_once(row_spec("softmax", Dtype::f64, Direction::forward), pr));
   CHECK_FALSE(row_exchanges_once(row_spec("softmax", Dtype::f32, Direction::backward), pr));
   CHECK_FALSE(row_exchanges_once(f, one_shot));

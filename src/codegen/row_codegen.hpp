@@ -30,8 +30,8 @@ std::string strided_config_problem(const KernelConfig& config);
 bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& config);
 
 // Whether a row of the cluster kernel takes one exchange across its cluster, its max travelling
-// with its sum (rowwise.h's KP_XCHG1), instead of two: the pipelined kernel's forward in a cluster
-// of more than one block, below float64.
+// with its sum (rowwise.h's KP_XCHG1), instead of two: the pipelined kernel's float32 forward in a
+// cluster of more than one block (the kernel takes it for 16-bit rows too).
 bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& config);
 
 // The dynamic shared memory a cluster launch's blocks need for a row of `cols` elements: its

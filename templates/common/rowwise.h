@@ -30,8 +30,8 @@
  *                slice while the block reduces the other (KP_CLUSTER 1: a block a row; one
  *                stage where two do not fit, refilled once the block is done with its row); float32
  *                softmax and softmin keep each term of the sum in the stage for the results
- *                (KP_STAGE_KEEP), in a third slice of shared memory; every forward below
- *                float64 takes one exchange a row across the cluster, not two (KP_XCHG1)
+ *                (KP_STAGE_KEEP), in a third slice of shared memory; a forward below float64
+ *                may take one exchange a row across the cluster, not two (KP_XCHG1)
  *   1 with KP_CLUSTER > 1 (CUDA sm_90+): registers across a cluster, the row split into slices as
  *                for 4, each block's slice in its registers (KP_VPT vectors a thread): one read
  *                an element and no shared-memory pass, for rows longer than a block holds
@@ -806,8 +806,8 @@ KP_FN kp_sum2 kp_xchg_sum(kp_xchg* x, kp_sum2 s) {
   return r;
 }
 #if KP_XCHG1
-/* A row's max and sum in one exchange (KP_XCHG1, codegen's row_exchanges_once: the pipelined
- * cluster kernel's forward below float64): each warp sends its own max m (fmax over its lanes; -inf
+/* A row's max and sum in one exchange (KP_XCHG1, where codegen's row_exchanges_once asks for it:
+ * the pipelined cluster kernel's forward below float64): each warp sends its own max m (fmax over its lanes; -inf
  * where it has no number) with the sum of its terms exp(x - m); each warp then takes the row's max
  * M over every warp's, and the sum of every warp's sum times exp(m - M) (a warp with no terms adds
  * nothing, so that -inf - M never meets a 0 sum), in the same order in every warp and block. The
