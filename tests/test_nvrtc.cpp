@@ -7,6 +7,7 @@
 #ifdef KPLAY_WITH_CUDA
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -153,6 +154,25 @@ TEST_SUITE("nvrtc") {
               CAPTURE(fast_fp64);
               CHECK_NOTHROW(ptx_for(s, c, 90, fast_fp64, h200));
             }
+    // The one exchange a row of the 16-bit pipelined forward, which codegen takes only when asked.
+    setenv("KPLAY_ROW_XCHG1", "all", 1);
+    for (const auto& member : row_activations()) {
+      KernelSpec s;
+      s.activation = member.name;
+      s.dtype = Dtype::bf16;
+      KernelConfig c;
+      c.row = RowStrategy::cluster;
+      c.cluster = 16;
+      c.block = 256;
+      c.per_thread = 4;
+      c.grid = GridPolicy::grid_stride;
+      c.waves = 1;
+      CAPTURE(to_string(s));
+      CHECK(render_kernel(s, resolve_config(s, c, h200), rt::dialect_of("cuda")).source.find("#define KP_XCHG1 1") !=
+            std::string::npos);
+      CHECK_NOTHROW(ptx_for(s, c, 90, true, h200));
+    }
+    unsetenv("KPLAY_ROW_XCHG1");
   }
 
   TEST_CASE("every activation case, dtype and direction compiles") {

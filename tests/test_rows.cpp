@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -208,6 +209,12 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   // a row (16-bit not yet: its default has not run it on a GPU).
   CHECK(row_exchanges_once(lf, pr));
   CHECK_FALSE(row_exchanges_once(row_spec("softmax", Dtype::bf16, Direction::forward), pr));
+  setenv("KPLAY_ROW_XCHG1", "all", 1);  // the switch that tests them
+  CHECK(row_exchanges_once(row_spec("softmax", Dtype::bf16, Direction::forward), pr));
+  CHECK_FALSE(row_exchanges_once(row_spec("softmax", Dtype::f64, Direction::forward), pr));
+  setenv("KPLAY_ROW_XCHG1", "0", 1);
+  CHECK_FALSE(row_exchanges_once(lf, pr));
+  unsetenv("KPLAY_ROW_XCHG1");
   CHECK_FALSE(row_exchanges_once(row_spec("softmax", Dtype::f64, Direction::forward), pr));
   CHECK_FALSE(row_exchanges_once(row_spec("softmax", Dtype::f32, Direction::backward), pr));
   CHECK_FALSE(row_exchanges_once(f, one_shot));

@@ -2,6 +2,7 @@
 #include "row_codegen.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "kplay/error.hpp"
@@ -129,8 +130,13 @@ bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& c) {
 bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& c) {
   // float32 only until the CUDA row tests have run it on an sm_90 GPU: the 16-bit forward beyond
   // 16,384 columns takes this kernel by default (row_defaults.cpp), float32's no default does.
+  // KPLAY_ROW_XCHG1=all asks for it below float64 (to test and time the 16-bit rows), =0 nowhere.
+  const char* v = std::getenv("KPLAY_ROW_XCHG1");
+  const std::string which = v ? v : "";
+  if (which == "0") return false;
+  const bool dtype_ok = which == "all" ? spec.dtype != Dtype::f64 : spec.dtype == Dtype::f32;
   return c.row == RowStrategy::cluster && c.grid == GridPolicy::grid_stride && c.cluster > 1 &&
-         spec.direction == Direction::forward && spec.dtype == Dtype::f32;
+         spec.direction == Direction::forward && dtype_ok;
 }
 
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std::uint64_t cols, std::uint64_t room) {
