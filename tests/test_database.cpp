@@ -392,6 +392,16 @@ TEST_CASE("configs and specs survive JSON, text and back") {
   CHECK(config_from_json(old_record) == KernelConfig{});
   CHECK(config_from_text(config_text(c)) == c);
   CHECK(config_text(c) == config_text(config_from_text(config_text(c))));
+  KernelConfig r;  // a row config, with the knob only the pipelined cluster kernel has
+  r.row = RowStrategy::cluster;
+  r.cluster = 16;
+  r.grid = GridPolicy::grid_stride;
+  r.waves = 1;
+  r.recompute_terms = true;
+  CHECK(config_from_json(config_to_json(r)) == r);
+  CHECK(config_from_text(config_text(r)) == r);
+  r.recompute_terms = false;
+  CHECK_FALSE(config_to_json(r).contains("recompute_terms"));  // row records read as they always have
   KernelConfig d;
   d.waves = 7;  // one-shot keeps its waves too, so equal configs stay equal
   CHECK(config_from_json(config_to_json(d)) == d);

@@ -154,6 +154,24 @@ TEST_SUITE("nvrtc") {
               CAPTURE(fast_fp64);
               CHECK_NOTHROW(ptx_for(s, c, 90, fast_fp64, h200));
             }
+    // The pipelined float32 softmax forward that computes its terms again (--recompute-terms).
+    for (const char* member : {"softmax", "softmin"}) {
+      KernelSpec s;
+      s.activation = member;
+      KernelConfig c;
+      c.row = RowStrategy::cluster;
+      c.cluster = 16;
+      c.block = 256;
+      c.per_thread = 4;
+      c.grid = GridPolicy::grid_stride;
+      c.waves = 1;
+      c.recompute_terms = true;
+      CAPTURE(member);
+      CHECK(
+          render_kernel(s, resolve_config(s, c, h200), rt::dialect_of("cuda")).source.find("#define KP_STAGE_KEEP 0") !=
+          std::string::npos);
+      CHECK_NOTHROW(ptx_for(s, c, 90, true, h200));
+    }
     // The one exchange a row of the 16-bit pipelined forward, which codegen takes only when asked.
     setenv("KPLAY_ROW_XCHG1", "all", 1);
     for (const auto& member : row_activations()) {

@@ -83,6 +83,18 @@ TEST_CASE("the row search space yields only configs resolve_config accepts that 
           // give each block's threads a vector; registers hold the short rows.
           CHECK(strategies.count(RowStrategy::online));
           if (!hopper || sh.cols == 1) CHECK_FALSE(strategies.count(RowStrategy::cluster));
+          // The pipelined kernel's float32 softmax forward both keeps its terms and recomputes
+          // them; nothing else recomputes (it keeps none).
+          const auto recomputes =
+              std::count_if(space.begin(), space.end(), [](const KernelConfig& c) { return c.recompute_terms; });
+          const auto keeps = std::count_if(space.begin(), space.end(),
+                                           [&](const KernelConfig& c) { return row_keeps_stage_terms(spec, c); });
+          if (hopper && d == Dtype::f32 && dir == Direction::forward && sh.cols > 1) {
+            CHECK(recomputes > 0);
+            CHECK(keeps > 0);
+          } else {
+            CHECK(recomputes == 0);
+          }
           if (sh.cols <= 1000) CHECK(strategies.count(RowStrategy::registers));
           // The row default is a candidate, not only the baseline tune() adds.
           const KernelConfig def = resolve_config(spec, default_row_config(spec, sh.cols, limits), limits);

@@ -234,7 +234,27 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
     KernelConfig eighth = pr;
     eighth.cluster = 8;
     CHECK_THROWS_WITH_AS(row_launch_dims(kf, eighth, 4096, 393216, h200), doctest::Contains("kept terms"), Error);
+    // --recompute-terms: two stages and no terms, a second exp; 393216 in 16 then holds two stages.
+    KernelConfig again = pr;
+    again.recompute_terms = true;
+    CHECK_FALSE(row_keeps_stage_terms(kf, again));
+    CHECK(row_launch_dims(kf, resolve_config(kf, again, h200), 4096, 393216, h200).shared_bytes ==
+          2 * row_launch_dims(kf, one_shot, 4096, 393216, h200).shared_bytes);
+    CHECK(row_entry_name(kf, again) != row_entry_name(kf, pr));
   }
+  // Refused where no term is kept: log_softmax, bfloat16, the backward, the one-shot kernel.
+  KernelConfig again = pipe;
+  again.recompute_terms = true;
+  CHECK_NOTHROW(resolve_config(f, again, h200));
+  CHECK_THROWS_WITH_AS(resolve_config(lf, again, h200), doctest::Contains("--recompute-terms"), Error);
+  CHECK_THROWS_AS(resolve_config(row_spec("softmax", Dtype::bf16, Direction::forward), again, h200), Error);
+  CHECK_THROWS_AS(resolve_config(row_spec("softmax", Dtype::f32, Direction::backward), again, h200), Error);
+  again.grid = GridPolicy::one_shot;
+  CHECK_THROWS_AS(resolve_config(f, again, h200), Error);
+  KernelSpec selu_spec;
+  KernelConfig selu_again;
+  selu_again.recompute_terms = true;
+  CHECK_THROWS_WITH_AS(resolve_config(selu_spec, selu_again, h200), doctest::Contains("row activations"), Error);
   // Two stages of a 393216-float row's eighth do not fit, one does; a quarter's stage does not:
   // refused, naming the stages.
   pipe.cluster = 8;
@@ -560,19 +580,25 @@ void check_row_pipelined(const char* backend) {
             c.cluster = cluster;
             c.grid = GridPolicy::grid_stride;
             c.waves = 1;
-            rt::LaunchDims dims;
-            try {
-              dims = row_launch_dims(spec, resolve_config(spec, c, be->limits()), 1ull << 30, cols, be->limits());
-            } catch (const Error&) {
-              continue;  // two stages of the slice beyond the shared memory: refused, rightly
+            // float32 softmax and softmin keep their terms, or (--recompute-terms) not
+            for (bool again : {false, true}) {
+              if (again && !row_terms_can_be_kept(spec, c)) continue;
+              c.recompute_terms = again;
+              rt::LaunchDims dims;
+              try {
+                dims = row_launch_dims(spec, resolve_config(spec, c, be->limits()), 1ull << 30, cols, be->limits());
+              } catch (const Error&) {
+                continue;  // the slice beyond the shared memory: refused, rightly
+              }
+              // Twice the rows of the grid's bound, which the backend lowers to the clusters
+              // resident at once.
+              ProblemShape ps;
+              ps.rows = 2 * (dims.grid_x / static_cast<std::uint64_t>(cluster)) + 5;
+              ps.n = ps.rows * cols;
+              INFO("cluster " << cluster << ", rows " << ps.rows << " x " << cols << ", terms "
+                              << (again ? "recomputed" : "kept"));
+              KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
             }
-            // Twice the rows of the grid's bound, which the backend lowers to the clusters
-            // resident at once.
-            ProblemShape ps;
-            ps.rows = 2 * (dims.grid_x / static_cast<std::uint64_t>(cluster)) + 5;
-            ps.n = ps.rows * cols;
-            INFO("cluster " << cluster << ", rows " << ps.rows << " x " << cols);
-            KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
           }
 }
 // Strided rows (softmax over a dimension that is not the last: [outer, cols, inner]) against the

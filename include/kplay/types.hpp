@@ -65,11 +65,16 @@ struct KernelConfig {
   // Row kernels but cluster: threads per row, a power of two up to the block (0: the block), so
   // that short rows share a block; CUDA reduces a row of up to 32 threads by warp shuffles.
   int row_threads = 0;
+  // The pipelined cluster kernel's float32 softmax and softmin forward only (row_keeps_stage_terms):
+  // compute each term again for its result instead of keeping it in shared memory (a second exp an
+  // element, a third less shared memory).
+  bool recompute_terms = false;
 
   bool operator==(const KernelConfig& o) const {
     return vec == o.vec && block == o.block && per_thread == o.per_thread && fast_math == o.fast_math &&
            grid == o.grid && waves == o.waves && cache == o.cache && flat == o.flat &&
-           late_gradient == o.late_gradient && row == o.row && cluster == o.cluster && row_threads == o.row_threads;
+           late_gradient == o.late_gradient && row == o.row && cluster == o.cluster && row_threads == o.row_threads &&
+           recompute_terms == o.recompute_terms;
   }
   bool operator!=(const KernelConfig& o) const { return !(*this == o); }
 };

@@ -65,10 +65,16 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults 
                       "share a block" +
                           from_layers)
            ->check(CLI::Range(0, 1024)));
+  knob(app.add_flag("--recompute-terms", f.recompute_terms,
+                    "--row cluster --grid grid-stride, float32 softmax and softmin forward: compute each term again "
+                    "for its result instead of keeping it in shared memory (a second exp an element, a third less "
+                    "shared memory)"),
+       true);
   if (tuned)
     app.footer(
         "Config knobs (--vec, --block, --per-thread, --fast-math, --grid, --cache, --general-kernel, "
-        "--late-gradient, --row, --cluster, --row-threads): when none is given, the config comes from the tuning "
+        "--late-gradient, --row, --cluster, --row-threads, --recompute-terms): when none is given, the config comes "
+        "from the tuning "
         "layers, the first "
         "that has one: "
         "your kernel database (kplay autotune), the tunings shipped for the device, the device model (README, "
@@ -218,6 +224,7 @@ KernelConfig ConfigFlags::config() const {
   if (!row.empty()) c.row = parse_row_strategy(row);
   c.cluster = cluster;
   c.row_threads = row_threads;
+  c.recompute_terms = recompute_terms;
   return c;
 }
 

@@ -33,6 +33,7 @@ struct ConfigFlags {
   std::string cache = "default";
   bool general_kernel = false;
   bool late_gradient = false;
+  bool recompute_terms = false;
   std::string row;  // row kernels: registers, shared, online, cluster ("": the default)
   int cluster = 0;
   int row_threads = 0;

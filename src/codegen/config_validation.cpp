@@ -23,6 +23,11 @@ KernelConfig resolve_row_config(const KernelSpec& spec, KernelConfig c, const Ta
                        "their next rows while they reduce these); --row ") +
            to_string(c.row) + " takes one block per row");
   if (c.late_gradient) refuse("--late-gradient is for the element-wise kernels");
+  if (c.recompute_terms && !row_terms_can_be_kept(spec, c))
+    refuse(
+        "--recompute-terms: only the pipelined cluster kernel's float32 softmax and softmin forward keep their "
+        "terms (--row cluster --grid grid-stride); drop it for " +
+        to_string(spec));
   c.flat = true;  // one kernel: rows with pitches
   if (c.row == RowStrategy::cluster) {
     if (limits.max_cluster < 2)
@@ -150,9 +155,9 @@ KernelConfig resolve_config(const KernelSpec& spec, const KernelConfig& config, 
   if (c.late_gradient && spec.direction != Direction::backward)
     refuse("--late-gradient: only a backward kernel reads a gradient; drop it for " + to_string(spec));
   if (resolve_activation(spec.activation).is_row()) return resolve_row_config(spec, c, limits);
-  if (c.row != RowStrategy::none || c.cluster != 0 || c.row_threads != 0)
-    refuse("--row, --cluster and --row-threads are for the row activations (" + row_activation_names() + "), not " +
-           to_string(spec));
+  if (c.row != RowStrategy::none || c.cluster != 0 || c.row_threads != 0 || c.recompute_terms)
+    refuse("--row, --cluster, --row-threads and --recompute-terms are for the row activations (" +
+           row_activation_names() + "), not " + to_string(spec));
   return c;
 }
 

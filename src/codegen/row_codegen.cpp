@@ -48,6 +48,7 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c, bool s
   if (c.row != RowStrategy::cluster && c.cluster > 1) os << "_cl" << c.cluster;
   if (c.row_threads != 0 && c.row_threads != c.block) os << "_t" << c.row_threads;
   if (c.grid == GridPolicy::grid_stride) os << "_pf";
+  if (c.recompute_terms) os << "_rt";
   if (c.cache == CacheHint::streaming) os << "_cs";
   if (strided) os << "_st";
   return os.str();
@@ -122,9 +123,13 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   return k;
 }
 
-bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& c) {
+bool row_terms_can_be_kept(const KernelSpec& spec, const KernelConfig& c) {
   return c.row == RowStrategy::cluster && c.grid == GridPolicy::grid_stride && spec.dtype == Dtype::f32 &&
          spec.direction == Direction::forward && !resolve_activation(spec.activation).act->row_form.log;
+}
+
+bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& c) {
+  return row_terms_can_be_kept(spec, c) && !c.recompute_terms;
 }
 
 bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& c) {

@@ -26,7 +26,10 @@ std::string strided_config_problem(const KernelConfig& config);
 
 // Whether the pipelined cluster kernel (--row cluster --grid grid-stride) keeps each term of the
 // sum for the results (rowwise.h's KP_STAGE_KEEP): the float32 forward of softmax and softmin,
-// whose results are exp(x - max) / sum; log_softmax's need no exp.
+// whose results are exp(x - max) / sum (log_softmax's need no exp), unless the config asks it to
+// compute them again (--recompute-terms: a second exp an element for a third less shared memory,
+// which the tuner weighs); row_terms_can_be_kept: where that choice exists.
+bool row_terms_can_be_kept(const KernelSpec& spec, const KernelConfig& config);
 bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& config);
 
 // Whether a row of the cluster kernel takes one exchange across its cluster, its max travelling

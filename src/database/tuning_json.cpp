@@ -86,6 +86,7 @@ json config_to_json(const KernelConfig& c) {
     j["row"] = to_string(c.row);
     j["cluster"] = c.cluster;
     if (c.row_threads != 0) j["row_threads"] = c.row_threads;
+    if (c.recompute_terms) j["recompute_terms"] = true;
   }
   return j;
 }
@@ -111,6 +112,7 @@ KernelConfig config_from_json(const json& j, const std::string& where) {
     c.row = parsed(where + ".row", [&] { return parse_row_strategy(row); });
     if (has(j, "cluster")) c.cluster = static_cast<int>(get_int(j, "cluster", where, 0, 16));
     if (has(j, "row_threads")) c.row_threads = static_cast<int>(get_int(j, "row_threads", where, 0, 1024));
+    if (has(j, "recompute_terms")) c.recompute_terms = get_bool(j, "recompute_terms", where);
   }
   return c;
 }

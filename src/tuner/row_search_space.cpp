@@ -103,18 +103,27 @@ std::vector<KernelConfig> RowSearchSpace::enumerate(const KernelSpec& spec, cons
   for (RowStrategy row : strategies)
     for (int bytes : vec_bytes) {
       if (bytes % esize) continue;  // a 4-byte vector of float64 does not exist
-      for (const KernelConfig& c : proposals(*this, row, bytes / esize, limits, cols)) {
-        bool ok = true;
-        for (const auto& k : search_constraints()) ok = ok && k.holds(spec, c, limits);
-        if (!ok) continue;
-        try {
-          const KernelConfig r = resolve_config(spec, c, limits);  // the same checks as user input
-          row_launch_dims(spec, r, rows, cols, limits);            // holds these rows
-          if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
-        } catch (const Error& e) {
-          // Too long for the strategy, a slice beyond the shared memory, 48 KiB of static shared
-          // memory: skipped. Anything else (the spec itself unsupported) is the caller's to hear.
-          if (e.code() != ErrorCode::invalid_config) throw;
+      for (const KernelConfig& p : proposals(*this, row, bytes / esize, limits, cols)) {
+        // Where the pipelined kernel may keep its terms, keeping them (a third more shared memory,
+        // fewer blocks an SM) and computing them again (a second exp) are both candidates.
+        std::vector<KernelConfig> forms{p};
+        if (row_terms_can_be_kept(spec, p)) {
+          forms.push_back(p);
+          forms.back().recompute_terms = true;
+        }
+        for (const KernelConfig& c : forms) {
+          bool ok = true;
+          for (const auto& k : search_constraints()) ok = ok && k.holds(spec, c, limits);
+          if (!ok) continue;
+          try {
+            const KernelConfig r = resolve_config(spec, c, limits);  // the same checks as user input
+            row_launch_dims(spec, r, rows, cols, limits);            // holds these rows
+            if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+          } catch (const Error& e) {
+            // Too long for the strategy, a slice beyond the shared memory, 48 KiB of static shared
+            // memory: skipped. Anything else (the spec itself unsupported) is the caller's to hear.
+            if (e.code() != ErrorCode::invalid_config) throw;
+          }
         }
       }
     }
@@ -134,7 +143,7 @@ std::string RowSearchSpace::describe() const {
   os << " cluster=";
   for (int v : clusters) os << v << ',';
   os << " registers,cluster-grid=one-shot,grid-stride:1 (grid-stride cluster: 1 too, per-thread 1,2)"
-     << " online-cluster=block 512 per-thread 2";
+     << " online-cluster=block 512 per-thread 2 terms=keep,recompute";
   return os.str();
 }
 

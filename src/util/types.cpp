@@ -77,6 +77,7 @@ std::string to_string(const KernelConfig& c) {
   if (c.row != RowStrategy::none) os << " row=" << to_string(c.row);
   if (c.row == RowStrategy::cluster || c.cluster > 1) os << " cluster=" << c.cluster;
   if (c.row_threads != 0) os << " row-threads=" << c.row_threads;
+  if (c.recompute_terms) os << " terms=recompute";
   return os.str();
 }
 
