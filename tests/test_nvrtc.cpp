@@ -154,10 +154,12 @@ TEST_SUITE("nvrtc") {
               CAPTURE(fast_fp64);
               CHECK_NOTHROW(ptx_for(s, c, 90, fast_fp64, h200));
             }
-    // The pipelined float32 softmax forward that computes its terms again (--recompute-terms).
-    for (const char* member : {"softmax", "softmin"}) {
+    // The pipelined kernel's forms that codegen takes only when asked: float32 softmax computing
+    // its terms again (--recompute-terms), and the 16-bit forward's one exchange a row.
+    auto pipelined = [&](const std::string& act, Dtype d, bool recompute, const char* define) {
       KernelSpec s;
-      s.activation = member;
+      s.activation = act;
+      s.dtype = d;
       KernelConfig c;
       c.row = RowStrategy::cluster;
       c.cluster = 16;
@@ -165,31 +167,15 @@ TEST_SUITE("nvrtc") {
       c.per_thread = 4;
       c.grid = GridPolicy::grid_stride;
       c.waves = 1;
-      c.recompute_terms = true;
-      CAPTURE(member);
-      CHECK(
-          render_kernel(s, resolve_config(s, c, h200), rt::dialect_of("cuda")).source.find("#define KP_STAGE_KEEP 0") !=
-          std::string::npos);
-      CHECK_NOTHROW(ptx_for(s, c, 90, true, h200));
-    }
-    // The one exchange a row of the 16-bit pipelined forward, which codegen takes only when asked.
-    setenv("KPLAY_ROW_XCHG1", "all", 1);
-    for (const auto& member : row_activations()) {
-      KernelSpec s;
-      s.activation = member.name;
-      s.dtype = Dtype::bf16;
-      KernelConfig c;
-      c.row = RowStrategy::cluster;
-      c.cluster = 16;
-      c.block = 256;
-      c.per_thread = 4;
-      c.grid = GridPolicy::grid_stride;
-      c.waves = 1;
+      c.recompute_terms = recompute;
       CAPTURE(to_string(s));
-      CHECK(render_kernel(s, resolve_config(s, c, h200), rt::dialect_of("cuda")).source.find("#define KP_XCHG1 1") !=
+      CHECK(render_kernel(s, resolve_config(s, c, h200), rt::dialect_of("cuda")).source.find(define) !=
             std::string::npos);
       CHECK_NOTHROW(ptx_for(s, c, 90, true, h200));
-    }
+    };
+    for (const char* member : {"softmax", "softmin"}) pipelined(member, Dtype::f32, true, "#define KP_STAGE_KEEP 0");
+    setenv("KPLAY_ROW_XCHG1", "all", 1);
+    for (const auto& member : row_activations()) pipelined(member.name, Dtype::bf16, false, "#define KP_XCHG1 1");
     unsetenv("KPLAY_ROW_XCHG1");
   }
 

@@ -756,6 +756,19 @@ KP_FN KP_LOCAL_PTR kp_acc* kp_xchg_begin(kp_xchg* x, unsigned bytes, unsigned* b
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(*bar), "r"(KP_XN * bytes) : "memory");
   return x->buf + b * KP_XSTRIDE;
 }
+/* The exchanged (hi, lo) pair i of a buffer, and the empty sum. */
+KP_FN kp_sum2 kp_xpair(KP_LOCAL_PTR const kp_acc* buf, unsigned i) {
+  kp_sum2 v;
+  v.hi = buf[2 * i];
+  v.lo = buf[2 * i + 1];
+  return v;
+}
+KP_FN kp_sum2 kp_sum_zero(void) {
+  kp_sum2 z;
+  z.hi = 0.0;
+  z.lo = 0.0;
+  return z;
+}
 KP_FN kp_acc kp_xchg_max(kp_xchg* x, kp_acc v, int keep_nan) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
@@ -792,15 +805,8 @@ KP_FN kp_sum2 kp_xchg_sum(kp_xchg* x, kp_sum2 s) {
                  "d"(s.hi), "d"(s.lo), "r"(kp_mapa(bar, lane))
                  : "memory");
   kp_xchg_wait(bar, phase);
-  kp_sum2 r;
-  r.hi = 0.0;
-  r.lo = 0.0;
-  for (unsigned i = lane; i < KP_XN; i += 32) {
-    kp_sum2 v;
-    v.hi = buf[2 * i];
-    v.lo = buf[2 * i + 1];
-    r = kp_sum_merge(r, v);
-  }
+  kp_sum2 r = kp_sum_zero();
+  for (unsigned i = lane; i < KP_XN; i += 32) r = kp_sum_merge(r, kp_xpair(buf, i));
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) r = kp_sum_merge(r, kp_shfl2(r, o));
   return r;
@@ -840,13 +846,9 @@ KP_FN kp_acc kp_xchg_maxsum(kp_xchg* x, kp_acc m, kp_sum2* s KP_EXP_TAB_PARAM) {
   for (unsigned i = lane; i < KP_XN; i += 32) mx = fmax(mx, buf[2 * KP_XN + i]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) mx = fmax(mx, kp_shfl(mx, o));
-  kp_sum2 r;
-  r.hi = 0.0;
-  r.lo = 0.0;
+  kp_sum2 r = kp_sum_zero();
   for (unsigned i = lane; i < KP_XN; i += 32) {
-    kp_sum2 w;
-    w.hi = buf[2 * i];
-    w.lo = buf[2 * i + 1];
+    kp_sum2 w = kp_xpair(buf, i);
     if (w.hi != 0.0) { /* NaN too */
       const kp_acc f = kp_term(buf[2 * KP_XN + i], mx KP_EXP_TAB_ARG);
       w.hi *= f;
