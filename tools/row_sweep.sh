@@ -4,7 +4,8 @@
 # each strategy's variants: registers one-shot and persistent (--grid grid-stride:1, the next row
 # loaded while this one is reduced), online, and on sm_90 clusters, one-shot and pipelined
 # (--grid grid-stride:1: the bulk copy engine loads the next row while this one is reduced;
-# $PIPE_BLOCKS threads a block, default 256 512). Prints one line per config:
+# $PIPE_BLOCKS threads a block, default 256 512; float32 softmax and softmin forward both keeping
+# their terms and with --recompute-terms). Prints one line per config:
 # shape, dtype, direction, % of copy, config. What docs/benchmarks.md ("Softmax") quotes per config.
 # Usage: tools/row_sweep.sh [--kplay PATH] [--act softmax] [--direction forward] [SHAPE ...]
 #   default shapes: the softmax table's (65536x128 ... 1024x1048576); dtypes: $DTYPES (f32 bf16)
@@ -43,12 +44,17 @@ for sh in $shapes; do
     fi
     bench "$sh" "$dt" --row online --block 1024 --per-thread 4
     bench "$sh" "$dt" --row cluster --cluster 16 --block 512 --per-thread 4
-    # the pipelined cluster kernel: a cluster of 1..16 blocks, each slice in two stages (the
-    # clusters whose two stages exceed shared memory are refused, and print "-")
+    # the pipelined cluster kernel: a cluster of 1..16 blocks, each slice in two stages where they
+    # fit, else one (the clusters whose one stage exceeds shared memory are refused, and print "-")
+    terms=("")
+    [ "$dt" = f32 ] && [ "$dir" = forward ] && [ "$act" != log_softmax ] && terms+=(--recompute-terms)
     for cl in 1 2 4 8 16; do
       [ $(( vecs / cl )) -ge 256 ] || continue
       for b in ${PIPE_BLOCKS:-256 512}; do
-        [ $(( vecs / cl )) -ge "$b" ] && bench "$sh" "$dt" --row cluster --cluster $cl --block $b --grid grid-stride:1
+        [ $(( vecs / cl )) -ge "$b" ] || continue
+        for tm in "${terms[@]}"; do
+          bench "$sh" "$dt" --row cluster --cluster $cl --block $b --grid grid-stride:1 $tm
+        done
       done
     done
   done
