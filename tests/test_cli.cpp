@@ -43,6 +43,9 @@ TEST_CASE("kplay: bad input gets a message and exit status 2") {
       {"emit --act selu --vec 3", "not a power of two"},
       {"emit --act selu --ptx --arch ampere", "--arch 'ampere'"},
       {"emit --act selu --late-gradient", "--late-gradient: only a backward kernel"},
+      {"emit --act selu --recompute-terms", "are for the row activations"},
+      {"emit --act log_softmax --row cluster --cluster 16 --grid grid-stride --recompute-terms",
+       "--recompute-terms: only the pipelined cluster kernel's float32 softmax and softmin forward"},
   };
   for (const auto& c : cases) {
     const Result r = run_kplay(c.args);
