@@ -1,8 +1,8 @@
 /* Row kernel: the softmax family (softmax, log_softmax, softmin), forward and backward, one body for
  * CUDA and OpenCL C 1.2 through the same prelude as templates/common/elementwise.h (which lists the
  * dialect's macros). Codegen defines the knobs (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK, KP_TPR,
- * KP_BACKWARD, KP_STREAMING, KP_ROW, KP_CLUSTER, KP_STRIDED, KP_STAGE_KEEP, KP_ENTRY) and puts the prelude and the member's
- * snippet (KP_ROW_LOG, KP_ROW_NEGATE) in front of this file.
+ * KP_BACKWARD, KP_STREAMING, KP_ROW, KP_CLUSTER, KP_STRIDED, KP_STAGE_KEEP, KP_XCHG1, KP_ENTRY) and
+ * puts the prelude and the member's snippet (KP_ROW_LOG, KP_ROW_NEGATE) in front of this file.
  *
  * A row is `cols` contiguous elements; row r of each buffer starts r * ld elements into it (strided
  * rows, KP_STRIDED, softmax over a dimension that is not the last: see the kernel's entry). Forward
