@@ -74,9 +74,7 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults 
     app.footer(
         "Config knobs (--vec, --block, --per-thread, --fast-math, --grid, --cache, --general-kernel, "
         "--late-gradient, --row, --cluster, --row-threads, --recompute-terms): when none is given, the config comes "
-        "from the tuning "
-        "layers, the first "
-        "that has one: "
+        "from the tuning layers, the first that has one: "
         "your kernel database (kplay autotune), the tunings shipped for the device, the device model (README, "
         "\"How the default is chosen\"); the output's layer line says which. Once any knob is given, those not "
         "given take the built-in defaults (" +

@@ -30,9 +30,9 @@
 // 4 vectors a thread; best blocks of 512 at 4). The online forward reads each row twice and at
 // 4096x393216 float32 runs at 78 % of DRAM's peak (Nsight Compute), its bound; the one-read
 // kernels spent two double exps an element in fewer SMs (7 clusters of 16 fit the H200). The
-// pipelined kernel's float32 softmax and softmin now keep their terms (one exp an element,
-// docs/design.md), which needs three slices of shared memory (not 393216 columns in 16) and has
-// not been measured: these defaults stay until it is. In
+// pipelined kernel's float32 softmax and softmin now keep their terms (one exp an element) and
+// take one exchange a row, and hold one stage where two do not fit (393216 columns in 16;
+// docs/design.md); none of that has been measured, and these defaults stay until it is. In
 // bfloat16 the pipelined cluster kernel leads: 8192x32768 74.8 in clusters of 2 (blocks of 128, 4
 // vectors a thread) against 61.9 online, 4096x131072 66.8 in clusters of 8 against 60.0,
 // 4096x393216 64.2 in clusters of 16 (blocks of 256) against 61.5; slices of 32768 elements or

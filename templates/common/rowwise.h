@@ -1013,8 +1013,8 @@ KP_FN void kp_stage_issue(unsigned bar, KP_LOCAL_PTR kp_raw* d0, KP_GLOBAL const
  * element, not two, and one conversion to double, not two. The H200's FP64 units convert 16
  * values a cycle an SM against 64 fused multiply-adds, so the second exp and its conversion cost
  * the forward more than its instruction count says. e's high word takes x's place in the stage
- * (each thread rewrites only its own vectors), its low word goes to a third part of the slice's
- * size after the two stages (kp_lo); row_slice_bytes counts it. */
+ * (each thread rewrites only its own vectors), its low word goes to one more part of the slice's
+ * size after the stage or stages (kp_lo); row_slice_bytes counts it. */
 #if KP_STAGE_KEEP
 #define KP_STAGE_KEEP_LANE(k)                                         \
   if ((k) < nl) {                                                     \
