@@ -276,7 +276,7 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
 TEST_CASE(
     "row default config: registers for short rows (forward: two vectors a thread on a persistent grid on CUDA, else "
     "one, two for long 16-bit rows; backward: four), else online (CUDA forward: blocks of 128 up to 128 vectors a "
-    "thread; 16-bit with clusters: the pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
+    "thread; 16-bit with clusters, and float32 softmax and softmin of about 32768 columns in clusters of 4: the pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
     "backward rows that registers hold, in clusters where they run faster)") {
   TargetLimits opencl;
   opencl.backend = "opencl";
@@ -356,10 +356,37 @@ TEST_CASE(
     CHECK(default_row_config(b, 4096, small).row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
     // Online forward: blocks of 128 on CUDA for rows of up to 128 vectors a thread (65536 float32
     // columns), of 1024 beyond and on other backends.
-    for (std::uint64_t cols : {32768ull, 65536ull, 65540ull, 393216ull}) {
+    for (std::uint64_t cols : {16385ull, 65536ull, 65540ull, 393216ull}) {
       INFO(cols << " columns, " << lim.backend);
       CHECK(default_row_config(f, cols, lim).block == (cuda && cols <= 65536 ? 128 : 1024));
     }
+    // float32 softmax and softmin forward rows of 24577 to 49152 where clusters of 4 exist: the
+    // pipelined cluster kernel keeping its terms, blocks of 256, four vectors; log_softmax (no
+    // terms kept), a device without clusters of 4 or without the shared memory: online.
+    for (const char* act : {"softmax", "softmin", "log_softmax"})
+      for (std::uint64_t cols : {24576ull, 24577ull, 32768ull, 49152ull, 49153ull}) {
+        const KernelSpec a = row_spec(act, Dtype::f32, Direction::forward);
+        const KernelConfig p = default_row_config(a, cols, lim);
+        INFO(act << ", " << cols << " columns, " << lim.backend << ": " << to_string(p));
+        const bool kept = std::string(act) != "log_softmax";
+        if (cuda && kept && cols > 24576 && cols <= 49152) {
+          CHECK(p.row == RowStrategy::cluster);
+          CHECK(p.cluster == 4);
+          CHECK(p.block == 256);
+          CHECK(p.per_thread == 4);
+          CHECK(p.grid == GridPolicy::grid_stride);
+          CHECK(row_keeps_stage_terms(a, p));
+          CHECK_NOTHROW(row_launch_dims(a, resolve_config(a, p, lim), 64, cols, lim));
+        } else {
+          CHECK(p.row == RowStrategy::online);
+        }
+        TargetLimits pairs = lim;
+        pairs.max_cluster = 2;
+        CHECK(default_row_config(a, cols, pairs).row == RowStrategy::online);
+        TargetLimits small = lim;
+        small.max_shared_optin = 64 * 1024;
+        CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
+      }
     // A 16-bit forward beyond registers where clusters exist: the pipelined cluster kernel, slices
     // of about 16384 elements in clusters of 2 to 16, where two stages of a slice fit in shared
     // memory (2^20 bfloat16 columns: 128 KiB slices, online); elsewhere registers or online.
@@ -380,7 +407,7 @@ TEST_CASE(
     CHECK(hb.cluster == (cuda ? 4 : 0));
     for (std::uint64_t cols : {16385ull, 32768ull, 65536ull, 65537ull, 393216ull, 1ull << 26}) {
       const KernelConfig big = default_row_config(f, cols, lim);
-      CHECK(big.row == RowStrategy::online);
+      CHECK(big.row == (cuda && cols == 32768 ? RowStrategy::cluster : RowStrategy::online));
       CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, big, lim), 64, cols, lim));
       // The backward beyond registers: online, two vectors a thread; across a cluster where the
       // device has them, a slice of at most 8192 elements a block of 512 (up to 16 blocks).

@@ -107,7 +107,6 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   // bulk copy engine loads the next row's slices while the cluster reduces this one's), with
   // slices of about 16384 elements, four vectors a thread at a time in blocks of 128 (256 for
   // longer slices), in clusters of 2 to 16 whose two stages of the slice fit in shared memory.
-  // float32's two exps an element in double keep its online kernel ahead (row_defaults.hpp).
   if (cuda_forward && dtype_size(spec.dtype) == 2 && limits.max_cluster >= 2) {
     constexpr std::uint64_t kSliceTarget = 16384;
     int cluster = 2;
@@ -120,6 +119,23 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     p.grid = GridPolicy::grid_stride;
     p.waves = 1;
     if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin) return p;
+  }
+  // A float32 softmax or softmin forward of about 32768 columns where clusters exist: the pipelined
+  // cluster kernel in clusters of 4 (slices of 6145 to 12288 elements, within 1.5x of the measured
+  // 8192), keeping its terms, blocks of 256, four vectors a thread, where two stages and the kept
+  // terms fit in shared memory. Measured at 8192x32768 only (row_defaults.hpp): 70.5 % of copy
+  // against 59.8 online; smaller slices lost (clusters of 8: 51.9, of 16: 23.2).
+  if (cuda_forward && spec.dtype == Dtype::f32 && limits.max_cluster >= 4 && cols > 24576 && cols <= 49152) {
+    KernelConfig p = c;
+    p.row = RowStrategy::cluster;
+    p.cluster = 4;
+    p.block = std::min(256, max_block);
+    p.per_thread = 4;
+    p.grid = GridPolicy::grid_stride;
+    p.waves = 1;
+    if (row_keeps_stage_terms(spec, p) &&
+        row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin)
+      return p;
   }
   if (spec.direction == Direction::backward) {
     // Two vectors of g and two of y a thread: four spill (ptxas -v: 536 bytes at blocks of 1024).
