@@ -276,7 +276,8 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
 TEST_CASE(
     "row default config: registers for short rows (forward: two vectors a thread on a persistent grid on CUDA, else "
     "one, two for long 16-bit rows; backward: four), else online (CUDA forward: blocks of 128 up to 128 vectors a "
-    "thread; 16-bit with clusters, and float32 softmax and softmin of about 32768 columns in clusters of 4: the pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
+    "thread; 16-bit with clusters, and float32 softmax and softmin of about 32768 columns in clusters of 4: the "
+    "pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
     "backward rows that registers hold, in clusters where they run faster)") {
   TargetLimits opencl;
   opencl.backend = "opencl";
