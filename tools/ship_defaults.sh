@@ -74,6 +74,7 @@ if [ -n "$rows" ]; then
 fi
 [ -n "$dtype" ] || dtype=all
 # Every kernel body: --act all and, after it, the texts whose parameter selects another formula.
+acts_given=$acts
 if [ -z "$acts" ]; then
   acts=all
   while IFS= read -r t; do
@@ -138,7 +139,9 @@ done
 echo "ship_defaults.sh: [$((SECONDS - start)) s] exporting"
 # Each record's provenance names this script with the arguments that decide what it tunes; its
 # passes are the autotune commands above (spelled out in every record, they made half the file).
-command="tools/ship_defaults.sh --sizes $sizes --dtype $dtype --act '$acts' --backend $backend --device $device"
+# --act as given: without it the script takes every kernel body, and the list it expands to would
+# be a third of each record.
+command="tools/ship_defaults.sh --sizes $sizes --dtype $dtype${acts_given:+ --act '$acts_given'} --backend $backend --device $device"
 [ -z "$rows" ] || command="tools/ship_defaults.sh --rows $rows --dtype $dtype --act $acts --backend $backend --device $device"
 "$kplay" db export --ship "$out" --command "$command" --db "$db" | tee "$work/export.txt"
 file=$(sed -n 's/^wrote \(.*\): [0-9]* tuning records$/\1/p' "$work/export.txt" | head -1)
