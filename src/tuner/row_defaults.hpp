@@ -26,26 +26,27 @@
 // autotuner's pick), bfloat16 8192x32768 62 against 52 for registers at 4 vectors a thread of
 // 1024, 4096x131072 60 against 60; from 32768 vectors a row blocks of 1024 lead by 1-13 points
 // (float32 4096x131072 58, 4096x393216 60, 1024x1048576 57; bfloat16 62 and 59). Every one-read
-// layout tried there was slower in float32 while it took two exps an element: the one-shot cluster kernel 28-48, online across
-// clusters of 16 31, the pipelined cluster kernel 21-52 (clusters of 16, blocks of 128 to 1024, 1 to
-// 4 vectors a thread; best blocks of 512 at 4). The online forward reads each row twice and at
-// 4096x393216 float32 runs at 78 % of DRAM's peak (Nsight Compute), its bound; the one-read
-// kernels spent two double exps an element in fewer SMs (7 clusters of 16 fit the H200). The
-// pipelined kernel's float32 softmax and softmin keep their terms (one exp an element), take one
-// exchange a row and hold one stage where two do not fit (docs/design.md); measured with `kplay run
-// --no-db --repeat 15 --row cluster --grid grid-stride ...` (2026-12-05): 8192x32768 in clusters of
-// 4 (blocks of 256, 4 vectors a thread) 70.5 against 59.8 online and torch's 63.6 eager, 64.1
-// compiled -- the default for those rows -- computing the terms again 58.6, clusters of 8 51.9, of
-// 16 6-37; 4096x131072 in clusters of 16 60.3 (again: 53.1; clusters of 8 54.0) against 59.6
-// online, a tie; 4096x393216, one stage in clusters of 16, 42-46 (two stages, the terms computed
-// again: 51-54) against 61.2 online. log_softmax in clusters of 16 (blocks of 256, 4 vectors): 19.8,
-// 54.6, 56.6. The one exchange taken by 16-bit rows too (KPLAY_ROW_XCHG1=all), bfloat16 at those
-// shapes: 75.0, 68.0, 60.3 against 76.2, 67.8, 64.5 with two: off for them. In
-// bfloat16 the pipelined cluster kernel leads: 8192x32768 74.8 in clusters of 2 (blocks of 128, 4
-// vectors a thread) against 61.9 online, 4096x131072 66.8 in clusters of 8 against 60.0,
-// 4096x393216 64.2 in clusters of 16 (blocks of 256) against 61.5; slices of 32768 elements or
-// more (clusters of 1 at 32768: 46.8, 4 at 131072: 57.9) and blocks of 512 or 1024 in clusters of
-// 16 (23-50) are slower. 2^20 bfloat16 columns: two stages of a slice exceed shared memory, online (58.4).
+// layout tried there was slower in float32 while it took two exps an element: the one-shot cluster
+// kernel 28-48, online across clusters of 16 31, the pipelined cluster kernel 21-52 (clusters of
+// 16, blocks of 128 to 1024, 1 to 4 vectors a thread; best blocks of 512 at 4). The online forward
+// reads each row twice and at 4096x393216 float32 runs at 78 % of DRAM's peak (Nsight Compute), its
+// bound; the one-read kernels spent two double exps an element in fewer SMs (7 clusters of 16 fit
+// the H200). The pipelined kernel's float32 softmax and softmin keep their terms (one exp an
+// element), take one exchange a row and hold one stage where two do not fit (docs/design.md);
+// measured with `kplay run --no-db --repeat 15 --row cluster --grid grid-stride ...` (2026-12-05):
+// 8192x32768 in clusters of 4 (blocks of 256, 4 vectors a thread) 70.5 against 59.8 online and
+// torch's 63.6 eager, 64.1 compiled -- the default for those rows -- computing the terms again
+// 58.6, clusters of 8 51.9, of 16 6-37; 4096x131072 in clusters of 16 60.3 (again: 53.1; clusters
+// of 8 54.0) against 59.6 online, a tie; 4096x393216, one stage in clusters of 16, 42-46 (two
+// stages, the terms computed again: 51-54) against 61.2 online. log_softmax in clusters of 16
+// (blocks of 256, 4 vectors): 19.8, 54.6, 56.6. The one exchange taken by 16-bit rows too
+// (KPLAY_ROW_XCHG1=all), bfloat16 at those shapes: 75.0, 68.0, 60.3 against 76.2, 67.8, 64.5 with
+// two: off for them. In bfloat16 the pipelined cluster kernel leads: 8192x32768 74.8 in clusters of
+// 2 (blocks of 128, 4 vectors a thread) against 61.9 online, 4096x131072 66.8 in clusters of 8
+// against 60.0, 4096x393216 64.2 in clusters of 16 (blocks of 256) against 61.5; slices of 32768
+// elements or more (clusters of 1 at 32768: 46.8, 4 at 131072: 57.9) and blocks of 512 or 1024 in
+// clusters of 16 (23-50) are slower. 2^20 bfloat16 columns: two stages of a slice exceed shared
+// memory, online (58.4).
 // Backward 16384x4096 80 (bfloat16 82) with four vectors a thread against 60 (73) with one; the
 // pipelined cluster kernel 88 there in a block a row, 93 in clusters of 2 (blocks of 128, two
 // vectors a thread), the float32 default for rows of 2049 to 16384 where clusters exist;
