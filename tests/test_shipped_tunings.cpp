@@ -143,6 +143,42 @@ TEST_CASE("shipped files: one per device class, each record with its provenance 
   CHECK(record_lines == static_cast<int>(read_shipped_file(dir.file(names[0])).size()));
 }
 
+TEST_CASE("a shipped file names each provenance once, by date, and its records index them") {
+  TempDir dir;
+  const rt::DeviceInfo a = test_gpu();
+  TuningRecord later = record(a, "relu", Dtype::f32, Direction::forward, 1 << 20, 256);
+  later.created_unix += 3 * 86400;
+  const auto names = ship(dir, {a},
+                          {later, record(a, "selu", Dtype::f32, Direction::forward, 1 << 20, 256),
+                           record(a, "selu", Dtype::f16, Direction::forward, 1 << 20, 256)});
+  REQUIRE(names.size() == 1);
+  std::ifstream in(dir.file(names[0]));
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  CHECK(doc.at("version") == 2);
+  const auto& table = doc.at("provenances");
+  REQUIRE(table.size() == 2);  // the two days, the earlier first
+  CHECK(table[0].at("date") == "2026-11-18");
+  CHECK(table[1].at("date") == "2026-11-21");
+  for (const auto& r : doc.at("tunings"))
+    CHECK(table.at(r.at("provenance").get<std::size_t>()).at("date") ==
+          (r.at("spec").at("activation") == "relu" ? "2026-11-21" : "2026-11-18"));
+  // The same records with the provenance in each (version 1, as files were first written) read
+  // the same.
+  nlohmann::json v1 = doc;
+  v1["version"] = 1;
+  v1.erase("provenances");
+  for (auto& r : v1["tunings"]) r["provenance"] = table.at(r.at("provenance").get<std::size_t>());
+  test::write_file(dir.file("v1.json"), v1.dump());
+  const auto old = read_shipped_file(dir.file("v1.json")), now = read_shipped_file(dir.file(names[0]));
+  REQUIRE(old.size() == now.size());
+  for (std::size_t i = 0; i < old.size(); ++i) {
+    CHECK(old[i].provenance.date == now[i].provenance.date);
+    CHECK(old[i].provenance.command == now[i].provenance.command);
+    CHECK(to_string(old[i].spec) == to_string(now[i].spec));
+    CHECK(old[i].best == now[i].best);
+  }
+}
+
 TEST_CASE("shipped files are checked as an import is, and every record must name its GPU and command") {
   TempDir dir;
   const rt::DeviceInfo a = test_gpu();
@@ -165,8 +201,20 @@ TEST_CASE("shipped files are checked as an import is, and every record must name
   doc["tunings"][0].erase("provenance");
   refused(doc, "provenance");
   doc = good;
-  doc["tunings"][0]["provenance"]["command"] = "";
+  doc["provenances"][0]["command"] = "";
   refused(doc, "provenance");
+  doc = good;
+  doc["provenances"][0].erase("gpu");
+  refused(doc, "provenances[0]");
+  doc = good;
+  doc["tunings"][0]["provenance"] = 1;  // the table has one entry
+  refused(doc, "tunings[0].provenance: index 1");
+  doc = good;
+  doc["tunings"][0]["provenance"] = -1;
+  refused(doc, "tunings[0]");
+  doc = good;
+  doc.erase("provenances");
+  refused(doc, "tunings[0].provenance: index 0");
   doc = good;
   doc["tunings"][0]["best"]["block"] = 48;
   refused(doc, "tunings[0].best");
@@ -174,7 +222,7 @@ TEST_CASE("shipped files are checked as an import is, and every record must name
   doc["devices"][0]["driver_version"] = "CUDA 99";  // no longer the fingerprint's device
   refused(doc, "fingerprint");
   doc = good;
-  doc["tunings"][0]["provenance"]["gpu"] = std::string(300, 'x');
+  doc["provenances"][0]["gpu"] = std::string(300, 'x');
   refused(doc, "provenance.gpu");
   test::write_file(dir.file("bad.json"), "{\"format\": \"kplay-tuning\", ");
   CHECK_THROWS_AS(read_shipped_file(dir.file("bad.json")), Error);

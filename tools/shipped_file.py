@@ -9,6 +9,9 @@ keeps no provenance, and autotune's resume cannot be told to redo a size.
                                                    "all" for any), into OUT
   shipped_file.py keep-provenance OLD FILE         in FILE, a record also in OLD (same spec, size and
                                                    time made) gets OLD's provenance back
+  shipped_file.py upgrade FILE                     FILE in the current format (version 2: the
+                                                   provenances in a table the records index), each
+                                                   record's data and provenance as they were
   shipped_file.py count FILE N[,N...] DTYPE[,DTYPE] [ACT[,ACT]]
                                                    "RECORDS OUTPUTS": FILE's records of those sizes
                                                    and dtypes ("all" for any; of those activations
@@ -19,8 +22,9 @@ keeps no provenance, and autotune's resume cannot be told to redo a size.
 An activation list is split at the commas outside parentheses, as kplay splits --act: the text
 'gelu(approximate=tanh, accuracy=torch)' is one activation.
 
-FILE is edited line by line, as `kplay db export --ship` writes it (one record per line), so that
-only the provenance of a record changes and the rest stays byte for byte."""
+FILE is edited line by line, as `kplay db export --ship` writes it (one record per line, the
+provenances once each, by date and then text), so that only the provenance of a record changes and
+the rest stays byte for byte."""
 import json
 import re
 import sys
@@ -63,18 +67,52 @@ def drop_sizes(path, out, sizes, activations="all", dtypes="all"):
         json.dump(doc, f)
 
 
-def keep_provenance(old_path, path):
-    old = {key(r): r["provenance"] for r in json.load(open(old_path))["tunings"] if "provenance" in r}
-    lines, kept = open(path).read().split("\n"), 0
-    for i, line in enumerate(lines):
-        r = json.loads(line.rstrip(",")) if line.startswith('{"') else {}
-        p = old.get(key(r)) if "spec" in r else None  # tuning records have a spec, devices not
-        if p is not None:
-            text = json.dumps(p, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            lines[i], kept = re.sub(r'"provenance":\{[^{}]*\}', lambda m: '"provenance":' + text, line), kept + 1
+# A record's provenance as the export writes it: an index, or (version 1) an object of strings.
+PROVENANCE = re.compile(r'"provenance":(\d+|\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})')
+
+
+def provenances(doc):
+    """Each record's provenance as an object, from a file of either version (None where it has none)."""
+    table = doc.get("provenances", [])
+    return [table[p] if isinstance(p, int) else p for p in (r.get("provenance") for r in doc["tunings"])]
+
+
+def compact(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def rewrite(path, chosen):
+    """FILE's text in the current format with the records' provenances `chosen`, in its line order."""
+    lines = open(path).read().split("\n")
+    devices = lines.index('"devices": [')
+    tunings = lines.index('"tunings": [')
+    end_devices = lines.index("],", devices)
+    records = lines[tunings + 1:tunings + 1 + len(chosen)]
+    table = sorted({(p["date"], compact(p)) for p in chosen})
+    index = {text: i for i, (_, text) in enumerate(table)}
+    table = [text for _, text in table]
+    out = ["{", '"format": "kplay-tuning",', '"version": 2,'] + lines[devices:end_devices + 1]
+    out += ['"provenances": ['] + [t + ("," if i + 1 < len(table) else "") for i, t in enumerate(table)] + ["],"]
+    out += ['"tunings": [']
+    out += [PROVENANCE.sub('"provenance":%d' % index[compact(p)], line, count=1) for line, p in zip(records, chosen)]
     with open(path, "w") as f:
-        f.write("\n".join(lines))
+        f.write("\n".join(out + ["]", "}", ""]))
+
+
+def keep_provenance(old_path, path):
+    old_doc = json.load(open(old_path))
+    old = {key(r): p for r, p in zip(old_doc["tunings"], provenances(old_doc)) if p is not None}
+    doc = json.load(open(path))
+    chosen, kept = provenances(doc), 0
+    for i, r in enumerate(doc["tunings"]):
+        if key(r) in old:
+            chosen[i], kept = old[key(r)], kept + 1
+    rewrite(path, chosen)
     print("ship_defaults.sh: %d records keep their provenance from %s" % (kept, old_path))
+
+
+def upgrade(path):
+    rewrite(path, provenances(json.load(open(path))))
 
 
 def count(path, sizes, dtypes, activations=None):
@@ -87,7 +125,8 @@ def count(path, sizes, dtypes, activations=None):
     print(len(rs) - outputs, outputs)
 
 
-COMMANDS = {"drop-sizes": (drop_sizes, (3, 4, 5)), "keep-provenance": (keep_provenance, (2,)), "count": (count, (3, 4)),
+COMMANDS = {"drop-sizes": (drop_sizes, (3, 4, 5)), "keep-provenance": (keep_provenance, (2,)),
+            "upgrade": (upgrade, (1,)), "count": (count, (3, 4)),
             "texts": (texts, (1,))}
 
 if __name__ == "__main__":

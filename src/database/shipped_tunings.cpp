@@ -277,15 +277,31 @@ std::map<std::string, std::string> shipped_documents(const TuningDocument& doc, 
       const std::string kb = to_string(b.spec) + " " + to_string(b.spec.saved);
       return ka != kb ? ka < kb : a.size_bucket != b.size_bucket ? a.size_bucket < b.size_bucket : a.n < b.n;
     });
+    // The records' provenances once each, by date (then text), and each record its entry's index: a
+    // file's records share a few, and a new run's come last, so the older records' lines stay.
+    std::vector<std::pair<std::string, std::string>> table;  // date, text
+    for (const auto& r : records) table.emplace_back(r.provenance.date, provenance_to_json(r.provenance).dump());
+    std::sort(table.begin(), table.end());
+    table.erase(std::unique(table.begin(), table.end()), table.end());
+    std::vector<std::string> entries, lines;
+    for (const auto& e : table) entries.push_back(e.second);
+    for (const auto& r : records) {
+      nlohmann::json j = tuning_to_json(r);
+      const std::pair<std::string, std::string> e{r.provenance.date, provenance_to_json(r.provenance).dump()};
+      j["provenance"] = std::lower_bound(table.begin(), table.end(), e) - table.begin();
+      lines.push_back(j.dump());
+    }
+    auto list = [](const std::vector<std::string>& items) {
+      std::string out;
+      for (std::size_t i = 0; i < items.size(); ++i) out += items[i] + (i + 1 < items.size() ? ",\n" : "\n");
+      return out;
+    };
+    std::vector<std::string> devices_of_file;
+    for (const auto& [fp, d] : file_devices[file]) devices_of_file.push_back(device_to_json(fp, *d).dump());
     std::string text = "{\n\"format\": \"" + std::string(kTuningFormatName) +
-                       "\",\n\"version\": " + std::to_string(kTuningFormatVersion) + ",\n\"devices\": [\n";
-    std::size_t i = 0;
-    for (const auto& [fp, d] : file_devices[file])
-      text += device_to_json(fp, *d).dump() + (++i < file_devices[file].size() ? ",\n" : "\n");
-    text += "],\n\"tunings\": [\n";
-    for (i = 0; i < records.size(); ++i)
-      text += tuning_to_json(records[i]).dump() + (i + 1 < records.size() ? ",\n" : "\n");
-    text += "]\n}\n";
+                       "\",\n\"version\": " + std::to_string(kTuningFormatVersion) + ",\n\"devices\": [\n" +
+                       list(devices_of_file) + "],\n\"provenances\": [\n" + list(entries) + "],\n\"tunings\": [\n" +
+                       list(lines) + "]\n}\n";
     out[file] = std::move(text);
   }
   return out;

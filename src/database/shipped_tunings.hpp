@@ -60,7 +60,8 @@ void write_shipped_file(const std::string& path, const std::string& text);
 // class: file name (shipped_file_name) -> text. Each record gets its provenance (its device's
 // driver and compiler versions from the document, `kplay_version`, its date in UTC, `command`)
 // and keeps its winning candidate alone; records are sorted by kernel and size, one per line, so
-// a regenerated file differs from the old one where the data does.
+// a regenerated file differs from the old one where the data does. The provenances are written
+// once each, in a table the records index (format version 2, tuning_json.hpp).
 std::map<std::string, std::string> shipped_documents(const TuningDocument& doc, const std::string& command,
                                                      const std::string& kplay_version);
 

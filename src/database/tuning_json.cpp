@@ -206,7 +206,7 @@ json tuning_to_json(const TuningRecord& r) {
   return j;
 }
 
-TuningRecord tuning_from_json(const json& j, const std::string& where) {
+TuningRecord tuning_from_json(const json& j, const std::string& where, const std::vector<Provenance>* provenances) {
   TuningRecord r;
   r.fingerprint = get_string(j, "fingerprint", where);
   if (r.fingerprint.empty()) bad(where + ".fingerprint", "must not be empty");
@@ -222,7 +222,19 @@ TuningRecord tuning_from_json(const json& j, const std::string& where) {
   r.copy_gbps = has(j, "copy_gbps") ? get_number(j, "copy_gbps", where) : 0;
   r.strategy = has(j, "strategy") ? get_string(j, "strategy", where) : "";
   r.created_unix = has(j, "created_unix") ? get_int(j, "created_unix", where, 0, kI64Max) : 0;
-  if (has(j, "provenance")) r.provenance = provenance_from_json(j.at("provenance"), where + ".provenance");
+  if (has(j, "provenance")) {
+    const json& p = j.at("provenance");
+    if (!p.is_number_integer()) {
+      r.provenance = provenance_from_json(p, where + ".provenance");
+    } else {
+      const std::size_t count = provenances ? provenances->size() : 0;
+      const std::int64_t i = get_int(j, "provenance", where, 0, kI64Max);
+      if (static_cast<std::uint64_t>(i) >= count)
+        bad(where + ".provenance", "index " + std::to_string(i) + " into \"provenances\", which has " +
+                                       std::to_string(count) + (count == 1 ? " entry" : " entries"));
+      r.provenance = (*provenances)[static_cast<std::size_t>(i)];
+    }
+  }
   if (has(j, "candidates")) {
     const json& cs = j.at("candidates");
     if (!cs.is_array()) bad(where + ".candidates", "expected an array");
@@ -285,7 +297,7 @@ json document_to_json(const TuningDocument& doc) {
   json devices = json::array(), tunings = json::array();
   for (const auto& [fp, d] : doc.devices) devices.push_back(device_to_json(fp, d));
   for (const auto& r : doc.tunings) tunings.push_back(tuning_to_json(r));
-  return {{"format", kTuningFormatName}, {"version", kTuningFormatVersion}, {"devices", devices}, {"tunings", tunings}};
+  return {{"format", kTuningFormatName}, {"version", kTuningExportVersion}, {"devices", devices}, {"tunings", tunings}};
 }
 
 TuningDocument document_from_json(const json& j) {
@@ -297,9 +309,10 @@ TuningDocument document_from_json(const json& j) {
         "binaries are never imported (kplay compiles its own on each device); "
         "remove the field to import the tunings");
   for (const auto& [name, value] : j.items())
-    if (name != "format" && name != "version" && name != "devices" && name != "tunings" && name != "exported_unix")
-      bad("document",
-          "unknown field '" + name.substr(0, 40) + "' (expected format, version, exported_unix, devices, tunings)");
+    if (name != "format" && name != "version" && name != "devices" && name != "tunings" && name != "exported_unix" &&
+        name != "provenances")
+      bad("document", "unknown field '" + name.substr(0, 40) +
+                          "' (expected format, version, exported_unix, devices, provenances, tunings)");
   if (j.contains("exported_unix")) get_int(j, "exported_unix", "document", 0, kI64Max);
   if (get_string(j, "format", "document") != kTuningFormatName)
     bad("document.format", std::string("expected \"") + kTuningFormatName + "\"");
@@ -319,10 +332,14 @@ TuningDocument document_from_json(const json& j) {
   const json& devices = array("devices");
   for (std::size_t i = 0; i < devices.size(); ++i)
     doc.devices.push_back(device_from_json(devices[i], "devices[" + std::to_string(i) + "]"));
+  std::vector<Provenance> table;
+  const json& provenances = array("provenances");
+  for (std::size_t i = 0; i < provenances.size(); ++i)
+    table.push_back(provenance_from_json(provenances[i], "provenances[" + std::to_string(i) + "]"));
   if (!j.contains("tunings")) bad("document", "missing field 'tunings'");
   const json& tunings = array("tunings");
   for (std::size_t i = 0; i < tunings.size(); ++i)
-    doc.tunings.push_back(tuning_from_json(tunings[i], "tunings[" + std::to_string(i) + "]"));
+    doc.tunings.push_back(tuning_from_json(tunings[i], "tunings[" + std::to_string(i) + "]", &table));
   return doc;
 }
 

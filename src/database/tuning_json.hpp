@@ -18,8 +18,12 @@
 
 namespace kplay {
 
-// Export document format; import accepts this version and older.
-constexpr int kTuningFormatVersion = 1;
+// Export document format; import accepts this version and older. Version 2 adds "provenances", a
+// table that shipped records refer to by index (`"provenance": 0`): a shipped file's records share
+// a few provenances, which named in each record made a third of the file. A document without the
+// table (every `kplay db export`) is written as version 1, which any kplay reads.
+constexpr int kTuningFormatVersion = 2;
+constexpr int kTuningExportVersion = 1;
 constexpr const char* kTuningFormatName = "kplay-tuning";
 
 nlohmann::json config_to_json(const KernelConfig& c);
@@ -32,12 +36,15 @@ nlohmann::json candidate_to_json(const CandidateResult& c);
 CandidateResult candidate_from_json(const nlohmann::json& j, const std::string& where);
 
 // A shipped record's provenance: {"gpu", "driver", "compiler", "kplay", "date", "command"}, all
-// strings; a record carries it only when it has one.
+// strings; a record carries it only when it has one, as that object or (version 2) as an index
+// into the document's "provenances".
 nlohmann::json provenance_to_json(const Provenance& p);
 Provenance provenance_from_json(const nlohmann::json& j, const std::string& where);
 
 nlohmann::json tuning_to_json(const TuningRecord& r);  // without `match`
-TuningRecord tuning_from_json(const nlohmann::json& j, const std::string& where);
+// `provenances`: the document's table, each entry checked already (nullptr: none).
+TuningRecord tuning_from_json(const nlohmann::json& j, const std::string& where,
+                              const std::vector<Provenance>* provenances = nullptr);
 
 nlohmann::json device_to_json(const std::string& fingerprint, const rt::DeviceInfo& d);
 std::pair<std::string, rt::DeviceInfo> device_from_json(const nlohmann::json& j, const std::string& where);

@@ -245,6 +245,20 @@ const char* kExport = R"({"format": "kplay-tuning", "version": 1, "exported_unix
      "grid": "one-shot", "waves": 0, "cache": "default"}, "ok": false, "median_ms": 0,
      "spread_ms": 0, "gbps": 0, "rejection": "wrong output"}]}]})";
 
+// The shipped form (format version 2): the record's provenance an index into the table.
+std::string shipped_export() {
+  nlohmann::json j = nlohmann::json::parse(kExport);
+  j["version"] = 2;
+  j["provenances"] = nlohmann::json::array({{{"gpu", "GPU A"},
+                                             {"driver", "13.0"},
+                                             {"compiler", "13.0"},
+                                             {"kplay", "0.1.0"},
+                                             {"date", "2023-11-14"},
+                                             {"command", "tools/ship_defaults.sh --sizes 1048576"}}});
+  j["tunings"][0]["provenance"] = 0;
+  return j.dump();
+}
+
 // Seeds for config_flags: arguments joined by NUL, as the target splits them.
 std::string argv_bytes(const std::vector<std::string>& args) {
   std::string out;
@@ -282,7 +296,9 @@ const std::vector<Target>& targets() {
         argv_bytes({"--dtype", "bf16", "--direction", "backward", "--saved", "output", "--per-thread", "4"}),
         argv_bytes({"--fast-math", "--device", "0"}),
         argv_bytes({"--act", "gated(silu),gated(all)", "--out-dtype", "f8e4m3", "--direction", "backward"})}},
-      {"import", import_document, {kExport, R"({"format": "kplay-tuning", "version": 1, "tunings": []})"}},
+      {"import",
+       import_document,
+       {kExport, R"({"format": "kplay-tuning", "version": 1, "tunings": []})", shipped_export()}},
       {"files",
        files,
        {std::string("\0", 1) + "KP_FN KP_C kp_act_forward(KP_C x) { return x; }", std::string("\1") + kExport, "\5",

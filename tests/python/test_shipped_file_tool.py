@@ -1,9 +1,14 @@
 """tools/shipped_file.py, the edits tools/ship_defaults.sh makes to a shipped tunings file around
 `kplay db import` and `kplay db export --ship`, on the committed H200 file."""
 import json
+import os
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools" / "shipped_file.py"
@@ -14,23 +19,58 @@ def tool(*args):
     return subprocess.run([sys.executable, str(TOOL), *map(str, args)], check=True, capture_output=True, text=True).stdout
 
 
-def test_keep_provenance_restores_the_old_records_byte_for_byte(tmp_path):
+def kplay_command():
+    """The kplay CLI: $KPLAY_CLI, the README build's, or the one pip installed beside this Python."""
+    for command in (os.environ.get("KPLAY_CLI"), ROOT / "build" / "kplay",
+                    shutil.which("kplay", path=os.path.dirname(sys.executable))):
+        if command and os.access(str(command), os.X_OK):
+            return str(command)
+    pytest.skip("no kplay command: build it (README) or pip install ., or set KPLAY_CLI")
+
+
+def test_an_export_of_the_file_with_its_provenance_kept_is_the_file_byte_for_byte(tmp_path):
+    # What ship_defaults.sh --resume-from does when no job is left to run: import, export --ship
+    # (every record then names the new command), keep-provenance. kplay's writer and this tool lay
+    # the file out alike, so a regenerated file differs from the old one where the data does.
+    kplay, env = kplay_command(), dict(os.environ, KPLAY_SHIPPED_TUNINGS="off")
+    db, out = tmp_path / "t.db", tmp_path / "out"
+    out.mkdir()
+    subprocess.run([kplay, "db", "import", str(SHIPPED), "--db", str(db)], check=True, capture_output=True, env=env)
+    subprocess.run([kplay, "db", "export", "--ship", str(out), "--command", "NEW", "--db", str(db)], check=True,
+                   capture_output=True, env=env)
+    path = out / SHIPPED.name
+    assert {p["command"] for p in json.loads(path.read_text())["provenances"]} == {"NEW"}
+    assert "%d records keep" % len(json.loads(SHIPPED.read_text())["tunings"]) in tool("keep-provenance", SHIPPED,
+                                                                                       path)
+    assert path.read_text() == SHIPPED.read_text()
+
+
+def test_keep_provenance_leaves_the_new_runs_record_alone(tmp_path):
     original = SHIPPED.read_text()
-    records = json.loads(original)["tunings"]
-    # As an export writes a resumed file: every record names the new run's command, and one record
-    # (its created time moved) was tuned by that run.
-    exported = original.replace('"command":"tools/ship_defaults.sh', '"command":"NEW tools/ship_defaults.sh')
-    retuned = records[1]
-    line = next(l for l in exported.split("\n") if '"created_unix":%d' % retuned["created_unix"] in l)
-    exported = exported.replace(line, line.replace('"created_unix":%d' % retuned["created_unix"],
-                                                   '"created_unix":%d' % (retuned["created_unix"] + 1)))
+    lines = original.split("\n")
+    first, last = lines.index('"provenances": [') + 1, lines.index('"tunings": [') - 1
+    table = lines[first:last]
+    # As an export of a resumed run writes the file: every entry names the new run's command, and
+    # one record, tuned by that run, was made later, on a day of its own (the table's last entry).
+    exported = lines[:first] + [t.replace('{"command":"', '{"command":"NEW ') for t in table]
+    exported[-1] += ","
+    new_entry = json.loads(table[-1].rstrip(","))
+    new_entry.update(command="NEW", date="2099-01-01")
+    exported += [json.dumps(new_entry, sort_keys=True, separators=(",", ":")), "],"] + lines[last + 1:]
+    retuned = next(i for i, l in enumerate(exported) if l.startswith('{"arch"') and '"spec"' in l)
+    record = json.loads(exported[retuned].rstrip(","))
+    exported[retuned] = re.sub(r'"provenance":\d+', '"provenance":%d' % len(table),
+                               exported[retuned].replace('"created_unix":%d' % record["created_unix"],
+                                                         '"created_unix":%d' % (record["created_unix"] + 1)))
     path = tmp_path / "out.json"
-    path.write_text(exported)
+    path.write_text("\n".join(exported))
+    records = json.loads(original)["tunings"]
     assert "%d records keep" % (len(records) - 1) in tool("keep-provenance", SHIPPED, path)
     edited = path.read_text().split("\n")
-    assert sum(a != b for a, b in zip(edited, original.split("\n"))) == 1  # the retuned record alone
-    assert [json.loads(l.rstrip(",")).get("provenance", {}).get("command", "").startswith("NEW")
-            for l in edited if l.startswith('{"') and '"spec"' in l] == [i == 1 for i in range(len(records))]
+    # The old entries and records as they were; the new entry last, named by the new record alone.
+    assert edited[:last] == lines[:last - 1] + [lines[last - 1] + ","] and edited[last] == exported[last]
+    assert [i for i, (a, b) in enumerate(zip(edited[last + 1:], lines[last:])) if a != b] == [retuned - last - 1]
+    assert edited[retuned] == exported[retuned]
 
 
 def test_drop_sizes_and_count_see_the_same_records(tmp_path):
