@@ -456,6 +456,13 @@ TEST_CASE("kplay db export --ship writes the class's file; db list and show tell
   CHECK(test::run_cli("db export x.json --ship " + dir.file("ship") + " --command c --db " + dir.file("k.db"), env)
             .status == 2);
   CHECK(test::run_cli("db list --layer mine --db " + dir.file("k.db"), env).status == 2);
+  // A folder that is not there yet is made, as `mkdir -p` would; one that cannot be is an error.
+  r = test::run_cli("db export --ship " + dir.file("new/tunings") + " --command c --db " + dir.file("k.db"), env);
+  CHECK(r.status == 0);
+  CHECK(read_shipped_file(dir.file("new/tunings/cuda-test-gpu-80gb-sm_90.json")).size() == 2);
+  r = test::run_cli("db export --ship " + dir.file("k.db") + "/sub --command c --db " + dir.file("k.db"), env);
+  CHECK(r.status != 0);
+  CHECK(r.has("cannot make the folder " + dir.file("k.db") + "/sub"));
 }
 
 TEST_SUITE("opencl") {

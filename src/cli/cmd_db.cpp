@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 
@@ -60,7 +61,8 @@ class DbCommand : public Command {
     export_->add_option("file", export_file_, "output file, or - for stdout")->capture_default_str();
     auto* ship = export_->add_option("--ship", ship_dir_,
                                      "write the shipped tunings instead: one file per device class in this folder "
-                                     "(tunings/ in the source tree), each record with its provenance");
+                                     "(made if missing; tunings/ in the source tree), each record with its "
+                                     "provenance");
     export_->add_option("--command", ship_command_, "with --ship: the command that measured the records")->needs(ship);
     import_ = sub("import", "read tuning records from a JSON export; each replaces its counterpart");
     import_->add_option("file", import_file_, "a file written by `kplay db export`, or - for stdin")->required();
@@ -201,6 +203,12 @@ class DbCommand : public Command {
     auto db = open(true);
     const auto files = shipped_documents(document_from_json(db->export_json()), ship_command_, KPLAY_VERSION_TEXT);
     if (files.empty()) throw Error(ErrorCode::invalid_argument, "no tuning records in " + db->path() + " to ship");
+    // The folder is made as `mkdir -p` would (tools/ship_defaults.sh's --out, a new tunings/).
+    std::error_code made;
+    std::filesystem::create_directories(ship_dir_, made);
+    if (made)
+      throw Error(ErrorCode::io_failed,
+                  "db export --ship: cannot make the folder " + ship_dir_ + ": " + made.message());
     for (const auto& [name, text] : files) {
       const std::string path = ship_dir_ + "/" + name;
       write_shipped_file(path, text);
