@@ -95,7 +95,7 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_OUT_F8 0\n";
   os << "#define KP_STREAMING " << (c.cache == CacheHint::streaming ? 1 : 0) << '\n';
   os << "#define KP_FAST_MATH 0\n";
-  // Below float64, on a device whose FP64 runs at half the FP32 rate, exp is rowwise.h's
+  // Below float64, on a device whose FP64 runs at half the FP32 rate, exp is row_math.h's
   // kp_row_exp (2^-31.2 relative, 6 FP64 operations and a table) instead of the device library's
   // double exp (about 30 and a branch): the results are rounded to float32 or narrower once, so
   // its error adds 2^-31.2 2^24 = 0.007 ulp, and the memory rate can feed it (docs/accuracy.md,
@@ -110,7 +110,9 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_XCHG1 " << (row_exchanges_once(spec, c) ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);
   append_file(os, act.act->snippet);
-  append_file(os, "common/rowwise.h");
+  for (const char* part : {"common/rowwise.h", "common/row_math.h", "common/row_reduce.h", "common/row_vectors.h",
+                           "common/row_stages.h", "common/row_kernel.h"})
+    append_file(os, part);
   k.source = os.str();
   // The compensated sums must be rounded as written: no contraction into fma (CUDA's -fmad=false;
   // OpenCL's FP_CONTRACT OFF is in the template).
@@ -152,7 +154,7 @@ std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std
   const std::uint64_t parts = spec.direction == Direction::backward ? 2 : 1;
   if (c.grid == GridPolicy::grid_stride) {
     // The pipelined kernel: two stages, each part of them (backward: g's slice, y's) aligned as
-    // rowwise.h's KP_STAGE_ALIGN for the bulk copies.
+    // row_stages.h's KP_STAGE_ALIGN for the bulk copies.
     const std::uint64_t align = std::max<std::uint64_t>(16, vec_bytes);
     const std::uint64_t kept = row_keeps_stage_terms(spec, c) ? 1 : 0;
     const std::uint64_t part = (slice_vecs * vec_bytes + align - 1) / align * align;
@@ -185,12 +187,12 @@ std::uint64_t row_capacity(const KernelConfig& c) {
 std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& c) {
   // The reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's: three of 64),
   // counted for the larger where the config may run on either (a cluster runs on CUDA alone), the
-  // cluster's slots and the exp table (rowwise.h's 256 doubles).
+  // cluster's slots and the exp table (row_math.h's 256 doubles).
   const bool cuda_only = c.row == RowStrategy::cluster || row_cluster(c) > 1;
   const std::uint64_t reductions =
       (cuda_only ? 3ull * 64 : std::max<std::uint64_t>(2ull * c.block, 3ull * 64)) * sizeof(double);
   std::uint64_t bytes = reductions + 6 * sizeof(double) + 256 * sizeof(double);
-  // The cluster kernel's exchange (rowwise.h): two buffers of a (hi, lo) pair for each warp of
+  // The cluster kernel's exchange (row_reduce.h): two buffers of a (hi, lo) pair for each warp of
   // each block of the cluster (and its max, where the kept terms take one exchange a row), and
   // their two mbarriers.
   if (c.row == RowStrategy::cluster && c.cluster > 1)

@@ -25,7 +25,7 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 std::string strided_config_problem(const KernelConfig& config);
 
 // Whether the pipelined cluster kernel (--row cluster --grid grid-stride) keeps each term of the
-// sum for the results (rowwise.h's KP_STAGE_KEEP): the float32 forward of softmax and softmin,
+// sum for the results (row_stages.h's KP_STAGE_KEEP): the float32 forward of softmax and softmin,
 // whose results are exp(x - max) / sum (log_softmax's need no exp), unless the config asks it to
 // compute them again (--recompute-terms: a second exp an element for a third less shared memory,
 // which the tuner weighs); row_terms_can_be_kept: where that choice exists.
@@ -33,14 +33,14 @@ bool row_terms_can_be_kept(const KernelSpec& spec, const KernelConfig& config);
 bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& config);
 
 // Whether a row of the cluster kernel takes one exchange across its cluster, its max travelling
-// with its sum (rowwise.h's KP_XCHG1), instead of two: the pipelined kernel's float32 forward in a
+// with its sum (row_reduce.h's KP_XCHG1), instead of two: the pipelined kernel's float32 forward in a
 // cluster of more than one block (the kernel takes it for 16-bit rows too).
 bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& config);
 
 // The dynamic shared memory a cluster launch's blocks need for a row of `cols` elements: its
 // slice (backward: the gradient's and the output's), 16-byte aligned. The pipelined kernel
 // (--grid grid-stride) holds two stages of it, filling one while it reduces the other, where they
-// fit in `room` bytes, else one (refilled once its row is done; rowwise.h tells the two apart by
+// fit in `room` bytes, else one (refilled once its row is done; row_stages.h tells the two apart by
 // the size the launch gives), and another slice where it keeps the terms (the low words of their
 // doubles). 0 for the other strategies.
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols,

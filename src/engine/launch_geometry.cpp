@@ -38,7 +38,7 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
                                const rt::TargetLimits& limits) {
   rt::LaunchDims d;
   d.block = static_cast<unsigned>(c.block);
-  // rowwise.h indexes within a row in 32 bits.
+  // row_vectors.h indexes within a row in 32 bits.
   if (cols >= (1ull << 31))
     throw Error(ErrorCode::invalid_argument, "a row of " + std::to_string(cols) +
                                                  " elements: the row kernels take rows of fewer than 2^31 elements");

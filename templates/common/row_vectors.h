@@ -1,0 +1,284 @@
+/* The row kernel's work on a row's vectors (templates/common/rowwise.h): loads and stores (whole
+ * where the row is aligned, lane by lane at a ragged end, an element at a time for strided rows),
+ * and each step over a vector's lanes -- its max, its terms of the sum (kept for the results where
+ * the row sits in registers: KP_KEEP_E), its forward results, the backward's terms and results --
+ * with the row's constants from its max and sum. */
+/* Vector vi of a row of len elements at p: whole where the row is vector-aligned and the vector
+ * complete, else lane by lane (lanes past the row are left unset and never read). In-row indices
+ * are 32-bit (codegen refuses rows of 2^31 elements or more): fewer instructions an element.
+ * acc says how the row's elements are reached: for rows of contiguous elements, whether the row
+ * starts on a vector in every buffer; for strided rows (KP_STRIDED, vectors of one element), the
+ * distance between a row's elements. */
+#if KP_STRIDED
+typedef kp_u64 kp_access;
+KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, unsigned vi, unsigned len, kp_access acc) {
+  if (vi < len) KP_LANE(*v, 0) = KP_LD(p + (kp_u64)vi * acc);
+}
+KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned len, kp_access acc) {
+  if (vi < len) KP_ST(p + (kp_u64)vi * acc, KP_LANE(v, 0));
+}
+#else
+typedef int kp_access;
+#define KP_ROW_LOAD_LANE(k) \
+  if (e + (k) < len) KP_LANE(*v, k) = KP_LD(p + e + (k));
+KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, unsigned vi, unsigned len, kp_access aligned) {
+  const unsigned e = vi * KP_VEC;
+  if (e >= len) return;
+  if (aligned && e + KP_VEC <= len) {
+    KP_SET_RAW(*v, KP_LD((KP_GLOBAL const kp_raw*)p + vi));
+  } else {
+    KP_FOR_LANES(KP_ROW_LOAD_LANE)
+  }
+}
+#define KP_ROW_STORE_LANE(k) \
+  if (e + (k) < len) KP_ST(p + e + (k), KP_LANE(v, k));
+KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned len, kp_access aligned) {
+  const unsigned e = vi * KP_VEC;
+  if (e >= len) return;
+  if (aligned && e + KP_VEC <= len) {
+    KP_ST((KP_GLOBAL kp_raw*)p + vi, KP_VEC_TO_RAW(v));
+  } else {
+    KP_FOR_LANES(KP_ROW_STORE_LANE)
+  }
+}
+#endif
+/* The lanes of vector vi inside a row of len elements (0 past its end). */
+KP_FN int kp_lanes(unsigned vi, unsigned len) {
+  const unsigned e = vi * KP_VEC;
+  return e >= len ? 0 : len - e >= KP_VEC ? KP_VEC : (int)(len - e);
+}
+
+/* What a row's results need: its max m (and in the compute type), its sum (float64: divided by),
+ * the sum's reciprocal, log and (16-bit) log2 in float, and whether the row is NaN throughout. */
+typedef struct {
+  kp_acc m, sum, inv, log_sum;
+  KP_C mf, inv_f, log_sum_f, log2_sum_f;
+  int nan_row;
+} kp_row_k;
+
+/* Per-vector steps over the nl lanes inside the row. Each step is written once for any nl (the
+ * _n form); on CUDA it is called with nl = KP_VEC for complete vectors, where the lane tests fold
+ * away (issue slots set a long row's time there). OpenCL calls the one form: the second copy
+ * doubles PoCL's compile time for no gain on a CPU. */
+#ifdef __OPENCL_VERSION__
+#define KP_WHOLE(nl) 0
+#else
+#define KP_WHOLE(nl) ((nl) == KP_VEC)
+#endif
+#if KP_ROW == 3
+/* the online pass keeps NaN in the max: it skips the terms while its max is -inf */
+#define KP_MAX_LANE(k) \
+  if ((k) < nl) m = kp_max_c(m, kp_row_c(KP_LANE(x, k)));
+#else
+#define KP_MAX_LANE(k) \
+  if ((k) < nl) m = KP_FMAX_C(m, kp_row_c(KP_LANE(x, k)));
+#endif
+KP_FN KP_C kp_vec_max_n(kp_vec x, int nl, KP_C m) {
+  KP_FOR_LANES(KP_MAX_LANE)
+  return m;
+}
+KP_FN KP_C kp_vec_max(kp_vec x, int nl, KP_C m) {
+  return KP_WHOLE(nl) ? kp_vec_max_n(x, KP_VEC, m) : kp_vec_max_n(x, nl, m);
+}
+
+/* The sum's terms: float32 and float64 in double (kp_term); 16-bit by ex2 in float, summed in
+ * float (log_softmax: in the compensated double sum, whose low part log1p needs). */
+#if KP_ROW_FLOAT && !KP_ROW_LOG
+#define KP_EXP_LANE(k) \
+  if ((k) < nl) *sf += KP_EX2F((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F);
+#elif KP_ROW_FLOAT
+#define KP_EXP_LANE(k) \
+  if ((k) < nl) kp_sum_add(s, (kp_acc)KP_EX2F((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F));
+#else
+#define KP_EXP_LANE(k) \
+  if ((k) < nl) kp_sum_add(s, kp_term(kp_row_in(KP_LANE(x, k)), m KP_EXP_TAB_ARG));
+#endif
+KP_FN void kp_vec_exp_sum_n(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf KP_EXP_TAB_PARAM) {
+  (void)m;
+  (void)mf;
+  (void)s;
+  (void)sf;
+  KP_FOR_LANES(KP_EXP_LANE)
+}
+KP_FN void kp_vec_exp_sum(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf KP_EXP_TAB_PARAM) {
+  if (KP_WHOLE(nl))
+    kp_vec_exp_sum_n(x, KP_VEC, m, mf, s, sf KP_EXP_TAB_ARG);
+  else
+    kp_vec_exp_sum_n(x, nl, m, mf, s, sf KP_EXP_TAB_ARG);
+}
+
+/* Forward softmax and softmin whose row sits in registers keep each term until the sum is known
+ * and scale it: one exp an element, not two. Within KP_KEEP_E_BYTES of registers a thread (terms
+ * in double for float32 and float64, in float for 16-bit dtypes); longer slots recompute. A
+ * float32 result e / sum is then e (2^-31.2) times the double reciprocal, rounded once: within
+ * 0.51 ulp; float64 divides, as kp_term / sum does; 16-bit: e (2^-22) times the reciprocal in
+ * float. A NaN sum (a NaN row) makes the reciprocal, and so every result, NaN. */
+#define KP_KEEP_E_BYTES 128
+#if KP_ROW_FLOAT
+typedef float kp_e;
+#define KP_E_BYTES 4
+#else
+typedef kp_acc kp_e;
+#define KP_E_BYTES 8
+#endif
+#define KP_KEEP_E (KP_ROW == 1 && !KP_BACKWARD && !KP_ROW_LOG && KP_VPT * KP_VEC * KP_E_BYTES <= KP_KEEP_E_BYTES)
+#if KP_KEEP_E
+#if KP_ROW_FLOAT
+#define KP_KEEP_LANE(k)                                                         \
+  if ((k) < nl) {                                                               \
+    ev[k] = KP_EX2F((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F);               \
+    *sf += ev[k];                                                               \
+  }
+#else
+#define KP_KEEP_LANE(k)                                                         \
+  if ((k) < nl) {                                                               \
+    ev[k] = kp_term(kp_row_in(KP_LANE(x, k)), m KP_EXP_TAB_ARG);                \
+    kp_sum_add(s, ev[k]);                                                       \
+  }
+#endif
+KP_FN void kp_vec_exp_keep_n(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf, kp_e* ev KP_EXP_TAB_PARAM) {
+  (void)m;
+  (void)mf;
+  (void)s;
+  (void)sf;
+  KP_FOR_LANES(KP_KEEP_LANE)
+}
+KP_FN void kp_vec_exp_keep(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf, kp_e* ev KP_EXP_TAB_PARAM) {
+  if (KP_WHOLE(nl))
+    kp_vec_exp_keep_n(x, KP_VEC, m, mf, s, sf, ev KP_EXP_TAB_ARG);
+  else
+    kp_vec_exp_keep_n(x, nl, m, mf, s, sf, ev KP_EXP_TAB_ARG);
+}
+#if KP_ROW_FLOAT
+#define KP_SCALE_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_to_storage(ev[k] * rk.inv_f);
+#elif KP_DTYPE_F64
+#define KP_SCALE_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_row_store(ev[k] / rk.sum);
+#else
+#define KP_SCALE_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_row_store(ev[k] * rk.inv);
+#endif
+KP_FN kp_vec kp_vec_scale_n(kp_vec y, int nl, const kp_e* ev, kp_row_k rk) {
+  KP_FOR_LANES(KP_SCALE_LANE)
+  return y;
+}
+KP_FN kp_vec kp_vec_scale(kp_vec y, int nl, const kp_e* ev, kp_row_k rk) {
+  return KP_WHOLE(nl) ? kp_vec_scale_n(y, KP_VEC, ev, rk) : kp_vec_scale_n(y, nl, ev, rk);
+}
+#endif
+
+/* The forward result from x (already negated for softmin). */
+#if KP_ROW_FLOAT
+KP_FN KP_C kp_forward_f(KP_C x, kp_row_k k) {
+#if KP_ROW_LOG
+  return (x - k.mf) - k.log_sum_f; /* -inf stays -inf; a NaN row has a NaN log */
+#else
+  const KP_C y = KP_EX2F(fma(x - k.mf, KP_LOG2E_F, -k.log2_sum_f)); /* 2^-17 relative at -130 */
+  return k.nan_row ? (KP_C)KP_ACC_NAN : y;
+#endif
+}
+#define KP_OUT_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_to_storage(kp_forward_f(kp_row_c(KP_LANE(x, k)), rk));
+#else
+KP_FN kp_acc kp_forward_of(kp_acc x, kp_row_k k KP_EXP_TAB_PARAM) {
+#if KP_ROW_LOG
+#if KP_DTYPE_F64
+  const kp_acc d = x - k.m, bb = d - x;
+  const kp_acc lo = d - d == 0.0 ? (x - (d - bb)) + (-k.m - bb) : 0.0;
+  return (d - k.log_sum) + lo; /* -inf stays -inf; a NaN sum (and so log_sum) makes the row NaN */
+#else
+  return (x - k.m) - k.log_sum; /* -inf stays -inf; a NaN sum (and so log_sum) makes the row NaN */
+#endif
+#elif KP_DTYPE_F64
+  return kp_term(x, k.m) / k.sum;
+#elif KP_LEAN
+  /* exp(x - m - log sum): x - m exact, its difference with log sum rounded in double (2^-46 of
+   * the result's exponent at the -104 below which every float32 result is 0) */
+  const kp_acc y = kp_row_exp((x - k.m) - k.log_sum KP_EXP_TAB_ARG);
+  return k.nan_row ? KP_ACC_NAN : y;
+#else
+  return kp_term(x, k.m) * k.inv;
+#endif
+}
+#define KP_OUT_LANE(k) \
+  if ((k) < nl) KP_LANE(y, k) = kp_row_store(kp_forward_of(kp_row_in(KP_LANE(x, k)), rk KP_EXP_TAB_ARG));
+#endif
+KP_FN kp_vec kp_vec_forward_n(kp_vec x, int nl, kp_row_k rk KP_EXP_TAB_PARAM) {
+  kp_vec y = x;
+  KP_FOR_LANES(KP_OUT_LANE)
+  return y;
+}
+KP_FN kp_vec kp_vec_forward(kp_vec x, int nl, kp_row_k rk KP_EXP_TAB_PARAM) {
+  return KP_WHOLE(nl) ? kp_vec_forward_n(x, KP_VEC, rk KP_EXP_TAB_ARG) : kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG);
+}
+
+/* Backward: the sum's terms (g y, or g for log_softmax; float64's products split exactly by an
+ * fma into the product and its rounding error) and the result from it. */
+#if KP_ROW_LOG
+#define KP_TERM_LANE(k) \
+  if ((k) < nl) kp_sum_add(s, kp_row_value(KP_LANE(g, k)));
+#elif KP_DTYPE_F64
+#define KP_TERM_LANE(k)                                                              \
+  if ((k) < nl) {                                                                    \
+    const kp_acc g_ = kp_row_value(KP_LANE(g, k)), y_ = kp_row_value(KP_LANE(y, k)); \
+    const kp_acc p_ = g_ * y_;                                                       \
+    kp_sum_add(s, p_);                                                               \
+    kp_sum_add(s, fma(g_, y_, -p_));                                                 \
+  }
+#else
+#define KP_TERM_LANE(k) \
+  if ((k) < nl) kp_sum_add(s, kp_row_value(KP_LANE(g, k)) * kp_row_value(KP_LANE(y, k)));
+#endif
+KP_FN void kp_vec_terms_n(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
+  (void)y;
+  KP_FOR_LANES(KP_TERM_LANE)
+}
+KP_FN void kp_vec_terms(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
+  if (KP_WHOLE(nl))
+    kp_vec_terms_n(g, y, KP_VEC, s);
+  else
+    kp_vec_terms_n(g, y, nl, s);
+}
+KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
+#if KP_ROW_LOG
+  return g - exp(y) * kp_sum_value(s); /* the device library's exp: g and exp(y) sum(g) may cancel */
+#elif KP_ROW_NEGATE
+  return y * (s.hi - s.hi == 0.0 ? (s.hi - g) + s.lo : s.hi - g);
+#else
+  return y * (s.hi - s.hi == 0.0 ? (g - s.hi) - s.lo : g - s.hi);
+#endif
+}
+#define KP_GRAD_LANE(k) \
+  if ((k) < nl) KP_LANE(r, k) = kp_row_store(kp_backward_of(kp_row_value(KP_LANE(g, k)), kp_row_value(KP_LANE(y, k)), s));
+KP_FN kp_vec kp_vec_backward_n(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
+  kp_vec r = g;
+  KP_FOR_LANES(KP_GRAD_LANE)
+  return r;
+}
+KP_FN kp_vec kp_vec_backward(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
+  return KP_WHOLE(nl) ? kp_vec_backward_n(g, y, KP_VEC, s) : kp_vec_backward_n(g, y, nl, s);
+}
+
+/* The finished forward sum: NaN where the row's max is not finite (+inf or NaN: an inf - inf or
+ * NaN term; -inf: every element -inf, -inf - -inf), whatever the terms gave. */
+KP_FN kp_acc kp_row_sum_of(kp_sum2 s, kp_acc m) { return m - m == 0.0 ? kp_sum_value(s) : KP_ACC_NAN; }
+/* log of the finished sum: near 1 (one element dominates) as log1p of sum - 1, which the sum's
+ * low part keeps exact, so that log_softmax's results near 0 keep their precision. */
+KP_FN kp_acc kp_log_sum(kp_sum2 s, kp_acc sum) {
+  return sum < 2.0 && sum >= 1.0 ? log1p((s.hi - 1.0) + s.lo) : log(sum);
+}
+/* The row's constants from its max and sum. */
+KP_FN kp_row_k kp_row_constants(kp_acc m, kp_sum2 s) {
+  kp_row_k k;
+  k.m = m;
+  k.sum = kp_row_sum_of(s, m);
+  k.inv = 1.0 / k.sum;
+  k.log_sum = kp_log_sum(s, k.sum);
+  k.nan_row = !(k.sum - k.sum == 0.0);
+  k.mf = (KP_C)m;
+  k.inv_f = (KP_C)k.inv;
+  k.log_sum_f = (KP_C)k.log_sum;
+  k.log2_sum_f = (KP_C)(k.log_sum * 1.4426950408889634);
+  return k;
+}
