@@ -275,7 +275,7 @@ def activation_(x: Tensor, activation: str) -> Tensor:
     return x
 
 
-# ---- gated activations: out = act(a) * b (the C++ block's notes, python/src/torch_ops.cpp) -----
+# ---- gated activations: out = act(a) * b (the C++ notes, python/src/torch_ops_gated.cpp) -----
 
 _FP8_OUT = {torch.float8_e4m3fn: _core.OUT_F8E4M3, torch.float8_e5m2: _core.OUT_F8E5M2}
 # Launchers of gated(ACT) by (activation, dtype, device, backward, FP8 output code).

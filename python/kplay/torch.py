@@ -15,7 +15,7 @@ end of this module) behind kplay.torch.gated, swiglu, geglu and glu, and so has 
 (softmax, softmax_backward; kplay/_torch_softmax.py) behind kplay.torch.softmax, log_softmax and
 softmin.
 
-Where they run: the C++ extension kplay._torch_ops (python/src/torch_ops.cpp) registers the ops
+Where they run: the C++ extension kplay._torch_ops (python/src/torch_ops*.cpp) registers the ops
 with PyTorch's dispatcher, with kernels for CUDA and Meta (fake tensors) and the autograd formula
 in C++; they launch kplay's prepared launchers (kplay::Launcher, cached per
 activation string, dtype, direction and device) on torch's current stream. Eager calls with and
@@ -281,7 +281,7 @@ def replace_activations(model: torch.nn.Module, only_available: bool = True,
 # ---- gated activations: out = act(a) * b ------------------------------------------------------
 #
 # torch.ops.kplay.gated_forward(x, b, activation, out_dtype=None, scale=1.) and gated_backward
-# (python/src/torch_ops.cpp, their block): b None takes x as [..., 2d] (a its first half, b its
+# (python/src/torch_ops_gated.cpp): b None takes x as [..., 2d] (a its first half, b its
 # second, vLLM's layout), else x is a and b is b, both [..., d] (Hugging Face's gate_proj and
 # up_proj outputs). Each operand is read as rows of its last dimension with its own row pitch: a
 # column slice (x[..., :d] of a wider tensor) is read where it is, no copy; other layouts are
