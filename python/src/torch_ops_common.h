@@ -113,24 +113,23 @@ struct Activation {
   std::array<std::atomic<void*>, std::size_t{4} * 3 * max_devices> launchers{};
 };
 
-inline std::mutex cache_mutex;
-// Keyed by views of the entries' own names; entries live as long as the process (as the
-// launchers, which _core owns and nothing frees at exit).
-inline std::unordered_map<std::string_view, Activation*>& cache() {
-  static auto* map = new std::unordered_map<std::string_view, Activation*>();
-  return *map;
+// The entry of type T named `name` (an activation's launchers, a gated activation's), made on
+// first use. One map and one lock per T, keyed by views of the entries' own names; entries live as
+// long as the process (as the launchers, which _core owns and nothing frees at exit).
+template <class T>
+T& named_entry(c10::string_view name) {
+  static std::mutex mutex;
+  static auto* map = new std::unordered_map<std::string_view, T*>();
+  const std::string_view key(name.data(), name.size());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = map->find(key);
+  if (it != map->end()) return *it->second;
+  auto* e = new T(std::string(key));
+  map->emplace(std::string_view(e->name), e);
+  return *e;
 }
 
-inline Activation& activation_entry(c10::string_view name) {
-  const std::string_view key(name.data(), name.size());
-  std::lock_guard<std::mutex> lock(cache_mutex);
-  auto& map = cache();
-  auto it = map.find(key);
-  if (it != map.end()) return *it->second;
-  auto* a = new Activation(std::string(key));
-  map.emplace(std::string_view(a->name), a);
-  return *a;
-}
+inline Activation& activation_entry(c10::string_view name) { return named_entry<Activation>(name); }
 
 inline bool saves_output(Activation& a) {
   int r = a.saves_output.load(std::memory_order_acquire);

@@ -27,22 +27,7 @@ struct Gated {
   std::array<std::atomic<void*>, std::size_t{4} * 4 * max_devices> launchers{};
 };
 
-std::mutex gated_mutex;
-std::unordered_map<std::string_view, Gated*>& gated_cache() {
-  static auto* map = new std::unordered_map<std::string_view, Gated*>();
-  return *map;
-}
-
-Gated& gated_entry(c10::string_view name) {
-  const std::string_view key(name.data(), name.size());
-  std::lock_guard<std::mutex> lock(gated_mutex);
-  auto& map = gated_cache();
-  auto it = map.find(key);
-  if (it != map.end()) return *it->second;
-  auto* g = new Gated(std::string(key));
-  map.emplace(std::string_view(g->name), g);
-  return *g;
-}
+Gated& gated_entry(c10::string_view name) { return named_entry<Gated>(name); }
 
 const void* gated_launcher(Gated& g, int slot, GatedKind kind, c10::DeviceIndex device) {
   if (device < 0 || static_cast<std::size_t>(device) >= max_devices)
