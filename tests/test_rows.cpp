@@ -199,8 +199,9 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   CHECK(pd.grid_x % 16 == 0);
   CHECK(pd.grid_x < 4096 * 16);
   CHECK(row_launch_dims(lf, one_shot, 4096, 393216, h200).resident_waves == 0);
-  // float32 softmax and softmin keep each term for the results: a third slice, the terms' low
-  // words (log_softmax's results need no exp, the backward's no terms, 16-bit keeps none).
+  // float32 softmax and softmin keep each term for the results: a byte an element more, the top
+  // byte of each term's low word (log_softmax's results need no exp, the backward's no terms,
+  // 16-bit keeps none).
   CHECK_FALSE(row_keeps_stage_terms(lf, pr));
   CHECK_FALSE(row_keeps_stage_terms(row_spec("softmax", Dtype::f32, Direction::backward), pr));
   CHECK_FALSE(row_keeps_stage_terms(row_spec("softmax", Dtype::bf16, Direction::forward), pr));
@@ -224,13 +225,16 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   for (const char* member : {"softmax", "softmin"}) {
     const KernelSpec kf = row_spec(member, Dtype::f32, Direction::forward);
     CHECK(row_keeps_stage_terms(kf, pr));
-    CHECK(row_launch_dims(kf, pr, 4096, 131072, h200).shared_bytes ==
-          3 * row_launch_dims(kf, one_shot, 4096, 131072, h200).shared_bytes);
-    // Two stages and the terms of a 393216-float row's sixteenth (288 KiB) do not fit, one stage
-    // and the terms (192 KiB) do.
-    CHECK(row_launch_dims(kf, pr, 4096, 393216, h200).shared_bytes ==
-          2 * row_launch_dims(kf, one_shot, 4096, 393216, h200).shared_bytes);
-    // An eighth's stage and terms (384 KiB) do not: refused, saying why.
+    const std::uint64_t sixteenth = row_launch_dims(kf, one_shot, 4096, 131072, h200).shared_bytes;
+    CHECK(row_launch_dims(kf, pr, 4096, 131072, h200).shared_bytes == 2 * sixteenth + sixteenth / 4);
+    // A 393216-float row's sixteenth (96 KiB): two stages and the terms (216 KiB) fit beside the
+    // exchange buffers of blocks of 256 and not of 512 (12 KiB), which get one stage and the terms.
+    const std::uint64_t big = row_launch_dims(kf, one_shot, 4096, 393216, h200).shared_bytes;
+    CHECK(row_launch_dims(kf, pr, 4096, 393216, h200).shared_bytes == big + big / 4);
+    KernelConfig quarter_block = pr;
+    quarter_block.block = 256;
+    CHECK(row_launch_dims(kf, quarter_block, 4096, 393216, h200).shared_bytes == 2 * big + big / 4);
+    // An eighth's stage and terms (240 KiB) do not: refused, saying why.
     KernelConfig eighth = pr;
     eighth.cluster = 8;
     CHECK_THROWS_WITH_AS(row_launch_dims(kf, eighth, 4096, 393216, h200), doctest::Contains("kept terms"), Error);
@@ -276,8 +280,8 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
 TEST_CASE(
     "row default config: registers for short rows (forward: two vectors a thread on a persistent grid on CUDA, else "
     "one, two for long 16-bit rows; backward: four), else online (CUDA forward: blocks of 128 up to 128 vectors a "
-    "thread; 16-bit with clusters, and float32 softmax and softmin of about 32768 columns in clusters of 4: the "
-    "pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
+    "thread; 16-bit with clusters, and float32 softmax and softmin beyond 24576 columns in clusters of 4 to 16: "
+    "the pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
     "backward rows that registers hold, in clusters where they run faster)") {
   TargetLimits opencl;
   opencl.backend = "opencl";
@@ -355,26 +359,32 @@ TEST_CASE(
     small.max_shared_optin = 48 * 1024;
     CHECK(default_row_config(b, 16384, small).row == RowStrategy::registers);
     CHECK(default_row_config(b, 4096, small).row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
-    // Online forward: blocks of 128 on CUDA for rows of up to 128 vectors a thread (65536 float32
-    // columns), of 1024 beyond and on other backends.
+    // Online forward (log_softmax's float32: the others' long rows go to clusters): blocks of 128
+    // on CUDA for rows of up to 128 vectors a thread (65536 float32 columns), of 1024 beyond and on
+    // other backends.
+    const KernelSpec lf = row_spec("log_softmax", Dtype::f32, Direction::forward);
     for (std::uint64_t cols : {16385ull, 65536ull, 65540ull, 393216ull}) {
       INFO(cols << " columns, " << lim.backend);
-      CHECK(default_row_config(f, cols, lim).block == (cuda && cols <= 65536 ? 128 : 1024));
+      CHECK(default_row_config(lf, cols, lim).block == (cuda && cols <= 65536 ? 128 : 1024));
     }
-    // float32 softmax and softmin forward rows of 24577 to 49152 where clusters of 4 exist: the
-    // pipelined cluster kernel keeping its terms, blocks of 256, four vectors; log_softmax (no
-    // terms kept), a device without clusters of 4 or without the shared memory: online.
+    // float32 softmax and softmin forward rows beyond 24576 where clusters exist: the pipelined
+    // cluster kernel keeping its terms, in clusters of 4 (blocks of 256, four vectors) up to 49152
+    // columns, of 8 (512, four) up to 196608 and of 16 (256, eight) beyond, where two stages and the
+    // terms' bytes fit in shared memory (400000 columns do not); log_softmax (no terms kept), a
+    // device without clusters of 4 or without the shared memory: online.
     for (const char* act : {"softmax", "softmin", "log_softmax"})
-      for (std::uint64_t cols : {24576ull, 24577ull, 32768ull, 49152ull, 49153ull}) {
+      for (std::uint64_t cols :
+           {24576ull, 24577ull, 32768ull, 49152ull, 49153ull, 196608ull, 196609ull, 393217ull, 400000ull, 1ull << 20}) {
         const KernelSpec a = row_spec(act, Dtype::f32, Direction::forward);
         const KernelConfig p = default_row_config(a, cols, lim);
         INFO(act << ", " << cols << " columns, " << lim.backend << ": " << to_string(p));
         const bool kept = std::string(act) != "log_softmax";
-        if (cuda && kept && cols > 24576 && cols <= 49152) {
+        if (cuda && kept && cols > 24576 && cols <= 393217) {
+          const int cluster = cols <= 49152 ? 4 : cols <= 196608 ? 8 : 16;
           CHECK(p.row == RowStrategy::cluster);
-          CHECK(p.cluster == 4);
-          CHECK(p.block == 256);
-          CHECK(p.per_thread == 4);
+          CHECK(p.cluster == cluster);
+          CHECK(p.block == (cluster == 8 ? 512 : 256));
+          CHECK(p.per_thread == (cluster == 16 ? 8 : 4));
           CHECK(p.grid == GridPolicy::grid_stride);
           CHECK(row_keeps_stage_terms(a, p));
           CHECK_NOTHROW(row_launch_dims(a, resolve_config(a, p, lim), 64, cols, lim));
@@ -384,8 +394,8 @@ TEST_CASE(
         TargetLimits pairs = lim;
         pairs.max_cluster = 2;
         CHECK(default_row_config(a, cols, pairs).row == RowStrategy::online);
-        TargetLimits small = lim;
-        small.max_shared_optin = 64 * 1024;
+        TargetLimits small = lim;  // below two stages of 24577 / 4 floats and their terms' bytes
+        small.max_shared_optin = 48 * 1024;
         CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
       }
     // A 16-bit forward beyond registers where clusters exist: the pipelined cluster kernel, slices
@@ -408,7 +418,7 @@ TEST_CASE(
     CHECK(hb.cluster == (cuda ? 4 : 0));
     for (std::uint64_t cols : {16385ull, 32768ull, 65536ull, 65537ull, 393216ull, 1ull << 26}) {
       const KernelConfig big = default_row_config(f, cols, lim);
-      CHECK(big.row == (cuda && cols == 32768 ? RowStrategy::cluster : RowStrategy::online));
+      CHECK(big.row == (cuda && cols > 24576 && cols <= 393216 ? RowStrategy::cluster : RowStrategy::online));
       CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, big, lim), 64, cols, lim));
       // The backward beyond registers: online, two vectors a thread; across a cluster where the
       // device has them, a slice of at most 8192 elements a block of 512 (up to 16 blocks).
@@ -590,8 +600,9 @@ void check_row_prefetch(const char* backend) {
 // stages: rows whose slices the engine copies whole (65536 columns), rows it copies but for a
 // ragged tail or not at all (misaligned starts: 8193 and 70001 columns), a cluster of one block
 // and of 2 and 16, every member and direction, with the edge rows. Where two stages do not fit,
-// one (393219 columns in 16: float32 softmax's stage and kept terms, the backward's g and y;
-// 70001 in 2: float32 log_softmax's forward).
+// one (393219 columns in 16 in blocks of 512: float32 softmax's stage and kept terms, whose two
+// stages fit beside the exchange buffers of blocks of 256; the backward's g and y; 70001 in 2:
+// float32 log_softmax's forward).
 void check_row_pipelined(const char* backend) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
@@ -601,33 +612,35 @@ void check_row_pipelined(const char* backend) {
     for (Dtype d : {Dtype::f32, Dtype::bf16})
       for (Direction dir : {Direction::forward, Direction::backward})
         for (int cluster : {1, 2, 16})
-          for (std::uint64_t cols : {8193ull, 65536ull, 70001ull, 393219ull}) {
-            if (d == Dtype::bf16 && std::string(act) != "softmax") continue;  // the float path once
-            const KernelSpec spec = row_spec(act, d, dir);
-            KernelConfig c = row_config(RowStrategy::cluster, 256, 1);
-            c.cluster = cluster;
-            c.grid = GridPolicy::grid_stride;
-            c.waves = 1;
-            // float32 softmax and softmin keep their terms, or (--recompute-terms) not
-            for (bool again : {false, true}) {
-              if (again && !row_terms_can_be_kept(spec, c)) continue;
-              c.recompute_terms = again;
-              rt::LaunchDims dims;
-              try {
-                dims = row_launch_dims(spec, resolve_config(spec, c, be->limits()), 1ull << 30, cols, be->limits());
-              } catch (const Error&) {
-                continue;  // the slice beyond the shared memory: refused, rightly
+          for (std::uint64_t cols : {8193ull, 65536ull, 70001ull, 393219ull})
+            for (int block : {256, 512}) {
+              if (d == Dtype::bf16 && std::string(act) != "softmax") continue;  // the float path once
+              if (block == 512 && !(cols == 393219 && cluster == 16)) continue;
+              const KernelSpec spec = row_spec(act, d, dir);
+              KernelConfig c = row_config(RowStrategy::cluster, block, 1);
+              c.cluster = cluster;
+              c.grid = GridPolicy::grid_stride;
+              c.waves = 1;
+              // float32 softmax and softmin keep their terms, or (--recompute-terms) not
+              for (bool again : {false, true}) {
+                if (again && !row_terms_can_be_kept(spec, c)) continue;
+                c.recompute_terms = again;
+                rt::LaunchDims dims;
+                try {
+                  dims = row_launch_dims(spec, resolve_config(spec, c, be->limits()), 1ull << 30, cols, be->limits());
+                } catch (const Error&) {
+                  continue;  // the slice beyond the shared memory: refused, rightly
+                }
+                // Twice the rows of the grid's bound, which the backend lowers to the clusters
+                // resident at once.
+                ProblemShape ps;
+                ps.rows = 2 * (dims.grid_x / static_cast<std::uint64_t>(cluster)) + 5;
+                ps.n = ps.rows * cols;
+                INFO("cluster " << cluster << ", blocks of " << block << ", rows " << ps.rows << " x " << cols
+                                << ", terms " << (again ? "recomputed" : "kept") << ", shared " << dims.shared_bytes);
+                KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
               }
-              // Twice the rows of the grid's bound, which the backend lowers to the clusters
-              // resident at once.
-              ProblemShape ps;
-              ps.rows = 2 * (dims.grid_x / static_cast<std::uint64_t>(cluster)) + 5;
-              ps.n = ps.rows * cols;
-              INFO("cluster " << cluster << ", rows " << ps.rows << " x " << cols << ", terms "
-                              << (again ? "recomputed" : "kept"));
-              KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
             }
-          }
 }
 // Strided rows (softmax over a dimension that is not the last: [outer, cols, inner]) against the
 // row reference with its edge rows (every eighth row a kind, so each outer block holds several):

@@ -67,8 +67,8 @@ void add_config_flags(CLI::App& app, ConfigFlags& f, bool several, KnobDefaults 
            ->check(CLI::Range(0, 1024)));
   knob(app.add_flag("--recompute-terms", f.recompute_terms,
                     "--row cluster --grid grid-stride, float32 softmax and softmin forward: compute each term again "
-                    "for its result instead of keeping it in shared memory (a second exp an element, a third less "
-                    "shared memory)"),
+                    "for its result instead of keeping it in shared memory (a second exp an element, a byte an "
+                    "element less shared memory)"),
        true);
   if (tuned)
     app.footer(

@@ -156,9 +156,10 @@ std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& c, std
     // The pipelined kernel: two stages, each part of them (backward: g's slice, y's) aligned as
     // row_stages.h's KP_STAGE_ALIGN for the bulk copies.
     const std::uint64_t align = std::max<std::uint64_t>(16, vec_bytes);
-    const std::uint64_t kept = row_keeps_stage_terms(spec, c) ? 1 : 0;
     const std::uint64_t part = (slice_vecs * vec_bytes + align - 1) / align * align;
-    return (2 * parts + kept) * part <= room ? (2 * parts + kept) * part : (parts + kept) * part;
+    // The kept terms' bytes (row_stages.h's kp_lo): one an element of the part, 16-byte aligned.
+    const std::uint64_t kept = row_keeps_stage_terms(spec, c) ? (part / dtype_size(spec.dtype) + 15) / 16 * 16 : 0;
+    return 2 * parts * part + kept <= room ? 2 * parts * part + kept : parts * part + kept;
   }
   return (slice_vecs * vec_bytes * parts + 15) / 16 * 16;
 }

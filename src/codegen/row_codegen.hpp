@@ -27,7 +27,7 @@ std::string strided_config_problem(const KernelConfig& config);
 // Whether the pipelined cluster kernel (--row cluster --grid grid-stride) keeps each term of the
 // sum for the results (row_stages.h's KP_STAGE_KEEP): the float32 forward of softmax and softmin,
 // whose results are exp(x - max) / sum (log_softmax's need no exp), unless the config asks it to
-// compute them again (--recompute-terms: a second exp an element for a third less shared memory,
+// compute them again (--recompute-terms: a second exp an element for a byte an element less shared memory,
 // which the tuner weighs); row_terms_can_be_kept: where that choice exists.
 bool row_terms_can_be_kept(const KernelSpec& spec, const KernelConfig& config);
 bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& config);
@@ -41,8 +41,8 @@ bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& config);
 // slice (backward: the gradient's and the output's), 16-byte aligned. The pipelined kernel
 // (--grid grid-stride) holds two stages of it, filling one while it reduces the other, where they
 // fit in `room` bytes, else one (refilled once its row is done; row_stages.h tells the two apart by
-// the size the launch gives), and another slice where it keeps the terms (the low words of their
-// doubles). 0 for the other strategies.
+// the size the launch gives), and a byte an element where it keeps the terms (the top byte of each
+// double's low word). 0 for the other strategies.
 std::uint64_t row_slice_bytes(const KernelSpec& spec, const KernelConfig& config, std::uint64_t cols,
                               std::uint64_t room = ~std::uint64_t{0});
 

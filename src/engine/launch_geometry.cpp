@@ -65,7 +65,7 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
                       std::string(c.grid != GridPolicy::grid_stride ? ""
                                   : row_keeps_stage_terms(spec, c)
                                       ? " (--grid grid-stride holds a stage of the slice, two where they fit, and a "
-                                        "float32 softmax or softmin forward a slice more for its kept terms)"
+                                        "float32 softmax or softmin forward a byte an element more for its kept terms)"
                                       : " (--grid grid-stride holds a stage of the slice, two where they fit)"));
     d.shared_bytes = static_cast<unsigned>(slice);
     d.cluster = static_cast<unsigned>(c.cluster);

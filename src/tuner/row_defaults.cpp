@@ -120,20 +120,22 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     p.waves = 1;
     if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin) return p;
   }
-  // A float32 softmax or softmin forward of about 32768 columns where clusters exist: the pipelined
-  // cluster kernel in clusters of 4 (slices of 6145 to 12288 elements, within 1.5x of the measured
-  // 8192), keeping its terms, blocks of 256, four vectors a thread, where two stages and the kept
-  // terms fit in shared memory. Measured at 8192x32768 only (row_defaults.hpp): 70.5 % of copy
-  // against 59.8 online; smaller slices lost (clusters of 8: 51.9, of 16: 23.2).
-  if (cuda_forward && spec.dtype == Dtype::f32 && limits.max_cluster >= 4 && cols > 24576 && cols <= 49152) {
+  // A float32 softmax or softmin forward of more than 24576 columns where clusters exist: the
+  // pipelined cluster kernel, keeping its terms, where two stages and the terms' bytes fit in
+  // shared memory (up to 393216 columns on the H200). Measured at one shape each (row_defaults.hpp,
+  // % of copy against the online kernel): 8192x32768 in clusters of 4, blocks of 256, four vectors
+  // a thread, 72.3 against 59.8; 4096x131072 in clusters of 8, blocks of 512, four vectors, 64.3
+  // against 59.6; 4096x393216 in clusters of 16, blocks of 256 (whose exchange buffers leave room
+  // for the two stages), eight vectors, 64.0 against 61.1.
+  if (cuda_forward && spec.dtype == Dtype::f32 && limits.max_cluster >= 4 && cols > 24576) {
     KernelConfig p = c;
     p.row = RowStrategy::cluster;
-    p.cluster = 4;
-    p.block = std::min(256, max_block);
-    p.per_thread = 4;
+    p.cluster = cols <= 49152 ? 4 : cols <= 196608 ? 8 : 16;
+    p.block = std::min(p.cluster == 8 ? 512 : 256, max_block);
+    p.per_thread = p.cluster == 16 ? 8 : 4;
     p.grid = GridPolicy::grid_stride;
     p.waves = 1;
-    if (row_keeps_stage_terms(spec, p) &&
+    if (p.cluster <= limits.max_cluster && row_keeps_stage_terms(spec, p) &&
         row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin)
       return p;
   }

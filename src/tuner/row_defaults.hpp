@@ -7,7 +7,7 @@
 // vectors in flight a thread, in blocks of 128 on CUDA for rows of up to 128 vectors a thread, of
 // 1024 elsewhere, and for 16-bit dtypes where the device has clusters the pipelined cluster kernel
 // (one read an element) with slices of about 16384 elements, for float32 softmax and softmin rows
-// of 24577 to 49152 elements in clusters of 4; backward, float32 rows of up to 65536
+// of 24577 to 393216 elements in clusters of 4, 8 or 16 (keeping their terms); backward, float32 rows of up to 65536
 // elements where clusters exist: the pipelined cluster kernel, slices of 8192 elements; else 2
 // vectors of g and y each (4 spill), and where the device has clusters, across a cluster of blocks
 // of 512 with slices of at most 8192 float32 or 32768 16-bit elements (up to its largest cluster),
@@ -38,7 +38,15 @@
 // torch's 63.6 eager, 64.1 compiled -- the default for those rows -- computing the terms again
 // 58.6, clusters of 8 51.9, of 16 6-37; 4096x131072 in clusters of 16 60.3 (again: 53.1; clusters
 // of 8 54.0) against 59.6 online, a tie; 4096x393216, one stage in clusters of 16, 42-46 (two
-// stages, the terms computed again: 51-54) against 61.2 online. log_softmax in clusters of 16
+// stages, the terms computed again: 51-54) against 61.2 online. Kept as a byte an element beside
+// the stage (row_stages.h), the terms leave room for two stages (2026-12-05, `kplay bench --no-db`):
+// 8192x32768 72.3 (clusters of 2: 68.2; blocks of 128: 69.6, 512: 50.7; clusters of 8: 52.4);
+// 4096x131072 in clusters of 8, blocks of 512, 4 vectors 64.3 against 59.6 online (blocks of 256:
+// 55.4; clusters of 16: 59.3, of 4 (one stage): 61.9); 4096x393216 in clusters of 16, blocks of
+// 256 (blocks of 512 leave room for one stage: 44.3), 8 vectors a thread 64.0 against 61.1 online
+// (4 vectors: 50.6, 2: 46.0; blocks of 128: 31.9 and 46.5; terms computed again: 50.9) -- the
+// defaults for float32 softmax and softmin rows beyond 24576 where two stages and the terms fit
+// (up to 393217 columns on the H200), online beyond. log_softmax in clusters of 16
 // (blocks of 256, 4 vectors): 19.8, 54.6, 56.6. The one exchange taken by 16-bit rows too
 // (KPLAY_ROW_XCHG1=all), bfloat16 at those shapes: 75.0, 68.0, 60.3 against 76.2, 67.8, 64.5 with
 // two: off for them. In bfloat16 the pipelined cluster kernel leads: 8192x32768 74.8 in clusters of

@@ -81,12 +81,17 @@ std::vector<KernelConfig> proposals(const RowSearchSpace& s, RowStrategy row, in
       // The pipelined kernel (persistent clusters, two stages filled by the bulk copy engine):
       // a cluster of one block too, for rows a block's shared memory holds twice. --per-thread is
       // the vectors a thread reads from the stage at once: 1, 2 or 4 (4 measured fastest with
-      // blocks of 128 to 512 on the H200; blocks of 1024 spill at 2 and 4: src/tuner/row_defaults.hpp).
+      // blocks of 128 to 512 on the H200; blocks of 1024 spill at 2 and 4: src/tuner/row_defaults.hpp),
+      // and 8 where a thread's part of the slice has that many (float32 4096x393216 in clusters of
+      // 16, blocks of 256: 64.0 % of copy at 8, 50.6 at 4).
       for (int cluster = 1; cluster <= limits.max_cluster; cluster *= 2) {
         if (cluster > 1 && std::find(s.clusters.begin(), s.clusters.end(), cluster) == s.clusters.end()) continue;
+        const std::uint64_t slice_vecs = (vecs + cluster - 1) / cluster;
         for (int block : s.blocks)
-          if ((vecs + cluster - 1) / cluster >= static_cast<std::uint64_t>(block))
-            for (int pt : {1, 2, 4}) add(block, pt, 0, cluster, Grids::persistent);
+          if (slice_vecs >= static_cast<std::uint64_t>(block))
+            for (int pt : {1, 2, 4, 8})
+              if (pt < 8 || slice_vecs >= 8ull * static_cast<std::uint64_t>(block))
+                add(block, pt, 0, cluster, Grids::persistent);
       }
       break;
     default: break;
@@ -104,8 +109,8 @@ std::vector<KernelConfig> RowSearchSpace::enumerate(const KernelSpec& spec, cons
     for (int bytes : vec_bytes) {
       if (bytes % esize) continue;  // a 4-byte vector of float64 does not exist
       for (const KernelConfig& p : proposals(*this, row, bytes / esize, limits, cols)) {
-        // Where the pipelined kernel may keep its terms, keeping them (a third more shared memory,
-        // fewer blocks an SM) and computing them again (a second exp) are both candidates.
+        // Where the pipelined kernel may keep its terms, keeping them (a byte an element more shared
+        // memory, fewer blocks an SM) and computing them again (a second exp) are both candidates.
         std::vector<KernelConfig> forms{p};
         if (row_terms_can_be_kept(spec, p)) {
           forms.push_back(p);
@@ -142,7 +147,8 @@ std::string RowSearchSpace::describe() const {
   for (int v : per_thread) os << v << ',';
   os << " cluster=";
   for (int v : clusters) os << v << ',';
-  os << " registers,cluster-grid=one-shot,grid-stride:1 (grid-stride cluster: 1 too, per-thread 1,2)"
+  os << " registers,cluster-grid=one-shot,grid-stride:1 (grid-stride cluster: 1 too, per-thread 1,2,4,8 where 8 a "
+        "thread fit)"
      << " online-cluster=block 512 per-thread 2 terms=keep,recompute";
   return os.str();
 }

@@ -74,9 +74,13 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       (unsigned)(((kp_u64)slice_vecs * KP_VEC_BYTES + KP_STAGE_ALIGN - 1) / KP_STAGE_ALIGN * KP_STAGE_ALIGN /
                  KP_VEC_BYTES);
   const unsigned stage_vecs = part_vecs * (1 + KP_BACKWARD);
-  const unsigned two = kp_dynamic_smem() >= (2u * stage_vecs + KP_STAGE_KEEP * part_vecs) * (unsigned)KP_VEC_BYTES;
+  /* the kept terms' bytes (KP_STAGE_KEEP): one an element, a vector's in a kp_lo_raw, after the stages */
+  const unsigned lo_bytes = KP_STAGE_KEEP * ((part_vecs * (unsigned)KP_VEC + 15u) & ~15u);
+  const unsigned two = kp_dynamic_smem() >= 2u * stage_vecs * (unsigned)KP_VEC_BYTES + lo_bytes;
 #if KP_STAGE_KEEP
-  KP_LOCAL_PTR kp_raw* const kp_lo = kp_slice + (1 + two) * stage_vecs; /* the kept terms' low words */
+  KP_LOCAL_PTR kp_lo_raw* const kp_lo = (KP_LOCAL_PTR kp_lo_raw*)(kp_slice + (1 + two) * stage_vecs);
+#else
+  (void)lo_bytes;
 #endif
   const unsigned bar0 = kp_smem_u32(&kp_bar[0]);
   if (KP_LOCAL_ID == 0) {

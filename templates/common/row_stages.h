@@ -133,30 +133,45 @@ KP_FN void kp_stage_issue(unsigned bar, KP_LOCAL_PTR kp_raw* d0, KP_GLOBAL const
  * are e times the sum's reciprocal, as the registers kernel's KP_KEEP_E makes them: one exp an
  * element, not two, and one conversion to double, not two. The H200's FP64 units convert 16
  * values a cycle an SM against 64 fused multiply-adds, so the second exp and its conversion cost
- * the forward more than its instruction count says. e's high word takes x's place in the stage
- * (each thread rewrites only its own vectors), its low word goes to one more part of the slice's
- * size after the stage or stages (kp_lo); row_slice_bytes counts it. */
+ * the forward more than its instruction count says. e's high word (its sign, exponent and 20
+ * bits of its significand) takes x's place in the stage (each thread rewrites only its own
+ * vectors), and the top byte of its low word goes to a byte per element after the stage or stages
+ * (kp_lo, a quarter of a stage: row_slice_bytes counts it), so that two stages and the kept terms
+ * fit where the low words whole would not (24,576 float32 elements a block: 216 KiB against 288).
+ * The result takes the low word back as that byte and half of what it dropped: e to 28 bits,
+ * within 2^-29 of it relative, 2^-5 ulp of a float32 result beside its rounding (docs/accuracy.md). */
 #if KP_STAGE_KEEP
-#define KP_STAGE_KEEP_LANE(k)                                         \
-  if ((k) < nl) {                                                     \
+#if KP_VEC == 4
+typedef unsigned kp_lo_raw; /* a vector's kept bytes, lane k's in bits 8k to 8k + 7 */
+#elif KP_VEC == 2
+typedef unsigned short kp_lo_raw;
+#else
+typedef unsigned char kp_lo_raw;
+#endif
+#define KP_STAGE_KEEP_LANE(k)                                              \
+  if ((k) < nl) {                                                          \
     const kp_acc e_ = kp_term(kp_row_in(KP_LANE(x, k)), m KP_EXP_TAB_ARG); \
-    kp_sum_add(s, e_);                                                \
-    KP_LANE(h, k) = KP_AS_FLOAT(KP_D_HI(e_));                         \
-    KP_LANE(l, k) = KP_AS_FLOAT(KP_D_LO(e_));                         \
+    kp_sum_add(s, e_);                                                     \
+    KP_LANE(h, k) = KP_AS_FLOAT(KP_D_HI(e_));                              \
+    lb |= ((unsigned)KP_D_LO(e_) >> 24) << (8 * (k));                      \
   }
 KP_FN void kp_vec_exp_stage_n(kp_vec x, int nl, kp_acc m, kp_sum2* s, KP_LOCAL_PTR kp_raw* hi,
-                              KP_LOCAL_PTR kp_raw* lo KP_EXP_TAB_PARAM) {
+                              KP_LOCAL_PTR kp_lo_raw* lo KP_EXP_TAB_PARAM) {
   if (nl == 0) return; /* a vector past the slice (KP_STAGE_PASS's last chunk): no slot to write */
-  kp_vec h = x, l = x;
+  kp_vec h = x;
+  unsigned lb = 0;
   KP_FOR_LANES(KP_STAGE_KEEP_LANE)
   *hi = KP_VEC_TO_RAW(h);
-  *lo = KP_VEC_TO_RAW(l);
+  *lo = (kp_lo_raw)lb;
 }
-#define KP_STAGE_SCALE_LANE(k) \
-  if ((k) < nl) KP_LANE(y, k) = kp_row_store(KP_D_FROM_HILO(KP_AS_INT(KP_LANE(h, k)), KP_AS_INT(KP_LANE(l, k))) * inv);
-KP_FN kp_vec kp_vec_scale_stage_n(kp_vec h, kp_raw lo, int nl, kp_acc inv) {
-  kp_vec l, y = h;
-  KP_SET_RAW(l, lo);
+/* e from its high word and kept byte, the dropped bits' midpoint below it (bit 23 of the low word) */
+#define KP_STAGE_SCALE_LANE(k)                                                                       \
+  if ((k) < nl)                                                                                      \
+    KP_LANE(y, k) = kp_row_store(                                                                    \
+        KP_D_FROM_HILO(KP_AS_INT(KP_LANE(h, k)), (int)(((lb >> (8 * (k))) << 24) | 0x00800000u)) * inv);
+KP_FN kp_vec kp_vec_scale_stage_n(kp_vec h, kp_lo_raw lo, int nl, kp_acc inv) {
+  const unsigned lb = lo;
+  kp_vec y = h;
   KP_FOR_LANES(KP_STAGE_SCALE_LANE)
   return y;
 }

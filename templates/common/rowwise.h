@@ -34,7 +34,7 @@
  *                slice while the block reduces the other (KP_CLUSTER 1: a block a row; one
  *                stage where two do not fit, refilled once the block is done with its row); float32
  *                softmax and softmin keep each term of the sum in the stage for the results
- *                (KP_STAGE_KEEP), in a third slice of shared memory; a forward below float64
+ *                (KP_STAGE_KEEP), to 28 bits, in the stage and a byte an element more; a forward below float64
  *                may take one exchange a row across the cluster, not two (KP_XCHG1)
  *   1 with KP_CLUSTER > 1 (CUDA sm_90+): registers across a cluster, the row split into slices as
  *                for 4, each block's slice in its registers (KP_VPT vectors a thread): one read
