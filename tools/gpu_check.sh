@@ -92,7 +92,9 @@ run_logged() {
   local name=$1; shift
   echo; echo "### $name: $*"
   local t0=$SECONDS
-  "$@" 2>&1 </dev/null | tee "$LOGS/$name.log"
+  # line-buffered, so that a step the device call's time limit ends keeps what it printed (doctest
+  # writes through stdio: its cases would otherwise be lost with the buffer)
+  stdbuf -oL -eL "$@" 2>&1 </dev/null | tee "$LOGS/$name.log"
   local rc=${PIPESTATUS[0]}
   [ "$rc" = 0 ] || failed=$((failed + 1))
   echo "$name rc=$rc ($((SECONDS - t0)) s)" >>"$summary"

@@ -4,8 +4,9 @@
 # each strategy's variants: registers one-shot and persistent (--grid grid-stride:1, the next row
 # loaded while this one is reduced), online, and on sm_90 clusters, one-shot and pipelined
 # (--grid grid-stride:1: the bulk copy engine loads the next row while this one is reduced;
-# $PIPE_BLOCKS threads a block, default 256 512; float32 softmax and softmin forward both keeping
-# their terms and with --recompute-terms). Prints one line per config:
+# $PIPE_BLOCKS threads a block, default 256 512; $PIPE_VECTORS vectors a thread at a time, default
+# 4 8, where a block's slice has that many; float32 softmax and softmin forward both keeping their
+# terms and with --recompute-terms). Prints one line per config:
 # shape, dtype, direction, % of copy, config. What docs/benchmarks.md ("Softmax") quotes per config.
 # Usage: tools/row_sweep.sh [--kplay PATH] [--act softmax] [--direction forward] [SHAPE ...]
 #   default shapes: the softmax table's (65536x128 ... 1024x1048576); dtypes: $DTYPES (f32 bf16)
@@ -51,9 +52,11 @@ for sh in $shapes; do
     for cl in 1 2 4 8 16; do
       [ $(( vecs / cl )) -ge 256 ] || continue
       for b in ${PIPE_BLOCKS:-256 512}; do
-        [ $(( vecs / cl )) -ge "$b" ] || continue
-        for tm in "${terms[@]}"; do
-          bench "$sh" "$dt" --row cluster --cluster $cl --block $b --grid grid-stride:1 $tm
+        for pt in ${PIPE_VECTORS:-4 8}; do  # vectors a thread reads from the stage at once
+          [ $(( vecs / cl )) -ge $(( b * pt )) ] || continue
+          for tm in "${terms[@]}"; do
+            bench "$sh" "$dt" --row cluster --cluster $cl --block $b --per-thread $pt --grid grid-stride:1 $tm
+          done
         done
       done
     done
