@@ -15,6 +15,10 @@
 # Build the wheel with a Python that has the GPU machine's torch (there: Python 3.12, torch 2.11)
 # and scikit-build-core and nanobind installed:
 #   python -m pip wheel . --no-build-isolation --no-deps -w DIR
+# From PyPI alone (no download.pytorch.org), torch==2.11.0 is its CUDA build: `pip install --no-deps
+# torch==2.11.0` and its pure-Python needs (filelock typing-extensions sympy networkx jinja2 fsspec)
+# build it, once `import torch` finds CUDA 13's libraries (the toolkit's lib64 and pip's nvidia-*
+# cu13 wheels: cufile, nccl, nvshmem, cusparselt) on LD_LIBRARY_PATH.
 # On the GPU machine, from the repository root:
 #   tools/torch_gpu_check.sh DIR/kplay-*.whl [OUT_DIR]      (OUT_DIR: default /tmp/kplay-torch)
 # Environment: PYTHON (default python3, the interpreter with torch); KPLAY_MODELS (models for
