@@ -39,7 +39,9 @@
 // 58.6, clusters of 8 51.9, of 16 6-37; 4096x131072 in clusters of 16 60.3 (again: 53.1; clusters
 // of 8 54.0) against 59.6 online, a tie; 4096x393216, one stage in clusters of 16, 42-46 (two
 // stages, the terms computed again: 51-54) against 61.2 online. Kept as a byte an element beside
-// the stage (row_stages.h), the terms leave room for two stages (2026-12-05, `kplay bench --no-db`):
+// the stage (row_stages.h), the terms leave room for two stages (2026-12-05, `kplay bench --no-db`,
+// --grid grid-stride: four times the resident clusters, where the defaults and the tuner's space
+// launch them once; 8192x32768 as its default):
 // 8192x32768 72.3 (clusters of 2: 68.2; blocks of 128: 69.6, 512: 50.7; clusters of 8: 52.4);
 // 4096x131072 in clusters of 8, blocks of 512, 4 vectors 64.3 against 59.6 online (blocks of 256:
 // 55.4; clusters of 16: 59.3, of 4 (one stage): 61.9); 4096x393216 in clusters of 16, blocks of
