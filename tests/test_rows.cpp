@@ -603,44 +603,43 @@ void check_row_prefetch(const char* backend) {
 // one (393219 columns in 16 in blocks of 512: float32 softmax's stage and kept terms, whose two
 // stages fit beside the exchange buffers of blocks of 256; the backward's g and y; 70001 in 2:
 // float32 log_softmax's forward).
-void check_row_pipelined(const char* backend) {
+// One dtype and direction a call, so that a device run can take them a test case at a time.
+void check_row_pipelined(const char* backend, Dtype d, Direction dir) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
   if (be->limits().max_cluster < 16) return;  // sm_90 and newer
   Engine engine(*be);
   for (const char* act : {"softmax", "log_softmax", "softmin"})
-    for (Dtype d : {Dtype::f32, Dtype::bf16})
-      for (Direction dir : {Direction::forward, Direction::backward})
-        for (int cluster : {1, 2, 16})
-          for (std::uint64_t cols : {8193ull, 65536ull, 70001ull, 393219ull})
-            for (int block : {256, 512}) {
-              if (d == Dtype::bf16 && std::string(act) != "softmax") continue;  // the float path once
-              if (block == 512 && !(cols == 393219 && cluster == 16)) continue;
-              const KernelSpec spec = row_spec(act, d, dir);
-              KernelConfig c = row_config(RowStrategy::cluster, block, 1);
-              c.cluster = cluster;
-              c.grid = GridPolicy::grid_stride;
-              c.waves = 1;
-              // float32 softmax and softmin keep their terms, or (--recompute-terms) not
-              for (bool again : {false, true}) {
-                if (again && !row_terms_can_be_kept(spec, c)) continue;
-                c.recompute_terms = again;
-                rt::LaunchDims dims;
-                try {
-                  dims = row_launch_dims(spec, resolve_config(spec, c, be->limits()), 1ull << 30, cols, be->limits());
-                } catch (const Error&) {
-                  continue;  // the slice beyond the shared memory: refused, rightly
-                }
-                // Twice the rows of the grid's bound, which the backend lowers to the clusters
-                // resident at once.
-                ProblemShape ps;
-                ps.rows = 2 * (dims.grid_x / static_cast<std::uint64_t>(cluster)) + 5;
-                ps.n = ps.rows * cols;
-                INFO("cluster " << cluster << ", blocks of " << block << ", rows " << ps.rows << " x " << cols
-                                << ", terms " << (again ? "recomputed" : "kept") << ", shared " << dims.shared_bytes);
-                KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
-              }
+    for (int cluster : {1, 2, 16})
+      for (std::uint64_t cols : {8193ull, 65536ull, 70001ull, 393219ull})
+        for (int block : {256, 512}) {
+          if (d == Dtype::bf16 && std::string(act) != "softmax") continue;  // the float path once
+          if (block == 512 && !(cols == 393219 && cluster == 16)) continue;
+          const KernelSpec spec = row_spec(act, d, dir);
+          KernelConfig c = row_config(RowStrategy::cluster, block, 1);
+          c.cluster = cluster;
+          c.grid = GridPolicy::grid_stride;
+          c.waves = 1;
+          // float32 softmax and softmin keep their terms, or (--recompute-terms) not
+          for (bool again : {false, true}) {
+            if (again && !row_terms_can_be_kept(spec, c)) continue;
+            c.recompute_terms = again;
+            rt::LaunchDims dims;
+            try {
+              dims = row_launch_dims(spec, resolve_config(spec, c, be->limits()), 1ull << 30, cols, be->limits());
+            } catch (const Error&) {
+              continue;  // the slice beyond the shared memory: refused, rightly
             }
+            // Twice the rows of the grid's bound, which the backend lowers to the clusters
+            // resident at once.
+            ProblemShape ps;
+            ps.rows = 2 * (dims.grid_x / static_cast<std::uint64_t>(cluster)) + 5;
+            ps.n = ps.rows * cols;
+            INFO("cluster " << cluster << ", blocks of " << block << ", rows " << ps.rows << " x " << cols << ", terms "
+                            << (again ? "recomputed" : "kept") << ", shared " << dims.shared_bytes);
+            KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
+          }
+        }
 }
 // Strided rows (softmax over a dimension that is not the last: [outer, cols, inner]) against the
 // row reference with its edge rows (every eighth row a kind, so each outer block holds several):
@@ -692,7 +691,16 @@ TEST_SUITE("cuda") {
   TEST_CASE("CUDA: strided rows (a dim that is not the last), every member, dtype and direction") {
     check_row_strided("cuda", true);
   }
-  TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows") { check_row_pipelined("cuda"); }
+  TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows: float32 forward") {
+    check_row_pipelined("cuda", Dtype::f32, Direction::forward);
+  }
+  TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows: float32 backward") {
+    check_row_pipelined("cuda", Dtype::f32, Direction::backward);
+  }
+  TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows: bfloat16") {
+    check_row_pipelined("cuda", Dtype::bf16, Direction::forward);
+    check_row_pipelined("cuda", Dtype::bf16, Direction::backward);
+  }
   TEST_CASE("CUDA: softmax, log_softmax and softmin in float32, every strategy and direction, with the edge rows") {
     check_row_family("cuda", true, FamilyPart::plain, {Dtype::f32});
   }
