@@ -122,11 +122,9 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   }
   // A float32 softmax or softmin forward of more than 24576 columns where clusters exist: the
   // pipelined cluster kernel, keeping its terms, where two stages and the terms' bytes fit in
-  // shared memory (up to 393216 columns on the H200). Measured at one shape each (row_defaults.hpp,
-  // % of copy against the online kernel): 8192x32768 in clusters of 4, blocks of 256, four vectors
-  // a thread, 72.3 against 59.8; 4096x131072 in clusters of 8, blocks of 512, four vectors, 64.3
-  // against 59.6; 4096x393216 in clusters of 16, blocks of 256 (whose exchange buffers leave room
-  // for the two stages), eight vectors, 64.0 against 61.1.
+  // shared memory (up to 393217 columns on the H200), each range's config the one measured fastest
+  // at one shape (row_defaults.hpp: 8192x32768, 4096x131072, 4096x393216). Blocks of 256 in
+  // clusters of 16: the exchange buffers of 512 leave room for one stage only.
   if (cuda_forward && spec.dtype == Dtype::f32 && limits.max_cluster >= 4 && cols > 24576) {
     KernelConfig p = c;
     p.row = RowStrategy::cluster;

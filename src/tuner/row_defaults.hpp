@@ -7,11 +7,11 @@
 // vectors in flight a thread, in blocks of 128 on CUDA for rows of up to 128 vectors a thread, of
 // 1024 elsewhere, and for 16-bit dtypes where the device has clusters the pipelined cluster kernel
 // (one read an element) with slices of about 16384 elements, for float32 softmax and softmin rows
-// of 24577 to 393216 elements in clusters of 4, 8 or 16 (keeping their terms); backward, float32 rows of up to 65536
-// elements where clusters exist: the pipelined cluster kernel, slices of 8192 elements; else 2
-// vectors of g and y each (4 spill), and where the device has clusters, across a cluster of blocks
-// of 512 with slices of at most 8192 float32 or 32768 16-bit elements (up to its largest cluster),
-// so that the second pass reads them from L2. Vectors of 16 bytes. In registers:
+// beyond 24576 elements in clusters of 4, 8 or 16, keeping their terms, where two stages fit; backward, float32 rows of
+// up to 65536 elements where clusters exist: the pipelined cluster kernel, slices of 8192 elements; else 2 vectors of g
+// and y each (4 spill), and where the device has clusters, across a cluster of blocks of 512 with slices of at most
+// 8192 float32 or 32768 16-bit elements (up to its largest cluster), so that the second pass reads them from L2.
+// Vectors of 16 bytes. In registers:
 // - forward below float64 on CUDA: two vectors a thread on a persistent grid (one wave; each group
 //   loads its next row before it reduces this one), short rows sharing a block of 128;
 // - other forwards: one vector a thread, two for 16-bit rows of 64 vectors or more; backward: four;
