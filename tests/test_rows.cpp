@@ -446,17 +446,28 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("strided rows: the default holds short rows in registers, longer ones online; other knobs refused") {
+TEST_CASE(
+    "strided rows: the default holds rows of up to 256 in registers, a warp of rows a block; other knobs refused") {
   for (Dtype d : {Dtype::f32, Dtype::bf16})
     for (Direction dir : {Direction::forward, Direction::backward}) {
       const KernelSpec spec = row_spec("softmax", d, dir);
-      for (std::uint64_t cols : {1ull, 5ull, 13ull, 16ull, 17ull, 1000ull}) {
+      for (std::uint64_t cols : {1ull, 5ull, 13ull, 16ull, 17ull, 21ull, 100ull, 256ull, 257ull, 1000ull}) {
         const KernelConfig c = strided_row_config(spec, cols);
         INFO(cols << " columns: " << to_string(c));
         CHECK(strided_config_problem(c).empty());
-        CHECK(c.row == (cols <= 16 ? RowStrategy::registers : RowStrategy::online));
-        if (c.row == RowStrategy::registers) CHECK(row_capacity(c) >= cols);
+        CHECK(c.row == (cols <= 256 ? RowStrategy::registers : RowStrategy::online));
+        if (c.row == RowStrategy::registers) {
+          CHECK(row_capacity(c) >= cols);
+          CHECK(c.per_thread <= 16);
+        }
         const KernelConfig r = resolve_config(spec, c, TargetLimits{});
+        const int group = row_group_threads(r);
+        // a thread a row for short rows; a longer row's group spread so that each holds at most 16,
+        // and a block at least a warp of rows (a warp's loads then cover neighbouring rows)
+        if (cols <= 16)
+          CHECK(group == 1);
+        else
+          CHECK(r.block / group >= 32);
         CHECK_NOTHROW(row_launch_dims(spec, r, 3 * 7, cols, TargetLimits{}));
         CHECK(render_kernel(spec, r, rt::dialect_of("opencl"), Layout::strided).source.find("#define KP_STRIDED 1") !=
               std::string::npos);
@@ -470,9 +481,6 @@ TEST_CASE("strided rows: the default holds short rows in registers, longer ones 
   KernelConfig c = ok;
   c.vec = 4;
   refused(c, "--vec 1");
-  c = ok;
-  c.row_threads = 32;
-  refused(c, "--row-threads 1");
   c = ok;
   c.row = RowStrategy::shared;
   refused(c, "--row registers or online");
@@ -643,11 +651,13 @@ void check_row_pipelined(const char* backend, Dtype d, Direction dir) {
 }
 // Strided rows (softmax over a dimension that is not the last: [outer, cols, inner]) against the
 // row reference with its edge rows (every eighth row a kind, so each outer block holds several):
-// the strided default (registers for up to 16 columns, online beyond) and, for short rows, online
-// too; rows of one element, of 13 (registers, 16 a thread), 21 (online, inner a power of two) and
-// 300 (online over several chunks, inner 3: neighbouring rows share a warp's loads unevenly), with
-// an input and output offset off any vector. every_config false (PoCL): float32 in every member and
-// direction, the other dtypes in a member and direction each.
+// the strided default and, for short rows, online a thread a row, for longer ones online and in
+// registers across groups of 4 and 8 in blocks of 64 (groups narrower than a warp of rows); rows of
+// one element, of 13 (registers, a thread a row), 21 (registers across 4 threads, inner a power of
+// two), 100 (across 16, 45 apart: a warp's rows cross outer blocks) and 300 (online in groups of 32,
+// inner 3: neighbouring rows share a warp's loads unevenly), with an input and output offset off any
+// vector. every_config false (PoCL): float32 in every member and direction, the other dtypes in a
+// member and direction each.
 void check_row_strided(const char* backend, bool every_config) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
@@ -655,7 +665,7 @@ void check_row_strided(const char* backend, bool every_config) {
   struct Shape {
     std::uint64_t outer, cols, inner;
   };
-  const Shape shapes[] = {{4, 1, 7}, {3, 13, 35}, {2, 21, 64}, {2, 300, 3}};
+  const Shape shapes[] = {{4, 1, 7}, {3, 13, 35}, {2, 21, 64}, {3, 100, 45}, {2, 300, 3}};
   for (const char* act : {"softmax", "log_softmax", "softmin"})
     for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
       for (Direction dir : {Direction::forward, Direction::backward}) {
@@ -668,10 +678,13 @@ void check_row_strided(const char* backend, bool every_config) {
         const KernelSpec spec = row_spec(act, d, dir);
         for (const Shape& sh : shapes) {
           std::vector<KernelConfig> configs{strided_row_config(spec, sh.cols)};
-          if (sh.cols <= 16) {
-            KernelConfig on = row_config(RowStrategy::online, 64, 2, 1);
-            on.row_threads = 1;
-            configs.push_back(on);
+          KernelConfig on = row_config(RowStrategy::online, 64, 2, 1);
+          on.row_threads = sh.cols <= 16 ? 1 : 4;
+          configs.push_back(on);
+          if (sh.cols > 16 && sh.cols <= 8 * 16) {
+            KernelConfig held = row_config(RowStrategy::registers, 64, 16, 1);
+            held.row_threads = 8;
+            configs.push_back(held);
           }
           for (const KernelConfig& c : configs) {
             ProblemShape ps;
@@ -890,20 +903,22 @@ TEST_SUITE("nvrtc") {
                 CHECK(ptx.find("barrier.cluster") != std::string::npos);
                 CHECK(ptx.find("ld.shared::cluster.f64") != std::string::npos);
               }
-              // Strided rows: their own loads and addressing; the math is the dtype's, so float32
-              // and bfloat16 cover both paths.
+              // Strided rows: their own loads, addressing and (across threads) reductions; the math
+              // is the dtype's, so float32 and bfloat16 cover both paths.
               if ((row == RowStrategy::registers || row == RowStrategy::online) && arch >= 90 &&
-                  (d == Dtype::f32 || d == Dtype::bf16)) {
-                KernelConfig s = row_config(row, 256, 4, 1);
-                s.row_threads = 1;
-                const RenderedKernel r =
-                    render_kernel(spec, resolve_config(spec, s, hopper), rt::dialect_of("cuda"), Layout::strided);
-                INFO(r.entry);
-                CHECK(r.entry.find("_st") != std::string::npos);
-                CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(r, t).bytes);
-                // Element by element: no vector loads.
-                CHECK(ptx.find("ld.global.v") == std::string::npos);
-              }
+                  (d == Dtype::f32 || d == Dtype::bf16))
+                for (int group : {1, 8}) {
+                  KernelConfig s = row_config(row, 256, 4, 1);
+                  s.row_threads = group;
+                  const RenderedKernel r =
+                      render_kernel(spec, resolve_config(spec, s, hopper), rt::dialect_of("cuda"), Layout::strided);
+                  INFO(r.entry);
+                  CHECK(r.entry.find("_st") != std::string::npos);
+                  CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(r, t).bytes);
+                  // Element by element: no vector loads; a group's values through shared memory, no shuffles.
+                  CHECK(ptx.find("ld.global.v") == std::string::npos);
+                  CHECK(ptx.find("shfl.sync") == std::string::npos);
+                }
             }
   }
 }

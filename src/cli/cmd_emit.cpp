@@ -33,8 +33,9 @@ class EmitCommand : public Command {
         ->check(CLI::Range(0, 1));
     app_->add_option("--layout", layout_,
                      "flat: the kernel for one vector-aligned run below 2^31 elements (what contiguous "
-                     "buffers get); general: any rows, pitches, offsets and sizes")
-        ->check(CLI::IsMember({"flat", "general"}))
+                     "buffers get); general: any rows, pitches, offsets and sizes; strided: a row "
+                     "activation over a dim that is not the last (run's --dim), with strided rows' knobs")
+        ->check(CLI::IsMember({"flat", "general", "strided"}))
         ->capture_default_str();
   }
   CLI::App* app() const override { return app_; }
@@ -94,7 +95,8 @@ class EmitCommand : public Command {
     if (app_->count("--fast-fp64") > 0) dialect.fast_fp64 = fast_fp64_ != 0;
     // A config with the flat kernel off launches only the general one, so that is what it prints.
     const bool flat = layout_ == "flat" && config.flat;
-    const RenderedKernel k = render_kernel(spec, config, dialect, flat ? Layout::flat : Layout::general);
+    const Layout layout = layout_ == "strided" ? Layout::strided : flat ? Layout::flat : Layout::general;
+    const RenderedKernel k = render_kernel(spec, config, dialect, layout);
     if (!ptx_) {
       std::fputs(k.source.c_str(), stdout);
       std::fflush(stdout);  // the source first, where both go to one file

@@ -216,12 +216,12 @@ class RunCommand : public Command {
       if (!flags_.knobs_given(*app_) && resolve_activation(spec.activation).is_row() && strided) {
         choice.config = strided_row_config(spec, row_cols);
         choice.layer = "strided default";
-        choice.source = "a thread a row (tuner/row_defaults.hpp), not tuned";
+        choice.source = "strided_row_config (tuner/row_defaults.hpp), not tuned";
       } else if (!flags_.knobs_given(*app_) && resolve_activation(spec.activation).is_row()) {
         choice = choose_row_config(db.get(), engine, spec, last ? n / last : 0, last);
       } else {
         choice = flags_.choose(*app_, db.get(), engine, spec, n);
-        // Strided rows take vectors of one element and a thread a row: knobs left out say so.
+        // Strided rows: vectors of one element, and a thread a row unless --row-threads says otherwise.
         if (strided && resolve_activation(spec.activation).is_row()) {
           if (!app_->count("--vec")) choice.config.vec = 1;
           if (!app_->count("--row-threads")) choice.config.row_threads = 1;

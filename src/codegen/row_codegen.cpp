@@ -58,9 +58,6 @@ std::string strided_config_problem(const KernelConfig& c) {
   if (c.vec != 1) return "--vec " + std::to_string(c.vec) + " (strided rows are read an element at a time: --vec 1)";
   if (row_cluster(c) > 1)
     return "--cluster " + std::to_string(c.cluster) + " (a strided row is a thread's: no cluster)";
-  if (row_group_threads(c) != 1)
-    return "--row-threads " + std::to_string(row_group_threads(c)) +
-           " (strided rows take a thread a row: --row-threads 1)";
   if (c.row != RowStrategy::registers && c.row != RowStrategy::online)
     return std::string("--row ") + to_string(c.row) +
            " (strided rows are held in registers or read twice: --row registers or online)";
@@ -186,12 +183,15 @@ std::uint64_t row_capacity(const KernelConfig& c) {
 }
 
 std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& c) {
-  // The reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's: three of 64),
-  // counted for the larger where the config may run on either (a cluster runs on CUDA alone), the
+  // The reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's: three of 64;
+  // strided rows across threads, vectors of one element: three of the block's), counted for the
+  // largest where the config may run as any (a cluster runs on CUDA alone, contiguous), the
   // cluster's slots and the exp table (row_math.h's 256 doubles).
   const bool cuda_only = c.row == RowStrategy::cluster || row_cluster(c) > 1;
+  const bool strided_groups = !cuda_only && c.vec == 1 && row_group_threads(c) > 1;
   const std::uint64_t reductions =
-      (cuda_only ? 3ull * 64 : std::max<std::uint64_t>(2ull * c.block, 3ull * 64)) * sizeof(double);
+      (cuda_only ? 3ull * 64 : std::max<std::uint64_t>((strided_groups ? 3ull : 2ull) * c.block, 3ull * 64)) *
+      sizeof(double);
   std::uint64_t bytes = reductions + 6 * sizeof(double) + 256 * sizeof(double);
   // The cluster kernel's exchange (row_reduce.h): two buffers of a (hi, lo) pair for each warp of
   // each block of the cluster (and its max, where the kept terms take one exchange a row), and

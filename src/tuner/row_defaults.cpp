@@ -8,17 +8,40 @@
 
 namespace kplay {
 
+// Strided rows across threads: a warp's lanes are neighbouring rows (coalesced loads) and a row's
+// group of threads lies a warp apart, so a block holds at least a warp of rows. Registers hold up to
+// 8 elements a thread (about 60 registers with their kept double terms, where 16 take 84-92 and
+// leave an SM a quarter of its warps) in groups of up to 32 (blocks of up to 1024), 256 elements;
+// longer rows are read twice (online), 4 elements in flight a thread, in groups of 32.
+constexpr int kStridedRowsPerBlock = 32;
+constexpr std::uint64_t kMostGroupThreads = 32;
+
 KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
   (void)spec;
   KernelConfig c;
   c.vec = 1;
   c.block = 256;
-  c.row_threads = 1;
-  constexpr std::uint64_t kHeld = 16;  // kMaxPerThread vectors of one element
-  c.row = cols <= kHeld ? RowStrategy::registers : RowStrategy::online;
-  c.per_thread = 4;
-  if (cols <= kHeld)  // a power of two: one kernel serves several channel counts
-    while (static_cast<std::uint64_t>(c.per_thread) < cols) c.per_thread *= 2;
+  c.row = RowStrategy::registers;
+  // Powers of two throughout: one kernel serves several channel counts.
+  const auto pow2_at_least = [](std::uint64_t v) {
+    int p = 1;
+    while (static_cast<std::uint64_t>(p) < v) p *= 2;
+    return p;
+  };
+  constexpr std::uint64_t kHeld = 16, kSpread = 8;  // a thread's elements: its own row, a group's
+  if (cols <= kHeld) {
+    c.row_threads = 1;
+    c.per_thread = std::max(4, pow2_at_least(cols));
+  } else if (cols <= kSpread * kMostGroupThreads) {
+    c.row_threads = pow2_at_least((cols + kSpread - 1) / kSpread);
+    c.per_thread = pow2_at_least((cols + c.row_threads - 1) / c.row_threads);
+    c.block = std::max(c.block, kStridedRowsPerBlock * c.row_threads);
+  } else {
+    c.row = RowStrategy::online;
+    c.row_threads = static_cast<int>(kMostGroupThreads);
+    c.per_thread = 4;
+    c.block = kStridedRowsPerBlock * c.row_threads;
+  }
   return c;
 }
 

@@ -2,15 +2,25 @@
  * the max, the sum and the results, as KP_ROW says the row is held, over contiguous or strided
  * rows. */
 /* Strided rows (KP_STRIDED): each buffer is [outer, cols, inner] with its own pitch ld between
- * outer blocks; row r is (r / inner, r % inner), its elements inner apart. A thread a row (KP_TPR
- * 1, vectors of one element): a warp's lanes hold neighbouring rows, so each of its loads is one
- * contiguous run of the buffer. */
+ * outer blocks; row r is (r / inner, r % inner), its elements inner apart. Vectors of one element,
+ * and a group's KP_TPR threads KP_RPB apart in the block (row_reduce.h), so that a warp's lanes hold
+ * neighbouring rows and each of its loads is one contiguous run of the buffer; thread t of a group
+ * takes the row's columns t, t + KP_TPR, ... as for contiguous rows, so that a long row is spread
+ * over its group instead of read by one thread element after element. */
 #if KP_STRIDED
-#if KP_VEC != 1 || KP_TPR != 1 || KP_PREFETCH || KP_SLICED || KP_ROW == 2
-#error "strided rows: a thread a row, vectors of one element, registers or online, one-shot grid"
+#if KP_VEC != 1 || KP_PREFETCH || KP_SLICED || KP_ROW == 2
+#error "strided rows: vectors of one element, registers or online, one-shot grid"
 #endif
 #define KP_STRIDED_PARAM , kp_u64 inner
-#define KP_ROW_AT(r, ld) ((r) / inner * (ld) + (r) % inner)
+/* r / inner in 32 bits where both fit (a 64-bit division is a long software sequence) */
+KP_FN kp_u64 kp_row_at(kp_u64 r, kp_u64 ld, kp_u64 inner) {
+  if (((r | inner) >> 32) == 0) {
+    const unsigned q = (unsigned)r / (unsigned)inner;
+    return (kp_u64)q * ld + ((unsigned)r - q * (unsigned)inner);
+  }
+  return r / inner * ld + r % inner;
+}
+#define KP_ROW_AT(r, ld) kp_row_at(r, ld, inner)
 #else
 #define KP_STRIDED_PARAM
 #define KP_ROW_AT(r, ld) ((r) * (ld))
@@ -31,7 +41,11 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
   KP_HOLD_DECL(hold1)
 #endif
 #endif
+#if KP_STRIDED
+  const unsigned t = KP_LOCAL_ID / KP_RPB, sub = KP_LOCAL_ID % KP_RPB; /* a group's threads KP_RPB apart */
+#else
   const unsigned t = KP_LOCAL_ID % KP_TPR, sub = KP_LOCAL_ID / KP_TPR;
+#endif
 #if KP_SLICED
 #if KP_ROW == 4
   extern __shared__ __attribute__((aligned(16))) kp_raw kp_slice[];
