@@ -97,11 +97,10 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   if (vecs <= held) {
     if (backward_in_clusters(spec, cols, clusters))
       if (const std::optional<KernelConfig> p = clustered_backward(spec, cols, limits, max_block, c)) return *p;
-    // Vectors a thread aimed at (row_defaults.hpp says what each was measured against): a forward
-    // below float64 on CUDA whose row fits two a thread, two on a persistent grid (one wave of
-    // blocks of at least 128, each loading its next row before it reduces this one); other
-    // forwards one, 16-bit rows of 64 vectors or more two; the backward, which has one reduction
-    // and no exp to spread over threads, four.
+    // Vectors a thread aimed at (docs/design.md, "Row defaults, measured", says what each was measured against): a
+    // forward below float64 on CUDA whose row fits two a thread, two on a persistent grid (one wave of blocks of at
+    // least 128, each loading its next row before it reduces this one); other forwards one, 16-bit rows of 64 vectors
+    // or more two; the backward, which has one reduction and no exp to spread over threads, four.
     const bool narrow = dtype_size(spec.dtype) == 2;
     const bool persistent = cuda_forward && spec.dtype != Dtype::f64;  // `held` kept it to two a thread
     const std::uint64_t aim = spec.direction == Direction::backward  ? kRegisterVectors
@@ -146,7 +145,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   // A float32 softmax or softmin forward of more than 24576 columns where clusters exist: the
   // pipelined cluster kernel, keeping its terms, where two stages and the terms' bytes fit in
   // shared memory (up to 393217 columns on the H200), each range's config the one measured fastest
-  // at one shape (row_defaults.hpp: 8192x32768, 4096x131072, 4096x393216). Blocks of 256 in
+  // at one shape (docs/design.md, "Row defaults, measured": 8192x32768, 4096x131072, 4096x393216). Blocks of 256 in
   // clusters of 16: the exchange buffers of 512 leave room for one stage only.
   if (cuda_forward && spec.dtype == Dtype::f32 && limits.max_cluster >= 4 && cols > 24576) {
     KernelConfig p = c;
@@ -177,8 +176,8 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // float32 in clusters of up to 8: the pipelined cluster kernel, g's and y's slices of 8192
     // elements read once (the bulk copy engine loads the next row's while the cluster reduces
     // this one's), four vectors a thread in blocks of 256, where its two stages fit in shared memory
-    // (up to 65536 columns). Measured at 8192x32768 only (row_defaults.hpp): 96 % of copy against
-    // the online kernel's 74.
+    // (up to 65536 columns). Measured at 8192x32768 only (docs/design.md, "Row defaults, measured"): 96 % of copy
+    // against the online kernel's 74.
     if (spec.dtype == Dtype::f32 && cluster > 1 && cluster <= 8 && limits.backend == "cuda") {
       KernelConfig p = c;
       p.row = RowStrategy::cluster;
