@@ -228,12 +228,16 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
     const std::uint64_t sixteenth = row_launch_dims(kf, one_shot, 4096, 131072, h200).shared_bytes;
     CHECK(row_launch_dims(kf, pr, 4096, 131072, h200).shared_bytes == 2 * sixteenth + sixteenth / 4);
     // A 393216-float row's sixteenth (96 KiB): two stages and the terms (216 KiB) fit beside the
-    // exchange buffers of blocks of 256 and not of 512 (12 KiB), which get one stage and the terms.
+    // buffers of a row's one exchange, (sum, max) pairs, of blocks of 256 and 512 (8 KiB), not of
+    // 1024 (16 KiB), which get one stage and the terms.
     const std::uint64_t big = row_launch_dims(kf, one_shot, 4096, 393216, h200).shared_bytes;
-    CHECK(row_launch_dims(kf, pr, 4096, 393216, h200).shared_bytes == big + big / 4);
+    CHECK(row_launch_dims(kf, pr, 4096, 393216, h200).shared_bytes == 2 * big + big / 4);
     KernelConfig quarter_block = pr;
     quarter_block.block = 256;
     CHECK(row_launch_dims(kf, quarter_block, 4096, 393216, h200).shared_bytes == 2 * big + big / 4);
+    KernelConfig whole_block = pr;
+    whole_block.block = 1024;
+    CHECK(row_launch_dims(kf, whole_block, 4096, 393216, h200).shared_bytes == big + big / 4);
     // An eighth's stage and terms (240 KiB) do not: refused, saying why.
     KernelConfig eighth = pr;
     eighth.cluster = 8;
@@ -608,9 +612,10 @@ void check_row_prefetch(const char* backend) {
 // stages: rows whose slices the engine copies whole (65536 columns), rows it copies but for a
 // ragged tail or not at all (misaligned starts: 8193 and 70001 columns), a cluster of one block
 // and of 2 and 16, every member and direction, with the edge rows. Where two stages do not fit,
-// one (393219 columns in 16 in blocks of 512: float32 softmax's stage and kept terms, whose two
-// stages fit beside the exchange buffers of blocks of 256; the backward's g and y; 70001 in 2:
-// float32 log_softmax's forward).
+// one (393219 columns in 16 in blocks of 1024: float32 softmax's stage and kept terms, whose two
+// stages fit beside the exchange buffers of blocks of 256 and 512; the backward's g and y; 70001
+// in 2: float32 log_softmax's forward); blocks of 512 there: two stages beside the buffers of a
+// row's one exchange of (sum, max) pairs at their largest.
 // One dtype and direction a call, so that a device run can take them a test case at a time.
 void check_row_pipelined(const char* backend, Dtype d, Direction dir) {
   rt::Backend* be = test::shared_backend(backend);
@@ -620,9 +625,9 @@ void check_row_pipelined(const char* backend, Dtype d, Direction dir) {
   for (const char* act : {"softmax", "log_softmax", "softmin"})
     for (int cluster : {1, 2, 16})
       for (std::uint64_t cols : {8193ull, 65536ull, 70001ull, 393219ull})
-        for (int block : {256, 512}) {
+        for (int block : {256, 512, 1024}) {
           if (d == Dtype::bf16 && std::string(act) != "softmax") continue;  // the float path once
-          if (block == 512 && !(cols == 393219 && cluster == 16)) continue;
+          if (block != 256 && !(cols == 393219 && cluster == 16)) continue;
           const KernelSpec spec = row_spec(act, d, dir);
           KernelConfig c = row_config(RowStrategy::cluster, block, 1);
           c.cluster = cluster;
@@ -858,6 +863,24 @@ TEST_SUITE("opencl") {
 }
 
 #ifdef KPLAY_WITH_CUDA
+namespace {
+// The static shared memory a kernel's PTX declares (`.shared .align A .b8 name[N];`, each placed
+// at its alignment), which launch_geometry counts as row_static_shared_bytes beside the dynamic
+// stages: an estimate below it would launch a config the device refuses.
+std::uint64_t ptx_static_shared(const std::string& ptx) {
+  std::uint64_t total = 0;
+  for (std::size_t at = ptx.find(".shared .align "); at != std::string::npos;
+       at = ptx.find(".shared .align ", at + 1)) {
+    if (at >= 8 && ptx.compare(at - 8, 8, ".extern ") == 0) continue;  // the dynamic stages
+    const std::uint64_t align = std::strtoull(ptx.c_str() + at + 15, nullptr, 10);
+    const std::size_t open = ptx.find('[', at), close = ptx.find(']', at);
+    REQUIRE(open < close);
+    total = (total + align - 1) / align * align + std::strtoull(ptx.c_str() + open + 1, nullptr, 10);
+  }
+  return total;
+}
+}  // namespace
+
 TEST_SUITE("nvrtc") {
   TEST_CASE("the row kernel compiles for sm_80 and sm_90 with every strategy (clusters: sm_90)") {
     TargetLimits hopper;
@@ -872,13 +895,15 @@ TEST_SUITE("nvrtc") {
               const KernelSpec spec = row_spec(act, d, dir);
               KernelConfig c = row_config(row, 256, row == RowStrategy::shared ? 2 : 4);
               if (row == RowStrategy::cluster) c.cluster = 8;
-              const RenderedKernel k = render_kernel(spec, resolve_config(spec, c, hopper), rt::dialect_of("cuda"));
+              const KernelConfig rc = resolve_config(spec, c, hopper);
+              const RenderedKernel k = render_kernel(spec, rc, rt::dialect_of("cuda"));
               rt::cuda::CompileTarget t;
               t.arch = arch;
               t.ptx = true;
               INFO(k.entry << " sm_" << arch);
               std::string ptx;
               CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(k, t).bytes);
+              CHECK(ptx_static_shared(ptx) <= row_static_shared_bytes(spec, rc));
               // 16-byte accesses where the row allows them.
               CHECK((ptx.find("ld.global.v4.u32") != std::string::npos ||
                      ptx.find("ld.global.v2.u64") != std::string::npos));
@@ -889,6 +914,15 @@ TEST_SUITE("nvrtc") {
               if (row == RowStrategy::cluster && arch >= 90) {  // and pipelined: the bulk copy engine's loads
                 c.grid = GridPolicy::grid_stride;
                 c.waves = 1;
+                for (int block : {256, 512}) {  // 512: one exchange a row's buffers at their largest
+                  c.block = block;
+                  const KernelConfig pc = resolve_config(spec, c, hopper);
+                  const RenderedKernel pk = render_kernel(spec, pc, rt::dialect_of("cuda"));
+                  INFO(pk.entry);
+                  CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(pk, t).bytes);
+                  CHECK(ptx_static_shared(ptx) <= row_static_shared_bytes(spec, pc));
+                }
+                c.block = 256;
                 const RenderedKernel p = render_kernel(spec, resolve_config(spec, c, hopper), rt::dialect_of("cuda"));
                 CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(p, t).bytes);
                 CHECK(ptx.find("cp.async.bulk.shared::cluster.global.mbarrier") != std::string::npos);

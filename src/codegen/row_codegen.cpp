@@ -183,23 +183,30 @@ std::uint64_t row_capacity(const KernelConfig& c) {
 }
 
 std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& c) {
-  // The reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's: three of 64;
-  // strided rows across threads, vectors of one element: three of the block's), counted for the
-  // largest where the config may run as any (a cluster runs on CUDA alone, contiguous), the
-  // cluster's slots and the exp table (row_math.h's 256 doubles).
-  const bool cuda_only = c.row == RowStrategy::cluster || row_cluster(c) > 1;
-  const bool strided_groups = !cuda_only && c.vec == 1 && row_group_threads(c) > 1;
-  const std::uint64_t reductions =
-      (cuda_only ? 3ull * 64 : std::max<std::uint64_t>((strided_groups ? 3ull : 2ull) * c.block, 3ull * 64)) *
-      sizeof(double);
-  std::uint64_t bytes = reductions + 6 * sizeof(double) + 256 * sizeof(double);
-  // The cluster kernel's exchange (row_reduce.h): two buffers of a (hi, lo) pair for each warp of
-  // each block of the cluster (and its max, where the kept terms take one exchange a row), and
-  // their two mbarriers.
-  if (c.row == RowStrategy::cluster && c.cluster > 1)
-    bytes += (row_exchanges_once(spec, c) ? 6ull : 4ull) * static_cast<std::uint64_t>(c.block / 32) *
-                 static_cast<std::uint64_t>(row_cluster(c)) * sizeof(double) +
-             16;
+  // The cluster kernel (--row cluster across more than one block) reduces through its exchange
+  // alone (row_reduce.h): two buffers of a (hi, lo) pair for each warp of each block of the cluster
+  // (where a row takes one exchange, its max too, or for a plain sum (hi, max) pairs), and the
+  // exchange's and the stages' mbarriers. Every other kernel: the reductions' scratch (OpenCL's
+  // trees: two of the block's doubles; CUDA's: three of 64; strided rows across threads, vectors
+  // of one element: three of the block's), counted for the largest where the config may run as
+  // any (the cluster kernel and clusters run on CUDA alone, contiguous), the cluster's slots and the
+  // pipelined kernel's mbarriers. Both: the exp table
+  // (row_math.h's 256 doubles). The kernels' PTX declares no more (tests/test_rows.cpp).
+  std::uint64_t bytes = 256 * sizeof(double);
+  if (c.row == RowStrategy::cluster && c.cluster > 1) {
+    const bool once = row_exchanges_once(spec, c);
+    const bool compensated = spec.dtype == Dtype::f64 || resolve_activation(spec.activation).act->row_form.log;
+    const std::uint64_t values = once ? (compensated ? 3 : 2) : 2;
+    bytes +=
+        2 * values * static_cast<std::uint64_t>(c.block / 32) * static_cast<std::uint64_t>(c.cluster) * sizeof(double) +
+        32;
+  } else {
+    const bool cuda_only = c.row == RowStrategy::cluster || row_cluster(c) > 1;
+    const bool strided_groups = !cuda_only && c.vec == 1 && row_group_threads(c) > 1;
+    bytes += (cuda_only ? 3ull * 64 : std::max<std::uint64_t>((strided_groups ? 3ull : 2ull) * c.block, 3ull * 64)) *
+                 sizeof(double) +
+             6 * sizeof(double) + 16;
+  }
   if (c.row == RowStrategy::shared)
     bytes += row_capacity(c) * dtype_size(spec.dtype) * (spec.direction == Direction::backward ? 2 : 1);
   return bytes;

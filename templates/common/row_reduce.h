@@ -257,8 +257,11 @@ KP_FN kp_sum2 kp_cluster_sum(kp_acc* slot, kp_sum2 s) {
  * sent only once it had read this buffer. Thread 0 arms its mbarrier with the bytes due, once per
  * phase; values that land before it does leave the phase open (its own arrival is still due). */
 #define KP_XN ((KP_BLOCK / 32) * KP_CLUSTER) /* values an exchange gathers in each block */
-/* doubles a buffer: KP_XN (hi, lo) pairs, and KP_XN maxima where a row takes one exchange */
-#define KP_XSTRIDE ((2 + KP_XCHG1) * KP_XN)
+/* doubles a buffer: KP_XN (hi, lo) pairs, and KP_XN maxima where a row takes one exchange; a plain
+ * sum's lo is 0, so there a row's one exchange sends (hi, max) pairs: 16 bytes a warp, not 24 (at
+ * blocks of 512 in clusters of 16 that leaves room for a 393216-column float32 row's two stages) */
+#define KP_XCHG_PAIRS (KP_XCHG1 && !KP_SUM_COMPENSATED)
+#define KP_XSTRIDE ((KP_XCHG_PAIRS ? 2 : 2 + KP_XCHG1) * KP_XN)
 typedef struct {
   KP_LOCAL_PTR kp_acc* buf; /* two buffers of KP_XSTRIDE doubles */
   unsigned bar;             /* the first of two mbarriers */
@@ -353,12 +356,25 @@ KP_FN kp_sum2 kp_xchg_sum(kp_xchg* x, kp_sum2 s) {
  * cluster-wide wait a row for the slowest warp, for an exp of each warp's value (kp_term: 2^-31.2
  * by kp_row_exp in float32, the device's exp in 16-bit rows, against their 1 ulp bound; the max's
  * own warp scales by exactly 1, so log_softmax's sum - 1 keeps its low part). The buffer holds the
- * (hi, lo) pairs, then the maxima (KP_XSTRIDE). */
+ * (hi, lo) pairs, then the maxima (KP_XSTRIDE); for a plain sum (hi, max) pairs. */
 KP_FN kp_acc kp_xchg_maxsum(kp_xchg* x, kp_acc m, kp_sum2* s KP_EXP_TAB_PARAM) {
   kp_sum2 v = *s;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = kp_sum_merge(v, kp_shfl2(v, o));
   unsigned bar, phase, slot;
+#if KP_XCHG_PAIRS
+  KP_LOCAL_PTR kp_acc* buf = kp_xchg_begin(x, 16u, &bar, &phase, &slot);
+  const unsigned lane = KP_LOCAL_ID % 32;
+  if (lane < KP_CLUSTER)
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f64 [%0], {%1, %2}, [%3];" ::"r"(
+                     kp_mapa(kp_smem_u32(&buf[2 * slot]), lane)),
+                 "d"(v.hi), "d"(m), "r"(kp_mapa(bar, lane))
+                 : "memory");
+  kp_xchg_wait(bar, phase);
+#define KP_XMAX_AT(i) buf[2 * (i) + 1]
+#define KP_XLO_AT(i) 0.0
+#define KP_XHI_AT(i) buf[2 * (i)]
+#else
   KP_LOCAL_PTR kp_acc* buf = kp_xchg_begin(x, 24u, &bar, &phase, &slot);
   const unsigned lane = KP_LOCAL_ID % 32;
   if (lane < KP_CLUSTER) {
@@ -373,20 +389,29 @@ KP_FN kp_acc kp_xchg_maxsum(kp_xchg* x, kp_acc m, kp_sum2* s KP_EXP_TAB_PARAM) {
                  : "memory");
   }
   kp_xchg_wait(bar, phase);
+#define KP_XMAX_AT(i) buf[2 * KP_XN + (i)]
+#define KP_XLO_AT(i) buf[2 * (i) + 1]
+#define KP_XHI_AT(i) buf[2 * (i)]
+#endif
   kp_acc mx = KP_ACC_NEG_INF;
-  for (unsigned i = lane; i < KP_XN; i += 32) mx = fmax(mx, buf[2 * KP_XN + i]);
+  for (unsigned i = lane; i < KP_XN; i += 32) mx = fmax(mx, KP_XMAX_AT(i));
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) mx = fmax(mx, kp_shfl(mx, o));
   kp_sum2 r = kp_sum_zero();
   for (unsigned i = lane; i < KP_XN; i += 32) {
-    kp_sum2 w = kp_xpair(buf, i);
+    kp_sum2 w;
+    w.hi = KP_XHI_AT(i);
+    w.lo = KP_XLO_AT(i);
     if (w.hi != 0.0) { /* NaN too */
-      const kp_acc f = kp_term(buf[2 * KP_XN + i], mx KP_EXP_TAB_ARG);
+      const kp_acc f = kp_term(KP_XMAX_AT(i), mx KP_EXP_TAB_ARG);
       w.hi *= f;
       w.lo *= f;
       r = kp_sum_merge(r, w);
     }
   }
+#undef KP_XMAX_AT
+#undef KP_XLO_AT
+#undef KP_XHI_AT
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) r = kp_sum_merge(r, kp_shfl2(r, o));
   *s = r;
