@@ -124,13 +124,15 @@ KP_FN kp_sum2 kp_shfl2(kp_sum2 v, int o) {
  * two), by MAX: fmax for fmax results (never NaN), kp_max_c for the online pass's (NaN kept). */
 KP_FN KP_C kp_shfl_c(KP_C v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 #if KP_TPR > 32
-#define KP_GROUP_MAX_ACROSS_WARPS(MAX)                                                                    \
-  const unsigned lane = KP_LOCAL_ID % 32, w = KP_LOCAL_ID / 32;                                           \
-  red += parity * 32;                                                                                     \
-  if (lane == 0) red[w] = (kp_acc)v;                                                                      \
-  KP_BARRIER();                                                                                           \
-  v = lane < KP_TPR / 32 ? (KP_C)red[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane] : (KP_C)KP_ACC_NEG_INF; \
-  _Pragma("unroll") for (int o = 16; o > 0; o >>= 1) v = MAX(v, kp_shfl_c(v, o));
+/* Across warps: lane l of each warp takes warp l mod W's value (W = KP_TPR / 32 warps a group), so
+ * that a butterfly of log2(W) steps, not 5, gives every lane the group's value. */
+#define KP_GROUP_MAX_ACROSS_WARPS(MAX)                                                          \
+  const unsigned lane = KP_LOCAL_ID % 32, w = KP_LOCAL_ID / 32;                                 \
+  red += parity * 32;                                                                           \
+  if (lane == 0) red[w] = (kp_acc)v;                                                            \
+  KP_BARRIER();                                                                                 \
+  v = (KP_C)red[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane % (KP_TPR / 32)];                     \
+  _Pragma("unroll") for (int o = KP_TPR / 64; o > 0; o >>= 1) v = MAX(v, kp_shfl_c(v, o));
 #else
 #define KP_GROUP_MAX_ACROSS_WARPS(MAX) \
   (void)red;                           \
@@ -156,11 +158,11 @@ KP_FN kp_sum2 kp_group_sum(kp_acc* hi, kp_acc* lo, kp_sum2 v, unsigned parity) {
     lo[w] = v.lo;
   }
   KP_BARRIER();
-  const unsigned at = (w & ~(unsigned)(KP_TPR / 32 - 1)) + lane;
-  v.hi = lane < KP_TPR / 32 ? hi[at] : 0.0;
-  v.lo = lane < KP_TPR / 32 ? lo[at] : 0.0;
+  const unsigned at = (w & ~(unsigned)(KP_TPR / 32 - 1)) + lane % (KP_TPR / 32); /* as the max's */
+  v.hi = hi[at];
+  v.lo = lo[at];
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = kp_sum_merge(v, kp_shfl2(v, o));
+  for (int o = KP_TPR / 64; o > 0; o >>= 1) v = kp_sum_merge(v, kp_shfl2(v, o));
 #else
   (void)hi;
   (void)lo;
