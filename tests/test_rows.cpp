@@ -374,16 +374,17 @@ TEST_CASE(
     // float32 softmax and softmin forward rows beyond 24576 where clusters exist: the pipelined
     // cluster kernel keeping its terms, in clusters of 4 (blocks of 256, four vectors) up to 49152
     // columns, of 8 (512, four) up to 196608 and of 16 (256, eight) beyond, where two stages and the
-    // terms' bytes fit in shared memory (400000 columns do not); log_softmax (no terms kept), a
-    // device without clusters of 4 or without the shared memory: online.
+    // terms' bytes fit in 227 KiB of shared memory beside the exchange's buffers (up to 402240
+    // columns); log_softmax (no terms kept), a device without clusters of 4 or without the shared
+    // memory: online.
     for (const char* act : {"softmax", "softmin", "log_softmax"})
-      for (std::uint64_t cols :
-           {24576ull, 24577ull, 32768ull, 49152ull, 49153ull, 196608ull, 196609ull, 393217ull, 400000ull, 1ull << 20}) {
+      for (std::uint64_t cols : {24576ull, 24577ull, 32768ull, 49152ull, 49153ull, 196608ull, 196609ull, 393217ull,
+                                 402240ull, 402241ull, 1ull << 20}) {
         const KernelSpec a = row_spec(act, Dtype::f32, Direction::forward);
         const KernelConfig p = default_row_config(a, cols, lim);
         INFO(act << ", " << cols << " columns, " << lim.backend << ": " << to_string(p));
         const bool kept = std::string(act) != "log_softmax";
-        if (cuda && kept && cols > 24576 && cols <= 393217) {
+        if (cuda && kept && cols > 24576 && cols <= 402240) {
           const int cluster = cols <= 49152 ? 4 : cols <= 196608 ? 8 : 16;
           CHECK(p.row == RowStrategy::cluster);
           CHECK(p.cluster == cluster);

@@ -57,7 +57,7 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c, bool s
 std::string strided_config_problem(const KernelConfig& c) {
   if (c.vec != 1) return "--vec " + std::to_string(c.vec) + " (strided rows are read an element at a time: --vec 1)";
   if (row_cluster(c) > 1)
-    return "--cluster " + std::to_string(c.cluster) + " (a strided row is a thread's: no cluster)";
+    return "--cluster " + std::to_string(c.cluster) + " (a strided row is its block's: no cluster)";
   if (c.row != RowStrategy::registers && c.row != RowStrategy::online)
     return std::string("--row ") + to_string(c.row) +
            " (strided rows are held in registers or read twice: --row registers or online)";
@@ -183,15 +183,15 @@ std::uint64_t row_capacity(const KernelConfig& c) {
 }
 
 std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig& c) {
-  // The cluster kernel (--row cluster across more than one block) reduces through its exchange
-  // alone (row_reduce.h): two buffers of a (hi, lo) pair for each warp of each block of the cluster
-  // (where a row takes one exchange, its max too, or for a plain sum (hi, max) pairs), and the
-  // exchange's and the stages' mbarriers. Every other kernel: the reductions' scratch (OpenCL's
-  // trees: two of the block's doubles; CUDA's: three of 64; strided rows across threads, vectors
-  // of one element: three of the block's), counted for the largest where the config may run as
-  // any (the cluster kernel and clusters run on CUDA alone, contiguous), the cluster's slots and the
-  // pipelined kernel's mbarriers. Both: the exp table
-  // (row_math.h's 256 doubles). The kernels' PTX declares no more (tests/test_rows.cpp).
+  // Both kinds: the exp table (row_math.h's 256 doubles). The cluster kernel (--row cluster across
+  // more than one block) reduces through its exchange alone (row_reduce.h): two buffers of a (hi,
+  // lo) pair for each warp of each block of the cluster (where a row takes one exchange, its max
+  // too, or for a plain sum (hi, max) pairs), and the exchange's and the stages' mbarriers. Every
+  // other kernel: the reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's:
+  // three of 64; strided rows across threads, vectors of one element: three of the block's),
+  // counted for the largest where the config may run as any (the cluster kernel and clusters run
+  // on CUDA alone, contiguous), the cluster's slots and the pipelined kernel's mbarriers. The
+  // kernels' PTX declares no more (tests/test_rows.cpp).
   std::uint64_t bytes = 256 * sizeof(double);
   if (c.row == RowStrategy::cluster && c.cluster > 1) {
     const bool once = row_exchanges_once(spec, c);

@@ -16,7 +16,7 @@
 //     forward, sm_90, float32      softmax and softmin beyond 24576 columns: the pipelined cluster
 //                                  kernel keeping its terms, clusters of 4 (blocks of 256, 4
 //                                  vectors a thread) up to 49152, 8 (512, 4) up to 196608, 16 (256,
-//                                  8) beyond, where two stages and the terms fit (393217 on the H200)
+//                                  8) beyond, where two stages and the terms fit (402240 on the H200)
 //     backward, sm_90, float32     up to 65536: the pipelined cluster kernel, slices of 8192
 //     anything else                online (two reads, any row, any device): forward 4 vectors in
 //                                  flight a thread in blocks of 128 on CUDA up to 128 vectors a
