@@ -922,6 +922,7 @@ TEST_SUITE("nvrtc") {
                 c.grid = GridPolicy::grid_stride;
                 c.waves = 1;
                 for (int block : {256, 512}) {  // 512: one exchange a row's buffers at their largest
+                  if (block == 512 && (d != Dtype::f32 || dir != Direction::forward)) continue;
                   c.block = block;
                   const KernelConfig pc = resolve_config(spec, c, hopper);
                   const RenderedKernel pk = render_kernel(spec, pc, rt::dialect_of("cuda"));
@@ -949,6 +950,7 @@ TEST_SUITE("nvrtc") {
               if ((row == RowStrategy::registers || row == RowStrategy::online) && arch >= 90 &&
                   (d == Dtype::f32 || d == Dtype::bf16))
                 for (int group : {1, 8}) {
+                  if (group > 1 && d != Dtype::f32) continue;  // the groups reduce doubles in every dtype
                   KernelConfig s = row_config(row, 256, 4, 1);
                   s.row_threads = group;
                   const RenderedKernel r =
