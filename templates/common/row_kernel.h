@@ -423,10 +423,6 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       const kp_acc v = kp_sum_value(s);
       s.lo = s.hi - s.hi == 0.0 ? (s.hi - v) + s.lo : 0.0;
       s.hi = v;
-#if KP_GRAD_FLOAT
-      s.fh = (float)s.hi; /* beyond float's range: inf, and the results take the double form */
-      s.fl = (float)((s.hi - (kp_acc)s.fh) + s.lo);
-#endif
     }
 #if KP_ROW == 3
     for (unsigned c = kp_online_chunks(len); c > 0; --c) {

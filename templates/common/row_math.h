@@ -122,16 +122,10 @@ KP_FN kp_acc kp_term(kp_acc x, kp_acc m KP_EXP_TAB_PARAM) {
 #endif
 }
 
-/* A 16-bit softmax or softmin backward forms its results in float (row_vectors.h, kp_backward_f)
- * from the finished sum split into two floats. */
-#define KP_GRAD_FLOAT (KP_ROW_FLOAT && KP_BACKWARD && !KP_ROW_LOG)
 /* A compensated sum: hi + lo, each addition's rounding error carried in lo (Neumaier); where hi is
  * not finite (an infinite gradient), hi alone, as a plain sum gives it. */
 typedef struct {
   kp_acc hi, lo;
-#if KP_GRAD_FLOAT
-  float fh, fl; /* hi + lo as fh + fl: fh rounded, fl the rest rounded */
-#endif
 } kp_sum2;
 #define KP_SUM_COMPENSATED (KP_ROW_LOG || KP_DTYPE_F64)
 #if KP_SUM_COMPENSATED

@@ -226,12 +226,6 @@ KP_FN kp_vec kp_vec_forward(kp_vec x, int nl, kp_row_k rk KP_EXP_TAB_PARAM) {
     kp_sum_add(s, p_);                                                               \
     kp_sum_add(s, fma(g_, y_, -p_));                                                 \
   }
-#elif KP_ROW_FLOAT
-/* 16-bit: g y in float, exact (float16's 11-bit and bfloat16's 8-bit significands multiply into 24
- * bits at most; a bfloat16 product below 2^-126 is within 2^-150, 2^-17 of a bfloat16 subnormal's
- * spacing), and one conversion where the double product takes two */
-#define KP_TERM_LANE(k) \
-  if ((k) < nl) kp_sum_add(s, (kp_acc)(kp_to_compute(KP_LANE(g, k)) * kp_to_compute(KP_LANE(y, k))));
 #else
 #define KP_TERM_LANE(k) \
   if ((k) < nl) kp_sum_add(s, kp_row_value(KP_LANE(g, k)) * kp_row_value(KP_LANE(y, k)));
@@ -255,31 +249,8 @@ KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
   return y * (s.hi - s.hi == 0.0 ? (g - s.hi) - s.lo : g - s.hi);
 #endif
 }
-#if KP_GRAD_FLOAT
-/* 16-bit softmax and softmin: y (g - S) in float, S = fh + fl. g - fh is rounded relative to
- * itself and so is its difference with fl, fl's own rounding is 2^-48 of S, the product 2^-24:
- * within 2^-22 of the result plus 2^-47 y |S|, a few 2^-16 of a 16-bit ulp (of the result, or
- * of the 2^-24 y (|g| + sum |g y|) a backward is measured against: docs/accuracy.md) before its
- * rounding to the dtype, without the four conversions an element between float and double the
- * double form takes (16 a cycle an SM on sm_90, against 2.7 elements a cycle at a bfloat16 copy's
- * rate). A result that is not finite (an input or S beyond float's range, or NaN: bfloat16 reaches
- * it) takes the double form, which gives what the plain sum gives. */
-KP_FN float kp_backward_f(float g, float y, kp_sum2 s) {
-#if KP_ROW_NEGATE
-  const float r = y * ((s.fh - g) + s.fl);
-#else
-  const float r = y * ((g - s.fh) - s.fl);
-#endif
-  if (!(KP_FABSF(r) <= 0x1.fffffep+127f)) return (float)kp_backward_of((kp_acc)g, (kp_acc)y, s);
-  return r;
-}
-#define KP_GRAD_LANE(k) \
-  if ((k) < nl)         \
-    KP_LANE(r, k) = kp_to_storage(kp_backward_f(kp_to_compute(KP_LANE(g, k)), kp_to_compute(KP_LANE(y, k)), s));
-#else
 #define KP_GRAD_LANE(k) \
   if ((k) < nl) KP_LANE(r, k) = kp_row_store(kp_backward_of(kp_row_value(KP_LANE(g, k)), kp_row_value(KP_LANE(y, k)), s));
-#endif
 KP_FN kp_vec kp_vec_backward_n(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
   kp_vec r = g;
   KP_FOR_LANES(KP_GRAD_LANE)

@@ -44,9 +44,7 @@
  *                the second pass (one read an element from memory, two from L2)
  *
  * Accuracy: the max (exact in the compute type), the sums and every result are in double (kp_acc)
- * and rounded once to the dtype (16-bit: the forward's terms and results, and the softmax and
- * softmin backward's results, in float, within a few 2^-16 of the dtype's ulp: row_math.h,
- * row_vectors.h). x - max is exact in double for float32 and narrower, the sums
+ * and rounded once to the dtype. x - max is exact in double for float32 and narrower, the sums
  * are compensated where it matters (each addition's error carried, as the host reference does),
  * so float32 and 16-bit results are within a rounding of exact; float64's error is that of the
  * device's double exp and log (docs/accuracy.md). Edges as torch's max-subtracting formula gives
