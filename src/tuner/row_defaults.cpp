@@ -8,40 +8,25 @@
 
 namespace kplay {
 
-// Strided rows across threads: a warp's lanes are neighbouring rows (coalesced loads) and a row's
-// group of threads lies a warp apart, so a block holds at least a warp of rows. Registers hold up to
-// 8 elements a thread (about 60 registers with their kept double terms, where 16 take 84-92 and
-// leave an SM a quarter of its warps) in groups of up to 32 (blocks of up to 1024), 256 elements;
-// longer rows are read twice (online), 4 elements in flight a thread, in groups of 32.
-constexpr int kStridedRowsPerBlock = 32;
-constexpr std::uint64_t kMostGroupThreads = 32;
-
+// Strided rows: a thread a row, so that a warp's lanes are 32 neighbouring rows (each load one
+// contiguous run) and no reduction crosses threads; up to 16 columns in registers (a power of two
+// of them: one kernel serves several channel counts), longer rows online, 4 in flight a thread.
+// Groups of threads a row (--row-threads, a warp apart in the block) are the tuner's to try: at
+// their rule of up to 8 elements a thread in groups of up to 32 they ran slower on the H200
+// (`kplay run --no-db --dim 1`, float32 forward, % of copy: 64x256x56x56 24.4 and 32x21x512x512
+// 26.6 against 32.6 and 35.4 a thread a row), a block of them alone on its SM between a
+// load phase and its barriers (docs/design.md, "Strided rows").
 KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
   (void)spec;
   KernelConfig c;
   c.vec = 1;
   c.block = 256;
-  c.row = RowStrategy::registers;
-  // Powers of two throughout: one kernel serves several channel counts.
-  const auto pow2_at_least = [](std::uint64_t v) {
-    int p = 1;
-    while (static_cast<std::uint64_t>(p) < v) p *= 2;
-    return p;
-  };
-  constexpr std::uint64_t kHeld = 16, kSpread = 8;  // a thread's elements: its own row, a group's
-  if (cols <= kHeld) {
-    c.row_threads = 1;
-    c.per_thread = std::max(4, pow2_at_least(cols));
-  } else if (cols <= kSpread * kMostGroupThreads) {
-    c.row_threads = pow2_at_least((cols + kSpread - 1) / kSpread);
-    c.per_thread = pow2_at_least((cols + c.row_threads - 1) / c.row_threads);
-    c.block = std::max(c.block, kStridedRowsPerBlock * c.row_threads);
-  } else {
-    c.row = RowStrategy::online;
-    c.row_threads = static_cast<int>(kMostGroupThreads);
-    c.per_thread = 4;
-    c.block = kStridedRowsPerBlock * c.row_threads;
-  }
+  c.row_threads = 1;
+  constexpr std::uint64_t kHeld = 16;  // kMaxPerThread vectors of one element
+  c.row = cols <= kHeld ? RowStrategy::registers : RowStrategy::online;
+  c.per_thread = 4;
+  if (cols <= kHeld)
+    while (static_cast<std::uint64_t>(c.per_thread) < cols) c.per_thread *= 2;
   return c;
 }
 
