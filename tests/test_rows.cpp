@@ -460,7 +460,10 @@ TEST_CASE("strided rows: the default takes a thread a row, up to 16 columns in r
         INFO(cols << " columns: " << to_string(c));
         CHECK(strided_config_problem(c).empty());
         CHECK(c.row == (cols <= 16 ? RowStrategy::registers : RowStrategy::online));
-        if (c.row == RowStrategy::registers) CHECK(row_capacity(c) >= cols);
+        if (c.row == RowStrategy::registers) {
+          CHECK(row_capacity(c) >= cols);
+          CHECK(c.per_thread <= 16);
+        }
         const KernelConfig r = resolve_config(spec, c, TargetLimits{});
         // a warp's lanes are neighbouring rows: a thread a row
         CHECK(row_group_threads(r) == 1);

@@ -11,11 +11,8 @@ namespace kplay {
 // Strided rows: a thread a row, so that a warp's lanes are 32 neighbouring rows (each load one
 // contiguous run) and no reduction crosses threads; up to 16 columns in registers (a power of two
 // of them: one kernel serves several channel counts), longer rows online, 4 in flight a thread.
-// Groups of threads a row (--row-threads, a warp apart in the block) are the tuner's to try: at
-// their rule of up to 8 elements a thread in groups of up to 32 they ran slower on the H200
-// (`kplay run --no-db --dim 1`, float32 forward, % of copy: 64x256x56x56 24.4 and 32x21x512x512
-// 26.6 against 32.6 and 35.4 a thread a row), a block of them alone on its SM between a
-// load phase and its barriers (docs/design.md, "Strided rows").
+// Groups of threads a row stay a knob (--row-threads): the rule that used them ran slower on the
+// H200 (docs/design.md, "Strided rows").
 KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
   (void)spec;
   KernelConfig c;
