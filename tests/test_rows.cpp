@@ -451,7 +451,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("strided rows: the default takes a thread a row, up to 16 columns in registers; other knobs refused") {
+TEST_CASE("strided rows: the default takes a thread a row up to 128 columns and 4 lanes beyond, up to 16 columns in registers; other knobs refused") {
   for (Dtype d : {Dtype::f32, Dtype::bf16})
     for (Direction dir : {Direction::forward, Direction::backward}) {
       const KernelSpec spec = row_spec("softmax", d, dir);
@@ -465,8 +465,8 @@ TEST_CASE("strided rows: the default takes a thread a row, up to 16 columns in r
           CHECK(c.per_thread <= 16);
         }
         const KernelConfig r = resolve_config(spec, c, TargetLimits{});
-        // a warp's lanes are neighbouring rows: a thread a row
-        CHECK(row_group_threads(r) == 1);
+        // a warp's lanes are neighbouring rows (a thread a row), or groups of 4 of them for long rows
+        CHECK(row_group_threads(r) == (cols > 128 ? 4 : 1));
         CHECK_NOTHROW(row_launch_dims(spec, r, 3 * 7, cols, TargetLimits{}));
         CHECK(render_kernel(spec, r, rt::dialect_of("opencl"), Layout::strided).source.find("#define KP_STRIDED 1") !=
               std::string::npos);
@@ -651,11 +651,11 @@ void check_row_pipelined(const char* backend, Dtype d, Direction dir) {
 }
 // Strided rows (softmax over a dimension that is not the last: [outer, cols, inner]) against the
 // row reference with its edge rows (every eighth row a kind, so each outer block holds several):
-// the strided default and, for short rows, online a thread a row, for longer ones online and in
-// registers across groups of 4 and 8 in blocks of 64 (groups narrower than a warp of rows); rows of
-// one element, of 13 (registers, a thread a row), 21 (registers across 4 threads, inner a power of
-// two), 100 (across 16, 45 apart: a warp's rows cross outer blocks) and 300 (online in groups of 32,
-// inner 3: neighbouring rows share a warp's loads unevenly), with an input and output offset off any
+// the strided default (a thread a row, a group of 4 lanes beyond 128 columns), online in groups of
+// 4 lanes (a thread a row up to 16 columns) and registers across groups of 8 up to 128 columns, in
+// blocks of 64; rows of one element, of 13 (registers, a thread a row), 21 (inner a power of two),
+// 100 (45 apart: a warp's rows cross outer blocks) and 300 (the default's groups; inner 3:
+// neighbouring rows share a warp's loads unevenly), with an input and output offset off any
 // vector. every_config false (PoCL, whose compiles set the suite's time): the defaults in float32
 // in every member and direction and in the other dtypes in a member and direction each; the rows of
 // 100 and the groups' other configs in float32 softmax both ways and log_softmax forward (softmin
@@ -952,9 +952,10 @@ TEST_SUITE("nvrtc") {
                   INFO(r.entry);
                   CHECK(r.entry.find("_st") != std::string::npos);
                   CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(r, t).bytes);
-                  // Element by element: no vector loads; a group's values through shared memory, no shuffles.
+                  // Element by element: no vector loads; a group's values by shuffles (its neighbouring
+                  // lanes), none for a thread a row.
                   CHECK(ptx.find("ld.global.v") == std::string::npos);
-                  CHECK(ptx.find("shfl.sync") == std::string::npos);
+                  CHECK((ptx.find("shfl.sync") != std::string::npos) == (group > 1));
                 }
             }
   }

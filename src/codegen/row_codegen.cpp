@@ -188,8 +188,7 @@ std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig
   // lo) pair for each warp of each block of the cluster (where a row takes one exchange, its max
   // too, or for a plain sum (hi, max) pairs), and the exchange's and the stages' mbarriers. Every
   // other kernel: the reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's:
-  // three of 64; strided rows across threads, vectors of one element: three of the block's),
-  // counted for the largest where the config may run as any (the cluster kernel and clusters run
+  // three of 64), counted for the largest where the config may run as any (the cluster kernel and clusters run
   // on CUDA alone, contiguous), the cluster's slots and the pipelined kernel's mbarriers. The
   // kernels' PTX declares no more (tests/test_rows.cpp).
   std::uint64_t bytes = 256 * sizeof(double);
@@ -202,9 +201,7 @@ std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig
         32;
   } else {
     const bool cuda_only = c.row == RowStrategy::cluster || row_cluster(c) > 1;
-    const bool strided_groups = !cuda_only && c.vec == 1 && row_group_threads(c) > 1;
-    bytes += (cuda_only ? 3ull * 64 : std::max<std::uint64_t>((strided_groups ? 3ull : 2ull) * c.block, 3ull * 64)) *
-                 sizeof(double) +
+    bytes += (cuda_only ? 3ull * 64 : std::max<std::uint64_t>(2ull * c.block, 3ull * 64)) * sizeof(double) +
              6 * sizeof(double) + 16;
   }
   if (c.row == RowStrategy::shared)

@@ -8,18 +8,21 @@
 
 namespace kplay {
 
-// Strided rows: a thread a row, so that a warp's lanes are 32 neighbouring rows (each load one
-// contiguous run) and no reduction crosses threads; up to 16 columns in registers (a power of two
-// of them: one kernel serves several channel counts), longer rows online, 4 in flight a thread.
-// Groups of threads a row stay a knob (--row-threads): the rule that used them ran slower on the
-// H200 (docs/design.md, "Strided rows").
+// Strided rows: up to 16 columns in registers (a power of two of them: one kernel serves several
+// channel counts), longer rows online, 4 in flight a thread; a thread a row, so that a warp's lanes
+// are 32 neighbouring rows (each load one contiguous run) and no reduction crosses threads, except
+// beyond 128 columns, where a group of 4 neighbouring lanes takes a row (8 rows a warp, each load of
+// a column a 32-byte run): on the H200, online, 64x256x56x56 --dim 1 float32 forward 39.0 % of copy
+// against 31.4 a thread a row (groups of 2: 38.4, 8: 38.2), backward 48.7 against 45.2; at 64
+// columns (8x64x128x128) and 21 (32x21x512x512) groups gained nothing (docs/design.md, "Strided rows").
 KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
   (void)spec;
   KernelConfig c;
   c.vec = 1;
   c.block = 256;
-  c.row_threads = 1;
-  constexpr std::uint64_t kHeld = 16;  // kMaxPerThread vectors of one element
+  constexpr std::uint64_t kHeld = 16;        // kMaxPerThread vectors of one element
+  constexpr std::uint64_t kGroupFrom = 129;  // rows this long are spread over groups of 4 lanes
+  c.row_threads = cols >= kGroupFrom ? 4 : 1;
   c.row = cols <= kHeld ? RowStrategy::registers : RowStrategy::online;
   c.per_thread = 4;
   if (cols <= kHeld)

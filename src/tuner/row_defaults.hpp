@@ -40,9 +40,9 @@ namespace kplay {
 KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, const rt::TargetLimits& limits);
 
 // The config of strided rows (a dim that is not the last: codegen's Layout::strided), vectors of one
-// element, a thread a row: rows of up to 16 elements in registers (each term kept: one exp an
-// element), longer ones online, 4 elements in flight a thread. Not tuned: the database's tunings are
-// for rows of contiguous elements.
+// element, a thread a row up to 128 elements and a group of 4 lanes beyond: rows of up to 16
+// elements in registers (each term kept: one exp an element), longer ones online, 4 elements in
+// flight a thread. Not tuned: the database's tunings are for rows of contiguous elements.
 KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols);
 
 }  // namespace kplay

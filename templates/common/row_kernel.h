@@ -2,11 +2,12 @@
  * the max, the sum and the results, as KP_ROW says the row is held, over contiguous or strided
  * rows. */
 /* Strided rows (KP_STRIDED): each buffer is [outer, cols, inner] with its own pitch ld between
- * outer blocks; row r is (r / inner, r % inner), its elements inner apart. Vectors of one element,
- * and a group's KP_TPR threads KP_RPB apart in the block (row_reduce.h), so that a warp's lanes hold
- * neighbouring rows and each of its loads is one contiguous run of the buffer; thread t of a group
- * takes the row's columns t, t + KP_TPR, ... as for contiguous rows, so that a long row is spread
- * over its group instead of read by one thread element after element. */
+ * outer blocks; row r is (r / inner, r % inner), its elements inner apart. Vectors of one element;
+ * a group's KP_TPR threads are neighbouring lanes, as for contiguous rows, and thread t takes the
+ * row's columns t, t + KP_TPR, ..., so that a warp's load of one column from each of its 32 / KP_TPR
+ * neighbouring rows is one contiguous run of the buffer (a 32-byte sector of float32 at groups of
+ * 4), its KP_TPR columns KP_TPR such runs, and a long row is spread over its group, reduced by
+ * shuffles, instead of read by one thread element after element. */
 #if KP_STRIDED
 #if KP_VEC != 1 || KP_PREFETCH || KP_SLICED || KP_ROW == 2
 #error "strided rows: vectors of one element, registers or online, one-shot grid"
@@ -41,11 +42,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
   KP_HOLD_DECL(hold1)
 #endif
 #endif
-#if KP_STRIDED
-  const unsigned t = KP_LOCAL_ID / KP_RPB, sub = KP_LOCAL_ID % KP_RPB; /* a group's threads KP_RPB apart */
-#else
   const unsigned t = KP_LOCAL_ID % KP_TPR, sub = KP_LOCAL_ID / KP_TPR;
-#endif
 #if KP_SLICED
 #if KP_ROW == 4
   extern __shared__ __attribute__((aligned(16))) kp_raw kp_slice[];

@@ -12,55 +12,7 @@
  * and alternating parity between rows lets a group write the next row's while a slower warp
  * still reads this one's, with one barrier a reduction. OpenCL C 1.2 has no shuffles: a tree in
  * shared memory over KP_BLOCK values, with a barrier after the read. */
-#if KP_STRIDED && KP_TPR > 1
-/* Strided rows across threads (row_kernel.h): a group's KP_TPR threads are KP_RPB apart in the
- * block, so that a warp's lanes hold neighbouring rows, whose elements are neighbours in memory,
- * and no shuffle reaches a group. A tree in shared memory, both dialects: log2(KP_TPR) steps, each
- * thread's slot KP_LOCAL_ID, its partner KP_RPB times the step further; the group reads the one
- * result (the same bits in every thread), and the barrier after that read frees the slots. */
-#define KP_RED_SIZE KP_BLOCK
-#define KP_STRIDED_GROUP_MAX(name, MAX)                                                            \
-  KP_FN KP_C name(KP_LOCAL_PTR kp_acc* red, KP_C v, unsigned parity) {                             \
-    const unsigned id_ = KP_LOCAL_ID, t_ = id_ / KP_RPB;                                           \
-    (void)parity;                                                                                  \
-    red[id_] = (kp_acc)v;                                                                          \
-    KP_BARRIER();                                                                                  \
-    for (unsigned s_ = KP_TPR / 2; s_ > 0; s_ >>= 1) {                                             \
-      if (t_ < s_) red[id_] = (kp_acc)MAX((KP_C)red[id_], (KP_C)red[id_ + s_ * KP_RPB]);           \
-      KP_BARRIER();                                                                                \
-    }                                                                                              \
-    const KP_C m_ = (KP_C)red[id_ % KP_RPB];                                                       \
-    KP_BARRIER();                                                                                  \
-    return m_;                                                                                     \
-  }
-KP_STRIDED_GROUP_MAX(kp_group_max_c, KP_FMAX_C)
-KP_STRIDED_GROUP_MAX(kp_group_max_nan, kp_max_c)
-KP_FN kp_sum2 kp_group_sum(KP_LOCAL_PTR kp_acc* hi, KP_LOCAL_PTR kp_acc* lo, kp_sum2 v, unsigned parity) {
-  const unsigned id = KP_LOCAL_ID, t = id / KP_RPB;
-  (void)parity;
-  hi[id] = v.hi;
-  lo[id] = v.lo;
-  KP_BARRIER();
-  for (unsigned s = KP_TPR / 2; s > 0; s >>= 1) {
-    if (t < s) {
-      kp_sum2 a, b;
-      a.hi = hi[id];
-      a.lo = lo[id];
-      b.hi = hi[id + s * KP_RPB];
-      b.lo = lo[id + s * KP_RPB];
-      a = kp_sum_merge(a, b);
-      hi[id] = a.hi;
-      lo[id] = a.lo;
-    }
-    KP_BARRIER();
-  }
-  kp_sum2 r;
-  r.hi = hi[id % KP_RPB];
-  r.lo = lo[id % KP_RPB];
-  KP_BARRIER();
-  return r;
-}
-#elif defined(__OPENCL_VERSION__)
+#if defined(__OPENCL_VERSION__)
 #define KP_RED_SIZE KP_BLOCK
 #define KP_TREE_REDUCE(red, t, T, OP)                                        \
   {                                                                          \
