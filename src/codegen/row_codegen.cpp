@@ -188,9 +188,9 @@ std::uint64_t row_static_shared_bytes(const KernelSpec& spec, const KernelConfig
   // lo) pair for each warp of each block of the cluster (where a row takes one exchange, its max
   // too, or for a plain sum (hi, max) pairs), and the exchange's and the stages' mbarriers. Every
   // other kernel: the reductions' scratch (OpenCL's trees: two of the block's doubles; CUDA's:
-  // three of 64), counted for the largest where the config may run as any (the cluster kernel and clusters run
-  // on CUDA alone, contiguous), the cluster's slots and the pipelined kernel's mbarriers. The
-  // kernels' PTX declares no more (tests/test_rows.cpp).
+  // three of 64), counted for the largest where the config may run as any (the cluster kernel and
+  // clusters run on CUDA alone, contiguous), the cluster's slots and the pipelined kernel's
+  // mbarriers. The kernels' PTX declares no more (tests/test_rows.cpp).
   std::uint64_t bytes = 256 * sizeof(double);
   if (c.row == RowStrategy::cluster && c.cluster > 1) {
     const bool once = row_exchanges_once(spec, c);

@@ -15,10 +15,10 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& config, b
 // `config` must come from resolve_config (vec and row filled in). `strided`: rows whose elements
 // are `inner` apart (each buffer [outer, cols, inner], its pitch between outer blocks; the kernel
 // takes inner after the pitches), for softmax over a dimension that is not the last: a row's
-// threads neighbouring lanes and a warp's groups neighbouring rows, so that a warp reads
-// neighbouring rows' elements together. Such a config
-// must have vectors of one element, --row registers or online, no cluster and a one-shot grid
-// (strided_config_problem); Error(invalid_config) otherwise.
+// threads are neighbouring lanes and a warp's groups neighbouring rows, so that a warp reads
+// neighbouring rows' elements together. Such a config must have vectors of one element, --row
+// registers or online, no cluster and a one-shot grid (strided_config_problem);
+// Error(invalid_config) otherwise.
 rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& config, const rt::Dialect& dialect,
                                      bool strided = false);
 
