@@ -479,11 +479,11 @@ if want rows; then
         --direction all --shape "$sh" --strategy halving
     done
   fi
-  if [[ $steps == *" table "* ]]; then
-    run_logged rows_table "$PY" "$root/tools/softmax_table.py" --kplay "$K" --shapes "${ROW_SHAPES// /,}" \
-      --json "$OUT/rows_table.json"
-    [ -e "$OUT/rows.db" ] && run_logged rows_table_tuned "$PY" "$root/tools/softmax_table.py" --kplay "$K" \
-      --shapes "${ROW_SHAPES// /,}" --db "$OUT/rows.db" --json "$OUT/rows_table_tuned.json"
+  if [[ $steps == *" table "* ]] && python_setup; then  # kplay.torch, in torch's process
+    run_logged rows_table env KPLAY_DB="$OUT/none.db" "$PY" "$root/tools/softmax_table.py" --kplay "$K" \
+      --shapes "${ROW_SHAPES// /,}" --json "$OUT/rows_table.json"
+    [ -e "$OUT/rows.db" ] && run_logged rows_table_tuned env KPLAY_DB="$OUT/rows.db" "$PY" \
+      "$root/tools/softmax_table.py" --kplay "$K" --shapes "${ROW_SHAPES// /,}" --json "$OUT/rows_table_tuned.json"
     grep -hE "^(softmax|log_softmax) " "$LOGS"/rows_table*.log >>"$summary"
   fi
   if [[ $steps == *" python "* ]] && python_setup; then

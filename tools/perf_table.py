@@ -186,11 +186,12 @@ def torch_fn(spec):
 
 
 ORDERS = {
-    # the callables' order in each round, by round number: kplay is 0, torch 1, the copy 2
-    "kplay-first": lambda it: (0, 1, 2),
-    "torch-first": lambda it: (1, 0, 2),
+    # the order of n callables in each round, by round number: kplay is 0, torch 1, then the rest
+    # (the copy last)
+    "kplay-first": lambda it, n: range(n),
+    "torch-first": lambda it, n: (1, 0, *range(2, n)),
     # each of kplay and torch follows the copy in one round and the other in the next
-    "alternate": lambda it: (0, 1, 2) if it % 2 == 0 else (1, 0, 2),
+    "alternate": lambda it, n: range(n) if it % 2 == 0 else (1, 0, *range(2, n)),
 }
 
 
@@ -212,7 +213,7 @@ def interleaved_ms(fns, warmup, repeat, order="kplay-first", timing="idle", batc
 
     times = [[] for _ in fns]
     for it in range(warmup + repeat):
-        for k in ORDERS[order](it):
+        for k in ORDERS[order](it, len(fns)):
             fn = fns[k]
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             if timing == "queued":
