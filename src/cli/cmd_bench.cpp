@@ -219,7 +219,10 @@ class BenchCommand : public Command {
     r.verified = problems[0]->verify(true).mismatches == 0;
     const std::uint64_t bytes = problems[0]->copy_bytes();
     for (const auto& p : problems) p->copy_source();  // allocated before timing, where it is its own
-    rt::DeviceBuffer scratch(be, bytes);
+    // A destination a set, as the kernel writes each set's output: a reused one would be written
+    // while L2 may still hold its lines, which no output of the kernel's is.
+    std::vector<rt::DeviceBuffer> scratch;
+    for (std::size_t i = 0; i < problems.size(); ++i) scratch.emplace_back(be, bytes);
     const double per = static_cast<double>(problems.size());
     auto kernel_sample = [&] {
       return be.time_ms([&] {
@@ -228,7 +231,7 @@ class BenchCommand : public Command {
     };
     auto copy_sample = [&] {
       return be.time_ms([&] {
-        for (auto& p : problems) be.copy(scratch.ptr(), p->copy_source(), bytes);
+        for (std::size_t i = 0; i < problems.size(); ++i) be.copy(scratch[i].ptr(), problems[i]->copy_source(), bytes);
       }) / per;
     };
     for (int i = 0; i < warmup_; ++i) {
