@@ -151,6 +151,16 @@ TEST_SUITE("opencl") {
     CHECK(b["verified"] == true);
     CHECK(b["kernel_bytes"] == 3 * 8000 * 4);
     CHECK(b["copy_bytes"] == 2 * 8000 * 4);
+    // kplay run times the same shape over as many buffer sets as bench (where the device reports
+    // its cache; PoCL reports the CPU's).
+    const auto sets = b["buffer_sets"].get<std::size_t>();
+    r = test::run_cli("run --backend opencl --act softmax --direction backward --shape 8x1000 --no-db --repeat 3");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    if (sets > 1)
+      CHECK(r.has("each sample over " + std::to_string(sets) + " sets of buffers"));
+    else
+      CHECK_FALSE(r.has("sets of buffers"));
     // A row activation's size is a shape.
     r = test::run_cli("bench --backend opencl --act softmax --n 4096 --no-db");
     CHECK(r.status == 2);

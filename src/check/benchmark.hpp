@@ -24,12 +24,18 @@ struct BenchResult {
   std::uint64_t kernel_bytes = 0, copy_bytes = 0;
 };
 
-// The copy moves the problem's copy_bytes() from its copy_source() to a scratch buffer (an
-// element-wise problem: its input's bytes; a gated one: half the bytes the kernel moves, so that
-// the copy reads and writes as many as the kernel). The kernel runs on the problem's buffers (its
-// output is overwritten, in place compounds).
-BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel, const DeviceProblem& problem, int warmup,
-                               int repeats);
+// Buffer sets that one timed sample cycles through so that it touches at least 4x the L2 (at most
+// 16, within a quarter of the device's memory): the kernel and the copy then read from memory, as
+// a large problem does, and no small one is flattered by the cache.
+std::size_t buffer_sets(const rt::DeviceInfo& dev, std::uint64_t bytes);
+
+// `sets`: problems of one shape, each with its own buffers; a sample launches the kernel on each
+// (its output is overwritten, in place compounds), and the copy moves each one's copy_bytes()
+// from its copy_source() to a destination of its own (an element-wise problem: its input's bytes;
+// a gated one: half the bytes the kernel moves, so that the copy reads and writes as many as the
+// kernel); the times are per set, the samples interleaved.
+BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel,
+                               const std::vector<const DeviceProblem*>& sets, int warmup, int repeats);
 
 // How many launches to time when the user did not say: `repeats`, fewer (at least 3) where one
 // launch takes so long that they would pass `budget_ms` (a big problem on a CPU's OpenCL), and

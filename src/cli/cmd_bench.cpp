@@ -37,17 +37,6 @@ struct Row {
   bool verified = false;
 };
 
-// Buffer sets so that one sample's working set is >= 4x the L2 (at most 16, within a quarter of
-// device memory).
-std::size_t sets_for(const rt::DeviceInfo& dev, std::uint64_t bytes) {
-  const std::uint64_t l2 = dev.l2_bytes ? dev.l2_bytes : (64ull << 20);
-  std::uint64_t sets = bytes ? (4 * l2 + bytes - 1) / bytes : 1;
-  sets = std::min<std::uint64_t>(sets, 16);
-  if (dev.memory_bytes && bytes)
-    sets = std::min<std::uint64_t>(sets, std::max<std::uint64_t>(1, dev.memory_bytes / 4 / bytes));
-  return static_cast<std::size_t>(std::max<std::uint64_t>(sets, 1));
-}
-
 class BenchCommand : public Command {
  public:
   explicit BenchCommand(CLI::App& parent) {
@@ -209,7 +198,7 @@ class BenchCommand : public Command {
     if (row) shape.inner = inner_;
     shape.seed = 1;
     problems.push_back(make_problem(be, spec, shape));
-    r.buffer_sets = sets_for(be.info(), problems[0]->bytes_moved());
+    r.buffer_sets = buffer_sets(be.info(), problems[0]->bytes_moved());
     for (std::size_t i = 1; i < r.buffer_sets; ++i) {
       shape.seed = 1 + i;
       problems.push_back(make_problem(be, spec, shape));
@@ -217,39 +206,16 @@ class BenchCommand : public Command {
     problems[0]->launch(engine, *kernel);
     be.synchronize();
     r.verified = problems[0]->verify(true).mismatches == 0;
-    const std::uint64_t bytes = problems[0]->copy_bytes();
-    for (const auto& p : problems) p->copy_source();  // allocated before timing, where it is its own
-    // A destination a set, as the kernel writes each set's output: a reused one would be written
-    // while L2 may still hold its lines, which no output of the kernel's is.
-    std::vector<rt::DeviceBuffer> scratch;
-    for (std::size_t i = 0; i < problems.size(); ++i) scratch.emplace_back(be, bytes);
-    const double per = static_cast<double>(problems.size());
-    auto kernel_sample = [&] {
-      return be.time_ms([&] {
-        for (const auto& p : problems) p->launch(engine, *kernel);  // prelu's backward: three kernels
-      }) / per;
-    };
-    auto copy_sample = [&] {
-      return be.time_ms([&] {
-        for (std::size_t i = 0; i < problems.size(); ++i) be.copy(scratch[i].ptr(), problems[i]->copy_source(), bytes);
-      }) / per;
-    };
-    for (int i = 0; i < warmup_; ++i) {
-      kernel_sample();
-      copy_sample();
-    }
-    std::vector<double> k, c;
-    for (int i = 0; i < repeat_; ++i) {  // interleaved: drift hits both alike
-      k.push_back(kernel_sample());
-      c.push_back(copy_sample());
-    }
-    r.kernel_ms = summarize(k).median_ms;
-    r.copy_ms = summarize(c).median_ms;
-    r.kernel_bytes = problems[0]->bytes_moved();
-    r.copy_bytes = 2 * bytes;
-    r.kernel_gbps = r.kernel_ms > 0 ? r.kernel_bytes / (r.kernel_ms * 1e6) : 0;
-    r.copy_gbps = r.copy_ms > 0 ? r.copy_bytes / (r.copy_ms * 1e6) : 0;
-    r.ratio = r.copy_gbps > 0 ? r.kernel_gbps / r.copy_gbps : 0;
+    std::vector<const DeviceProblem*> sets;
+    for (const auto& p : problems) sets.push_back(p.get());
+    const BenchResult b = bench_against_copy(engine, *kernel, sets, warmup_, repeat_);
+    r.kernel_ms = b.kernel.median_ms;
+    r.copy_ms = b.copy.median_ms;
+    r.kernel_bytes = b.kernel_bytes;
+    r.copy_bytes = b.copy_bytes;
+    r.kernel_gbps = b.kernel_gbps;
+    r.copy_gbps = b.copy_gbps;
+    r.ratio = b.ratio;
     return r;
   }
 
