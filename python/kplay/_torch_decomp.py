@@ -357,9 +357,9 @@ def _register_gated(inductor: Any, lowering: Any) -> None:
 # "decompose" hands them to Inductor as torch's own ops (aten._softmax, _log_softmax and their
 # backward from the saved output, in kplay's output layout), which Inductor fuses with their
 # neighbours; "auto" and "kernel" keep kplay's row kernel. In float32 the kernel is exact (0.5 ulp)
-# where torch's formula is 13-20 ulp (log_softmax: hundreds near 0), and in float16 and bfloat16,
-# where both are within half an ulp, the kernel was faster than Inductor's at every shape measured
-# on an H200 but 1024x1048576 (docs/benchmarks.md, "Softmax"): the kernel is kept.
+# where torch's formula is 13-20 ulp (log_softmax: hundreds near 0). In float16 and bfloat16 the
+# kernel is kept as well, though Inductor's backward, timed in one process with it, was the faster
+# on an H100 at 65536x128, 8192x32768 and strided rows (docs/benchmarks.md, "Softmax").
 
 
 @torch.compiler.assume_constant_result
