@@ -31,6 +31,8 @@ BenchResult bench_against_copy(Engine& engine, const PreparedKernel& kernel,
   const std::uint64_t copy_bytes = sets.front()->copy_bytes();
   std::vector<rt::DevicePtr> sources;
   std::vector<rt::DeviceBuffer> scratch;
+  sources.reserve(sets.size());
+  scratch.reserve(sets.size());
   for (const DeviceProblem* p : sets) {
     sources.push_back(p->copy_source());  // allocated before timing, where it is its own
     scratch.emplace_back(be, copy_bytes);

@@ -207,6 +207,7 @@ class BenchCommand : public Command {
     be.synchronize();
     r.verified = problems[0]->verify(true).mismatches == 0;
     std::vector<const DeviceProblem*> sets;
+    sets.reserve(problems.size());
     for (const auto& p : problems) sets.push_back(p.get());
     const BenchResult b = bench_against_copy(engine, *kernel, sets, warmup_, repeat_);
     r.kernel_ms = b.kernel.median_ms;

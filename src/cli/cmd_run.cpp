@@ -307,6 +307,8 @@ class RunCommand : public Command {
         std::vector<std::unique_ptr<DeviceProblem>> more;
         std::vector<const DeviceProblem*> sets{&problem};
         const std::size_t nsets = dev.l2_bytes ? buffer_sets(dev, problem.bytes_moved()) : 1;
+        sets.reserve(nsets);
+        more.reserve(nsets);
         for (std::size_t k = 1; k < nsets; ++k) {
           ProblemShape other = part;
           other.seed = part.seed + 0x9e3779b97f4a7c15ull * k;
