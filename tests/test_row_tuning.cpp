@@ -151,8 +151,7 @@ TEST_SUITE("opencl") {
     CHECK(b["verified"] == true);
     CHECK(b["kernel_bytes"] == 3 * 8000 * 4);
     CHECK(b["copy_bytes"] == 2 * 8000 * 4);
-    // kplay run times the same shape over as many buffer sets as bench (where the device reports
-    // its cache; PoCL reports the CPU's).
+    // kplay run times the same shape over as many buffer sets as bench.
     const auto sets = b["buffer_sets"].get<std::size_t>();
     r = test::run_cli("run --backend opencl --act softmax --direction backward --shape 8x1000 --no-db --repeat 3");
     INFO(r.output);

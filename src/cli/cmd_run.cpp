@@ -301,12 +301,12 @@ class RunCommand : public Command {
         else
           err = e;
         if (part.n == 0) continue;
-        // Timed over enough sets of buffers to cover 4x the L2 where the device reports one (the
-        // checked set and others of its shape), as kplay bench times: a problem that fits in L2 is
-        // then timed from memory, and so is its copy.
+        // Timed over enough sets of buffers to cover 4x the L2 (the checked set and others of its
+        // shape), as kplay bench times: a problem that fits in L2 is then timed from memory, and so
+        // is its copy.
         std::vector<std::unique_ptr<DeviceProblem>> more;
         std::vector<const DeviceProblem*> sets{&problem};
-        const std::size_t nsets = dev.l2_bytes ? buffer_sets(dev, problem.bytes_moved()) : 1;
+        const std::size_t nsets = buffer_sets(dev, problem.bytes_moved());
         sets.reserve(nsets);
         more.reserve(nsets);
         for (std::size_t k = 1; k < nsets; ++k) {
