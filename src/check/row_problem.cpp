@@ -83,9 +83,22 @@ std::vector<double> input_row(Dtype d, std::uint64_t seed, std::uint64_t p, std:
   return x;
 }
 
-// The incoming gradient of row p: ordinary values, and in rows of kind 6 an infinite one.
-std::vector<double> gradient_row(Dtype d, std::uint64_t seed, std::uint64_t p, std::uint64_t cols) {
+// Row kinds whose incoming gradient cancels the backward formula's terms.
+bool cancelling_gradient(std::uint64_t p) { return p % kRowKinds == 5; }
+
+// The incoming gradient of row p: ordinary values, in rows of kind 6 an infinite one. In rows of
+// kind 5 (ordinary values and -inf) one that makes the result cancel to the dtype's rounding, as
+// every element of a well-fitted model's gradient nearly does: log_softmax's g = exp(y) rounded
+// (its sum is 1 within roundings, so g - exp(y) sum g is near 0; the gradient of a cross entropy
+// whose target is the prediction), softmax's and softmin's a constant (g - sum g y is g (1 - sum
+// y)). `y` is the saved output, used in those rows only.
+std::vector<double> gradient_row(Dtype d, std::uint64_t seed, std::uint64_t p, std::uint64_t cols, const RowForm& form,
+                                 const std::vector<double>& y) {
   std::vector<double> g(cols);
+  if (cancelling_gradient(p)) {
+    for (std::uint64_t i = 0; i < cols; ++i) g[i] = round_to(d, form.log ? std::exp(y[i]) : 1.5);
+    return g;
+  }
   const std::uint64_t base = mix(seed ^ mix(p + 0x5151));
   for (std::uint64_t i = 0; i < cols; ++i) {
     const std::uint64_t u = mix(base + i), v = mix(u);
@@ -150,7 +163,8 @@ class RowProblem : public DeviceProblem {
     return "rows: " + std::to_string(rows_) + " of " + std::to_string(cols_) + " elements" +
            (inner_ > 1 ? " (strided: " + std::to_string(inner_) + " apart)" : std::string()) +
            ", every 8th of a kind: ordinary, wide spread, +inf, NaN, all -inf, some -inf, extremes, "
-           "constant";
+           "constant" +
+           std::string(backward_ ? "; the some -inf rows' gradient cancels the result to the dtype's rounding" : "");
   }
 
   void reset_output(bool sampled = false) override {
@@ -214,9 +228,13 @@ class RowProblem : public DeviceProblem {
     for (std::uint64_t i = 0; i < cols_; ++i) y[i] = round_to(spec_.dtype, static_cast<double>(yl[i]));
     return y;
   }
+  std::vector<double> gradient(std::uint64_t p, const std::vector<double>& y) const {
+    return gradient_row(spec_.dtype, shape_.seed, p, cols_, act_.act->row_form, y);
+  }
   std::vector<double> host_row(std::uint64_t p, bool second) const {
     if (!backward_) return input_row(spec_.dtype, shape_.seed, p, cols_);
-    return second ? saved_output(p) : gradient_row(spec_.dtype, shape_.seed, p, cols_);
+    if (second) return saved_output(p);
+    return gradient(p, cancelling_gradient(p) ? saved_output(p) : std::vector<double>());
   }
 
   void upload(rt::DevicePtr dst, bool second) const {
@@ -256,7 +274,7 @@ class RowProblem : public DeviceProblem {
         for (std::uint64_t i = 0; i < cols_; ++i) e.value[i] = v[i];
       }
     } else {
-      const std::vector<double> g = gradient_row(spec_.dtype, shape_.seed, p, cols_), y = saved_output(p);
+      const std::vector<double> y = saved_output(p), g = gradient(p, y);
       if (f64) {
         reference::row_backward<long double>(act_.act->row_form, g.data(), y.data(), cols_, e.value.data(),
                                              e.scale.data(), cancel);
