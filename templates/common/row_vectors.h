@@ -248,9 +248,22 @@ KP_FN void kp_vec_terms(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
   else
     kp_vec_terms_n(g, y, nl, s);
 }
+#if KP_ROW_LOG && KP_ROW_FLOAT
+/* log_softmax: g - exp(y) sum, where the two may cancel to 2^-24 of the terms (docs/accuracy.md),
+ * which the device's double exp keeps exact. The 16-bit results take an estimate in float where a
+ * rounding test allows (KP_GRAD_F_LANE below) and this formula only where it does not: out of line,
+ * so that its registers do not weigh on the estimate's loop. */
+KP_COLD_FN kp_acc kp_log_grad_exact(kp_acc g, kp_acc y, kp_acc sum) { return g - exp(y) * sum; }
+#endif
 KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
-#if KP_ROW_LOG
-  return g - exp(y) * kp_sum_value(s); /* the device library's exp: g and exp(y) sum(g) may cancel */
+#if KP_ROW_LOG && KP_ROW_FLOAT
+  return kp_log_grad_exact(g, y, kp_sum_value(s));
+#elif KP_ROW_LOG
+  /* float32: the device's double exp, inline. A table exp in its place (kp_row_exp with a rounding
+   * test like 16-bit's, or a quartic to 2^-50 alone) ran slower, most likely as the table shares
+   * shared memory with the pipelined cluster kernel's stages (`kplay bench --act log_softmax --direction
+   * backward --shape 8192x32768 --no-db`: H200 38.8 % of copy against 55.6, H100 45.1 against 78.0). */
+  return g - exp(y) * kp_sum_value(s);
 #elif KP_ROW_NEGATE
   return y * (s.hi - s.hi == 0.0 ? (s.hi - g) + s.lo : s.hi - g);
 #else
@@ -259,11 +272,10 @@ KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
 }
 #define KP_GRAD_LANE(k) \
   if ((k) < nl) KP_LANE(r, k) = kp_row_store(kp_backward_of(kp_row_value(KP_LANE(g, k)), kp_row_value(KP_LANE(y, k)), s));
-#define KP_GRAD_FLOAT (KP_ROW_FLOAT && !KP_ROW_LOG)
-#if KP_GRAD_FLOAT
-/* 16-bit softmax and softmin: y (g - sum) in float, with no conversion an element. The sum is split
- * into floats hi + lo (within 2^-48 of it); y g is exact and y hi is split exactly into p and its
- * rounding error (fma), so that a - p and the rest, q = (y hi - p) + y lo, are each rounded once:
+#if KP_ROW_FLOAT
+/* 16-bit: the results in float from the row's sum split into floats hi + lo (within 2^-48 of it),
+ * with no conversion to double an element. Softmax and softmin, y (g - sum): y g is exact and y hi
+ * is split exactly into p and its rounding error (fma), so that a - p and the rest, q = (y hi - p) + y lo, are each rounded once:
  * the result is within 2^-23 of itself plus 2^-46 |y sum| before its one rounding to the dtype, at
  * most 2^-21.4 of the larger of itself and 2^-24 |y| (|g| + sum |g y|) (docs/accuracy.md): 2^-10.4
  * ulp of a float16 result, 2^-13.4 of a bfloat16. A sum beyond float's range takes the double
@@ -289,12 +301,28 @@ KP_FN float kp_backward_f(float g, float y, kp_sum_f s) {
   return (a - p) - q;
 #endif
 }
+#if KP_ROW_LOG
+/* 16-bit log_softmax: r = g - e hi in float, e = 2^(y log2 e) by the hardware (2^-21.4 relative;
+ * OpenCL's exp2: 3 ulp) at y >= -87 (e normal), so that with the roundings of y log2 e (1.25 2^-24
+ * |y|), of the sum to float and of e hi (2^-24 each) p = e hi is within 2^-20 + 2^-23 |y| of
+ * itself; where |r| >= 2^16 times that of |p|, r is within 2^-16 of itself (and 2^-149 where p is
+ * subnormal): 2^-5 ulp of a float16 result, 2^-8 of a bfloat16. y = -inf gives e = 0 exactly. */
+#define KP_GRAD_F_LANE(k)                                                                          \
+  if ((k) < nl) {                                                                                  \
+    const float g_ = kp_to_compute(KP_LANE(g, k)), y_ = kp_to_compute(KP_LANE(y, k));              \
+    const float p_ = KP_EX2F(y_ * KP_LOG2E_F) * sf.hi, r_ = g_ - p_;                               \
+    const int ok_ = (y_ <= 0.0f && y_ >= -87.0f && fabs(p_) * fma(-y_, 0x1p-7f, 0x1p-4f) <= fabs(r_)) \
+                    || y_ < -0x1.fffffep127f;                                                      \
+    KP_LANE(r, k) = ok_ ? kp_to_storage(r_) : kp_row_store(kp_log_grad_exact(g_, y_, kp_sum_value(s))); \
+  }
+#else
 #define KP_GRAD_F_LANE(k) \
   if ((k) < nl) KP_LANE(r, k) = kp_to_storage(kp_backward_f(kp_to_compute(KP_LANE(g, k)), kp_to_compute(KP_LANE(y, k)), sf));
 #endif
+#endif
 KP_FN kp_vec kp_vec_backward_n(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
   kp_vec r = g;
-#if KP_GRAD_FLOAT
+#if KP_ROW_FLOAT
   const kp_sum_f sf = kp_sum_split(s);
   if (sf.in_range) {
     KP_FOR_LANES(KP_GRAD_F_LANE)

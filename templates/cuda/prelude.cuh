@@ -5,6 +5,8 @@
  * 16-bit words and converted explicitly, so no CUDA header is needed and math runs in float32 with
  * one rounding on store. */
 #define KP_FN static __device__ __forceinline__
+/* A rare path kept out of line, so that its registers and code do not weigh on the common one. */
+#define KP_COLD_FN static __device__ __noinline__
 /* For templates/common/narrow_math.h: the hardware exp2/log2 without flush-to-zero (bfloat16
  * has float's exponent range, so its subnormal results must survive), and div.full, which is
  * within 2 ulp over the whole range. */

@@ -7,6 +7,7 @@
  * (to nearest even) on store. float64 needs cl_khr_fp64; the backend offers it only where the
  * device reports it. */
 #define KP_FN static inline
+#define KP_COLD_FN static /* CUDA: out of line; OpenCL C has no portable attribute for it */
 /* For templates/common/narrow_math.h. */
 #define KP_FMAF(a, b, c) fma(a, b, c)
 #define KP_FABSF(x) fabs(x)
