@@ -313,9 +313,10 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       }
     }
 #elif KP_ROW == 4 && KP_PREFETCH && KP_STAGE_KEEP
-#define KP_OUT_STEP_(x, vi, nl) \
-  if ((nl) > 0) kp_row_store_vec(kp_vec_scale_stage_n(x, kp_lo[vi], nl, keep_inv), o, vi, len, acc);
-    KP_STAGE_PASS(stg, KP_OUT_STEP_)
+#define KP_OUT_STEP_(x, l, vi, nl) \
+  if ((nl) > 0) kp_row_store_vec(kp_vec_scale_stage_n(x, l, nl, keep_inv), o, vi, len, acc);
+#define KP_OUT_WHOLE_(x, l, vi) KP_ST((KP_GLOBAL kp_raw*)o + (vi), KP_VEC_TO_RAW(kp_vec_scale_stage_n(x, l, KP_VEC, keep_inv)));
+    KP_STAGE_PASS_LO(stg, kp_lo, KP_OUT_STEP_, acc, KP_OUT_WHOLE_)
 #elif KP_ROW == 4 && KP_PREFETCH
 #define KP_OUT_STEP_(x, vi, nl) kp_row_store_vec(kp_vec_forward_n(x, nl, rk KP_EXP_TAB_ARG), o, vi, len, acc);
     KP_STAGE_PASS(stg, KP_OUT_STEP_)

@@ -222,11 +222,15 @@ typedef struct {
   unsigned rank;
   unsigned step; /* exchanges so far */
 } kp_xchg;
+/* The wait acquires at CTA scope (try_wait's default), as CUTLASS's ClusterTransactionBarrier
+ * waits: the values arrive by st.async, whose complete-tx on this block's mbarrier makes them
+ * visible to a thread that sees the phase complete. An acquire at cluster scope adds an L1
+ * invalidation (CCTL.IVALL) per warp and exchange. */
 KP_FN void kp_xchg_wait(unsigned bar, unsigned phase) {
   unsigned done = 0;
   while (!done)
     asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, "
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, "
         "p; }"
         : "=r"(done)
         : "r"(bar), "r"(phase)
