@@ -358,8 +358,9 @@ def _register_gated(inductor: Any, lowering: Any) -> None:
 # backward from the saved output, in kplay's output layout), which Inductor fuses with their
 # neighbours; "auto" and "kernel" keep kplay's row kernel. In float32 the kernel is exact (0.5 ulp)
 # where torch's formula is 13-20 ulp (log_softmax: hundreds near 0). In float16 and bfloat16 the
-# kernel is kept as well, though Inductor's backward, timed in one process with it, was the faster
-# on an H100 at 65536x128, 8192x32768 and strided rows (docs/benchmarks.md, "Softmax").
+# kernel is kept as well, though Inductor's backward, timed in one process with it on the H200,
+# was the faster in rows up to 8192x32768, as its forward in 32768x1024 (docs/benchmarks.md,
+# "Softmax"); the kernel wins the 16-bit forward from 16384x4096 up and the backward from 131072.
 
 
 @torch.compiler.assume_constant_result
