@@ -3,6 +3,7 @@
 // the CLI's handling of them, and the CUDA source of every strategy through NVRTC (nvrtc).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -790,6 +791,35 @@ TEST_SUITE("opencl") {
           KPLAY_CHECK_PROBLEM(engine, spec, row_config(row, 32, 2, vec), ps);
         }
       }
+  }
+
+  TEST_CASE("OpenCL: a row problem of ordinary rows has no edge row; kplay run times row activations on such") {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    const KernelSpec spec = row_spec("softmax", Dtype::f32, Direction::forward);
+    const auto kernel = engine.prepare(spec, default_row_config(spec, 100, be->limits()), Layout::flat);
+    for (bool ordinary : {false, true}) {
+      ProblemShape ps;
+      ps.rows = 16;
+      ps.n = 16 * 100;
+      ps.seed = 7;
+      ps.ordinary_rows = ordinary;
+      const auto problem = make_problem(*be, spec, ps);
+      problem->launch(engine, *kernel);
+      be->synchronize();
+      CHECK(problem->verify(false).mismatches == 0);
+      std::vector<float> y(ps.n);
+      be->download(y.data(), problem->args().out, ps.n * sizeof(float));
+      // The check's rows holding +inf or NaN, or every element -inf, are NaN throughout (torch's
+      // edges); ordinary rows have none.
+      const auto nans = std::count_if(y.begin(), y.end(), [](float v) { return std::isnan(v); });
+      CHECK((nans > 0) == !ordinary);
+    }
+    const test::CliResult r = test::run_cli("run --backend opencl --act log_softmax --shape 8x300 --no-db --repeat 2");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.has("timed:  on ordinary rows"));
   }
 
   TEST_CASE("OpenCL: kplay run, check, emit and list take the row activations, over any --dim; bad --dim exits 2") {

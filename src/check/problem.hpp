@@ -34,6 +34,11 @@ struct ProblemShape {
   // prelu only: the weight's length (1: one weight in all) and the elements after the channel's
   // position (the product of the dimensions after dim 1); n is a multiple of their product.
   std::uint64_t channels = 1, inner = 1;
+  // Row activations only: every row of the ordinary kind (mixed values in [-8, 8)), as a model's
+  // rows are, where a checked problem cycles through edge rows (NaN, infinities, extremes, a
+  // cancelling gradient) that send some kernels down their exact paths: what kplay run and bench
+  // time, so that a row kernel's figure is its speed on data.
+  bool ordinary_rows = false;
 };
 
 // One problem on the device, as `kplay run`, the tuner and the tests use it: element-wise

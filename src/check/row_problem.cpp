@@ -1,12 +1,11 @@
 // The problem of a row activation (the softmax family): `rows` rows of `cols` elements, fresh
 // rows on the host (a kind per row: ordinary, wide spread, +inf, NaN, all -inf, some -inf, the
-// dtype's extremes, constant), launched, and every element of the checked rows compared with the
-// row reference (src/spec/row_reference.hpp) in ulps; the output poisoned first and fenced by
-// guard zones. Rows repeat with a period of whole rows (a large problem is generated once on the
-// host and replicated on the device), and the reference of each distinct row is computed once.
-// With shape.inner > 1 the rows are strided, as a softmax over a dimension that is not the last
-// sees them: the tensor is [rows / inner, cols, inner], row r the elements (r / inner, i, r % inner);
-// the period is then whole outer blocks of inner rows.
+// dtype's extremes, constant; or, for timing, ordinary rows alone), launched, and every element of the checked rows
+// compared with the row reference (src/spec/row_reference.hpp) in ulps; the output poisoned first and fenced by guard
+// zones. Rows repeat with a period of whole rows (a large problem is generated once on the host and replicated on the
+// device), and the reference of each distinct row is computed once. With shape.inner > 1 the rows are strided, as a
+// softmax over a dimension that is not the last sees them: the tensor is [rows / inner, cols, inner], row r the
+// elements (r / inner, i, r % inner); the period is then whole outer blocks of inner rows.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -47,10 +46,13 @@ double largest(Dtype d) {
   }
 }
 
-// Row `p` of the forward input (kind p % kRowKinds), rounded to the dtype.
-std::vector<double> input_row(Dtype d, std::uint64_t seed, std::uint64_t p, std::uint64_t cols) {
+// The kind of row p: every kind in turn, or (shape.ordinary_rows) the ordinary kind alone.
+std::uint64_t row_kind(std::uint64_t p, bool ordinary) { return ordinary ? 0 : p % kRowKinds; }
+
+// Row `p` of the forward input, of kind `kind`, rounded to the dtype.
+std::vector<double> input_row(Dtype d, std::uint64_t seed, std::uint64_t p, std::uint64_t cols, std::uint64_t kind) {
   std::vector<double> x(cols);
-  const std::uint64_t kind = p % kRowKinds, base = mix(seed ^ mix(p + 1));
+  const std::uint64_t base = mix(seed ^ mix(p + 1));
   for (std::uint64_t i = 0; i < cols; ++i) {
     const std::uint64_t u = mix(base + i), v = mix(u);
     double val;
@@ -83,8 +85,8 @@ std::vector<double> input_row(Dtype d, std::uint64_t seed, std::uint64_t p, std:
   return x;
 }
 
-// Row kinds whose incoming gradient cancels the backward formula's terms.
-bool cancelling_gradient(std::uint64_t p) { return p % kRowKinds == 5; }
+// The row kind whose incoming gradient cancels the backward formula's terms.
+constexpr std::uint64_t kCancellingKind = 5;
 
 // The incoming gradient of row p: ordinary values, in rows of kind 6 an infinite one. In rows of
 // kind 5 (ordinary values and -inf) one that makes the result cancel to the dtype's rounding, as
@@ -92,10 +94,10 @@ bool cancelling_gradient(std::uint64_t p) { return p % kRowKinds == 5; }
 // (its sum is 1 within roundings, so g - exp(y) sum g is near 0; the gradient of a cross entropy
 // whose target is the prediction), softmax's and softmin's a constant (g - sum g y is g (1 - sum
 // y)). `y` is the saved output, used in those rows only.
-std::vector<double> gradient_row(Dtype d, std::uint64_t seed, std::uint64_t p, std::uint64_t cols, const RowForm& form,
-                                 const std::vector<double>& y) {
+std::vector<double> gradient_row(Dtype d, std::uint64_t seed, std::uint64_t p, std::uint64_t cols, std::uint64_t kind,
+                                 const RowForm& form, const std::vector<double>& y) {
   std::vector<double> g(cols);
-  if (cancelling_gradient(p)) {
+  if (kind == kCancellingKind) {
     for (std::uint64_t i = 0; i < cols; ++i) g[i] = round_to(d, form.log ? std::exp(y[i]) : 1.5);
     return g;
   }
@@ -105,7 +107,7 @@ std::vector<double> gradient_row(Dtype d, std::uint64_t seed, std::uint64_t p, s
     g[i] =
         round_to(d, (u & 7) == 0 ? std::pow(10.0, -12.0 + 11.0 * unit(v)) * ((u & 8) ? -1 : 1) : -8.0 + 16.0 * unit(v));
   }
-  if (p % kRowKinds == 6 && cols) g[mix(base) % cols] = kInf;
+  if (kind == 6 && cols) g[mix(base) % cols] = kInf;
   return g;
 }
 
@@ -162,9 +164,12 @@ class RowProblem : public DeviceProblem {
   std::string note() const override {
     return "rows: " + std::to_string(rows_) + " of " + std::to_string(cols_) + " elements" +
            (inner_ > 1 ? " (strided: " + std::to_string(inner_) + " apart)" : std::string()) +
-           ", every 8th of a kind: ordinary, wide spread, +inf, NaN, all -inf, some -inf, extremes, "
-           "constant" +
-           std::string(backward_ ? "; the some -inf rows' gradient cancels the result to the dtype's rounding" : "");
+           (shape_.ordinary_rows
+                ? std::string(", every row ordinary")
+                : ", every 8th of a kind: ordinary, wide spread, +inf, NaN, all -inf, some -inf, extremes, constant" +
+                      std::string(backward_
+                                      ? "; the some -inf rows' gradient cancels the result to the dtype's rounding"
+                                      : ""));
   }
 
   void reset_output(bool sampled = false) override {
@@ -221,20 +226,21 @@ class RowProblem : public DeviceProblem {
   // The forward input of distinct row p, and for backward the saved output (the reference's
   // forward, rounded to the dtype as the forward kernel stored it) and the incoming gradient.
   std::vector<double> saved_output(std::uint64_t p) const {
-    const std::vector<double> x = input_row(spec_.dtype, shape_.seed, p, cols_);
+    const std::vector<double> x = input_row(spec_.dtype, shape_.seed, p, cols_, kind(p));
     std::vector<double> y(cols_);
     std::vector<long double> yl(cols_);
     reference::row_forward<long double>(act_.act->row_form, x.data(), cols_, yl.data());
     for (std::uint64_t i = 0; i < cols_; ++i) y[i] = round_to(spec_.dtype, static_cast<double>(yl[i]));
     return y;
   }
+  std::uint64_t kind(std::uint64_t p) const { return row_kind(p, shape_.ordinary_rows); }
   std::vector<double> gradient(std::uint64_t p, const std::vector<double>& y) const {
-    return gradient_row(spec_.dtype, shape_.seed, p, cols_, act_.act->row_form, y);
+    return gradient_row(spec_.dtype, shape_.seed, p, cols_, kind(p), act_.act->row_form, y);
   }
   std::vector<double> host_row(std::uint64_t p, bool second) const {
-    if (!backward_) return input_row(spec_.dtype, shape_.seed, p, cols_);
+    if (!backward_) return input_row(spec_.dtype, shape_.seed, p, cols_, kind(p));
     if (second) return saved_output(p);
-    return gradient(p, cancelling_gradient(p) ? saved_output(p) : std::vector<double>());
+    return gradient(p, kind(p) == kCancellingKind ? saved_output(p) : std::vector<double>());
   }
 
   void upload(rt::DevicePtr dst, bool second) const {
@@ -265,7 +271,7 @@ class RowProblem : public DeviceProblem {
     // ulp of float) and against the magnitude itself for float64 (docs/accuracy.md).
     const double cancel = f64 ? 1.0 : 0x1p-24;
     if (!backward_) {
-      const std::vector<double> x = input_row(spec_.dtype, shape_.seed, p, cols_);
+      const std::vector<double> x = input_row(spec_.dtype, shape_.seed, p, cols_, kind(p));
       if (f64) {
         reference::row_forward<long double>(act_.act->row_form, x.data(), cols_, e.value.data());
       } else {
