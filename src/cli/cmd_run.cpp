@@ -304,8 +304,8 @@ class RunCommand : public Command {
         // Timed over enough sets of buffers to cover 4x the L2 (the checked set and others of its
         // shape), as kplay bench times: a problem that fits in L2 is then timed from memory, and so
         // is its copy. A row activation's sets hold ordinary rows (ProblemShape::ordinary_rows), not
-        // the check's edge rows: the checked problem is freed (`problem` is not used after this)
-        // and an ordinary one takes its place.
+        // the check's edge rows: the checked problem is freed and an ordinary one takes its place
+        // (from here on the problem is problem_ptr's; the reference `problem` is the freed one's).
         if (row) {
           ProblemShape ordinary = part;
           ordinary.ordinary_rows = true;
@@ -314,7 +314,7 @@ class RunCommand : public Command {
         }
         std::vector<std::unique_ptr<DeviceProblem>> more;
         std::vector<const DeviceProblem*> sets{problem_ptr.get()};
-        const std::size_t nsets = buffer_sets(dev, problem.bytes_moved());
+        const std::size_t nsets = buffer_sets(dev, problem_ptr->bytes_moved());
         sets.reserve(nsets);
         more.reserve(nsets);
         for (std::size_t k = 1; k < nsets; ++k) {
