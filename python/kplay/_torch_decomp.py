@@ -9,7 +9,9 @@ float16 and bfloat16 are computed in float32 and rounded once to the dtype, as k
 do; float32 and float64 in their own type.
 
 The softmax family (kplay::softmax, kplay::softmax_backward) decomposes into torch's own softmax
-ops in "decompose" mode alone (see its section below). Which graphs decompose
+ops in "decompose" mode, and in "auto" softmax's and softmin's 16-bit forward over rows of up to
+SHORT_ROW elements
+(see its section below). Which graphs decompose
 (kplay.torch.set_compile_mode):
   "kernel"     none: every call is kplay's kernel, with kplay's accuracy bounds.
   "decompose"  every built-in activation (user activations keep the kernel: their snippet has no
@@ -356,11 +358,17 @@ def _register_gated(inductor: Any, lowering: Any) -> None:
 #
 # "decompose" hands them to Inductor as torch's own ops (aten._softmax, _log_softmax and their
 # backward from the saved output, in kplay's output layout), which Inductor fuses with their
-# neighbours; "auto" and "kernel" keep kplay's row kernel. In float32 the kernel is exact (0.5 ulp)
-# where torch's formula is 13-20 ulp (log_softmax: hundreds near 0). In float16 and bfloat16 the
-# kernel is kept as well, though Inductor's backward, timed in one process with it on the H200,
-# was the faster in rows up to 8192x32768, as its forward in 32768x1024 (docs/benchmarks.md,
-# "Softmax"); the kernel wins the 16-bit forward from 16384x4096 up and the backward from 131072.
+# neighbours; "kernel" keeps kplay's row kernel, and so does "auto" but for one case. In float32
+# the kernel is exact (0.5 ulp) where torch's formula is 13-20 ulp (log_softmax: hundreds near 0).
+# In float16 and bfloat16 torch's forward computes in float32 and rounds once, as the kernel does,
+# and over short rows Inductor's was the faster on the H200 (bfloat16 32768x1024: 97.8 % of copy
+# against 83.4; 65536x128 a tie, 93.1 against 92.4), so "auto" hands it softmax's and softmin's
+# 16-bit forward of rows up to SHORT_ROW elements; from 16384x4096 up the kernel wins (78.2 against
+# 40.6). Not log_softmax's: near 0 torch's log of a float sum near 1 loses the bits that the
+# kernel's log1p of the compensated sum keeps. The 16-bit
+# backward stays the kernel's: torch's errs by 2^-10 of the terms that cancel, and Inductor's,
+# though faster up to 8192x32768, is no more exact (docs/benchmarks.md, "Softmax").
+SHORT_ROW = 1024
 
 
 @torch.compiler.assume_constant_result
@@ -369,8 +377,20 @@ def softmax_decomposes() -> bool:
     return _mode == "decompose"
 
 
+@torch.compiler.assume_constant_result
+def _auto_mode() -> bool:
+    return _mode == "auto"
+
+
+def _short_16bit_row(x: Tensor, dim: int) -> bool:
+    if x.dtype not in (torch.float16, torch.bfloat16) or x.dim() == 0:
+        return False
+    return bool(x.shape[dim] <= SHORT_ROW)
+
+
 def softmax_forward(x: Tensor, dim: int, activation: str) -> Any:
-    if not softmax_decomposes():
+    short = activation != "log_softmax" and _short_16bit_row(x, dim)
+    if not (softmax_decomposes() or (_auto_mode() and short)):
         return NotImplemented
     from . import _torch_softmax
 

@@ -393,9 +393,40 @@ def test_cuda_kplay_softmax_on_torch_tensors():
     close(kplay.softmax_backward(g, y), torch.ops.aten._softmax_backward_data(g, y, 1, x.dtype), torch.float64)
 
 
+@pytest.mark.parametrize("mode", ("kernel", "auto"))
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16, torch.float32))
+@pytest.mark.parametrize("cols", (40, 1024, 1025))
+@pytest.mark.parametrize("name", NAMES)
+def test_compile_auto_hands_torch_the_16bit_forward_of_short_rows(name, cols, dtype, mode):
+    # "auto": torch's softmax and softmin forward where it rounds once from float32 as the kernel
+    # does (16-bit) and Inductor's was the faster (rows of up to SHORT_ROW elements); log_softmax's
+    # forward (torch's loses bits near 0) and every backward stay the kernel's.
+    from compiled_graphs import compiled_graphs
+    from kplay import _torch_decomp
+
+    before = _torch_decomp.mode()
+    kt.set_compile_mode(mode)
+    kt.register_decompositions()
+    try:
+        x = torch.empty(6, cols, device="meta", dtype=dtype, requires_grad=True)
+        graphs = compiled_graphs(lambda t: KT[name](t, -1) * 2, x)
+    finally:
+        kt.set_compile_mode(before)
+        torch._dynamo.reset()
+    assert len(graphs) == 2
+    ops = [t for g in graphs for t in g]
+    kplay_ops = [t for t in ops if t.startswith("kplay.")]
+    short_16bit = dtype != torch.float32 and cols <= _torch_decomp.SHORT_ROW
+    if mode == "auto" and short_16bit and name != "log_softmax":
+        assert kplay_ops == ["kplay.softmax_backward.default"]
+        assert "aten.amax.default" in ops
+    else:
+        assert kplay_ops == ["kplay.softmax.default", "kplay.softmax_backward.default"]
+
+
 @pytest.mark.parametrize("mode", ("kernel", "decompose", "auto"))
 @pytest.mark.parametrize("name", NAMES)
-def test_compile_decomposes_the_family_in_decompose_mode_alone(name, mode):
+def test_compile_decomposes_the_whole_family_in_decompose_mode_alone(name, mode):
     # No GPU: AOTAutograd's graphs of a meta tensor after Inductor's decomposition table.
     from compiled_graphs import compiled_graphs
     from kplay import _torch_decomp
