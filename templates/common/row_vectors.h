@@ -259,10 +259,10 @@ KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
 #if KP_ROW_LOG && KP_ROW_FLOAT
   return kp_log_grad_exact(g, y, kp_sum_value(s));
 #elif KP_ROW_LOG
-  /* float32: the device's double exp, inline. A table exp in its place (kp_row_exp with a rounding
-   * test like 16-bit's, or a quartic to 2^-50 alone) ran slower, most likely as the table shares
-   * shared memory with the pipelined cluster kernel's stages (`kplay bench --act log_softmax --direction
-   * backward --shape 8192x32768 --no-db`: H200 38.8 % of copy against 55.6, H100 45.1 against 78.0). */
+  /* float32: the device's double exp, inline. A table exp in its place (kp_row_exp's table and a
+   * quartic, to 2^-50) ran slower, most likely as the table shares shared memory with the
+   * pipelined cluster kernel's stages (H200, `kplay bench --act log_softmax --direction backward
+   * --shape 8192x32768 --no-db`: 38.8 % of copy against 55.6). */
   return g - exp(y) * kp_sum_value(s);
 #elif KP_ROW_NEGATE
   return y * (s.hi - s.hi == 0.0 ? (s.hi - g) + s.lo : s.hi - g);
