@@ -10,8 +10,7 @@ do; float32 and float64 in their own type.
 
 The softmax family (kplay::softmax, kplay::softmax_backward) decomposes into torch's own softmax
 ops in "decompose" mode, and in "auto" softmax's and softmin's 16-bit forward over rows of up to
-SHORT_ROW elements
-(see its section below). Which graphs decompose
+SHORT_ROW elements (see its section below). Which graphs decompose
 (kplay.torch.set_compile_mode):
   "kernel"     none: every call is kplay's kernel, with kplay's accuracy bounds.
   "decompose"  every built-in activation (user activations keep the kernel: their snippet has no
@@ -365,9 +364,9 @@ def _register_gated(inductor: Any, lowering: Any) -> None:
 # against 83.4; 65536x128 a tie, 93.1 against 92.4), so "auto" hands it softmax's and softmin's
 # 16-bit forward of rows up to SHORT_ROW elements; from 16384x4096 up the kernel wins (78.2 against
 # 40.6). Not log_softmax's: near 0 torch's log of a float sum near 1 loses the bits that the
-# kernel's log1p of the compensated sum keeps. The 16-bit
-# backward stays the kernel's: torch's errs by 2^-10 of the terms that cancel, and Inductor's,
-# though faster up to 8192x32768, is no more exact (docs/benchmarks.md, "Softmax").
+# kernel's log1p of the compensated sum keeps. The 16-bit backward stays the kernel's: torch's
+# errs by 2^-10 of the terms that cancel, and Inductor's, though faster up to 8192x32768, is no
+# more exact (docs/benchmarks.md, "Softmax").
 SHORT_ROW = 1024
 
 

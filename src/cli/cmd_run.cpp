@@ -281,21 +281,20 @@ class RunCommand : public Command {
         part.rows = gated ? part.n / last : row ? (row_cols ? part.n / row_cols : 0) : 0;
         if (row) part.inner = row_inner;
         part.seed = shape.seed + s;
-        auto problem_ptr = make_problem(*backend, spec, part);
-        DeviceProblem& problem = *problem_ptr;
+        auto problem = make_problem(*backend, spec, part);
         if (s == 0) {
           // The kernel this launch runs: the flat one, or (offsets off the vector, pitches, 2^31
           // elements and more) its general twin, built here so that its compile time is reported,
           // not timed.
-          const PreparedKernel& runs = part.n ? engine.kernel_for(*kernel, problem.args()) : *kernel;
+          const PreparedKernel& runs = part.n ? engine.kernel_for(*kernel, problem->args()) : *kernel;
           std::printf("kernel: %s, %s %.1f KB, %s; ready to launch in %.2f ms\n", runs.rendered.entry.c_str(),
                       runs.binary_format.c_str(), runs.binary_bytes / 1024.0,
                       runs.origin == "compiled" ? "compiled now" : "loaded from the database", runs.compile_ms);
         }
-        problem.launch(engine, *kernel);
+        problem->launch(engine, *kernel);
         backend->synchronize();
-        const ErrorStats e = problem.verify(check_ == "sample");
-        if (s == 0) problem_note = problem.note();
+        const ErrorStats e = problem->verify(check_ == "sample");
+        if (s == 0) problem_note = problem->note();
         if (err)
           err->merge(e);
         else
@@ -304,17 +303,16 @@ class RunCommand : public Command {
         // Timed over enough sets of buffers to cover 4x the L2 (the checked set and others of its
         // shape), as kplay bench times: a problem that fits in L2 is then timed from memory, and so
         // is its copy. A row activation's sets hold ordinary rows (ProblemShape::ordinary_rows), not
-        // the check's edge rows: the checked problem is freed and an ordinary one takes its place
-        // (from here on the problem is problem_ptr's; the reference `problem` is the freed one's).
+        // the check's edge rows: the checked problem is freed and an ordinary one takes its place.
         if (row) {
           ProblemShape ordinary = part;
           ordinary.ordinary_rows = true;
-          problem_ptr.reset();
-          problem_ptr = make_problem(*backend, spec, ordinary);
+          problem.reset();
+          problem = make_problem(*backend, spec, ordinary);
         }
         std::vector<std::unique_ptr<DeviceProblem>> more;
-        std::vector<const DeviceProblem*> sets{problem_ptr.get()};
-        const std::size_t nsets = buffer_sets(dev, problem_ptr->bytes_moved());
+        std::vector<const DeviceProblem*> sets{problem.get()};
+        const std::size_t nsets = buffer_sets(dev, problem->bytes_moved());
         sets.reserve(nsets);
         more.reserve(nsets);
         for (std::size_t k = 1; k < nsets; ++k) {

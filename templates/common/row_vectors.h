@@ -275,7 +275,8 @@ KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
 #if KP_ROW_FLOAT
 /* 16-bit: the results in float from the row's sum split into floats hi + lo (within 2^-48 of it),
  * with no conversion to double an element. Softmax and softmin, y (g - sum): y g is exact and y hi
- * is split exactly into p and its rounding error (fma), so that a - p and the rest, q = (y hi - p) + y lo, are each rounded once:
+ * is split exactly into p and its rounding error (fma), so that a - p and the rest, q = (y hi - p)
+ * + y lo, are each rounded once:
  * the result is within 2^-23 of itself plus 2^-46 |y sum| before its one rounding to the dtype, at
  * most 2^-21.4 of the larger of itself and 2^-24 |y| (|g| + sum |g y|) (docs/accuracy.md): 2^-10.4
  * ulp of a float16 result, 2^-13.4 of a bfloat16. A sum beyond float's range takes the double
