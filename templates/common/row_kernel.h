@@ -168,7 +168,30 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #if KP_KEEP_E
     kp_e ev[KP_VPT][KP_VEC]; /* each element's term */
 #endif
-#if KP_ROW == 3
+#if KP_ROW == 3 && KP_DTYPE_F64
+    /* float64 reads the row once more: its max, then each term relative to it. An online sum's
+     * rescalings by exp(old max - new max) each add the device exp's error (up to an ulp) to every
+     * earlier term, and where a result is all rescaled terms (log_softmax's -log1p(sum - 1) next to
+     * 0) a few of them exceed float64's 4-ulp bound (5.25 ulp in a row of 21 on an H100). */
+    for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
+      kp_vec xs[KP_VPT];
+#pragma unroll
+      for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (unsigned)j * KP_TPR + t, len, acc);
+#pragma unroll
+      for (int j = 0; j < KP_VPT; ++j) mc = kp_vec_max(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), mc);
+    }
+    m = KP_ROW_MAX_NAN(mc);
+    if (m - m == 0.0) /* else the row is NaN (kp_row_sum_of), whatever its terms */
+      for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
+        kp_vec xs[KP_VPT];
+#pragma unroll
+        for (int j = 0; j < KP_VPT; ++j) kp_row_load(&xs[j], a, base + (unsigned)j * KP_TPR + t, len, acc);
+#pragma unroll
+        for (int j = 0; j < KP_VPT; ++j)
+          kp_vec_exp_sum(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), m, m, &s, &sf KP_EXP_TAB_ARG);
+      }
+    s = KP_ROW_SUM(s);
+#elif KP_ROW == 3
     m = KP_ACC_NEG_INF;
     for (unsigned base = 0; base * KP_VEC < len; base += KP_TPR * KP_VPT) {
       kp_vec xs[KP_VPT];
