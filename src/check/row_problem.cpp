@@ -80,6 +80,10 @@ std::vector<double> input_row(Dtype d, std::uint64_t seed, std::uint64_t p, std:
     case 5:                                               // -inf elements of an ordinary row: 0 (log_softmax: -inf)
       for (std::uint64_t i = at; i < cols; i += 3) x[i] = -kInf;
       break;
+    case 1:  // and one element 17 to 90 above the rest: sum - 1 below float's rounding of 1, where
+             // log_softmax's result next to 0, -log1p(sum - 1), is still a 16-bit number
+      x[at] = round_to(d, *std::max_element(x.begin(), x.end()) + 17.0 + 73.0 * unit(mix(base ^ 0x5eed)));
+      break;
     default: break;
   }
   return x;
