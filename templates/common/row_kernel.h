@@ -216,7 +216,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
           kp_vec_exp_sum(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
     }
     const kp_acc mx = KP_ROW_MAX_NAN((KP_C)m); /* m is a KP_C value */
-    s.hi += (kp_acc)sf;
+    KP_FOLD_SF(s, sf);
     if (s.hi != 0.0) {
       const kp_acc f = kp_term(m, mx KP_EXP_TAB_ARG);
       s.hi *= f;
@@ -253,7 +253,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #endif
       KP_STAGE_PASS(stg, KP_SUM_STEP_)
     }
-    s.hi += (kp_acc)sf;
+    KP_FOLD_SF(s, sf);
 #if KP_XCHG1
     m = kp_xchg_maxsum(&xchg, mw, &s KP_EXP_TAB_ARG);
 #else
@@ -280,7 +280,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       KP_SET_RAW(x, kp_slice[vi]);
       kp_vec_exp_sum(x, kp_lanes(vi, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
     }
-    s.hi += (kp_acc)sf;
+    KP_FOLD_SF(s, sf);
     s = KP_ROW_SUM(s);
 #else
     /* registers, shared: the row read once into the slots */
@@ -311,7 +311,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       kp_vec_exp_sum(x, kp_lanes((unsigned)j * KP_TPR + t, len), m, (KP_C)m, &s, &sf KP_EXP_TAB_ARG);
 #endif
     }
-    s.hi += (kp_acc)sf;
+    KP_FOLD_SF(s, sf);
     s = KP_ROW_SUM(s);
 #endif
     const kp_row_k rk = kp_row_constants(m, s);
