@@ -284,8 +284,9 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
 
 TEST_CASE(
     "row default config: registers for short rows (forward: two vectors a thread on a persistent grid on CUDA, else "
-    "one, two for long 16-bit rows; backward: four), else online (CUDA forward: blocks of 128 up to 128 vectors a "
-    "thread; 16-bit with clusters, and float32 softmax and softmin beyond 24576 columns in clusters of 4 to 16: "
+    "one, two for long 16-bit rows; backward: four, on CUDA one in rows of up to 32), else online (CUDA forward: "
+    "blocks of 128 up to 128 vectors a thread; 16-bit with clusters, and float32 softmax and softmin beyond 24576 "
+    "columns in clusters of 4 to 16: "
     "the pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
     "backward rows that registers hold, in clusters where they run faster)") {
   TargetLimits opencl;
@@ -336,6 +337,22 @@ TEST_CASE(
     const KernelSpec b = row_spec("softmax", Dtype::f32, Direction::backward);
     CHECK(default_row_config(b, 1023, lim).row == RowStrategy::registers);
     CHECK(default_row_config(b, 1023, lim).per_thread == 4);
+    // Rows of up to 32 vectors (128 float32 columns, 256 16-bit ones): on CUDA one vector a thread,
+    // a warp or less a row; longer ones and other backends up to four.
+    for (const KernelSpec& w : {b, row_spec("log_softmax", Dtype::bf16, Direction::backward)})
+      for (std::uint64_t cols : {128ull, 129ull, 256ull}) {
+        const std::uint64_t vecs = (cols + 16 / dtype_size(w.dtype) - 1) / (16 / dtype_size(w.dtype));
+        const KernelConfig c = default_row_config(w, cols, lim);
+        INFO(cols << " columns backward, " << std::string(to_string(w.dtype)) << ", " << lim.backend);
+        CHECK(c.row == RowStrategy::registers);
+        if (cuda && vecs <= 32)
+          CHECK(c.per_thread == 1);
+        else
+          CHECK(c.per_thread == static_cast<int>((vecs + c.row_threads - 1) / c.row_threads));
+        CHECK(c.per_thread <= 4);
+        CHECK(row_capacity(c) >= cols);
+        CHECK_NOTHROW(row_launch_dims(w, resolve_config(w, c, lim), 1000, cols, lim));
+      }
     for (std::uint64_t cols : {1024ull, 2048ull, 2049ull, 4096ull, 4100ull, 16384ull}) {
       INFO(cols << " float32 columns backward, " << lim.backend);
       const KernelConfig c = default_row_config(b, cols, lim);

@@ -7,8 +7,9 @@
 //                                  a block of 128
 //     other forwards               registers, one vector a thread (16-bit rows of 64 vectors or
 //                                  more: two); short rows share a block of 256
-//     backward                     registers, four vectors a thread; on sm_90, float32 rows of 1024
-//                                  to 16384 in the pipelined cluster kernel (a block a row up to
+//     backward                     registers, four vectors a thread (on CUDA one in rows of at most
+//                                  32 vectors: a warp or less a row); on sm_90, float32 rows of
+//                                  1024 to 16384 in the pipelined cluster kernel (a block a row up to
 //                                  2048, clusters of 2 beyond) and 16-bit rows of 16385 to 32768
 //                                  one-shot across clusters of 4
 //   longer rows
