@@ -202,11 +202,20 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       for (int j = 0; j < KP_VPT; ++j) cmc = kp_vec_max(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), cmc);
       const kp_acc cm = (kp_acc)cmc;
       if (cm > m || cm != cm) {
-        if (s.hi != 0.0 || sf != (KP_C)0) { /* rescale the sum to the new max (0 stays 0: no -inf - -inf) */
+        if (s.hi != 0.0 || s.lo != 0.0 || sf != (KP_C)0) { /* rescale to the new max (0 stays 0: no -inf - -inf) */
           const kp_acc f = kp_term(m, cm KP_EXP_TAB_ARG); /* float64: m - cm's rounding carried too */
+#if KP_ROW_FLOAT && KP_ROW_LOG
+          /* 16-bit log_softmax counts the max's terms of 1 in the high part (KP_EXP_LANE): the sum
+           * so far, the old max's count with it, goes to the low part, so that the new max's 1s
+           * count exactly again and do not absorb it */
+          s.lo = ((s.lo + (kp_acc)sf) + s.hi) * f;
+          s.hi = 0.0;
+          sf = (KP_C)0;
+#else
           s.hi *= f;
           s.lo *= f;
           sf *= (KP_C)f;
+#endif
         }
         m = kp_max_of(m, cm);
       }
@@ -217,7 +226,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     }
     const kp_acc mx = KP_ROW_MAX_NAN((KP_C)m); /* m is a KP_C value */
     KP_FOLD_SF(s, sf);
-    if (s.hi != 0.0) {
+    if (s.hi != 0.0 || s.lo != 0.0) {
       const kp_acc f = kp_term(m, mx KP_EXP_TAB_ARG);
       s.hi *= f;
       s.lo *= f;
