@@ -6,7 +6,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,6 +24,42 @@
 #include "util/host_dtype.hpp"
 
 namespace kplay::test {
+
+Engine& shared_engine(const std::string& backend) {
+  // After the backends' slots (shared_backend constructs them first), so destroyed before them.
+  static std::map<std::string, std::unique_ptr<Engine>> engines;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<Engine>& e = engines[backend];
+  if (!e) {
+    rt::Backend* be = shared_backend(backend);
+    REQUIRE(be != nullptr);
+    e = std::make_unique<Engine>(*be);
+  }
+  return *e;
+}
+
+void prepare_in_parallel(const std::vector<KernelWarmup::Job>& jobs) {
+  std::vector<const KernelWarmup::Job*> distinct;
+  std::set<std::string> seen;
+  for (const KernelWarmup::Job& j : jobs)
+    if (seen.insert(to_string(j.spec) + "|" + to_string(j.config) + "|" + std::to_string(static_cast<int>(j.layout)))
+            .second)
+      distinct.push_back(&j);
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < distinct.size();) {
+      try {
+        distinct[i]->engine->prepare(distinct[i]->spec, distinct[i]->config, distinct[i]->layout);
+      } catch (...) {  // the test's own prepare reports it
+      }
+    }
+  };
+  const std::size_t n = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), distinct.size());
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < n; ++t) threads.emplace_back(worker);
+  for (std::thread& t : threads) t.join();
+}
 
 std::vector<std::string> torch_tier_cases() {
   std::vector<std::string> out;

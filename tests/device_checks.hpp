@@ -5,6 +5,7 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include "check/problem.hpp"
 #include "device_fixture.hpp"
@@ -25,14 +26,63 @@ inline std::uint64_t& last_seed() {
   static std::uint64_t s = 0;
   return s;
 }
+// The engine of a backend for the whole run (test::shared_backend's), whose kernels stay compiled
+// from one test case to the next and through with_kernels_warmed's two passes.
+Engine& shared_engine(const std::string& backend);
+
+// While a warm-up is active on this thread, run_problem records the kernel it would prepare and
+// returns at once, with nothing built, launched or checked.
+struct KernelWarmup {
+  struct Job {
+    Engine* engine;
+    KernelSpec spec;
+    KernelConfig config;
+    Layout layout;
+  };
+  std::vector<Job> jobs;
+};
+inline KernelWarmup*& active_warmup() {
+  static thread_local KernelWarmup* w = nullptr;
+  return w;
+}
+// Prepares each job's kernel, the distinct ones side by side on every core (the engine's cache
+// takes concurrent prepares; NVRTC compiles in parallel); a kernel that fails to build is left for
+// the test's own prepare to report.
+void prepare_in_parallel(const std::vector<KernelWarmup::Job>& jobs);
+// Runs `body` twice: first recording the kernels its problems launch, which are then compiled over
+// every core, then for real, where each prepare finds its kernel built. Compiles are most of a row
+// suite's time (OpenCL strided rows: 57 s with PoCL's build cache empty, 2 s with it full); NVRTC
+// compiles side by side, PoCL one build at a time. The body's engines must outlive the first pass
+// (shared_engine).
+template <class F>
+void with_kernels_warmed(F&& body) {
+  KernelWarmup w;
+  active_warmup() = &w;
+  try {
+    body();
+  } catch (...) {
+    active_warmup() = nullptr;
+    throw;
+  }
+  active_warmup() = nullptr;
+  prepare_in_parallel(w.jobs);
+  body();
+}
+
 // Element-wise and gated problems alike (make_problem); `outputs` gets the elements a full check
 // covers (a gated backward: both gradients).
 inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const KernelConfig& config, ProblemShape shape,
                               std::uint64_t* outputs = nullptr) {
-  shape.seed = last_seed() = fresh_seed();
   // A row activation's problem with inner > 1 has strided rows, which take their own kernel.
   const bool strided = resolve_activation(spec.activation).is_row() && shape.inner > 1;
-  auto k = engine.prepare(spec, config, strided ? Layout::strided : Layout::flat);
+  const Layout layout = strided ? Layout::strided : Layout::flat;
+  if (KernelWarmup* w = active_warmup()) {
+    w->jobs.push_back({&engine, spec, config, layout});
+    if (outputs) *outputs = 0;
+    return ErrorStats(spec.dtype, 0);
+  }
+  shape.seed = last_seed() = fresh_seed();
+  auto k = engine.prepare(spec, config, layout);
   const auto p = make_problem(engine.backend(), spec, shape);
   p->launch(engine, *k);
   engine.backend().synchronize();

@@ -528,7 +528,7 @@ void check_row_family(const char* backend, bool every_config, FamilyPart part = 
                       std::vector<Dtype> dtypes = {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64}) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
-  Engine engine(*be);
+  Engine& engine = test::shared_engine(backend);
   struct Shape {
     std::uint64_t rows, cols;
   };
@@ -597,7 +597,7 @@ void check_row_family(const char* backend, bool every_config, FamilyPart part = 
 void check_row_prefetch(const char* backend) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
-  Engine engine(*be);
+  Engine& engine = test::shared_engine(backend);
   for (const char* act : {"softmax", "log_softmax", "softmin"})
     for (Dtype d : {Dtype::f32, Dtype::bf16})
       for (Direction dir : {Direction::forward, Direction::backward})
@@ -634,7 +634,7 @@ void check_row_pipelined(const char* backend, Dtype d, Direction dir) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
   if (be->limits().max_cluster < 16) return;  // sm_90 and newer
-  Engine engine(*be);
+  Engine& engine = test::shared_engine(backend);
   for (const char* act : {"softmax", "log_softmax", "softmin"})
     for (int cluster : {1, 2, 16})
       for (std::uint64_t cols : {8193ull, 65536ull, 70001ull, 393219ull})
@@ -681,7 +681,7 @@ void check_row_pipelined(const char* backend, Dtype d, Direction dir) {
 void check_row_strided(const char* backend, bool every_config) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
-  Engine engine(*be);
+  Engine& engine = test::shared_engine(backend);
   struct Shape {
     std::uint64_t outer, cols, inner;
   };
@@ -726,29 +726,31 @@ void check_row_strided(const char* backend, bool every_config) {
 
 TEST_SUITE("cuda") {
   TEST_CASE("CUDA: strided rows (a dim that is not the last), every member, dtype and direction") {
-    check_row_strided("cuda", true);
+    test::with_kernels_warmed([] { check_row_strided("cuda", true); });
   }
   TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows: float32 forward") {
-    check_row_pipelined("cuda", Dtype::f32, Direction::forward);
+    test::with_kernels_warmed([] { check_row_pipelined("cuda", Dtype::f32, Direction::forward); });
   }
   TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows: float32 backward") {
-    check_row_pipelined("cuda", Dtype::f32, Direction::backward);
+    test::with_kernels_warmed([] { check_row_pipelined("cuda", Dtype::f32, Direction::backward); });
   }
   TEST_CASE("CUDA: the pipelined cluster kernel, each cluster over several rows: bfloat16") {
-    check_row_pipelined("cuda", Dtype::bf16, Direction::forward);
-    check_row_pipelined("cuda", Dtype::bf16, Direction::backward);
+    test::with_kernels_warmed([] {
+      check_row_pipelined("cuda", Dtype::bf16, Direction::forward);
+      check_row_pipelined("cuda", Dtype::bf16, Direction::backward);
+    });
   }
   TEST_CASE("CUDA: softmax, log_softmax and softmin in float32, every strategy and direction, with the edge rows") {
-    check_row_family("cuda", true, FamilyPart::plain, {Dtype::f32});
+    test::with_kernels_warmed([] { check_row_family("cuda", true, FamilyPart::plain, {Dtype::f32}); });
   }
   TEST_CASE("CUDA: softmax, log_softmax and softmin in float16, every strategy and direction, with the edge rows") {
-    check_row_family("cuda", true, FamilyPart::plain, {Dtype::f16});
+    test::with_kernels_warmed([] { check_row_family("cuda", true, FamilyPart::plain, {Dtype::f16}); });
   }
   TEST_CASE("CUDA: softmax, log_softmax and softmin in bfloat16, every strategy and direction, with the edge rows") {
-    check_row_family("cuda", true, FamilyPart::plain, {Dtype::bf16});
+    test::with_kernels_warmed([] { check_row_family("cuda", true, FamilyPart::plain, {Dtype::bf16}); });
   }
   TEST_CASE("CUDA: softmax, log_softmax and softmin in float64, every strategy and direction, with the edge rows") {
-    check_row_family("cuda", true, FamilyPart::plain, {Dtype::f64});
+    test::with_kernels_warmed([] { check_row_family("cuda", true, FamilyPart::plain, {Dtype::f64}); });
   }
   TEST_CASE("CUDA: the row family across thread-block clusters (sm_90), every strategy, dtype and direction") {
     rt::Backend* be = test::shared_backend("cuda");
@@ -757,9 +759,11 @@ TEST_SUITE("cuda") {
       MESSAGE("skipped: the device has no clusters of 16 (sm_90 and newer)");
       return;
     }
-    check_row_family("cuda", true, FamilyPart::clusters);
+    test::with_kernels_warmed([] { check_row_family("cuda", true, FamilyPart::clusters); });
   }
-  TEST_CASE("CUDA: the persistent registers kernel, each group over several rows") { check_row_prefetch("cuda"); }
+  TEST_CASE("CUDA: the persistent registers kernel, each group over several rows") {
+    test::with_kernels_warmed([] { check_row_prefetch("cuda"); });
+  }
   TEST_CASE(
       "CUDA: a cluster slice of exactly 48 KiB of shared memory launches (with the kernel's static shared memory)") {
     // The default limit, 48 KiB, counts static and dynamic shared memory together: a slice of
