@@ -843,6 +843,28 @@ TEST_SUITE("opencl") {
     CHECK(r.has("timed:  on ordinary rows"));
   }
 
+  TEST_CASE("OpenCL: 16-bit log_softmax online keeps sum - 1 where a thread's max rises far above its earlier max") {
+    // The check's row 1 at this seed (wide spread, one element 64 above the rest, bfloat16) gives
+    // a thread of the online pass an earlier max 64 below the row's: its terms, rescaled, make up
+    // sum - 1, which the result next to 0 is (-log1p(sum - 1): 4.8e-28, 51 ulp when the rescaled
+    // terms were absorbed by the new max's term of 1). Fixed inputs, as the failure needs them.
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    Engine& engine = test::shared_engine("opencl");
+    const KernelSpec spec = row_spec("log_softmax", Dtype::bf16, Direction::forward);
+    const auto kernel = engine.prepare(spec, row_config(RowStrategy::online, 64, 2), Layout::flat);
+    ProblemShape ps;
+    ps.rows = 2;
+    ps.n = 2 * 70001;
+    ps.seed = 17686203679737112137ull;
+    const auto problem = make_problem(*be, spec, ps);
+    problem->launch(engine, *kernel);
+    be->synchronize();
+    const ErrorStats e = problem->verify(false);
+    INFO(e.summary());
+    CHECK(e.mismatches == 0);
+  }
+
   TEST_CASE("OpenCL: kplay run, check, emit and list take the row activations, over any --dim; bad --dim exits 2") {
     test::CliResult r = test::run_cli(
         "run --backend opencl --act softmax,log_softmax,softmin --shape 16x3000 --repeat 1 --warmup 0 --no-db");
