@@ -42,10 +42,8 @@ Engine& shared_engine(const std::string& backend) {
 void prepare_in_parallel(const std::vector<KernelWarmup::Job>& jobs) {
   std::vector<const KernelWarmup::Job*> distinct;
   std::set<std::string> seen;
-  for (const KernelWarmup::Job& j : jobs)
-    if (seen.insert(to_string(j.spec) + "|" + to_string(j.config) + "|" + std::to_string(static_cast<int>(j.layout)))
-            .second)
-      distinct.push_back(&j);
+  for (const KernelWarmup::Job& j : jobs)  // the engine's own key: a duplicate would only wait on its build
+    if (seen.insert(request_key(j.spec, j.config, j.layout)).second) distinct.push_back(&j);
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i; (i = next++) < distinct.size();) {
