@@ -95,8 +95,8 @@ struct LaunchDims {
   // blocks per cluster the kernel was compiled for (__cluster_dims__; grid_x is a multiple).
   unsigned shared_bytes = 0;
   unsigned cluster = 0;
-  // Persistent cluster kernels: where not 0, grid_x is an upper bound that a backend knowing how
-  // many clusters of this kernel are resident at once lowers to resident_waves times that.
+  // Persistent row kernels: where not 0, grid_x is an upper bound that a backend knowing how
+  // many blocks (clusters) of this kernel are resident at once lowers to resident_waves times that.
   unsigned resident_waves = 0;
 };
 

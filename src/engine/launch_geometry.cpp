@@ -75,11 +75,13 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
   const std::uint64_t row_blocks = (rows + per_block - 1) / per_block;
   std::uint64_t blocks = std::min(row_blocks, kMaxGridX / per_row);
   if (c.grid == GridPolicy::grid_stride) {
-    // Persistent: waves x the blocks (clusters) resident at once. A cluster launch's residency
-    // also depends on its shared memory and on how the device packs clusters into its GPCs, which
-    // only the driver knows: the estimate here is an upper bound that the backend lowers to the
-    // clusters the driver says fit (LaunchDims::resident_waves), since a cluster that has to wait
-    // for another to finish doubles a persistent kernel's time.
+    // Persistent: waves x the blocks (clusters) resident at once. Residency also depends on the
+    // kernel's registers, its shared memory and, for clusters, on how the device packs them into
+    // its GPCs, which only the compiled kernel and the driver know: the estimate here (threads, and
+    // shared memory for clusters) is an upper bound that the backend lowers to the blocks or
+    // clusters the driver says fit (LaunchDims::resident_waves). A block that has to wait for
+    // another to finish runs its rows after it: a grid of 1.78 register-limited waves (float32
+    // softmax 32768x1024, blocks of 128 at 56 registers: 9 of 16 resident an SM) took two.
     std::uint64_t resident = resident_blocks(c.block, limits.compute_units, limits.max_threads_per_unit);
     if (c.row == RowStrategy::cluster) {
       const std::uint64_t need = d.shared_bytes + row_static_shared_bytes(spec, c);
@@ -87,8 +89,8 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
           static_cast<std::uint64_t>(std::max(limits.compute_units, 1)) *
           std::max<std::uint64_t>(1, (limits.max_shared_optin + 1024) / std::max<std::uint64_t>(need, 1));
       resident = std::max<std::uint64_t>(1, std::min(resident, by_memory) / per_row);
-      d.resident_waves = static_cast<unsigned>(c.waves);
     }
+    d.resident_waves = static_cast<unsigned>(c.waves);
     blocks = std::min(blocks, static_cast<std::uint64_t>(c.waves) * resident);
   }
   d.grid_x = std::max<std::uint64_t>(1, blocks) * per_row;
