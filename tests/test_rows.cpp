@@ -180,6 +180,10 @@ TEST_CASE("row activations: in the registry apart, refused where they have no me
   CHECK(row_launch_dims(f, p, 100000, 256, gpu).grid_x == 2 * 10 * (2048 / 32));
   CHECK(row_launch_dims(f, p, 7, 256, gpu).grid_x == 7);
   CHECK(row_launch_dims(f, reg, 100000, 256, gpu).grid_x == 100000);
+  // That grid counts threads alone; the backend lowers it to the waves of blocks its registers
+  // let reside (a one-shot grid is every row's block, whatever resides).
+  CHECK(row_launch_dims(f, p, 100000, 256, gpu).resident_waves == 2);
+  CHECK(row_launch_dims(f, reg, 100000, 256, gpu).resident_waves == 0);
   // The pipelined cluster kernel holds two stages of its slice, and its grid is a bound the
   // backend lowers to the clusters resident at once; a cluster of one block is one too.
   TargetLimits h200 = gpu;
@@ -288,7 +292,7 @@ TEST_CASE(
     "blocks of 128 up to 128 vectors a thread; 16-bit with clusters, and float32 softmax and softmin beyond 24576 "
     "columns in clusters of 4 to 16: "
     "the pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
-    "backward rows that registers hold, in clusters where they run faster)") {
+    "backward rows that registers hold, on CUDA on a persistent grid or in clusters where they run faster)") {
   TargetLimits opencl;
   opencl.backend = "opencl";
   TargetLimits hopper;
@@ -330,13 +334,24 @@ TEST_CASE(
     // float64 keeps the one-shot grid on every backend.
     CHECK(default_row_config(row_spec("softmax", Dtype::f64, Direction::forward), 128, lim).grid ==
           GridPolicy::one_shot);
-    // The backward: four vectors a thread (2048 float32 columns: 128 threads); float32 rows of 1024
-    // to 16384 where clusters exist in the pipelined cluster kernel, a block a row up to 2048 and
-    // clusters of 2 beyond, blocks of 128, two vectors a thread; elsewhere registers (4096
-    // columns: 256 threads).
+    // The backward: four vectors a thread (2048 float32 columns: 128 threads), on CUDA on a
+    // persistent grid of blocks of 256; float32 rows of 2049 to 16384 where clusters exist in the
+    // pipelined cluster kernel, clusters of 2, blocks of 128, two vectors a thread; elsewhere
+    // registers (4096 columns: 256 threads).
     const KernelSpec b = row_spec("softmax", Dtype::f32, Direction::backward);
-    CHECK(default_row_config(b, 1023, lim).row == RowStrategy::registers);
-    CHECK(default_row_config(b, 1023, lim).per_thread == 4);
+    for (std::uint64_t cols : {1023ull, 1024ull, 2048ull}) {
+      INFO(cols << " float32 columns backward, " << lim.backend);
+      const KernelConfig c = default_row_config(b, cols, lim);
+      CHECK(c.row == RowStrategy::registers);
+      CHECK(c.per_thread == 4);
+      CHECK(c.block == 256);
+      CHECK(c.grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
+      CHECK(row_capacity(c) >= cols);
+      CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, c, lim), 1000, cols, lim));
+    }
+    // float64 keeps the one-shot grid backward too.
+    CHECK(default_row_config(row_spec("softmax", Dtype::f64, Direction::backward), 1024, lim).grid ==
+          GridPolicy::one_shot);
     // Rows of up to 32 vectors (128 float32 columns, 256 16-bit ones): on CUDA one vector a thread,
     // a warp or less a row; longer ones and other backends up to four.
     for (const KernelSpec& w : {b, row_spec("log_softmax", Dtype::bf16, Direction::backward)})
@@ -353,12 +368,12 @@ TEST_CASE(
         CHECK(row_capacity(c) >= cols);
         CHECK_NOTHROW(row_launch_dims(w, resolve_config(w, c, lim), 1000, cols, lim));
       }
-    for (std::uint64_t cols : {1024ull, 2048ull, 2049ull, 4096ull, 4100ull, 16384ull}) {
+    for (std::uint64_t cols : {2049ull, 4096ull, 4100ull, 16384ull}) {
       INFO(cols << " float32 columns backward, " << lim.backend);
       const KernelConfig c = default_row_config(b, cols, lim);
       CHECK(c.row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
       CHECK(c.per_thread == (cuda ? 2 : 4 - (cols % 1024 != 0)));
-      CHECK(c.cluster == (cuda ? (cols > 2048 ? 2 : 1) : 0));
+      CHECK(c.cluster == (cuda ? 2 : 0));
       CHECK(c.grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
       CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, c, lim), 1000, cols, lim));
       if (!cuda) CHECK(row_capacity(c) >= cols);
@@ -376,6 +391,7 @@ TEST_CASE(
       CHECK_NOTHROW(row_launch_dims(hb16, resolve_config(hb16, c, lim), 1000, cols, lim));
     }
     CHECK(default_row_config(hb16, 16384, lim).row == RowStrategy::registers);
+    CHECK(default_row_config(hb16, 16384, lim).grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
     // Where the cluster's shared memory does not fit the device, those rows stay in registers.
     TargetLimits small = lim;
     small.max_shared_optin = 48 * 1024;

@@ -33,26 +33,26 @@ KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
 // Backward rows that a block's registers hold (four vectors of g and y a thread) but that run
 // faster from a cluster's shared memory on sm_90, measured on the H200 (`kplay bench --no-db
 // --direction backward`, % of copy): float32 16384x4096 in the pipelined cluster kernel, clusters
-// of 2, 93.1 against the registers kernel's 80.4 (clusters of 1: 87.9); 32768x1024 a block a row
-// (clusters of 1, blocks of 128, two vectors a thread) 82.9 against 76.5 (clusters of 2, one
-// vector: 71.9); bfloat16 8192x32768 in the one-shot cluster kernel, clusters of 4, 76.0 against
-// 67.1 (clusters of 2: 72.6; the pipelined kernel in clusters of 2: 71.1, of 4: 64.4). Float32
-// rows of 1024 to 16384 elements (a block a row up to 2048), 16-bit rows of 16385 to 32768.
+// of 2, 93.1 against the one-shot registers kernel's 80.4 (clusters of 1: 87.9); bfloat16
+// 8192x32768 in the one-shot cluster kernel, clusters of 4, 76.0 against 67.1 (clusters of 2:
+// 72.6; the pipelined kernel in clusters of 2: 71.1, of 4: 64.4). Float32 rows of 2049 to 16384
+// elements, 16-bit rows of 16385 to 32768. Shorter float32 rows stay in registers on a persistent
+// grid (32768x1024 on an H100: 97.1 against a block a row's 86.7).
 static bool backward_in_clusters(const KernelSpec& spec, std::uint64_t cols, bool clusters) {
   if (!clusters || spec.direction != Direction::backward) return false;
-  if (spec.dtype == Dtype::f32) return cols >= 1024 && cols <= 16384;
+  if (spec.dtype == Dtype::f32) return cols > 2048 && cols <= 16384;
   return dtype_size(spec.dtype) == 2 && cols > 16384 && cols <= 32768;
 }
 
-// Those rows' cluster config: float32 in the pipelined kernel, clusters of 2 (of 1 up to 2048
-// elements), blocks of 128, two vectors a thread; 16-bit one-shot (a cluster a row), slices of
+// Those rows' cluster config: float32 in the pipelined kernel, clusters of 2, blocks of 128, two
+// vectors a thread; 16-bit one-shot (a cluster a row), slices of
 // 8192 in blocks of 256, four. None where its shared memory does not fit the device (the rows
 // then stay in registers).
 static std::optional<KernelConfig> clustered_backward(const KernelSpec& spec, std::uint64_t cols,
                                                       const rt::TargetLimits& limits, int max_block, KernelConfig p) {
   p.row = RowStrategy::cluster;
   if (spec.dtype == Dtype::f32) {
-    p.cluster = cols > 2048 ? 2 : 1;
+    p.cluster = 2;
     p.block = std::min(128, max_block);
     p.per_thread = 2;
     p.grid = GridPolicy::grid_stride;
@@ -87,17 +87,19 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // least 128, each loading its next row before it reduces this one); other forwards one, 16-bit rows of 64 vectors
     // or more two; the backward, which has one reduction and no exp to spread over threads, four, but on CUDA one in
     // rows a warp holds so (reduced by shuffles alone; four vectors' double arithmetic took 94 registers, a quarter of
-    // the SM's warps: float32 65536x128 on the H200 100.2 % of copy against 72.0, bfloat16 80.3 against 76.6).
+    // the SM's warps: float32 65536x128 on the H200 100.2 % of copy against 72.0, bfloat16 80.3 against 76.6), and
+    // longer ones on a persistent grid too (32768x1024 on an H100: bfloat16 98.1 against one-shot's 91.6).
     const bool narrow = dtype_size(spec.dtype) == 2;
-    const bool persistent = cuda_forward && spec.dtype != Dtype::f64;  // `held` kept it to two a thread
     constexpr std::uint64_t kWarpVectors = 32;
     const bool warp_rows = limits.backend == "cuda" && vecs <= kWarpVectors;
+    const bool cuda_backward_rows = limits.backend == "cuda" && spec.direction == Direction::backward && !warp_rows;
+    const bool persistent = (cuda_forward || cuda_backward_rows) && spec.dtype != Dtype::f64;
     const std::uint64_t aim = spec.direction == Direction::backward  ? (warp_rows ? 1 : kRegisterVectors)
                               : persistent || (narrow && vecs >= 64) ? 2
                                                                      : 1;
     int threads = 1;
     while (threads < max_block && static_cast<std::uint64_t>(threads) * aim < vecs) threads *= 2;
-    c.block = std::max(threads, std::min(persistent ? 128 : 256, max_block));
+    c.block = std::max(threads, std::min(persistent && cuda_forward ? 128 : 256, max_block));
     c.row_threads = threads == c.block ? 0 : threads;
     c.per_thread = static_cast<int>(std::max<std::uint64_t>(1, (vecs + threads - 1) / threads));
     c.row = RowStrategy::registers;
