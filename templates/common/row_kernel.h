@@ -466,18 +466,18 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
 #pragma unroll
       for (int j = 0; j < KP_VPT; ++j) {
         const unsigned vi = base + (unsigned)j * KP_TPR + t;
-        kp_row_store_vec(kp_vec_backward(gs[j], ys[j], kp_lanes(vi, len), s), o, vi, len, acc);
+        kp_row_store_vec(kp_vec_backward(gs[j], ys[j], kp_lanes(vi, len), s KP_EXP_TAB_ARG), o, vi, len, acc);
       }
     }
 #elif KP_ROW == 4 && KP_PREFETCH
-#define KP_GRAD_STEP_(g, y, vi, nl) kp_row_store_vec(kp_vec_backward_n(g, y, nl, s), o, vi, len, acc);
+#define KP_GRAD_STEP_(g, y, vi, nl) kp_row_store_vec(kp_vec_backward_n(g, y, nl, s KP_EXP_TAB_ARG), o, vi, len, acc);
     KP_STAGE_PASS2(stg, stg_y, KP_GRAD_STEP_)
 #elif KP_ROW == 4
     for (unsigned vi = t; vi < slice_vecs; vi += KP_BLOCK) {
       kp_vec g, y;
       KP_SET_RAW(g, kp_slice[vi]);
       KP_SET_RAW(y, kp_slice_y[vi]);
-      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s), o, vi, len, acc);
+      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s KP_EXP_TAB_ARG), o, vi, len, acc);
     }
 #else
 #pragma unroll
@@ -486,7 +486,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       KP_HOLD_GET(hold0, j, g);
       KP_HOLD_GET(hold1, j, y);
       const unsigned vi = (unsigned)j * KP_TPR + t;
-      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s), o, vi, len, acc);
+      kp_row_store_vec(kp_vec_backward(g, y, kp_lanes(vi, len), s KP_EXP_TAB_ARG), o, vi, len, acc);
     }
 #endif
 #endif

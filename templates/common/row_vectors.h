@@ -269,14 +269,30 @@ KP_FN void kp_vec_terms(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
  * so that its registers do not weigh on the estimate's loop. */
 KP_COLD_FN kp_acc kp_log_grad_exact(kp_acc g, kp_acc y, kp_acc sum) { return g - exp(y) * sum; }
 #endif
-KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
+/* float32 log_softmax backward by the table exp, but in the pipelined cluster kernel (below). */
+#define KP_LOG_GRAD_TABLE (KP_ROW_LOG && KP_LEAN && !(KP_ROW == 4 && KP_PREFETCH))
+#if KP_LOG_GRAD_TABLE
+/* float32 log_softmax: g - exp(y) sum with exp(y) by the table (kp_row_exp, 2^-31.2), p = e sum and
+ * r = g - p in double within 2^-31.1 |p| of themselves; where |r| >= |p| / 4 that is 2^-29.1 |r|,
+ * 2^-5 ulp of a float32 result before its rounding (a log-probability's gradient g - softmax sum g
+ * passes wherever g and the softmax term do not cancel to a quarter). Elsewhere (cancelling terms,
+ * y > 0 or NaN) the device's double exp, out of line. On an H100 (`kplay bench --no-db --act
+ * log_softmax --direction backward --saved output`) 4096x131072, online across clusters of 16,
+ * 54.5 % of copy against 38.1 with the double exp inline; 65536x128 82.7 against 82.5. */
+KP_COLD_FN kp_acc kp_log_grad_exact(kp_acc g, kp_acc y, kp_acc sum) { return g - exp(y) * sum; }
+#endif
+KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s KP_EXP_TAB_PARAM) {
 #if KP_ROW_LOG && KP_ROW_FLOAT
   return kp_log_grad_exact(g, y, kp_sum_value(s));
+#elif KP_LOG_GRAD_TABLE
+  const kp_acc sum = kp_sum_value(s);
+  const kp_acc p = kp_row_exp(y KP_EXP_TAB_ARG) * sum, r = g - p;
+  return y <= 0.0 && fabs(r) >= 0.25 * fabs(p) ? r : kp_log_grad_exact(g, y, sum);
 #elif KP_ROW_LOG
-  /* float32: the device's double exp, inline. A table exp in its place (kp_row_exp's table and a
-   * quartic, to 2^-50) ran slower, most likely as the table shares shared memory with the
-   * pipelined cluster kernel's stages (H200, `kplay bench --act log_softmax --direction backward
-   * --shape 8192x32768 --no-db`: 38.8 % of copy against 55.6). */
+  /* float64, and float32 in the pipelined cluster kernel: the device's double exp, inline. There a
+   * table exp in its place (kp_row_exp's table and a quartic, to 2^-50) ran slower, most likely as
+   * the table shares shared memory with the kernel's stages (H200, `kplay bench --act log_softmax
+   * --direction backward --shape 8192x32768 --no-db`: 38.8 % of copy against 55.6). */
   return g - exp(y) * kp_sum_value(s);
 #elif KP_ROW_NEGATE
   return y * (s.hi - s.hi == 0.0 ? (s.hi - g) + s.lo : s.hi - g);
@@ -285,7 +301,7 @@ KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s) {
 #endif
 }
 #define KP_GRAD_LANE(k) \
-  if ((k) < nl) KP_LANE(r, k) = kp_row_store(kp_backward_of(kp_row_value(KP_LANE(g, k)), kp_row_value(KP_LANE(y, k)), s));
+  if ((k) < nl) KP_LANE(r, k) = kp_row_store(kp_backward_of(kp_row_value(KP_LANE(g, k)), kp_row_value(KP_LANE(y, k)), s KP_EXP_TAB_ARG));
 #if KP_ROW_FLOAT
 /* 16-bit: the results in float from the row's sum split into floats hi + lo (within 2^-48 of it),
  * with no conversion to double an element. Softmax and softmin, y (g - sum): y g is exact and y hi
@@ -335,7 +351,7 @@ KP_FN float kp_backward_f(float g, float y, kp_sum_f s) {
   if ((k) < nl) KP_LANE(r, k) = kp_to_storage(kp_backward_f(kp_to_compute(KP_LANE(g, k)), kp_to_compute(KP_LANE(y, k)), sf));
 #endif
 #endif
-KP_FN kp_vec kp_vec_backward_n(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
+KP_FN kp_vec kp_vec_backward_n(kp_vec g, kp_vec y, int nl, kp_sum2 s KP_EXP_TAB_PARAM) {
   kp_vec r = g;
 #if KP_ROW_FLOAT
   const kp_sum_f sf = kp_sum_split(s);
@@ -347,8 +363,8 @@ KP_FN kp_vec kp_vec_backward_n(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
   KP_FOR_LANES(KP_GRAD_LANE)
   return r;
 }
-KP_FN kp_vec kp_vec_backward(kp_vec g, kp_vec y, int nl, kp_sum2 s) {
-  return KP_WHOLE(nl) ? kp_vec_backward_n(g, y, KP_VEC, s) : kp_vec_backward_n(g, y, nl, s);
+KP_FN kp_vec kp_vec_backward(kp_vec g, kp_vec y, int nl, kp_sum2 s KP_EXP_TAB_PARAM) {
+  return KP_WHOLE(nl) ? kp_vec_backward_n(g, y, KP_VEC, s KP_EXP_TAB_ARG) : kp_vec_backward_n(g, y, nl, s KP_EXP_TAB_ARG);
 }
 
 /* The finished forward sum: NaN where the row's max is not finite (+inf or NaN: an inf - inf or
