@@ -334,12 +334,12 @@ TEST_CASE(
     // float64 keeps the one-shot grid on every backend.
     CHECK(default_row_config(row_spec("softmax", Dtype::f64, Direction::forward), 128, lim).grid ==
           GridPolicy::one_shot);
-    // The backward: four vectors a thread (2048 float32 columns: 128 threads), on CUDA on a
-    // persistent grid of blocks of 256; float32 rows of 2049 to 16384 where clusters exist in the
+    // The backward: four vectors a thread (4096 float32 columns: 256 threads), on CUDA on a
+    // persistent grid of blocks of 256; float32 rows of 4097 to 16384 where clusters exist in the
     // pipelined cluster kernel, clusters of 2, blocks of 128, two vectors a thread; elsewhere
-    // registers (4096 columns: 256 threads).
+    // registers (8192 columns: 512 threads).
     const KernelSpec b = row_spec("softmax", Dtype::f32, Direction::backward);
-    for (std::uint64_t cols : {1023ull, 1024ull, 2048ull}) {
+    for (std::uint64_t cols : {1023ull, 1024ull, 2048ull, 4096ull}) {
       INFO(cols << " float32 columns backward, " << lim.backend);
       const KernelConfig c = default_row_config(b, cols, lim);
       CHECK(c.row == RowStrategy::registers);
@@ -368,7 +368,7 @@ TEST_CASE(
         CHECK(row_capacity(c) >= cols);
         CHECK_NOTHROW(row_launch_dims(w, resolve_config(w, c, lim), 1000, cols, lim));
       }
-    for (std::uint64_t cols : {2049ull, 4096ull, 4100ull, 16384ull}) {
+    for (std::uint64_t cols : {4097ull, 8192ull, 8196ull, 16384ull}) {
       INFO(cols << " float32 columns backward, " << lim.backend);
       const KernelConfig c = default_row_config(b, cols, lim);
       CHECK(c.row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
@@ -378,7 +378,7 @@ TEST_CASE(
       CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, c, lim), 1000, cols, lim));
       if (!cuda) CHECK(row_capacity(c) >= cols);
     }
-    CHECK(default_row_config(b, 4096, lim).block == (cuda ? 128 : 256));
+    CHECK(default_row_config(b, 8192, lim).block == (cuda ? 128 : 512));
     // 16-bit backward rows of 16385 to 32768 where clusters exist: one-shot across a cluster,
     // slices of up to 8192 elements (clusters of 4) in blocks of 256, four vectors.
     const KernelSpec hb16 = row_spec("softmax", Dtype::bf16, Direction::backward);
@@ -396,7 +396,6 @@ TEST_CASE(
     TargetLimits small = lim;
     small.max_shared_optin = 48 * 1024;
     CHECK(default_row_config(b, 16384, small).row == RowStrategy::registers);
-    CHECK(default_row_config(b, 4096, small).row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
     // Online forward (log_softmax's float32: the others' long rows go to clusters): blocks of 128
     // on CUDA for rows of up to 128 vectors a thread (65536 float32 columns), of 1024 beyond and on
     // other backends.

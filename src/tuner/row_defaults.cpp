@@ -32,15 +32,16 @@ KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
 
 // Backward rows that a block's registers hold (four vectors of g and y a thread) but that run
 // faster from a cluster's shared memory on sm_90, measured on the H200 (`kplay bench --no-db
-// --direction backward`, % of copy): float32 16384x4096 in the pipelined cluster kernel, clusters
-// of 2, 93.1 against the one-shot registers kernel's 80.4 (clusters of 1: 87.9); bfloat16
-// 8192x32768 in the one-shot cluster kernel, clusters of 4, 76.0 against 67.1 (clusters of 2:
-// 72.6; the pipelined kernel in clusters of 2: 71.1, of 4: 64.4). Float32 rows of 2049 to 16384
-// elements, 16-bit rows of 16385 to 32768. Shorter float32 rows stay in registers on a persistent
-// grid (32768x1024 on an H100: 97.1 against a block a row's 86.7).
+// --direction backward`, % of copy): bfloat16 8192x32768 in the one-shot cluster kernel, clusters
+// of 4, 76.0 against 67.1 (clusters of 2: 72.6; the pipelined kernel in clusters of 2: 71.1, of 4:
+// 64.4); float32 rows of 8192 and 16384, which registers hold in blocks of 512 and 1024, in the
+// pipelined kernel, clusters of 2 (not measured against a persistent registers grid). float32 rows
+// of up to 4096 stay in registers on a persistent grid (an H100: softmax 16384x4096 96.0 against
+// the pipelined kernel's 92.8, 32768x1024 94.9 against a block a row's 86.4; log_softmax 95.7
+// against 61.0 and 90.8 against 51.2).
 static bool backward_in_clusters(const KernelSpec& spec, std::uint64_t cols, bool clusters) {
   if (!clusters || spec.direction != Direction::backward) return false;
-  if (spec.dtype == Dtype::f32) return cols > 2048 && cols <= 16384;
+  if (spec.dtype == Dtype::f32) return cols > 4096 && cols <= 16384;
   return dtype_size(spec.dtype) == 2 && cols > 16384 && cols <= 32768;
 }
 
@@ -88,7 +89,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // or more two; the backward, which has one reduction and no exp to spread over threads, four, but on CUDA one in
     // rows a warp holds so (reduced by shuffles alone; four vectors' double arithmetic took 94 registers, a quarter of
     // the SM's warps: float32 65536x128 on the H200 100.2 % of copy against 72.0, bfloat16 80.3 against 76.6), and
-    // longer ones on a persistent grid too (32768x1024 on an H100: bfloat16 98.1 against one-shot's 91.6).
+    // longer ones on a persistent grid too (32768x1024 on an H100: bfloat16 93.3 against one-shot's 90.2).
     const bool narrow = dtype_size(spec.dtype) == 2;
     constexpr std::uint64_t kWarpVectors = 32;
     const bool warp_rows = limits.backend == "cuda" && vecs <= kWarpVectors;
