@@ -79,9 +79,9 @@ rt::LaunchDims row_launch_dims(const KernelSpec& spec, const KernelConfig& c, st
     // kernel's registers, its shared memory and, for clusters, on how the device packs them into
     // its GPCs, which only the compiled kernel and the driver know: the estimate here (threads, and
     // shared memory for clusters) is an upper bound that the backend lowers to the blocks or
-    // clusters the driver says fit (LaunchDims::resident_waves). A block that has to wait for
-    // another to finish runs its rows after it: a grid of 1.78 register-limited waves (float32
-    // softmax 32768x1024, blocks of 128 at 56 registers: 9 of 16 resident an SM) took two.
+    // clusters the driver says fit (LaunchDims::resident_waves): by threads alone, float32 softmax
+    // 32768x1024 (blocks of 128 at 56 registers, 9 resident an SM, not 16) had 1.78 waves, whose
+    // later blocks start their rows only when earlier ones finish.
     std::uint64_t resident = resident_blocks(c.block, limits.compute_units, limits.max_threads_per_unit);
     if (c.row == RowStrategy::cluster) {
       const std::uint64_t need = d.shared_bytes + row_static_shared_bytes(spec, c);

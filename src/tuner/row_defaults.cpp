@@ -46,9 +46,8 @@ static bool backward_in_clusters(const KernelSpec& spec, std::uint64_t cols, boo
 }
 
 // Those rows' cluster config: float32 in the pipelined kernel, clusters of 2, blocks of 128, two
-// vectors a thread; 16-bit one-shot (a cluster a row), slices of
-// 8192 in blocks of 256, four. None where its shared memory does not fit the device (the rows
-// then stay in registers).
+// vectors a thread; 16-bit one-shot (a cluster a row), slices of 8192 in blocks of 256, four. None
+// where its shared memory does not fit the device (the rows then stay in registers).
 static std::optional<KernelConfig> clustered_backward(const KernelSpec& spec, std::uint64_t cols,
                                                       const rt::TargetLimits& limits, int max_block, KernelConfig p) {
   p.row = RowStrategy::cluster;
