@@ -396,6 +396,9 @@ TEST_CASE(
     TargetLimits small = lim;
     small.max_shared_optin = 48 * 1024;
     CHECK(default_row_config(b, 16384, small).row == RowStrategy::registers);
+    TargetLimits medium = lim;
+    medium.max_shared_optin = 96 * 1024;
+    CHECK(default_row_config(b, 8192, medium).row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
     // Online forward (log_softmax's float32: the others' long rows go to clusters): blocks of 128
     // on CUDA for rows of up to 128 vectors a thread (65536 float32 columns), of 1024 beyond and on
     // other backends.

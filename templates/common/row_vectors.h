@@ -262,23 +262,20 @@ KP_FN void kp_vec_terms(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
   else
     kp_vec_terms_n(g, y, nl, s);
 }
-#if KP_ROW_LOG && KP_ROW_FLOAT
-/* log_softmax: g - exp(y) sum, where the two may cancel to 2^-24 of the terms (docs/accuracy.md),
- * which the device's double exp keeps exact. The 16-bit results take an estimate in float where a
- * rounding test allows (KP_GRAD_F_LANE below) and this formula only where it does not: out of line,
- * so that its registers do not weigh on the estimate's loop. */
-KP_COLD_FN kp_acc kp_log_grad_exact(kp_acc g, kp_acc y, kp_acc sum) { return g - exp(y) * sum; }
-#endif
-/* float32 log_softmax backward by the table exp, but in the pipelined cluster kernel (below). */
+/* float32 log_softmax backward by the table exp, except in the pipelined cluster kernel (below). */
 #define KP_LOG_GRAD_TABLE (KP_ROW_LOG && KP_LEAN && !(KP_ROW == 4 && KP_PREFETCH))
-#if KP_LOG_GRAD_TABLE
-/* float32 log_softmax: g - exp(y) sum with exp(y) by the table (kp_row_exp, 2^-31.2), p = e sum and
- * r = g - p in double within 2^-31.1 |p| of themselves; where |r| >= |p| / 4 that is 2^-29.1 |r|,
- * 2^-5 ulp of a float32 result before its rounding (a log-probability's gradient g - softmax sum g
- * passes wherever g and the softmax term do not cancel to a quarter). Elsewhere (cancelling terms,
- * y > 0 or NaN) the device's double exp, out of line. On an H100 (`kplay bench --no-db --act
- * log_softmax --direction backward --saved output`) 4096x131072, online across clusters of 16,
- * 54.5 % of copy against 38.1 with the double exp inline; 65536x128 82.7 against 82.5. */
+#if (KP_ROW_LOG && KP_ROW_FLOAT) || KP_LOG_GRAD_TABLE
+/* log_softmax: g - exp(y) sum, where the two may cancel to 2^-24 of the terms (docs/accuracy.md),
+ * which the device's double exp keeps exact. The 16-bit results and float32's take an estimate
+ * where a rounding test allows and this formula only where it does not: out of line, so that its
+ * registers do not weigh on the estimate's loop. float32's estimate (kp_backward_of): exp(y) by
+ * the table (kp_row_exp, 2^-31.2), p = e sum and r = g - p in double within 2^-31.1 |p| of
+ * themselves; where |r| >= |p| / 4 that is 2^-29.1 |r|, 2^-5 ulp of a float32 result before its
+ * rounding (a log-probability's gradient g - softmax sum g passes wherever g and the softmax term
+ * do not cancel to a quarter); elsewhere (cancelling terms, y > 0 or NaN) this formula. On an H100
+ * (`kplay bench --no-db --act log_softmax --direction backward --saved output`) 4096x131072, online
+ * across clusters of 16, 54.5 % of copy against 38.1 with the double exp inline; 65536x128 82.7
+ * against 82.5. */
 KP_COLD_FN kp_acc kp_log_grad_exact(kp_acc g, kp_acc y, kp_acc sum) { return g - exp(y) * sum; }
 #endif
 KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s KP_EXP_TAB_PARAM) {
