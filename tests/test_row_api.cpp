@@ -4,6 +4,7 @@
 // against the row reference, with the elements outside the output's rows left alone.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -145,12 +146,27 @@ std::vector<double> test_row(Dtype d, std::int64_t r, std::int64_t cols, std::mt
   return x;
 }
 
+// Row r of rows whose sums sweep the range the row's log takes: the first 256 rows k = r + 1 equal
+// maxima and the rest -inf (a sum of k), the others a max of 0 and the rest at -d, d from 0.1 up
+// by 0.35 a row (a sum of 1 + (cols - 1) e^-d, from cols-fold down to within 2^-120 of 1).
+std::vector<double> sum_row(Dtype d, std::int64_t r, std::int64_t cols) {
+  std::vector<double> x(static_cast<std::size_t>(cols), -kInf);
+  if (r < 256) {
+    std::fill(x.begin(), x.begin() + std::min<std::int64_t>(r + 1, cols), round_to(d, 1.25));
+  } else {
+    std::fill(x.begin(), x.end(), round_to(d, -(0.1 + 0.35 * static_cast<double>(r - 256))));
+    x[0] = 0.0;
+  }
+  return x;
+}
+
+enum class Rows { mixed, sums };
 enum class Path { call, c_api, launcher };
 
 // rows x cols through the API on pitched views (each operand its own pitch, wider than cols), every
 // element of the output checked against the row reference; the pitch gaps must keep their poison.
 void check_rows_call(test::UserDevice& dev, const std::string& act_name, Dtype d, Direction dir, std::int64_t rows,
-                     std::int64_t cols, Path path) {
+                     std::int64_t cols, Path path, Rows kind = Rows::mixed) {
   const ResolvedActivation act = resolve_activation(act_name);
   const bool backward = dir == Direction::backward;
   const std::size_t es = dtype_size(d);
@@ -162,7 +178,7 @@ void check_rows_call(test::UserDevice& dev, const std::string& act_name, Dtype d
   std::vector<std::vector<long double>> expected;
   std::vector<std::vector<double>> scales;
   for (std::int64_t r = 0; r < rows; ++r) {
-    const std::vector<double> x = test_row(d, r, cols, rng);
+    const std::vector<double> x = kind == Rows::sums ? sum_row(d, r, cols) : test_row(d, r, cols, rng);
     std::vector<long double> e(static_cast<std::size_t>(cols));
     std::vector<double> scale(static_cast<std::size_t>(cols), 0.0);
     if (!backward) {
@@ -274,6 +290,11 @@ TEST_SUITE("opencl") {
     check_rows_call(*dev, "softmax", Dtype::f32, Direction::forward, 6, 1, Path::call);
     check_rows_call(*dev, "log_softmax", Dtype::f32, Direction::backward, 6, 1, Path::call);
     check_rows_call(*dev, "softmax", Dtype::f32, Direction::forward, 3, 5000, Path::call);
+    // The log of a row's sum (kernel-side, a table and a polynomial below float64) over sums from 1
+    // to 256 and from just above 1 up: log_softmax's results next to 0 are that log alone.
+    for (Dtype d : {Dtype::f32, Dtype::bf16})
+      for (const char* act : {"log_softmax", "softmax"})
+        check_rows_call(*dev, act, d, Direction::forward, 512, 256, Path::call, Rows::sums);
   }
 
   TEST_CASE("row API on OpenCL: the C API and a Launcher give the same checked results") {
