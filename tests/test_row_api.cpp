@@ -271,6 +271,12 @@ TEST_SUITE("cuda") {
     for (Path p : {Path::c_api, Path::launcher})
       for (Direction dir : {Direction::forward, Direction::backward})
         check_rows_call(*dev, "softmin", Dtype::bf16, dir, 4, 70000, p);
+    // The log of a row's sum across its range (as on OpenCL), in rows a thread of the persistent
+    // registers kernel holds 8 of, and in rows of the pipelined cluster kernel's default.
+    for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16})
+      for (const char* act : {"log_softmax", "softmax"})
+        for (std::int64_t cols : {256, 65536})
+          check_rows_call(*dev, act, d, Direction::forward, 512, cols, Path::call, Rows::sums);
   }
 }
 
