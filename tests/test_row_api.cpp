@@ -148,19 +148,22 @@ std::vector<double> test_row(Dtype d, std::int64_t r, std::int64_t cols, std::mt
 
 // Row r of rows whose sums sweep the range the row's log takes: the first 256 rows k = r + 1 equal
 // maxima and the rest -inf (a sum of k), the others a max of 0 and the rest at -d, d from 0.1 up
-// by 0.35 a row (a sum of 1 + (cols - 1) e^-d, from cols-fold down to within 2^-120 of 1).
-std::vector<double> sum_row(Dtype d, std::int64_t r, std::int64_t cols) {
+// by 0.35 a row (a sum of 1 + (cols - 1) e^-d, from cols-fold down to within 2^-120 of 1). The max
+// first, or (max_last) last: then a kernel that sums each thread's part of the row online has
+// summed the rest before it meets the max, and rescales that partial sum by e^-d (a sum next to 1
+// whose rounding must not be lost in the 1 that follows).
+std::vector<double> sum_row(Dtype d, std::int64_t r, std::int64_t cols, bool max_last = false) {
   std::vector<double> x(static_cast<std::size_t>(cols), -kInf);
   if (r < 256) {
     std::fill(x.begin(), x.begin() + std::min<std::int64_t>(r + 1, cols), round_to(d, 1.25));
   } else {
     std::fill(x.begin(), x.end(), round_to(d, -(0.1 + 0.35 * static_cast<double>(r - 256))));
-    x[0] = 0.0;
+    x[max_last ? x.size() - 1 : 0] = 0.0;
   }
   return x;
 }
 
-enum class Rows { mixed, sums };
+enum class Rows { mixed, sums, sums_max_last };
 enum class Path { call, c_api, launcher };
 
 // rows x cols through the API on pitched views (each operand its own pitch, wider than cols), every
@@ -178,7 +181,8 @@ void check_rows_call(test::UserDevice& dev, const std::string& act_name, Dtype d
   std::vector<std::vector<long double>> expected;
   std::vector<std::vector<double>> scales;
   for (std::int64_t r = 0; r < rows; ++r) {
-    const std::vector<double> x = kind == Rows::sums ? sum_row(d, r, cols) : test_row(d, r, cols, rng);
+    const std::vector<double> x =
+        kind == Rows::mixed ? test_row(d, r, cols, rng) : sum_row(d, r, cols, kind == Rows::sums_max_last);
     std::vector<long double> e(static_cast<std::size_t>(cols));
     std::vector<double> scale(static_cast<std::size_t>(cols), 0.0);
     if (!backward) {
@@ -277,6 +281,10 @@ TEST_SUITE("cuda") {
       for (const char* act : {"log_softmax", "softmax"})
         for (std::int64_t cols : {256, 65536})
           check_rows_call(*dev, act, d, Direction::forward, 512, cols, Path::call, Rows::sums);
+    // The same sums with the max last, in rows the online kernel sums (float32) or the pipelined
+    // cluster kernel holds (16-bit).
+    for (Dtype d : {Dtype::f32, Dtype::bf16})
+      check_rows_call(*dev, "log_softmax", d, Direction::forward, 512, 20000, Path::call, Rows::sums_max_last);
   }
 }
 
@@ -301,6 +309,9 @@ TEST_SUITE("opencl") {
     for (Dtype d : {Dtype::f32, Dtype::bf16})
       for (const char* act : {"log_softmax", "softmax"})
         check_rows_call(*dev, act, d, Direction::forward, 512, 256, Path::call, Rows::sums);
+    // The max last, in rows the online kernel sums: each thread has summed its part of the row
+    // before the max, and rescales that sum next to 1.
+    check_rows_call(*dev, "log_softmax", Dtype::f32, Direction::forward, 512, 20000, Path::call, Rows::sums_max_last);
   }
 
   TEST_CASE("row API on OpenCL: the C API and a Launcher give the same checked results") {

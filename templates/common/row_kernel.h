@@ -162,7 +162,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
     KP_C mc = (KP_C)KP_ACC_NEG_INF;
     kp_acc m;
     kp_sum2 s;
-    s.hi = 0.0;
+    s.hi = KP_SUM_START;
     s.lo = 0.0;
     KP_C sf = (KP_C)0; /* the 16-bit dtypes' float sum, folded into s before the reduction */
 #if KP_KEEP_E
@@ -202,7 +202,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
       for (int j = 0; j < KP_VPT; ++j) cmc = kp_vec_max(xs[j], kp_lanes(base + (unsigned)j * KP_TPR + t, len), cmc);
       const kp_acc cm = (kp_acc)cmc;
       if (cm > m || cm != cm) {
-        if (s.hi != 0.0 || s.lo != 0.0 || sf != (KP_C)0) { /* rescale to the new max (0 stays 0: no -inf - -inf) */
+        if (s.hi != KP_SUM_START || s.lo != 0.0 || sf != (KP_C)0) { /* rescale to the new max (0 stays 0: no -inf - -inf) */
           const kp_acc f = kp_term(m, cm KP_EXP_TAB_ARG); /* float64: m - cm's rounding carried too */
 #if KP_ROW_FLOAT && KP_ROW_LOG
           /* 16-bit log_softmax counts the max's terms of 1 in the high part (KP_EXP_LANE): the sum
@@ -212,8 +212,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
           s.hi = 0.0;
           sf = (KP_C)0;
 #else
-          s.hi *= f;
-          s.lo *= f;
+          KP_SUM_RESCALE(s, f)
           sf *= (KP_C)f;
 #endif
         }

@@ -158,3 +158,32 @@ KP_FN kp_sum2 kp_sum_merge(kp_sum2 a, kp_sum2 b) {
   return r;
 }
 KP_FN kp_acc kp_sum_value(kp_sum2 s) { return s.hi - s.hi == 0.0 ? s.hi + s.lo : s.hi; }
+/* log_softmax's float32 forward terms, each in [0, 1] (or NaN), summed on a bias: a thread's sum
+ * starts at KP_SUM_START = 1, so that hi >= 1 >= v and Fast2Sum's error (hi - t) + v is exact with
+ * no comparison (4 FP64 additions a term, where Neumaier's compare and select take 9 instructions);
+ * KP_FOLD_SF takes the 1 back out before the reduction (hi - 1 is exact for hi in [1, 2^53)). The
+ * low part gathers the same exact errors as kp_sum_add's, so the sum is as accurate. The online
+ * kernel's rescale by exp(old max - new max) moves the biased sum's value to the low part first
+ * (KP_SUM_RESCALE): hi keeps the 1, so that the rounding of hi * f cannot swamp a sum next to 1. */
+#define KP_SUM_BIASED (KP_ROW_LOG && KP_DTYPE_F32 && !KP_BACKWARD)
+#if KP_SUM_BIASED
+#define KP_SUM_START 1.0
+KP_FN void kp_sum_add_term(kp_sum2* s, kp_acc v) {
+  const kp_acc t = s->hi + v;
+  s->lo += (s->hi - t) + v;
+  s->hi = t;
+}
+#define KP_SUM_RESCALE(s, f)           \
+  {                                    \
+    (s).lo = ((s).lo + ((s).hi - 1.0)) * (f); \
+    (s).hi = 1.0;                      \
+  }
+#else
+#define KP_SUM_START 0.0
+#define kp_sum_add_term kp_sum_add
+#define KP_SUM_RESCALE(s, f) \
+  {                          \
+    (s).hi *= (f);           \
+    (s).lo *= (f);           \
+  }
+#endif

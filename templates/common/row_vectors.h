@@ -85,6 +85,8 @@ KP_FN KP_C kp_vec_max(kp_vec x, int nl, KP_C m) {
  * float, and folded into the double sum before the reduction (KP_FOLD_SF). */
 #if KP_ROW_FLOAT && KP_ROW_LOG
 #define KP_FOLD_SF(s, sf) kp_sum_add(&(s), (kp_acc)(sf))
+#elif KP_SUM_BIASED
+#define KP_FOLD_SF(s, sf) ((s).hi -= KP_SUM_START) /* float32 has no float sum: the bias out */
 #else
 #define KP_FOLD_SF(s, sf) ((s).hi += (kp_acc)(sf))
 #endif
@@ -105,7 +107,7 @@ KP_FN KP_C kp_vec_max(kp_vec x, int nl, KP_C m) {
   }
 #else
 #define KP_EXP_LANE(k) \
-  if ((k) < nl) kp_sum_add(s, kp_term(kp_row_in(KP_LANE(x, k)), m KP_EXP_TAB_ARG));
+  if ((k) < nl) kp_sum_add_term(s, kp_term(kp_row_in(KP_LANE(x, k)), m KP_EXP_TAB_ARG));
 #endif
 KP_FN void kp_vec_exp_sum_n(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf KP_EXP_TAB_PARAM) {
   (void)m;
