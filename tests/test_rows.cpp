@@ -468,6 +468,15 @@ TEST_CASE(
       const std::uint64_t want = lim.max_cluster < 2 ? 0
                                  : cols <= 8192      ? 0
                                                      : std::min<std::uint64_t>(16, (cols + 8191) / 8192);
+      // log_softmax's (its first pass reads g alone) up to 8 blocks, longer rows none
+      const KernelConfig lb = default_row_config(row_spec("log_softmax", Dtype::f32, Direction::backward), cols, lim);
+      if (want > 8) {
+        CHECK(lb.row == RowStrategy::online);
+        CHECK(lb.cluster == 0);
+        CHECK(lb.block == 1024);
+      } else {
+        CHECK(lb.cluster == bb.cluster);
+      }
       // float32 in clusters of up to 8 (up to 65536 columns): the pipelined cluster kernel
       if (cuda && want >= 2 && want <= 8) {
         CHECK(bb.row == RowStrategy::cluster);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "codegen/row_codegen.hpp"
+#include "spec/activations.hpp"
 
 namespace kplay {
 
@@ -156,10 +157,18 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // Where clusters exist, a slice of at most 8192 float32 or 32768 16-bit elements a block of 512,
     // up to the device's largest cluster: the second pass reads g and y back from L2, not from
     // memory. At 4096x131072 bfloat16, clusters of 16 (slices of 8192, one chunk of vectors a pass)
-    // ran at 36 % of copy, 8 at 57, 4 at 64, 2 at 62.
+    // ran at 36 % of copy, 8 at 57, 4 at 64, 2 at 62. log_softmax's first pass reads g alone, so
+    // that a cluster saves only g's second read: its rows of more than 8 slices take no cluster,
+    // blocks of 1024, which beat clusters of 16 on an H100 (`kplay bench --no-db --act log_softmax
+    // --direction backward`, % of copy): float32 4096x131072 76.5 against 54.9, bfloat16
+    // 4096x393216 72.2 against 57.4, float32 4096x393216 74.4 against 72.0 (the H200's softmax
+    // table dips at the first two shapes too). Clusters of 4 tie it (bfloat16 4096x131072: 73.4
+    // against 73.0).
     const std::uint64_t slice = dtype_size(spec.dtype) == 2 ? 32768 : 8192;
+    constexpr int kMaxLogCluster = 8;
     int cluster = 1;
     while (cluster < limits.max_cluster && static_cast<std::uint64_t>(cluster) * slice < cols) cluster *= 2;
+    if (cluster > kMaxLogCluster && resolve_activation(spec.activation).act->row_form.log) cluster = 1;
     if (cluster > 1) {  // only where limits.max_cluster allows more than one block
       c.cluster = cluster;
       c.block = std::min(512, max_block);

@@ -24,7 +24,8 @@
 //                                  thread, of 1024 beyond; backward 2 vectors of g and y each,
 //                                  across clusters of blocks of 512 where they exist (slices of at
 //                                  most 8192 float32 or 32768 16-bit elements: the second pass
-//                                  reads them from L2)
+//                                  reads them from L2; log_softmax's up to clusters of 8, longer
+//                                  rows in blocks of 1024)
 //
 // Each choice is the fastest measured on the H200 at the shapes of docs/benchmarks.md's softmax
 // table (`kplay bench --no-db --act softmax --shape R x C [--direction backward] [knobs]`, % of a
