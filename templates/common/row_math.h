@@ -173,10 +173,10 @@ KP_FN void kp_sum_add_term(kp_sum2* s, kp_acc v) {
   s->lo += (s->hi - t) + v;
   s->hi = t;
 }
-#define KP_SUM_RESCALE(s, f)           \
-  {                                    \
+#define KP_SUM_RESCALE(s, f)                  \
+  {                                           \
     (s).lo = ((s).lo + ((s).hi - 1.0)) * (f); \
-    (s).hi = 1.0;                      \
+    (s).hi = 1.0;                             \
   }
 #else
 #define KP_SUM_START 0.0
