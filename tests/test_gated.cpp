@@ -277,7 +277,7 @@ TEST_CASE("the gated reference: act(a) then one product; b's special values meet
     const std::uint64_t at = special_value_count() + p.edges.size();
     CHECK(p.pairs.size() == 4);
     for (std::uint64_t k = 0; k < p.pairs.size(); ++k) {
-      INFO(to_string(dtype) << " pair " << k);
+      INFO(std::string(to_string(dtype)) << " pair " << k);
       CHECK(p.x(at + k) == round_to(dtype, k < 2 ? -90.0 : -10.0625));
       CHECK(std::isinf(p.b(at + k)));
       CHECK(std::isinf(static_cast<double>(p.gated_expected(at + k, 0))));
@@ -691,13 +691,15 @@ TEST_SUITE("nvrtc") {
     for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})
       for (Layout layout : {Layout::flat, Layout::general}) {
         for (Direction dir : {Direction::forward, Direction::backward}) {
-          INFO(to_string(dtype) << " " << to_string(dir) << " " << to_string(layout));
+          INFO(std::string(to_string(dtype))
+               << " " << std::string(to_string(dir)) << " " << std::string(to_string(layout)));
           CHECK(ptx(gated("silu", dtype, dir), 90, layout).find(".entry kplay_gated_silu") != std::string::npos);
         }
         for (OutDtype out : {OutDtype::f8e4m3, OutDtype::f8e5m2})
           for (int arch : {89, 90}) {
             const std::string text = ptx(gated("gelu", dtype, Direction::forward, out), arch, layout);
-            INFO(to_string(dtype) << " " << to_string(out) << " sm_" << arch << " " << to_string(layout));
+            INFO(std::string(to_string(dtype))
+                 << " " << std::string(to_string(out)) << " sm_" << arch << " " << std::string(to_string(layout)));
             CHECK(text.find(out == OutDtype::f8e4m3 ? "cvt.rn.satfinite.e4m3x2.f32" : "cvt.rn.satfinite.e5m2x2.f32") !=
                   std::string::npos);
             // ptxas takes it too: the cubin the runtime path builds for such a device.
@@ -730,7 +732,7 @@ TEST_SUITE("nvrtc") {
         t.arch = 90;
         t.ptx = true;
         const std::string ptx = rt::cuda::Nvrtc::get().compile(k, t).bytes;
-        INFO(std::string(to_string(dtype)) << " " << to_string(layout));
+        INFO(std::string(to_string(dtype)) << " " << std::string(to_string(layout)));
         // The reciprocal: 1.0 / s in double (rcp.rn.f64) where the math is double, else an IEEE
         // float division; no other division.
         const bool wide = dtype == Dtype::f32 || dtype == Dtype::f64;
@@ -753,7 +755,7 @@ TEST_SUITE("nvrtc") {
     };
     for (const char* text : {"silu", "mish", "gelu(approximate=tanh)", "gelu", "sigmoid", "quick_gelu", "softplus"})
       for (Direction dir : {Direction::forward, Direction::backward}) {
-        INFO(text << " " << to_string(dir));
+        INFO(text << " " << std::string(to_string(dir)));
         CHECK(ptx(gated(text, Dtype::f16, dir)).find("ex2.approx.ftz.f32") == std::string::npos);
       }
     KernelSpec plain;

@@ -274,7 +274,7 @@ TEST_SUITE("nvrtc") {
           if (dir == Direction::backward && std::string(act) == "prelu")
             layouts.insert(layouts.end(), {Layout::wgrad_parts, Layout::wgrad_sum});
           for (Layout layout : layouts) {
-            INFO(to_string(s) << " " << to_string(layout));
+            INFO(to_string(s) << " " << std::string(to_string(layout)));
             const RenderedKernel k =
                 render_kernel(s, resolve_config(s, {}, TargetLimits{}), rt::dialect_of("cuda"), layout);
             CompileTarget t;

@@ -253,8 +253,8 @@ void check_rows_call(test::UserDevice& dev, const std::string& act_name, Dtype d
       else
         gaps_written += std::memcmp(out.data() + at * es, poison.data() + at * es, es) != 0;
     }
-  INFO(act_name << " " << to_string(d) << " " << to_string(dir) << " " << rows << " x " << cols << ": "
-                << stats.summary());
+  INFO(act_name << " " << std::string(to_string(d)) << " " << std::string(to_string(dir)) << " " << rows << " x "
+                << cols << ": " << stats.summary());
   CHECK(stats.mismatches == 0);
   CHECK(stats.checked == static_cast<std::uint64_t>(rows * cols));
   CHECK(gaps_written == 0);
