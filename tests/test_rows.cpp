@@ -695,7 +695,7 @@ void check_row_pipelined(const char* backend, Dtype d, Direction dir) {
         }
 }
 // Strided rows (softmax over a dimension that is not the last: [outer, cols, inner]) against the
-// row reference with its edge rows (every eighth row a kind, so each outer block holds several):
+// row reference with its edge rows (every ninth row a kind, so each outer block holds several):
 // the strided default (a thread a row, a group of 4 lanes beyond 128 columns), online in groups of
 // 4 lanes (a thread a row up to 16 columns) and registers across groups of 8 up to 128 columns, in
 // blocks of 64; rows of one element, of 13 (registers, a thread a row), 21 (inner a power of two),

@@ -1,9 +1,10 @@
 // The problem of a row activation (the softmax family): `rows` rows of `cols` elements, fresh
 // rows on the host (a kind per row: ordinary, wide spread, +inf, NaN, all -inf, some -inf, the
-// dtype's extremes, constant; or, for timing, ordinary rows alone), launched, and every element of the checked rows
-// compared with the row reference (src/spec/row_reference.hpp) in ulps; the output poisoned first and fenced by guard
-// zones. Rows repeat with a period of whole rows (a large problem is generated once on the host and replicated on the
-// device), and the reference of each distinct row is computed once. With shape.inner > 1 the rows are strided, as a
+// dtype's extremes, constant, deep; or, for timing, ordinary rows alone), launched, and every
+// element of the checked rows compared with the row reference (src/spec/row_reference.hpp) in ulps;
+// the output poisoned first and fenced by guard zones. Rows repeat with a period of whole rows (a
+// large problem is generated once on the host and replicated on the device), and the reference of
+// each distinct row is computed once. With shape.inner > 1 the rows are strided, as a
 // softmax over a dimension that is not the last sees them: the tensor is [rows / inner, cols, inner], row r the
 // elements (r / inner, i, r % inner); the period is then whole outer blocks of inner rows.
 #include <algorithm>
@@ -26,7 +27,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr std::uint64_t kRowKinds = 8;
+constexpr std::uint64_t kRowKinds = 9;
 
 std::uint64_t mix(std::uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
@@ -84,6 +85,13 @@ std::vector<double> input_row(Dtype d, std::uint64_t seed, std::uint64_t p, std:
              // log_softmax's result next to 0, -log1p(sum - 1), is still a 16-bit number
       x[at] = round_to(d, *std::max_element(x.begin(), x.end()) + 17.0 + 73.0 * unit(mix(base ^ 0x5eed)));
       break;
+    case 8: {  // deep: ordinary, and every fifth element from `at` 86 to 94 below the max, whose
+               // softmax results lie in float's subnormal range (e^-87.3 = 2^-126), where bfloat16
+               // has subnormals of its own down to 2^-133 (e^-92.2)
+      const double top = *std::max_element(x.begin(), x.end());
+      for (std::uint64_t i = at; i < cols; i += 5) x[i] = round_to(d, top - 86.0 - 8.0 * unit(mix(base + i + 0xdee9)));
+      break;
+    }
     default: break;
   }
   return x;
@@ -170,7 +178,8 @@ class RowProblem : public DeviceProblem {
            (inner_ > 1 ? " (strided: " + std::to_string(inner_) + " apart)" : std::string()) +
            (shape_.ordinary_rows
                 ? std::string(", every row ordinary")
-                : ", every 8th of a kind: ordinary, wide spread, +inf, NaN, all -inf, some -inf, extremes, constant" +
+                : ", every 9th of a kind: ordinary, wide spread, +inf, NaN, all -inf, some -inf, extremes, constant, "
+                  "deep" +
                       std::string(backward_
                                       ? "; the some -inf rows' gradient cancels the result to the dtype's rounding"
                                       : ""));

@@ -24,12 +24,12 @@ namespace {
 // A row activation (the softmax family) is a function of a whole row, so no sweep of every input
 // exists: its check runs rows of several lengths, from 1 to over a million elements (each length
 // where the defaults change kernel: 1502, ragged and with every other row misaligned, is a float32
-// backward's block-a-row pipelined kernel on sm_90), each with
-// the edge rows of row_problem.cpp (+inf, NaN, all -inf, some -inf, extremes, wide spread,
-// constant) and every element judged against the row reference; then, with the default configs,
-// strided rows (a dim that is not the last: [outer, cols, inner]) of 1 to 1000 elements. The
-// config: the flags' where knobs are given, else the default for each row length. Returns whether
-// all passed.
+// backward's block-a-row pipelined kernel on sm_90), each with the edge rows of row_problem.cpp
+// (+inf, NaN, all -inf, some -inf, extremes, wide spread, constant, deep: results in float's
+// subnormal range) and every element judged against the row reference; then, with the default
+// configs, strided rows (a dim that is not the last: [outer, cols, inner]) of 1 to 1000 elements.
+// The config: the flags' where knobs are given, else the default for each row length. Returns
+// whether all passed.
 bool check_rows(Engine& engine, const KernelSpec& spec, const KernelConfig* given, std::uint64_t seed) {
   bool pass = true;
   // {rows, cols, inner}: inner > 1 for strided rows
