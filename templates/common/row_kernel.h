@@ -208,7 +208,7 @@ KP_ROW_KERNEL KP_ENTRY(KP_BUFFER(KP_T, out), KP_BUFFER(const KP_T, in0), KP_BUFF
           /* 16-bit log_softmax counts the max's terms of 1 in the high part (KP_EXP_LANE): the sum
            * so far, the old max's count with it, goes to the low part, so that the new max's 1s
            * count exactly again and do not absorb it */
-          s.lo = ((s.lo + (kp_acc)sf) + s.hi) * f;
+          s.lo = ((s.lo + (kp_acc)sf * KP_SF_UNIT) + s.hi) * f;
           s.hi = 0.0;
           sf = (KP_C)0;
 #else

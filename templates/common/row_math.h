@@ -9,21 +9,39 @@ typedef double kp_acc;
 
 #define KP_LEAN (KP_FAST_FP64 && KP_DTYPE_F32)
 /* 16-bit dtypes: every result needs 2^-16 of relative precision, so the math is in float, exp by
- * the hardware's ex2 (CUDA: ex2.approx.f32, 2^-22 relative, subnormal results kept; OpenCL: exp2)
+ * the hardware's ex2 (CUDA: ex2.approx, 2^-22 relative, below; OpenCL: exp2)
  * of (x - max) log2(e), whose float rounding costs 2^-24 |x - max| (2^-17 at the -130 below which
  * every bfloat16 result is 0), and a thread's terms summed in float (2^-24 a term, 2^-13 for 2^11
  * terms a thread: an eighth of a float16 ulp); the partial sums are merged in double. */
 #define KP_ROW_FLOAT (KP_DTYPE_F16 || KP_DTYPE_BF16)
 #define KP_LOG2E_F 1.44269502f
+/* KP_EX2F keeps subnormal results (ptxas wraps MUFU.EX2 in a halving, a squaring and their test:
+ * 4 instructions more); KP_EX2F_FTZ flushes them to 0: for softmax's sums (each holds the max's
+ * term, 1, so n flushed terms move it by less than n 2^-126 of itself), for arguments the caller
+ * keeps at or above -126, and for terms kept times 2^64 (row_vectors.h). float16's softmax results
+ * below 2^-126 round to 0 (its least subnormal is 2^-24), bfloat16's do not (2^-133): KP_EX2F_OUT
+ * for results. */
 #ifdef __OPENCL_VERSION__
 #define KP_EX2F(u) exp2(u)
+#define KP_EX2F_FTZ(u) exp2(u)
 #else
 KP_FN float kp_ex2f(float u) {
   float r;
   asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(u));
   return r;
 }
+KP_FN float kp_ex2f_ftz(float u) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(u));
+  return r;
+}
 #define KP_EX2F(u) kp_ex2f(u)
+#define KP_EX2F_FTZ(u) kp_ex2f_ftz(u)
+#endif
+#if KP_DTYPE_F16
+#define KP_EX2F_OUT(u) KP_EX2F_FTZ(u)
+#else
+#define KP_EX2F_OUT(u) KP_EX2F(u)
 #endif
 
 /* fmax in the compute type: the non-NaN operand where one is NaN. The row's max takes it (one

@@ -82,9 +82,11 @@ KP_FN KP_C kp_vec_max(kp_vec x, int nl, KP_C m) {
 }
 
 /* The sum's terms: float32 and float64 in double (kp_term); 16-bit by ex2 in float, summed in
- * float, and folded into the double sum before the reduction (KP_FOLD_SF). */
+ * float, and folded into the double sum before the reduction (KP_FOLD_SF). log_softmax's float
+ * sum holds its terms times 2^64 (KP_EXP_LANE), which KP_SF_UNIT takes out. */
 #if KP_ROW_FLOAT && KP_ROW_LOG
-#define KP_FOLD_SF(s, sf) kp_sum_add(&(s), (kp_acc)(sf))
+#define KP_SF_UNIT 0x1p-64
+#define KP_FOLD_SF(s, sf) kp_sum_add(&(s), (kp_acc)(sf) * KP_SF_UNIT)
 #elif KP_SUM_BIASED
 #define KP_FOLD_SF(s, sf) ((s).hi -= KP_SUM_START) /* float32 has no float sum: the bias out */
 #else
@@ -92,18 +94,21 @@ KP_FN KP_C kp_vec_max(kp_vec x, int nl, KP_C m) {
 #endif
 #if KP_ROW_FLOAT && !KP_ROW_LOG
 #define KP_EXP_LANE(k) \
-  if ((k) < nl) *sf += KP_EX2F((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F);
+  if ((k) < nl) *sf += KP_EX2F_FTZ((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F);
 #elif KP_ROW_FLOAT
 /* log_softmax: a term of 1 (x the max) counts in the double sum, the rest sum in float, as
  * softmax's: log1p(sum - 1) next to 0 needs that rest to its own precision, which a float sum
- * holding the 1 would lose (docs/accuracy.md); KP_FOLD_SF adds it to the count compensated. */
-#define KP_EXP_LANE(k)                                            \
-  if ((k) < nl) {                                                 \
-    const KP_C d_ = kp_row_c(KP_LANE(x, k)) - mf;                 \
-    if (d_ == (KP_C)0)                                            \
-      s->hi += 1.0;                                               \
-    else                                                          \
-      *sf += KP_EX2F(d_ * KP_LOG2E_F);                            \
+ * holding the 1 would lose (docs/accuracy.md); KP_FOLD_SF adds it to the count compensated. The
+ * vector's 1s are counted in float (exact) and added to the double sum once, with no branch. The
+ * rest keeps its tiniest terms too (a result next to 0 is -(sum - 1)): each is 2^64 e, the
+ * flushing ex2 of (x - max) log2 e + 64 (one fma, within 2^-18 of it: 2^-18.5 relative), normal
+ * for e >= 2^-190, below which a term moves no 16-bit result. */
+#define KP_EXP_LANE(k)                                         \
+  if ((k) < nl) {                                              \
+    const KP_C d_ = kp_row_c(KP_LANE(x, k)) - mf;              \
+    const KP_C e_ = KP_EX2F_FTZ(fma(d_, KP_LOG2E_F, 64.0f));   \
+    ones += d_ == (KP_C)0 ? (KP_C)1 : (KP_C)0;                 \
+    *sf += d_ == (KP_C)0 ? (KP_C)0 : e_;                       \
   }
 #else
 #define KP_EXP_LANE(k) \
@@ -114,7 +119,13 @@ KP_FN void kp_vec_exp_sum_n(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_
   (void)mf;
   (void)s;
   (void)sf;
+#if KP_ROW_FLOAT && KP_ROW_LOG
+  KP_C ones = (KP_C)0;
   KP_FOR_LANES(KP_EXP_LANE)
+  if (ones != (KP_C)0) s->hi += (kp_acc)ones;
+#else
+  KP_FOR_LANES(KP_EXP_LANE)
+#endif
 }
 KP_FN void kp_vec_exp_sum(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C* sf KP_EXP_TAB_PARAM) {
   if (KP_WHOLE(nl))
@@ -128,7 +139,12 @@ KP_FN void kp_vec_exp_sum(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C*
  * in double for float32 and float64, in float for 16-bit dtypes); longer slots recompute. A
  * float32 result e / sum is then e (2^-31.2) times the double reciprocal, rounded once: within
  * 0.51 ulp; float64 divides, as kp_term / sum does; 16-bit: e (2^-22) times the reciprocal in
- * float. A NaN sum (a NaN row) makes the reciprocal, and so every result, NaN. */
+ * float. A NaN sum (a NaN row) makes the reciprocal, and so every result, NaN.
+ * 16-bit terms are kept as 2^64 e, by the flushing ex2 of (x - max) log2 e + 64 (one fma, within
+ * 2^-18 of it, so 2^-18.5 relative: 2^-9.5 of a bfloat16 ulp): a term whose result is not 0 in the
+ * dtype (e >= 2^-134) is then normal, where the subnormal-keeping ex2 took 4 instructions more, and
+ * the sum holds the same 2^64, which its reciprocal takes out of each result (a sum of at most 2^31
+ * terms in [0, 2^64] stays inside float's range). */
 #define KP_KEEP_E_BYTES 128
 #if KP_ROW_FLOAT
 typedef float kp_e;
@@ -142,7 +158,7 @@ typedef kp_acc kp_e;
 #if KP_ROW_FLOAT
 #define KP_KEEP_LANE(k)                                                         \
   if ((k) < nl) {                                                               \
-    ev[k] = KP_EX2F((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F);               \
+    ev[k] = KP_EX2F_FTZ(fma(kp_row_c(KP_LANE(x, k)) - mf, KP_LOG2E_F, 64.0f));  \
     *sf += ev[k];                                                               \
   }
 #else
@@ -190,7 +206,7 @@ KP_FN KP_C kp_forward_f(KP_C x, kp_row_k k) {
 #if KP_ROW_LOG
   return (x - k.mf) - k.log_sum_f; /* -inf stays -inf; a NaN row has a NaN log */
 #else
-  const KP_C y = KP_EX2F(fma(x - k.mf, KP_LOG2E_F, -k.log2_sum_f)); /* 2^-17 relative at -130 */
+  const KP_C y = KP_EX2F_OUT(fma(x - k.mf, KP_LOG2E_F, -k.log2_sum_f)); /* 2^-17 relative at -130 */
   return k.nan_row ? (KP_C)KP_ACC_NAN : y;
 #endif
 }
@@ -333,14 +349,14 @@ KP_FN float kp_backward_f(float g, float y, kp_sum_f s) {
 }
 #if KP_ROW_LOG
 /* 16-bit log_softmax: r = g - e hi in float, e = 2^(y log2 e) by the hardware (2^-21.4 relative;
- * OpenCL's exp2: 3 ulp) at y >= -87 (e normal), so that with the roundings of y log2 e (1.25 2^-24
- * |y|), of the sum to float and of e hi (2^-24 each) p = e hi is within 2^-20 + 2^-23 |y| of
- * itself; where |r| >= 2^16 times that of |p|, r is within 2^-16 of itself (and 2^-149 where p is
+ * OpenCL's exp2: 3 ulp) at y >= -87 (e normal: its flush below is never taken), so that with the
+ * roundings of y log2 e (1.25 2^-24 |y|), of the sum to float and of e hi (2^-24 each) p = e hi
+ * is within 2^-20 + 2^-23 |y| of itself; where |r| >= 2^16 times that of |p|, r is within 2^-16 of itself (and 2^-149 where p is
  * subnormal): 2^-5 ulp of a float16 result, 2^-8 of a bfloat16. y = -inf gives e = 0 exactly. */
 #define KP_GRAD_F_LANE(k)                                                                          \
   if ((k) < nl) {                                                                                  \
     const float g_ = kp_to_compute(KP_LANE(g, k)), y_ = kp_to_compute(KP_LANE(y, k));              \
-    const float p_ = KP_EX2F(y_ * KP_LOG2E_F) * sf.hi, r_ = g_ - p_;                               \
+    const float p_ = KP_EX2F_FTZ(y_ * KP_LOG2E_F) * sf.hi, r_ = g_ - p_;                           \
     const int ok_ = (y_ <= 0.0f && y_ >= -87.0f && fabs(p_) * fma(-y_, 0x1p-7f, 0x1p-4f) <= fabs(r_)) \
                     || y_ < -0x1.fffffep127f;                                                      \
     KP_LANE(r, k) = ok_ ? kp_to_storage(r_) : kp_row_store(kp_log_grad_exact(g_, y_, kp_sum_value(s))); \
