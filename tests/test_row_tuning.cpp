@@ -1,5 +1,6 @@
 // Tuning and benchmarking the row activations (the softmax family): the row search space without a
-// device (every candidate a config resolve_config accepts and that holds the rows), and on PoCL
+// device (every candidate, and the binary the tuner compiles for it, a config resolve_config
+// accepts and that holds the rows), and on PoCL
 // `kplay bench --shape` against the copy of the bytes the op moves, and `kplay autotune --shape`
 // storing a winner that `kplay run` then serves.
 #include <doctest/doctest.h>
@@ -18,6 +19,7 @@
 #include "kplay/error.hpp"
 #include "tuner/row_defaults.hpp"
 #include "tuner/search_space.hpp"
+#include "tuner/tuner.hpp"
 
 using namespace kplay;
 
@@ -69,6 +71,8 @@ TEST_CASE("the row search space yields only configs resolve_config accepts that 
           for (const KernelConfig& c : space) {
             CAPTURE(to_string(c));
             CHECK(resolve_config(spec, c, limits) == c);  // resolved already, and accepted
+            // and so is the config of the binary the tuner compiles for it first
+            CHECK_NOTHROW(resolve_config(spec, binary_identity(spec, c), limits));
             CHECK_NOTHROW(row_launch_dims(spec, c, sh.rows, sh.cols, limits));
             if (row_capacity(c)) CHECK(row_capacity(c) >= sh.cols);
             if (c.row == RowStrategy::cluster)

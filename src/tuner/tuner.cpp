@@ -143,14 +143,6 @@ std::string run_key(const Engine& engine, const KernelSpec& spec, const TuneOpti
                    is_row(spec) ? o.row_space.describe() : o.space.describe()});
 }
 
-// The same binary for configs that differ only in the grid policy (it changes the launch, not
-// the code): codegen leaves the grid out of the source.
-KernelConfig binary_identity(KernelConfig c) {
-  c.grid = GridPolicy::one_shot;
-  c.waves = 0;
-  return c;
-}
-
 template <class F>
 void parallel_for(std::size_t count, unsigned threads, const F& body) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -263,7 +255,7 @@ class DeviceMeasurer : public CandidateMeasurer {
       const std::string key = request_key(spec_, c);
       if (slots_.count(key)) continue;
       slots_[key] = Slot{};
-      const std::string id = request_key(spec_, binary_identity(c));
+      const std::string id = request_key(spec_, binary_identity(spec_, c));
       auto it = group_of.find(id);
       if (it == group_of.end()) {
         it = group_of.emplace(id, groups.size()).first;
@@ -279,7 +271,7 @@ class DeviceMeasurer : public CandidateMeasurer {
   void prepare_group(const std::vector<KernelConfig>& group) {
     std::string error;
     try {
-      engine_.prepare(spec_, binary_identity(group.front()));
+      engine_.prepare(spec_, binary_identity(spec_, group.front()));
     } catch (const std::exception& e) {  // a background thread must not let anything escape
       error = std::string("does not compile: ") + e.what();
     }
@@ -782,6 +774,13 @@ std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelCo
   shape.seed = seed;
   const auto problem = make_problem(engine.backend(), spec, shape);
   return launch_and_check(engine, *engine.prepare(spec, config), *problem);
+}
+
+KernelConfig binary_identity(const KernelSpec& spec, KernelConfig c) {
+  if (is_row(spec)) return c;
+  c.grid = GridPolicy::one_shot;
+  c.waves = 0;
+  return c;
 }
 
 }  // namespace kplay

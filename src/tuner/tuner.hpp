@@ -151,6 +151,14 @@ TuningRecord tune(Engine& engine, KernelDatabase& db, const KernelSpec& spec, co
 std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelConfig& config, std::uint64_t n,
                           std::uint64_t seed, std::uint64_t rows = 0);
 
+// The config whose binary a candidate shares (exposed for tests): the element-wise kernels' grid
+// policy changes their launch, not their code, so configs that differ only in it are compiled
+// once, as their one-shot form. A row kernel's source holds it (KP_PREFETCH: persistent groups and
+// the pipelined cluster kernel), so a row config is its own: under its one-shot form a pipelined
+// config compiled a kernel it never ran, and one with --recompute-terms, which only the pipelined
+// kernel takes, was rejected as not compiling, and its whole group with it.
+KernelConfig binary_identity(const KernelSpec& spec, KernelConfig config);
+
 // Deterministic final choice among re-measured contenders (exposed for tests): the simplest
 // configuration whose median is within `tie` (relative) of the fastest.
 constexpr double kTieWindow = 0.01;
