@@ -351,8 +351,9 @@ KP_FN float kp_backward_f(float g, float y, kp_sum_f s) {
 /* 16-bit log_softmax: r = g - e hi in float, e = 2^(y log2 e) by the hardware (2^-21.4 relative;
  * OpenCL's exp2: 3 ulp) at y >= -87 (e normal: its flush below is never taken), so that with the
  * roundings of y log2 e (1.25 2^-24 |y|), of the sum to float and of e hi (2^-24 each) p = e hi
- * is within 2^-20 + 2^-23 |y| of itself; where |r| >= 2^16 times that of |p|, r is within 2^-16 of itself (and 2^-149 where p is
- * subnormal): 2^-5 ulp of a float16 result, 2^-8 of a bfloat16. y = -inf gives e = 0 exactly. */
+ * is within 2^-20 + 2^-23 |y| of itself; where |r| >= 2^16 times that of |p|, r is within 2^-16
+ * of itself (and 2^-149 where p is subnormal): 2^-5 ulp of a float16 result, 2^-8 of a bfloat16.
+ * y = -inf gives e = 0 exactly. */
 #define KP_GRAD_F_LANE(k)                                                                          \
   if ((k) < nl) {                                                                                  \
     const float g_ = kp_to_compute(KP_LANE(g, k)), y_ = kp_to_compute(KP_LANE(y, k));              \
