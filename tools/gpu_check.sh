@@ -34,12 +34,14 @@
 #               backward (prelu's with its weight gradient) in bf16 and f32 against a same-run copy;
 #               kplay check over every 16-bit and float32 input, both directions; the torch tests
 #               (tests/python/test_prelu_rrelu.py, and the OpInfo parity of prelu and rrelu)
-#     rows      the softmax family (row kernels): their CUDA cases (every strategy, the persistent
-#               registers kernel, the row API); tools/row_sweep.sh, every strategy's configs against
-#               each other at the softmax table's shapes (timing only); kplay autotune --shape at those
-#               shapes into OUT_DIR/rows.db; tools/softmax_table.py against torch eager and compiled,
-#               untuned and from rows.db, forward and backward; with Python, the torch softmax tests
-#               and tools/softmax_ulps.py (kplay's and torch's errors against float64).
+#     rows      the softmax family (row kernels): their CUDA cases (every case of the row family, a
+#               process each, all at once); tools/row_sweep.sh, every strategy's configs against
+#               each other at the softmax table's shapes (timing only); tools/softmax_table.py
+#               against torch eager and compiled, forward and backward; with Python, the torch
+#               softmax tests and tools/softmax_ulps.py (kplay's and torch's errors against float64).
+#               ROWS_STEPS (default "tests sweep table python") picks the steps; "tune" adds kplay
+#               autotune --shape at those shapes into OUT_DIR/rows.db and the table from it: about
+#               80 s a job on an H100, 56 jobs, over an hour.
 #               ROWS_STEPS picks steps (default "tests sweep tune table python": more than one
 #               device call's 10 minutes; split them), ROW_SHAPES the shapes
 # Environment:
@@ -100,6 +102,30 @@ run_logged() {
   echo "$name rc=$rc ($((SECONDS - t0)) s)" >>"$summary"
   grep -E "^(==|config:|layer:|verdict:|fast-math:|ratio:)" "$LOGS/$name.log" >>"$summary" || true
   return "$rc"
+}
+# run_cases NAME CASE...: each kplay_tests case (a name as --list-test-cases prints it) in its own
+# process, all at once, so that they take the time of the longest, not the sum (the CUDA row API
+# case alone takes minutes); logs $LOGS/NAME_I.log, a summary line a case
+run_cases() {
+  local name=$1 i=0 t0=$SECONDS tc rc
+  shift
+  echo; echo "### $name: $# cases, a process each"
+  for tc in "$@"; do
+    i=$((i + 1))
+    # a comma separates -tc's filters: a case whose name holds one is matched with * there
+    (stdbuf -oL -eL "$BIN/kplay_tests" "-tc=${tc//,/*}" >"$LOGS/${name}_$i.log" 2>&1 </dev/null
+      echo $? >"$LOGS/${name}_$i.rc") &
+  done
+  wait
+  i=0
+  for tc in "$@"; do
+    i=$((i + 1))
+    rc=$(cat "$LOGS/${name}_$i.rc" 2>/dev/null || echo 1)
+    [ "$rc" = 0 ] || failed=$((failed + 1))
+    note "${name}_$i rc=$rc: $tc ($(grep -m1 -oE 'assertions: *[0-9]+ \| *[0-9]+ passed \| *[0-9]+ failed' \
+      "$LOGS/${name}_$i.log"))"
+  done
+  note "$name: $i cases in $((SECONDS - t0)) s"
 }
 # check_logged NAME KPLAY_CHECK_ARGS...: kplay check; the summary keeps the counts and failing rows
 check_logged() {
@@ -461,11 +487,12 @@ fi
 
 if want rows; then
   heading rows
-  steps=" ${ROWS_STEPS:-tests sweep tune table python} "
+  steps=" ${ROWS_STEPS:-tests sweep table python} "
   ROW_SHAPES=${ROW_SHAPES:-"65536x128 32768x1024 16384x4096 8192x32768 4096x131072 4096x393216 1024x1048576"}
   if [[ $steps == *" tests "* ]]; then
-    run_logged rows_cuda "$BIN/kplay_tests" --test-suite=cuda \
-      "-tc=CUDA: softmax*,CUDA: the persistent registers kernel*,CUDA: the pipelined cluster kernel*,row API on CUDA*"
+    mapfile -t row_cases < <("$BIN/kplay_tests" --list-test-cases --test-suite=cuda 2>/dev/null |
+      grep -vE '^(\[doctest\]|=)' | grep -E "row|softmax|strided|pipelined|persistent|cluster")
+    run_cases rows_cuda "${row_cases[@]}"
   fi
   if [[ $steps == *" sweep "* ]]; then
     # shellcheck disable=SC2086  # the shapes are words
