@@ -28,6 +28,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::uint64_t kRowKinds = 9;
+// The most output bytes verify() downloads at once.
+constexpr std::uint64_t kVerifyRunBytes = 64ull << 20;
 
 std::uint64_t mix(std::uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
@@ -202,20 +204,28 @@ class RowProblem : public DeviceProblem {
       std::mt19937_64 rng(shape_.seed ^ 0x5eed);
       for (int k = 0; k < 64; ++k) rows.push_back(period_rows_ + rng() % (rows_ - period_rows_));
     }
-    // The outer block of each checked row (a row itself where rows are contiguous), downloaded once.
+    // The checked rows' outer blocks (a block is a row where rows are contiguous), a run of
+    // consecutive blocks a download, up to kVerifyRunBytes: a download a block was 65,536 blocking
+    // copies of 512 bytes for every candidate a tuner verifies at 65536x128.
     const std::uint64_t block = cols_ * inner_;
-    std::vector<unsigned char> host(block * esize_);
-    std::uint64_t held = ~0ull;
+    const std::uint64_t run_blocks = std::max<std::uint64_t>(1, kVerifyRunBytes / (block * esize_));
+    std::vector<unsigned char> host;
     std::sort(rows.begin(), rows.end());
-    for (std::uint64_t r : rows) {
-      if (r / inner_ != held) {
-        held = r / inner_;
-        backend_.download(host.data(), out().at(held * block * esize_), block * esize_);
-      }
-      const Expected& e = expected(r % period_rows_);
-      for (std::uint64_t i = 0; i < cols_; ++i) {
-        const std::uint64_t at = r % inner_ + i * inner_;
-        stats.add(held * block + at, load_element(spec_.dtype, host.data(), at), e.value[i], e.scale[i]);
+    for (std::size_t i = 0; i < rows.size();) {
+      const std::uint64_t b0 = rows[i] / inner_;
+      std::uint64_t b1 = b0;
+      std::size_t j = i;
+      while (j < rows.size() && rows[j] / inner_ <= b1 + 1 && rows[j] / inner_ - b0 < run_blocks)
+        b1 = rows[j++] / inner_;
+      host.resize((b1 - b0 + 1) * block * esize_);
+      backend_.download(host.data(), out().at(b0 * block * esize_), host.size());
+      for (; i < j; ++i) {
+        const std::uint64_t r = rows[i], at0 = (r / inner_ - b0) * block + r % inner_;
+        const Expected& e = expected(r % period_rows_);
+        for (std::uint64_t c = 0; c < cols_; ++c) {
+          const std::uint64_t at = at0 + c * inner_;
+          stats.add(b0 * block + at, load_element(spec_.dtype, host.data(), at), e.value[c], e.scale[c]);
+        }
       }
     }
     // The guard zones: before the output (its offset) and after it.
