@@ -219,14 +219,26 @@ class RowProblem : public DeviceProblem {
         b1 = rows[j++] / inner_;
       host.resize((b1 - b0 + 1) * block * esize_);
       backend_.download(host.data(), out().at(b0 * block * esize_), host.size());
-      for (; i < j; ++i) {
-        const std::uint64_t r = rows[i], at0 = (r / inner_ - b0) * block + r % inner_;
-        const Expected& e = expected(r % period_rows_);
-        for (std::uint64_t c = 0; c < cols_; ++c) {
-          const std::uint64_t at = at0 + c * inner_;
-          stats.add(b0 * block + at, load_element(spec_.dtype, host.data(), at), e.value[c], e.scale[c]);
+      // The run's elements compared on the host's threads, each its own stats, merged (the same
+      // counts, maxima and first bad index as one pass).
+      std::mutex merging;
+      parallel_for((j - i) * cols_, [&](std::uint64_t lo, std::uint64_t hi) {
+        ErrorStats part(stats.dtype, stats.bound_ulps, stats.backward);
+        const Expected* e = nullptr;
+        std::uint64_t held = ~0ull;
+        for (std::uint64_t k = lo; k < hi; ++k) {
+          const std::uint64_t r = rows[i + k / cols_], c = k % cols_;
+          if (k / cols_ != held) {
+            held = k / cols_;
+            e = &expected(r % period_rows_);
+          }
+          const std::uint64_t at = (r / inner_ - b0) * block + r % inner_ + c * inner_;
+          part.add(b0 * block + at, load_element(spec_.dtype, host.data(), at), e->value[c], e->scale[c]);
         }
-      }
+        std::lock_guard<std::mutex> lock(merging);
+        stats.merge(part);
+      });
+      i = j;
     }
     // The guard zones: before the output (its offset) and after it.
     std::vector<unsigned char> guard((shape_.out_offset + kGuardElements) * esize_);
