@@ -205,8 +205,8 @@ class RowProblem : public DeviceProblem {
       for (int k = 0; k < 64; ++k) rows.push_back(period_rows_ + rng() % (rows_ - period_rows_));
     }
     // The checked rows' outer blocks (a block is a row where rows are contiguous), a run of
-    // consecutive blocks a download, up to kVerifyRunBytes: a download a block was 65,536 blocking
-    // copies of 512 bytes for every candidate a tuner verifies at 65536x128.
+    // consecutive blocks a download, up to kVerifyRunBytes (a download a block would be 65,536
+    // blocking copies of 512 bytes for every candidate the tuner verifies at 65536x128).
     const std::uint64_t block = cols_ * inner_;
     const std::uint64_t run_blocks = std::max<std::uint64_t>(1, kVerifyRunBytes / (block * esize_));
     std::vector<unsigned char> host;

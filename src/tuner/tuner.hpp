@@ -155,8 +155,8 @@ std::string verify_config(Engine& engine, const KernelSpec& spec, const KernelCo
 // policy changes their launch, not their code, so configs that differ only in it are compiled
 // once, as their one-shot form. A row kernel's source holds it (KP_PREFETCH: persistent groups and
 // the pipelined cluster kernel), so a row config is its own: under its one-shot form a pipelined
-// config compiled a kernel it never ran, and one with --recompute-terms, which only the pipelined
-// kernel takes, was rejected as not compiling, and its whole group with it.
+// config would compile a kernel it never runs, and one with --recompute-terms, which only the
+// pipelined kernel takes, would be rejected as not compiling, and its whole group with it.
 KernelConfig binary_identity(const KernelSpec& spec, KernelConfig config);
 
 // Deterministic final choice among re-measured contenders (exposed for tests): the simplest
