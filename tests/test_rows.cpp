@@ -331,6 +331,35 @@ TEST_CASE(
     CHECK(default_row_config(h, 4096, lim).block == 256);
     CHECK(default_row_config(h, 128, lim).per_thread == (cuda ? 2 : 1));
     CHECK(default_row_config(h, 128, lim).grid == s.grid);
+    // log_softmax on CUDA: forward 32 elements a thread (1024 columns: 32 threads a row of eight
+    // float32 vectors or four bfloat16 ones) in rows of at least 8 threads (128 float32 columns: 8
+    // of four vectors; 128 bfloat16 columns: 8 of two, softmax's); float32 backward in rows a warp
+    // holds two vectors a thread on the persistent grid (softmax: one, one-shot). Elsewhere softmax's.
+    const KernelSpec lf32 = row_spec("log_softmax", Dtype::f32, Direction::forward);
+    const KernelConfig lf1024 = default_row_config(lf32, 1024, lim);
+    CHECK(lf1024.per_thread == (cuda ? 8 : 1));
+    CHECK(lf1024.row_threads == (cuda ? 32 : 0));
+    CHECK(row_capacity(lf1024) >= 1024);
+    CHECK_NOTHROW(row_launch_dims(lf32, resolve_config(lf32, lf1024, lim), 1000, 1024, lim));
+    const KernelConfig lf128 = default_row_config(lf32, 128, lim);
+    CHECK(lf128.per_thread == (cuda ? 4 : 1));
+    CHECK(lf128.row_threads == (cuda ? 8 : 32));
+    CHECK(lf128.grid == s.grid);
+    CHECK(default_row_config(row_spec("log_softmax", Dtype::bf16, Direction::forward), 128, lim) ==
+          default_row_config(h, 128, lim));
+    const KernelSpec lh = row_spec("log_softmax", Dtype::bf16, Direction::forward);
+    const KernelConfig lh1024 = default_row_config(lh, 1024, lim);
+    CHECK(lh1024.per_thread == (cuda ? 4 : 2));
+    CHECK(lh1024.row_threads == (cuda ? 32 : 64));
+    CHECK(row_capacity(lh1024) >= 1024);
+    CHECK(default_row_config(row_spec("log_softmax", Dtype::bf16, Direction::backward), 128, lim) ==
+          default_row_config(row_spec("softmax", Dtype::bf16, Direction::backward), 128, lim));
+    const KernelSpec lb = row_spec("log_softmax", Dtype::f32, Direction::backward);
+    const KernelConfig lb128 = default_row_config(lb, 128, lim);
+    CHECK(lb128.per_thread == (cuda ? 2 : 4));
+    CHECK(lb128.grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
+    CHECK(default_row_config(row_spec("softmax", Dtype::f32, Direction::backward), 128, lim).per_thread ==
+          (cuda ? 1 : 4));
     // float64 keeps the one-shot grid on every backend.
     CHECK(default_row_config(row_spec("softmax", Dtype::f64, Direction::forward), 128, lim).grid ==
           GridPolicy::one_shot);

@@ -90,16 +90,37 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // rows a warp holds so (reduced by shuffles alone; four vectors' double arithmetic took 94 registers, a quarter of
     // the SM's warps: float32 65536x128 on the H200 100.2 % of copy against 72.0, bfloat16 80.3 against 76.6), and
     // longer ones on a persistent grid too (32768x1024 on an H100: bfloat16 93.3 against one-shot's 90.2).
+    //
+    // log_softmax on CUDA differs from softmax (docs/design.md, "Row defaults, measured"). Its forward below float64
+    // keeps no terms (a result is x - max - log sum), so a thread holds 32 elements in registers (eight float32
+    // vectors, four 16-bit ones), in rows of at least 8 threads (or two vectors a thread, where fewer would hold more):
+    // the row's work -- two reductions, one of a compensated sum, and the log -- spread over more elements. On the
+    // H200, float32 32768x1024 82.6 % of copy against 58.9 at two vectors, 16384x4096 75.6 against 54.8, 65536x128 (8
+    // threads of 4 vectors) 79.6 against 72.2 (16 of 2; 32 of 1: 56.8); bfloat16 16384x4096 73.2 against 58.8. Its
+    // float32 backward in rows a warp holds takes two vectors a thread on the persistent grid: the compensated sum of g
+    // merges in fewer levels (65536x128 on an H100: 90.2 against 82.3; softmax's plain sum is as fast either way, 99.0
+    // against 100.3; bfloat16 log_softmax's slower, 83.0 against 85.5).
     const bool narrow = dtype_size(spec.dtype) == 2;
     constexpr std::uint64_t kWarpVectors = 32;
     const bool warp_rows = limits.backend == "cuda" && vecs <= kWarpVectors;
-    const bool cuda_backward_rows = limits.backend == "cuda" && spec.direction == Direction::backward && !warp_rows;
+    const bool log_rows =
+        limits.backend == "cuda" && spec.dtype != Dtype::f64 && resolve_activation(spec.activation).act->row_form.log;
+    const bool log_forward = log_rows && spec.direction == Direction::forward;
+    const bool log_f32_backward = log_rows && spec.direction == Direction::backward && spec.dtype == Dtype::f32;
+    const bool cuda_backward_rows =
+        limits.backend == "cuda" && spec.direction == Direction::backward && (!warp_rows || log_f32_backward);
     const bool persistent = (cuda_forward || cuda_backward_rows) && spec.dtype != Dtype::f64;
-    const std::uint64_t aim = spec.direction == Direction::backward  ? (warp_rows ? 1 : kRegisterVectors)
+    constexpr std::uint64_t kLogForwardElements = 32;
+    constexpr int kLogForwardThreads = 8;
+    const std::uint64_t backward_aim = !warp_rows ? kRegisterVectors : log_f32_backward ? 2 : 1;
+    const std::uint64_t aim = spec.direction == Direction::backward  ? backward_aim
+                              : log_forward                          ? kLogForwardElements / c.vec
                               : persistent || (narrow && vecs >= 64) ? 2
                                                                      : 1;
     int threads = 1;
     while (threads < max_block && static_cast<std::uint64_t>(threads) * aim < vecs) threads *= 2;
+    if (log_forward)
+      while (threads < kLogForwardThreads && static_cast<std::uint64_t>(threads) * 2 < vecs) threads *= 2;
     c.block = std::max(threads, std::min(persistent && cuda_forward ? 128 : 256, max_block));
     c.row_threads = threads == c.block ? 0 : threads;
     c.per_thread = static_cast<int>(std::max<std::uint64_t>(1, (vecs + threads - 1) / threads));

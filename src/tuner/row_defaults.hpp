@@ -4,11 +4,13 @@
 //   rows a block's registers hold (two vectors a thread forward on CUDA below float64, four else)
 //     forward, CUDA below float64  registers, two vectors a thread, on a persistent grid (each group
 //                                  loads its next row before it reduces this one); short rows share
-//                                  a block of 128
+//                                  a block of 128; log_softmax (no terms kept) 32 elements a thread,
+//                                  in rows of at least 8 threads
 //     other forwards               registers, one vector a thread (16-bit rows of 64 vectors or
 //                                  more: two); short rows share a block of 256
 //     backward                     registers, four vectors a thread (on CUDA one in rows of at most
-//                                  32 vectors: a warp or less a row); on sm_90, float32 rows of
+//                                  32 vectors: a warp or less a row; float32 log_softmax two, on a
+//                                  persistent grid); on sm_90, float32 rows of
 //                                  1024 to 16384 in the pipelined cluster kernel (a block a row up to
 //                                  2048, clusters of 2 beyond) and 16-bit rows of 16385 to 32768
 //                                  one-shot across clusters of 4
