@@ -9,6 +9,7 @@ of the dtype against a float64 reference on the first and last rows.
     python3 tools/softmax_table.py [--shapes 65536x128,...] [--dtypes f32,bf16]
         [--directions forward,backward] [--ops softmax,log_softmax] [--rounds 9] [--json FILE]
         [--kplay PATH [--knobs "KNOBS"]]
+    python3 tools/softmax_table.py --markdown FILE.json   # docs/benchmarks.md's table from --json's rows
 
 A shape runs over its last dimension, or over the one after '@': 32x21x512x512@1 is Softmax2d's
 softmax over the channels of a contiguous [N, C, H, W] (kplay's strided rows).
@@ -169,6 +170,26 @@ def kplay_cli(kplay: str, op: str, shape: str, dim: int, dtype: str, direction: 
             "verdict": verdict.group(1) if verdict else "?"}
 
 
+def print_markdown(rows: list[dict]) -> None:
+    """docs/benchmarks.md's softmax table: a line per op, shape and dtype, forward and backward side
+    by side (a direction not measured reads "-"), in the order the rows were measured."""
+    def ratios(r: dict | None) -> tuple[str, str, str]:
+        if r is None:
+            return "-", "-", "-"
+        return (f"{r['kplay_pct']:.1f} / {r['eager_pct']:.1f} / {r['compile_pct']:.1f}",
+                f"{r['wins_eager']}/{r['wins_compile']}", f"{r['kplay_ulps']:.2f} / {r['eager_ulps']:.3g}")
+    by_key: dict[tuple, dict] = {}
+    for r in rows:
+        by_key.setdefault((r["op"], r["shape"], r["dtype"]), {})[r["direction"]] = r
+    print("| op, rows × cols | dtype | forward kplay / eager / compile | wins | backward kplay / eager / compile "
+          "| wins | ulps fwd k / e | ulps bwd k / e |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (op, shape, dtype), sides in by_key.items():
+        f, fw, fu = ratios(sides.get("forward"))
+        b, bw, bu = ratios(sides.get("backward"))
+        print(f"| {op} {shape.replace('x', '×')} | {dtype} | {f} | {fw} | {b} | {bw} | {fu} | {bu} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default=SHAPES)
@@ -179,7 +200,12 @@ def main() -> int:
     ap.add_argument("--json")
     ap.add_argument("--kplay", help="also `kplay run` from this CLI: its ratio, verdict and config")
     ap.add_argument("--knobs", default="", help="with --kplay: knobs for `kplay run` instead of its default")
+    ap.add_argument("--markdown", metavar="JSON", help="print docs/benchmarks.md's table from a --json file and stop")
     args = ap.parse_args()
+    if args.markdown:
+        with open(args.markdown) as f:
+            print_markdown(json.load(f))
+        return 0
     import torch
     import kplay.torch as kt
 
