@@ -345,9 +345,8 @@ TEST_CASE(
     CHECK(lf128.per_thread == (cuda ? 4 : 1));
     CHECK(lf128.row_threads == (cuda ? 8 : 32));
     CHECK(lf128.grid == s.grid);
-    CHECK(default_row_config(row_spec("log_softmax", Dtype::bf16, Direction::forward), 128, lim) ==
-          default_row_config(h, 128, lim));
     const KernelSpec lh = row_spec("log_softmax", Dtype::bf16, Direction::forward);
+    CHECK(default_row_config(lh, 128, lim) == default_row_config(h, 128, lim));
     const KernelConfig lh1024 = default_row_config(lh, 1024, lim);
     CHECK(lh1024.per_thread == (cuda ? 4 : 2));
     CHECK(lh1024.row_threads == (cuda ? 32 : 64));
