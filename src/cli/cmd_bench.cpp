@@ -3,8 +3,9 @@
 // the same bytes, timed interleaved in one run. Buffers rotate through enough sets to cover 4x
 // the L2, so no size is flattered by the cache. A row activation (the softmax family) takes one
 // --shape instead of the sweep, its rows the last dimension, and its config from
-// choose_row_config. Prints a table; --csv/--json write files whose columns docs/benchmarks.md
-// describes (for plotting).
+// choose_row_config. --compare times other configs on the same buffers in the same process, in
+// turn, --rounds times over (an A/B of configs without the drift between processes). Prints a
+// table; --csv/--json write files whose columns docs/benchmarks.md describes (for plotting).
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -33,6 +34,7 @@ struct Row {
   std::string shape;  // --shape as given (a row activation's rows x columns), else ""
   std::uint64_t n = 0, kernel_bytes = 0, copy_bytes = 0;
   std::size_t buffer_sets = 0;
+  int round = 1;
   double kernel_ms = 0, copy_ms = 0, kernel_gbps = 0, copy_gbps = 0, ratio = 0;
   bool verified = false;
 };
@@ -57,6 +59,13 @@ class BenchCommand : public Command {
     app_->add_option("--repeat", repeat_, "timed samples; medians are reported")
         ->capture_default_str()
         ->check(CLI::Range(1, kMaxLaunches));
+    app_->add_option("--compare", compare_texts_,
+                     "another config to time on the same buffers after the default (or the knobs given): its knobs "
+                     "in one argument, e.g. --compare \"--row registers --per-thread 4\" (those not given at the "
+                     "built-in defaults); repeatable");
+    app_->add_option("--rounds", rounds_, "times every config this many times, in turn (with --compare: an A/B)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
     app_->add_option("--csv", csv_path_, "write the rows as CSV to this file");
     app_->add_option("--json", json_path_, "write the rows as JSON to this file");
     app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
@@ -104,6 +113,14 @@ class BenchCommand : public Command {
       }
     }
     specs = buildable_specs(std::move(specs), flags_.config(), generic_limits(flags_.backend));
+    compares_.clear();
+    for (const auto& text : compare_texts_) compares_.push_back(parse_compare(text));
+    for (const auto& spec : specs)  // a compared config that cannot run a spec, refused before any device work
+      for (const Compare& c : compares_) try {
+          resolve_config(spec, c.config, generic_limits(flags_.backend));
+        } catch (const Error& e) {
+          throw Error(e.code(), "--compare '" + c.text + "': " + e.what());
+        }
     bool any_row = false;
     for (const auto& spec : specs) any_row |= resolve_activation(spec.activation).is_row();
     if (app_->count("--dim") && (!any_row || shape_text_.empty()))
@@ -148,32 +165,57 @@ class BenchCommand : public Command {
       for (auto n : sizes) {
         const watchdog::Activity doing(to_string(spec) + ", " + std::to_string(n) + " elements");
         working_on(spec);
-        Row r = measure(engine, db.get(), spec, n);
-        if (!r.verified) status = kExitFailed;
-        const std::string size = shape_text_.empty() ? std::to_string(n) : shape_;
-        std::fprintf(table, "%-10s %-8s %-5s %12s %5zu %10.4f %10.4f %9.1f %9.1f %6.1f%%  %s%s\n", r.activation.c_str(),
-                     r.direction.c_str(), r.dtype.c_str(), size.c_str(), r.buffer_sets, r.kernel_ms, r.copy_ms,
-                     r.kernel_gbps, r.copy_gbps, 100.0 * r.ratio, r.config.c_str(), r.verified ? "" : "  WRONG OUTPUT");
-        std::fflush(stdout);
-        rows.push_back(r);
+        for (const Row& r : measure(engine, db.get(), spec, n, table)) {
+          if (!r.verified) status = kExitFailed;
+          rows.push_back(r);
+        }
       }
     write_files(rows);
     return status;
   }
 
  private:
-  Row measure(Engine& engine, KernelDatabase* db, const KernelSpec& spec, std::uint64_t n) {
+  // A --compare argument: config knobs alone (the others at the built-in defaults), parsed as the
+  // command's own; anything else is refused naming the argument.
+  struct Compare {
+    KernelConfig config;
+    bool vec = false, row_threads = false;  // given: strided rows keep them
+    std::string text;
+  };
+  static Compare parse_compare(const std::string& text) {
+    CLI::App knobs("--compare");
+    ConfigFlags f;
+    add_config_flags(knobs, f, false, KnobDefaults::fixed);
+    try {
+      knobs.parse(text, false);
+    } catch (const CLI::ParseError& e) {
+      throw Error(ErrorCode::invalid_argument, "--compare '" + text + "': " + e.what());
+    }
+    for (const char* other : {"--act", "--dtype", "--direction", "--saved", "--out-dtype", "--backend", "--device"})
+      if (knobs.count(other))
+        throw Error(ErrorCode::invalid_argument, "--compare '" + text + "': config knobs only (" + other +
+                                                     " is the command's, for every config it times)");
+    if (!f.knobs_given(knobs) && !knobs.count("--recompute-terms"))
+      throw Error(ErrorCode::invalid_argument,
+                  "--compare '" + text + "': no config knob given (e.g. --compare \"--per-thread 4\")");
+    Compare c;
+    c.config = f.config();
+    c.vec = knobs.count("--vec") > 0;
+    c.row_threads = knobs.count("--row-threads") > 0;
+    c.text = text;
+    return c;
+  }
+
+  // The rows of spec at n: its config (and each --compare's) checked on one problem, then timed
+  // against the copy on the same buffer sets, each in turn, --rounds times; each row printed as
+  // it is measured.
+  std::vector<Row> measure(Engine& engine, KernelDatabase* db, const KernelSpec& spec, std::uint64_t n,
+                           std::FILE* table) {
     rt::Backend& be = engine.backend();
-    Row r;
-    r.device = be.info().name;
-    r.activation = spec.activation;
-    r.direction = to_string(spec.direction);
-    r.dtype = to_string(spec.dtype);
-    r.n = n;
-    r.shape = shape_;
     // A row activation's rows: the other dimensions of --shape, each row its last.
     const bool row = resolve_activation(spec.activation).is_row();
     const bool strided = row && inner_ > 1;  // --dim other than the last: strided rows
+    const Layout layout = strided ? Layout::strided : Layout::flat;
     ConfigChoice choice;
     if (strided && !flags_.knobs_given(*app_)) {
       choice.config = strided_row_config(spec, rows_ ? n / rows_ : 0);
@@ -185,9 +227,23 @@ class BenchCommand : public Command {
       if (strided && !app_->count("--vec")) choice.config.vec = 1;
       if (strided && !app_->count("--row-threads")) choice.config.row_threads = 1;
     }
-    auto kernel = engine.prepare(spec, choice.config, strided ? Layout::strided : Layout::flat);
-    r.config = to_string(kernel->config);
-    r.source = choice.source.empty() ? choice.layer : choice.layer + ": " + choice.source;
+    std::vector<ConfigChoice> choices{choice};
+    for (const Compare& c : compares_) {
+      ConfigChoice k;
+      k.config = c.config;
+      if (strided && !c.vec) k.config.vec = 1;
+      if (strided && !c.row_threads) k.config.row_threads = 1;
+      k.layer = "--compare";
+      k.source = c.text;
+      choices.push_back(k);
+    }
+    std::vector<std::shared_ptr<const PreparedKernel>> kernels;
+    for (std::size_t k = 0; k < choices.size(); ++k) try {
+        kernels.push_back(engine.prepare(spec, choices[k].config, layout));
+      } catch (const Error& e) {  // a compared config that cannot run this spec: say which
+        if (k == 0) throw;
+        throw Error(e.code(), "--compare '" + choices[k].source + "': " + e.what());
+      }
     // A gated activation's n elements are one row [1, n] of its input (d = n / 2). A row
     // activation's problem moves what the op must (forward: x read, y written; backward: y and g
     // read, the gradient written), and its copy is of the input's bytes, read and written.
@@ -198,9 +254,15 @@ class BenchCommand : public Command {
     if (row) shape.inner = inner_;
     shape.seed = 1;
     problems.push_back(make_problem(be, spec, shape));
-    problems[0]->launch(engine, *kernel);
-    be.synchronize();
-    r.verified = problems[0]->verify(true).mismatches == 0;
+    std::vector<bool> verified;
+    for (std::size_t k = 0; k < kernels.size(); ++k) try {
+        problems[0]->launch(engine, *kernels[k]);
+        be.synchronize();
+        verified.push_back(problems[0]->verify(true).mismatches == 0);
+      } catch (const Error& e) {  // a compared config refused at launch (a row longer than it holds)
+        if (k == 0) throw;
+        throw Error(e.code(), "--compare '" + choices[k].source + "': " + e.what());
+      }
     // A row activation is timed on ordinary rows (ProblemShape::ordinary_rows), not the check's
     // edge rows, which send some kernels down their exact paths; the checked problem goes first.
     if (row) {
@@ -208,23 +270,45 @@ class BenchCommand : public Command {
       problems[0].reset();
       problems[0] = make_problem(be, spec, shape);
     }
-    r.buffer_sets = buffer_sets(be.info(), problems[0]->bytes_moved());
-    for (std::size_t i = 1; i < r.buffer_sets; ++i) {
+    const std::size_t set_count = buffer_sets(be.info(), problems[0]->bytes_moved());
+    for (std::size_t i = 1; i < set_count; ++i) {
       shape.seed = 1 + i;
       problems.push_back(make_problem(be, spec, shape));
     }
     std::vector<const DeviceProblem*> sets;
     sets.reserve(problems.size());
     for (const auto& p : problems) sets.push_back(p.get());
-    const BenchResult b = bench_against_copy(engine, *kernel, sets, warmup_, repeat_);
-    r.kernel_ms = b.kernel.median_ms;
-    r.copy_ms = b.copy.median_ms;
-    r.kernel_bytes = b.kernel_bytes;
-    r.copy_bytes = b.copy_bytes;
-    r.kernel_gbps = b.kernel_gbps;
-    r.copy_gbps = b.copy_gbps;
-    r.ratio = b.ratio;
-    return r;
+    std::vector<Row> rows;
+    for (int round = 1; round <= rounds_; ++round)
+      for (std::size_t k = 0; k < kernels.size(); ++k) {
+        Row r;
+        r.device = be.info().name;
+        r.activation = spec.activation;
+        r.direction = to_string(spec.direction);
+        r.dtype = to_string(spec.dtype);
+        r.n = n;
+        r.shape = shape_;
+        r.round = round;
+        r.config = to_string(kernels[k]->config);
+        r.source = choices[k].source.empty() ? choices[k].layer : choices[k].layer + ": " + choices[k].source;
+        r.verified = verified[k];
+        r.buffer_sets = set_count;
+        const BenchResult b = bench_against_copy(engine, *kernels[k], sets, warmup_, repeat_);
+        r.kernel_ms = b.kernel.median_ms;
+        r.copy_ms = b.copy.median_ms;
+        r.kernel_bytes = b.kernel_bytes;
+        r.copy_bytes = b.copy_bytes;
+        r.kernel_gbps = b.kernel_gbps;
+        r.copy_gbps = b.copy_gbps;
+        r.ratio = b.ratio;
+        const std::string size = shape_text_.empty() ? std::to_string(n) : shape_;
+        std::fprintf(table, "%-10s %-8s %-5s %12s %5zu %10.4f %10.4f %9.1f %9.1f %6.1f%%  %s%s\n", r.activation.c_str(),
+                     r.direction.c_str(), r.dtype.c_str(), size.c_str(), r.buffer_sets, r.kernel_ms, r.copy_ms,
+                     r.kernel_gbps, r.copy_gbps, 100.0 * r.ratio, r.config.c_str(), r.verified ? "" : "  WRONG OUTPUT");
+        std::fflush(table);
+        rows.push_back(r);
+      }
+    return rows;
   }
 
   void write_files(const std::vector<Row>& rows) const {
@@ -257,7 +341,8 @@ class BenchCommand : public Command {
                        {"ratio", r.ratio},
                        {"verified", r.verified},
                        {"config", r.config},
-                       {"config_source", r.source}});
+                       {"config_source", r.source},
+                       {"round", r.round}});
         if (!r.shape.empty()) out.back()["shape"] = r.shape;
       }
       write_output_file(json_path_, out.dump(2) + "\n", "--json");
@@ -271,7 +356,9 @@ class BenchCommand : public Command {
   std::uint64_t rows_ = 0;   // --shape's rows: the elements over the length of --dim (the last)
   std::uint64_t inner_ = 1;  // their elements' distance: the product of the dimensions after --dim
   std::string dim_text_;
-  int warmup_ = 3, repeat_ = 15;
+  std::vector<std::string> compare_texts_;
+  std::vector<Compare> compares_;
+  int warmup_ = 3, repeat_ = 15, rounds_ = 1;
   bool no_db_ = false;
   double timeout_ = 0;
 };
