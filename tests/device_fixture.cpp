@@ -1,6 +1,8 @@
 // See device_fixture.hpp.
 #include "device_fixture.hpp"
 
+#include <doctest/doctest.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -58,5 +60,12 @@ bool backend_available(const std::string& name, std::string* why) {
 }
 
 rt::Backend* shared_backend(const std::string& name) { return slot(name).backend.get(); }
+
+bool backend_or_skip(const std::string& name) {
+  std::string why;
+  if (backend_available(name, &why)) return true;
+  MESSAGE("skipped, no " << name << " device: " << why);
+  return false;
+}
 
 }  // namespace kplay::test

@@ -46,6 +46,13 @@ TEST_CASE("kplay: bad input gets a message and exit status 2") {
       {"emit --act selu --recompute-terms", "are for the row activations"},
       {"emit --act log_softmax --row cluster --cluster 16 --grid grid-stride --recompute-terms",
        "--recompute-terms: only the pipelined cluster kernel's float32 softmax and softmin forward"},
+      // bench --compare: config knobs alone, each able to run the spec, refused naming the argument
+      {"bench --act selu --n 4096 --compare '--act relu'", "--compare '--act relu': config knobs only"},
+      {"bench --act selu --n 4096 --compare '--dtype f16'", "--compare '--dtype f16': config knobs only"},
+      {"bench --act selu --n 4096 --compare '--bogus 1'", "--compare '--bogus 1': "},
+      {"bench --act selu --n 4096 --compare '--row registers'", "--compare '--row registers': --row, --cluster"},
+      {"bench --act selu --n 4096 --compare '--vec 3'", "--compare '--vec 3': --vec 3"},
+      {"bench --act selu --n 4096 --compare ''", "--compare: an empty value is not allowed"},
   };
   for (const auto& c : cases) {
     const Result r = run_kplay(c.args);

@@ -1,6 +1,5 @@
 // kplay bench --compare: other configs timed on the same buffers in the same process, each in
-// turn, --rounds times over; a compared config that is not config knobs, or cannot run the spec,
-// is refused naming the argument before any device work.
+// turn, --rounds times over (its refusals of bad input: tests/test_cli.cpp).
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -23,36 +22,9 @@ nlohmann::json read_json(const std::string& path) {
 }
 }  // namespace
 
-TEST_CASE("bench --compare takes config knobs alone, each able to run the spec, and says which argument it refused") {
-  struct Case {
-    const char* compare;
-    const char* message;
-  } cases[] = {
-      {"--act relu", "--compare '--act relu': config knobs only (--act is the command's"},
-      {"--dtype f16", "--compare '--dtype f16': config knobs only"},
-      {"--bogus 1", "--compare '--bogus 1': "},
-      {"--fast-math=maybe", "--compare '--fast-math=maybe': "},
-      {"--row registers", "--compare '--row registers': --row, --cluster, --row-threads and --recompute-terms are"},
-      {"--vec 3", "--compare '--vec 3': --vec 3"},
-      {"", "--compare: an empty value is not allowed"},
-  };
-  for (const auto& c : cases) {
-    const std::string args = "bench --act selu --n 4096 --no-db --compare '" + std::string(c.compare) + "'";
-    const CliResult r = kplay::test::run_cli(args);
-    INFO("kplay " << args << "\n" << r.output);
-    CHECK(r.status == 2);
-    CHECK(r.has(c.message));
-    CHECK_FALSE(r.has("% copy"));  // refused before any device work (the table's header)
-  }
-}
-
 TEST_SUITE("opencl") {
   TEST_CASE("bench --compare times each config on the same buffers in turn, --rounds times, each checked") {
-    std::string why;
-    if (!kplay::test::backend_available("opencl", &why)) {
-      MESSAGE("skipped, no OpenCL device: " << why);
-      return;
-    }
+    if (!kplay::test::backend_or_skip("opencl")) return;
     kplay::test::TempDir dir;
     const std::string out = dir.file("rows.json");
     const CliResult r = kplay::test::run_cli(

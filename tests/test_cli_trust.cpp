@@ -33,12 +33,7 @@ CliResult kplay_cli(const std::string& args, const std::string& env = "", int se
   return test::run_cli(args, env + (env.empty() ? "" : " ") + "timeout -s KILL " + std::to_string(seconds));
 }
 
-bool opencl_or_skip() {
-  std::string why;
-  if (test::backend_available("opencl", &why)) return true;
-  MESSAGE("skipped, no OpenCL device: " << why);
-  return false;
-}
+bool opencl_or_skip() { return test::backend_or_skip("opencl"); }
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
