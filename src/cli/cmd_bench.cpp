@@ -237,13 +237,6 @@ class BenchCommand : public Command {
       k.source = c.text;
       choices.push_back(k);
     }
-    std::vector<std::shared_ptr<const PreparedKernel>> kernels;
-    for (std::size_t k = 0; k < choices.size(); ++k) try {
-        kernels.push_back(engine.prepare(spec, choices[k].config, layout));
-      } catch (const Error& e) {  // a compared config that cannot run this spec: say which
-        if (k == 0) throw;
-        throw Error(e.code(), "--compare '" + choices[k].source + "': " + e.what());
-      }
     // A gated activation's n elements are one row [1, n] of its input (d = n / 2). A row
     // activation's problem moves what the op must (forward: x read, y written; backward: y and g
     // read, the gradient written), and its copy is of the input's bytes, read and written.
@@ -254,12 +247,16 @@ class BenchCommand : public Command {
     if (row) shape.inner = inner_;
     shape.seed = 1;
     problems.push_back(make_problem(be, spec, shape));
+    // Each config built and checked on that problem; a compared one the device cannot build or
+    // launch for these rows (a row longer than it holds) is refused naming it.
+    std::vector<std::shared_ptr<const PreparedKernel>> kernels;
     std::vector<bool> verified;
-    for (std::size_t k = 0; k < kernels.size(); ++k) try {
+    for (std::size_t k = 0; k < choices.size(); ++k) try {
+        kernels.push_back(engine.prepare(spec, choices[k].config, layout));
         problems[0]->launch(engine, *kernels[k]);
         be.synchronize();
         verified.push_back(problems[0]->verify(true).mismatches == 0);
-      } catch (const Error& e) {  // a compared config refused at launch (a row longer than it holds)
+      } catch (const Error& e) {
         if (k == 0) throw;
         throw Error(e.code(), "--compare '" + choices[k].source + "': " + e.what());
       }
