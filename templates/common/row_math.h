@@ -66,7 +66,15 @@ KP_FN KP_T kp_row_store(kp_acc v) { return kp_to_storage((KP_C)v); }
 KP_FN kp_acc kp_max_of(kp_acc a, kp_acc b) { return b > a || b != b ? b : a; }
 KP_FN KP_C kp_max_c(KP_C a, KP_C b) { return b > a || b != b ? b : a; }
 
-#if KP_LEAN
+/* The table-driven double exp below: float32 on devices with fast FP64, and the 16-bit
+ * log_softmax backward's second estimate there (row_vectors.h) where a block fills the table at
+ * little cost: once for all its rows on the persistent grid (not in the pipelined cluster kernel,
+ * whose stages take the shared memory), one-shot where a row holds 1024 elements or more (bfloat16
+ * 65536x128 one-shot ran at 77.5 % of copy with it, 83.2 without, on an H100). */
+#define KP_EXP_TABLE                                                                          \
+  (KP_LEAN || (KP_FAST_FP64 && KP_ROW_FLOAT && KP_ROW_LOG && KP_BACKWARD &&                  \
+               (KP_PREFETCH ? KP_ROW != 4 : KP_TPR * KP_VPT * KP_VEC >= 1024)))
+#if KP_EXP_TABLE
 /* 2^(i/32) and 2^(i/256), each rounded to double: their products make the exp's table. */
 KP_D_TABLE kp_exp2_32[32] = {
     0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0, 0x1.172b83c7d517bp+0,
@@ -108,6 +116,20 @@ KP_FN kp_acc kp_row_exp(kp_acc t KP_EXP_TAB_PARAM) {
   const double n = z - 0x1.8p52;
   const double r = fma(n, -0x1.62e42fefa39efp-9, t);
   const double p = fma(fma(0.5, r, 1.0), r, 1.0);
+  const int ni = KP_D_LO(z);
+  const double tj = tab[ni & 255];
+  const double s = KP_D_FROM_HILO(KP_D_HI(tj) + (int)((unsigned)ni << 12), KP_D_LO(tj));
+  return t < -708.0 ? 0.0 : p * s;
+}
+/* The same e^t to 2^-43.4 relative, for log_softmax's backward (row_vectors.h), whose rounding test
+ * passes a result only where its error is far below it: e^r by its quartic (the next term, r^5/120,
+ * is 2^-54.5), so that the error is ln2/256's rounding to double times n (2^-61.5 |n|, |n| < 2^18
+ * above -708: 2^-43.5), the entry's 2^-51 and two roundings. Two FP64 operations more. */
+KP_FN kp_acc kp_row_exp_fine(kp_acc t KP_EXP_TAB_PARAM) {
+  const double z = fma(t, 0x1.71547652b82fep+8, 0x1.8p52);
+  const double n = z - 0x1.8p52;
+  const double r = fma(n, -0x1.62e42fefa39efp-9, t);
+  const double p = fma(fma(fma(fma(0x1.5555555555555p-5, r, 0x1.5555555555555p-3), r, 0.5), r, 1.0), r, 1.0);
   const int ni = KP_D_LO(z);
   const double tj = tab[ni & 255];
   const double s = KP_D_FROM_HILO(KP_D_HI(tj) + (int)((unsigned)ni << 12), KP_D_LO(tj));

@@ -287,22 +287,29 @@ KP_FN void kp_vec_terms(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
  * which the device's double exp keeps exact. The 16-bit results and float32's take an estimate
  * where a rounding test allows and this formula only where it does not: out of line, so that its
  * registers do not weigh on the estimate's loop. float32's estimate (kp_backward_of): exp(y) by
- * the table (kp_row_exp, 2^-31.2), p = e sum and r = g - p in double within 2^-31.1 |p| of
- * themselves; where |r| >= |p| / 4 that is 2^-29.1 |r|, 2^-5 ulp of a float32 result before its
- * rounding (a log-probability's gradient g - softmax sum g passes wherever g and the softmax term
- * do not cancel to a quarter); elsewhere (cancelling terms, y > 0 or NaN) this formula. On an H100
- * (`kplay bench --no-db --act log_softmax --direction backward --saved output`) 4096x131072, online
- * across clusters of 16, 54.5 % of copy against 38.1 with the double exp inline; 65536x128 82.7
- * against 82.5. */
+ * the table (kp_row_exp_fine, 2^-43.4), p = e sum and r = g - p in double within 2^-43.3 |p| of
+ * themselves; where |r| >= 2^-12 |p| that is 2^-31.3 |r|, 2^-7 ulp of a float32 result before its
+ * rounding; elsewhere (terms that cancel to 2^-12, y > 0 or NaN) this formula. The test once
+ * passed only |r| >= |p| / 4 (kp_row_exp's quadratic, 2^-31.2): where g keeps one sign, as in
+ * bench's rows, the formula then ran for most elements, a warp taking it for any of its lanes
+ * (Nsight Compute at 32768x1024 on an H100: 28 % of the kernel's instructions). */
 KP_COLD_FN kp_acc kp_log_grad_exact(kp_acc g, kp_acc y, kp_acc sum) { return g - exp(y) * sum; }
+#endif
+#if KP_LOG_GRAD_TABLE || (KP_ROW_LOG && KP_ROW_FLOAT && KP_EXP_TABLE)
+/* The table's estimate: r within 2^-43.3 |p| of itself, so within 2^-31.3 |r| where the test
+ * passes float32's 2^-12 and 2^-23.3 where it passes 16-bit's 2^-20 (their results need 2^-29 and
+ * 2^-16); else the device's exp. */
+#define KP_LOG_GRAD_TEST (KP_DTYPE_F32 ? 0x1p-12 : 0x1p-20)
+KP_FN kp_acc kp_log_grad_table(kp_acc g, kp_acc y, kp_acc sum KP_EXP_TAB_PARAM) {
+  const kp_acc p = kp_row_exp_fine(y KP_EXP_TAB_ARG) * sum, r = g - p;
+  return y <= 0.0 && fabs(r) >= KP_LOG_GRAD_TEST * fabs(p) ? r : kp_log_grad_exact(g, y, sum);
+}
 #endif
 KP_FN kp_acc kp_backward_of(kp_acc g, kp_acc y, kp_sum2 s KP_EXP_TAB_PARAM) {
 #if KP_ROW_LOG && KP_ROW_FLOAT
   return kp_log_grad_exact(g, y, kp_sum_value(s));
 #elif KP_LOG_GRAD_TABLE
-  const kp_acc sum = kp_sum_value(s);
-  const kp_acc p = kp_row_exp(y KP_EXP_TAB_ARG) * sum, r = g - p;
-  return y <= 0.0 && fabs(r) >= 0.25 * fabs(p) ? r : kp_log_grad_exact(g, y, sum);
+  return kp_log_grad_table(g, y, kp_sum_value(s) KP_EXP_TAB_ARG);
 #elif KP_ROW_LOG
   /* float64, and float32 in the pipelined cluster kernel: the device's double exp, inline. There a
    * table exp in its place (kp_row_exp's table and a quartic, to 2^-50) ran slower, most likely as
@@ -348,19 +355,24 @@ KP_FN float kp_backward_f(float g, float y, kp_sum_f s) {
 #endif
 }
 #if KP_ROW_LOG
+#if KP_EXP_TABLE
+#define KP_LOG_GRAD_NARROW(g, y, sum) kp_log_grad_table(g, y, sum KP_EXP_TAB_ARG)
+#else
+#define KP_LOG_GRAD_NARROW(g, y, sum) kp_log_grad_exact(g, y, sum)
+#endif
 /* 16-bit log_softmax: r = g - e hi in float, e = 2^(y log2 e) by the hardware (2^-21.4 relative;
  * OpenCL's exp2: 3 ulp) at y >= -87 (e normal: its flush below is never taken), so that with the
  * roundings of y log2 e (1.25 2^-24 |y|), of the sum to float and of e hi (2^-24 each) p = e hi
  * is within 2^-20 + 2^-23 |y| of itself; where |r| >= 2^16 times that of |p|, r is within 2^-16
  * of itself (and 2^-149 where p is subnormal): 2^-5 ulp of a float16 result, 2^-8 of a bfloat16.
- * y = -inf gives e = 0 exactly. */
+ * y = -inf gives e = 0 exactly. Elsewhere the table's estimate where FP64 is fast, then the formula. */
 #define KP_GRAD_F_LANE(k)                                                                          \
   if ((k) < nl) {                                                                                  \
     const float g_ = kp_to_compute(KP_LANE(g, k)), y_ = kp_to_compute(KP_LANE(y, k));              \
     const float p_ = KP_EX2F_FTZ(y_ * KP_LOG2E_F) * sf.hi, r_ = g_ - p_;                           \
     const int ok_ = (y_ <= 0.0f && y_ >= -87.0f && fabs(p_) * fma(-y_, 0x1p-7f, 0x1p-4f) <= fabs(r_)) \
                     || y_ < -0x1.fffffep127f;                                                      \
-    KP_LANE(r, k) = ok_ ? kp_to_storage(r_) : kp_row_store(kp_log_grad_exact(g_, y_, kp_sum_value(s))); \
+    KP_LANE(r, k) = ok_ ? kp_to_storage(r_) : kp_row_store(KP_LOG_GRAD_NARROW(g_, y_, kp_sum_value(s))); \
   }
 #else
 #define KP_GRAD_F_LANE(k) \
