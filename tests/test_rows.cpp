@@ -420,6 +420,28 @@ TEST_CASE(
     }
     CHECK(default_row_config(hb16, 16384, lim).row == RowStrategy::registers);
     CHECK(default_row_config(hb16, 16384, lim).grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
+    // 16-bit log_softmax backward beyond a warp's rows: on CUDA two vectors a thread (1024 columns:
+    // 64 threads a row), rows of 16385 to 32768 in a block's registers, one-shot (1024 threads of
+    // three or four vectors); elsewhere softmax's.
+    const KernelSpec lhb = row_spec("log_softmax", Dtype::bf16, Direction::backward);
+    for (std::uint64_t cols : {1024ull, 4096ull}) {
+      INFO(cols << " bfloat16 log_softmax columns backward, " << lim.backend);
+      const KernelConfig c = default_row_config(lhb, cols, lim);
+      CHECK(c.row == RowStrategy::registers);
+      CHECK(c.per_thread == (cuda ? 2 : 4));
+      CHECK(c.grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
+      CHECK(row_capacity(c) >= cols);
+    }
+    for (std::uint64_t cols : {16385ull, 32768ull}) {
+      INFO(cols << " bfloat16 log_softmax columns backward, " << lim.backend);
+      const KernelConfig c = default_row_config(lhb, cols, lim);
+      CHECK(c.row == RowStrategy::registers);
+      CHECK(c.block == 1024);
+      CHECK(c.per_thread == static_cast<int>((cols + 8 * 1024 - 1) / (8 * 1024)));
+      CHECK(c.grid == GridPolicy::one_shot);
+      CHECK(row_capacity(c) >= cols);
+      CHECK_NOTHROW(row_launch_dims(lhb, resolve_config(lhb, c, lim), 1000, cols, lim));
+    }
     // Where the cluster's shared memory does not fit the device, those rows stay in registers.
     TargetLimits small = lim;
     small.max_shared_optin = 48 * 1024;
@@ -496,21 +518,28 @@ TEST_CASE(
       const std::uint64_t want = lim.max_cluster < 2 ? 0
                                  : cols <= 8192      ? 0
                                                      : std::min<std::uint64_t>(16, (cols + 8191) / 8192);
-      // log_softmax's (its first pass reads g alone) up to 8 blocks, longer rows none
-      const KernelConfig lb = default_row_config(row_spec("log_softmax", Dtype::f32, Direction::backward), cols, lim);
+      // log_softmax's (its first pass reads g alone) up to 8 blocks, longer rows 4
+      const KernelSpec lbs = row_spec("log_softmax", Dtype::f32, Direction::backward);
+      const KernelConfig lb = default_row_config(lbs, cols, lim);
       if (want > 8) {
         CHECK(lb.row == RowStrategy::online);
-        CHECK(lb.cluster == 0);
-        CHECK(lb.block == 1024);
+        CHECK(lb.cluster == 4);
+        CHECK(lb.block == 512);
+        CHECK_NOTHROW(row_launch_dims(lbs, resolve_config(lbs, lb, lim), 64, cols, lim));
       } else {
         CHECK(lb.cluster == bb.cluster);
       }
-      // float32 in clusters of up to 8 (up to 65536 columns): the pipelined cluster kernel
+      // float32 in clusters of up to 8 (up to 65536 columns): the pipelined cluster kernel, blocks
+      // of 256 and four vectors a thread (log_softmax: 512 and two)
       if (cuda && want >= 2 && want <= 8) {
         CHECK(bb.row == RowStrategy::cluster);
         CHECK(bb.grid == GridPolicy::grid_stride);
         CHECK(bb.per_thread == 4);
         CHECK(bb.block == 256);
+        CHECK(lb.row == RowStrategy::cluster);
+        CHECK(lb.per_thread == 2);
+        CHECK(lb.block == 512);
+        CHECK_NOTHROW(row_launch_dims(lbs, resolve_config(lbs, lb, lim), 64, cols, lim));
         CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, bb, lim), 64, cols, lim));
         continue;
       }

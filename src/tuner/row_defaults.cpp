@@ -39,11 +39,14 @@ KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
 // pipelined kernel, clusters of 2 (not measured against a persistent registers grid). float32 rows
 // of up to 4096 stay in registers on a persistent grid (an H100: softmax 16384x4096 96.0 against
 // the pipelined kernel's 92.8, 32768x1024 94.9 against a block a row's 86.4; log_softmax 95.7
-// against 61.0 and 90.8 against 51.2).
+// against 61.0 and 90.8 against 51.2). 16-bit log_softmax, whose first pass reads g alone, keeps
+// such rows in a block's registers (bfloat16 8192x32768 on an H100: 80.1 against 68.3 in clusters of
+// 4; softmax's 83.9 against 98.6).
 static bool backward_in_clusters(const KernelSpec& spec, std::uint64_t cols, bool clusters) {
   if (!clusters || spec.direction != Direction::backward) return false;
   if (spec.dtype == Dtype::f32) return cols > 4096 && cols <= 16384;
-  return dtype_size(spec.dtype) == 2 && cols > 16384 && cols <= 32768;
+  return dtype_size(spec.dtype) == 2 && cols > 16384 && cols <= 32768 &&
+         !resolve_activation(spec.activation).act->row_form.log;
 }
 
 // Those rows' cluster config: float32 in the pipelined kernel, clusters of 2, blocks of 128, two
@@ -99,7 +102,10 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // threads of 4 vectors) 79.6 against 72.2 (16 of 2; 32 of 1: 56.8); bfloat16 16384x4096 73.2 against 58.8. Its
     // float32 backward in rows a warp holds takes two vectors a thread on the persistent grid: the compensated sum of g
     // merges in fewer levels (65536x128 on an H100: 90.2 against 82.3; softmax's plain sum is as fast either way, 99.0
-    // against 100.3; bfloat16 log_softmax's slower, 83.0 against 85.5).
+    // against 100.3; bfloat16 log_softmax's slower, 83.0 against 85.5). 16-bit log_softmax's backward in longer rows
+    // takes two vectors a thread too (an H100: bfloat16 32768x1024 85.4 against 74.7 at four, 16384x4096 83.5 against
+    // 78.5; softmax's lost at 16384x4096, 93.2 against 95.8); a row across the whole block runs one-shot, its block
+    // alone on the SM (bfloat16 8192x32768: 80.1 against 47.4 on the persistent grid).
     const bool narrow = dtype_size(spec.dtype) == 2;
     constexpr std::uint64_t kWarpVectors = 32;
     const bool warp_rows = limits.backend == "cuda" && vecs <= kWarpVectors;
@@ -112,7 +118,10 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     const bool persistent = (cuda_forward || cuda_backward_rows) && spec.dtype != Dtype::f64;
     constexpr std::uint64_t kLogForwardElements = 32;
     constexpr int kLogForwardThreads = 8;
-    const std::uint64_t backward_aim = !warp_rows ? kRegisterVectors : log_f32_backward ? 2 : 1;
+    const bool log_narrow_backward = log_rows && spec.direction == Direction::backward && narrow;
+    const std::uint64_t backward_aim = !warp_rows         ? (log_narrow_backward ? 2 : kRegisterVectors)
+                                       : log_f32_backward ? 2
+                                                          : 1;
     const std::uint64_t aim = spec.direction == Direction::backward  ? backward_aim
                               : log_forward                          ? kLogForwardElements / c.vec
                               : persistent || (narrow && vecs >= 64) ? 2
@@ -125,7 +134,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     c.row_threads = threads == c.block ? 0 : threads;
     c.per_thread = static_cast<int>(std::max<std::uint64_t>(1, (vecs + threads - 1) / threads));
     c.row = RowStrategy::registers;
-    if (persistent) {
+    if (persistent && !(spec.direction == Direction::backward && threads == max_block)) {
       c.grid = GridPolicy::grid_stride;
       c.waves = 1;
     }
@@ -179,17 +188,16 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // up to the device's largest cluster: the second pass reads g and y back from L2, not from
     // memory. At 4096x131072 bfloat16, clusters of 16 (slices of 8192, one chunk of vectors a pass)
     // ran at 36 % of copy, 8 at 57, 4 at 64, 2 at 62. log_softmax's first pass reads g alone, so
-    // that a cluster saves only g's second read: its rows of more than 8 slices take no cluster,
-    // blocks of 1024, which beat clusters of 16 on an H100 (`kplay bench --no-db --act log_softmax
-    // --direction backward`, % of copy): float32 4096x131072 76.5 against 54.9, bfloat16
-    // 4096x393216 72.2 against 57.4, float32 4096x393216 74.4 against 72.0 (the H200's softmax
-    // table dips at the first two shapes too). Clusters of 4 tie it (bfloat16 4096x131072: 73.4
-    // against 73.0).
+    // that a cluster saves only g's second read: its rows of more than 8 slices take clusters of 4,
+    // which beat clusters of 16 and blocks of 1024 alone on an H100 (`kplay bench --no-db --act
+    // log_softmax --direction backward --compare`, % of copy): bfloat16 4096x393216 76.1 against
+    // 73.9 alone, 1024x1048576 74.6 against 71.1; float32 4096x393216 76.4 against 75.5,
+    // 1024x1048576 74.1 against 73.6 (clusters of 16 at 4096x131072: 54.9 against 76.5 alone).
     const std::uint64_t slice = dtype_size(spec.dtype) == 2 ? 32768 : 8192;
-    constexpr int kMaxLogCluster = 8;
+    constexpr int kMaxLogCluster = 8, kLongLogCluster = 4;
     int cluster = 1;
     while (cluster < limits.max_cluster && static_cast<std::uint64_t>(cluster) * slice < cols) cluster *= 2;
-    if (cluster > kMaxLogCluster && resolve_activation(spec.activation).act->row_form.log) cluster = 1;
+    if (cluster > kMaxLogCluster && resolve_activation(spec.activation).act->row_form.log) cluster = kLongLogCluster;
     if (cluster > 1) {  // only where limits.max_cluster allows more than one block
       c.cluster = cluster;
       c.block = std::min(512, max_block);
@@ -198,12 +206,14 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // elements read once (the bulk copy engine loads the next row's while the cluster reduces
     // this one's), four vectors a thread in blocks of 256, where its two stages fit in shared memory
     // (up to 65536 columns). Measured at 8192x32768 only (docs/design.md, "Row defaults, measured"): 96 % of copy
-    // against the online kernel's 74.
+    // against the online kernel's 74. log_softmax, whose results take the device's double exp there, in blocks of
+    // 512, two vectors a thread (an H100: 89.5 against 85.1).
     if (spec.dtype == Dtype::f32 && cluster > 1 && cluster <= 8 && limits.backend == "cuda") {
+      const bool log = resolve_activation(spec.activation).act->row_form.log;
       KernelConfig p = c;
       p.row = RowStrategy::cluster;
-      p.block = std::min(256, max_block);
-      p.per_thread = 4;
+      p.block = std::min(log ? 512 : 256, max_block);
+      p.per_thread = log ? 2 : 4;
       p.grid = GridPolicy::grid_stride;
       p.waves = 1;
       if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin) return p;
