@@ -289,10 +289,10 @@ KP_FN void kp_vec_terms(kp_vec g, kp_vec y, int nl, kp_sum2* s) {
  * registers do not weigh on the estimate's loop. float32's estimate (kp_backward_of): exp(y) by
  * the table (kp_row_exp_fine, 2^-43.4), p = e sum and r = g - p in double within 2^-43.3 |p| of
  * themselves; where |r| >= 2^-12 |p| that is 2^-31.3 |r|, 2^-7 ulp of a float32 result before its
- * rounding; elsewhere (terms that cancel to 2^-12, y > 0 or NaN) this formula. The test once
- * passed only |r| >= |p| / 4 (kp_row_exp's quadratic, 2^-31.2): where g keeps one sign, as in
- * bench's rows, the formula then ran for most elements, a warp taking it for any of its lanes
- * (Nsight Compute at 32768x1024 on an H100: 28 % of the kernel's instructions). */
+ * rounding; elsewhere (terms that cancel to 2^-12, y > 0 or NaN) this formula. kp_row_exp's
+ * quadratic (2^-31.2) would pass only |r| >= |p| / 4, which about 3 % of bench's elements fail (g
+ * mostly uniform in [-8, 8]); a warp takes the formula for all its lanes if one fails, so that
+ * it took 28 % of the kernel's instructions (Nsight Compute at 32768x1024 on an H100). */
 KP_COLD_FN kp_acc kp_log_grad_exact(kp_acc g, kp_acc y, kp_acc sum) { return g - exp(y) * sum; }
 #endif
 #if KP_LOG_GRAD_TABLE || (KP_ROW_LOG && KP_ROW_FLOAT && KP_EXP_TABLE)
