@@ -105,36 +105,30 @@ KP_FN double kp_exp_entry(int j) {
   KP_BARRIER();
 #define KP_EXP_TAB_PARAM , KP_LOCAL_PTR const double* tab
 #define KP_EXP_TAB_ARG , tab
-/* e^t for t <= 0 or NaN (NaN out: a row holding NaN gets a NaN sum), relative error 2^-31.2: t =
- * (256 k + j) ln2/256 + r, |r| <= ln2/512, e^r by its quadratic (the next term, r^3/6, is the
- * error), 2^(j/256) from the table, 2^k added to its exponent as an integer. Below -708 the result
- * is 0, where every float32 or narrower result it feeds rounds to 0 (and 2^k would leave the
- * normal range). Exact at 0: log_softmax's log1p(sum - 1) needs the max's term to be 1. Six FP64
- * operations and the compare. */
-KP_FN kp_acc kp_row_exp(kp_acc t KP_EXP_TAB_PARAM) {
+/* e^t for t <= 0 or NaN (NaN out: a row holding NaN gets a NaN sum): t = (256 k + j) ln2/256 + r,
+ * |r| <= ln2/512, e^r by a polynomial, 2^(j/256) from the table, 2^k added to its exponent as an
+ * integer. Below -708 the result is 0, where every float32 or narrower result it feeds rounds to 0
+ * (and 2^k would leave the normal range). Exact at 0: log_softmax's log1p(sum - 1) needs the max's
+ * term to be 1. `quartic` is a constant at each call (kp_row_exp, kp_row_exp_fine), so that each
+ * compiles to its own polynomial alone. */
+KP_FN kp_acc kp_row_exp_poly(kp_acc t, int quartic KP_EXP_TAB_PARAM) {
   const double z = fma(t, 0x1.71547652b82fep+8, 0x1.8p52); /* n = round(256 t / ln2) in its low word */
   const double n = z - 0x1.8p52;
   const double r = fma(n, -0x1.62e42fefa39efp-9, t);
-  const double p = fma(fma(0.5, r, 1.0), r, 1.0);
+  const double q = quartic ? fma(fma(0x1.5555555555555p-5, r, 0x1.5555555555555p-3), r, 0.5) : 0.5;
+  const double p = fma(fma(q, r, 1.0), r, 1.0);
   const int ni = KP_D_LO(z);
   const double tj = tab[ni & 255];
   const double s = KP_D_FROM_HILO(KP_D_HI(tj) + (int)((unsigned)ni << 12), KP_D_LO(tj));
   return t < -708.0 ? 0.0 : p * s;
 }
-/* The same e^t to 2^-43.4 relative, for log_softmax's backward (row_vectors.h), whose rounding test
- * passes a result only where its error is far below it: e^r by its quartic (the next term, r^5/120,
- * is 2^-54.5), so that the error is ln2/256's rounding to double times n (2^-61.5 |n|, |n| < 2^18
- * above -708: 2^-43.5), the entry's 2^-51 and two roundings. Two FP64 operations more. */
-KP_FN kp_acc kp_row_exp_fine(kp_acc t KP_EXP_TAB_PARAM) {
-  const double z = fma(t, 0x1.71547652b82fep+8, 0x1.8p52);
-  const double n = z - 0x1.8p52;
-  const double r = fma(n, -0x1.62e42fefa39efp-9, t);
-  const double p = fma(fma(fma(fma(0x1.5555555555555p-5, r, 0x1.5555555555555p-3), r, 0.5), r, 1.0), r, 1.0);
-  const int ni = KP_D_LO(z);
-  const double tj = tab[ni & 255];
-  const double s = KP_D_FROM_HILO(KP_D_HI(tj) + (int)((unsigned)ni << 12), KP_D_LO(tj));
-  return t < -708.0 ? 0.0 : p * s;
-}
+/* Relative error 2^-31.2: the quadratic's next term, r^3/6. Six FP64 operations and the compare. */
+KP_FN kp_acc kp_row_exp(kp_acc t KP_EXP_TAB_PARAM) { return kp_row_exp_poly(t, 0 KP_EXP_TAB_ARG); }
+/* Relative error 2^-43.4, for log_softmax's backward (row_vectors.h), whose rounding test passes a
+ * result only where its error is far below it: the quartic's next term, r^5/120, is 2^-54.5, so
+ * that the error is ln2/256's rounding to double times n (2^-61.5 |n|, |n| < 2^18 above -708:
+ * 2^-43.5), the entry's 2^-51 and two roundings. Two FP64 operations more. */
+KP_FN kp_acc kp_row_exp_fine(kp_acc t KP_EXP_TAB_PARAM) { return kp_row_exp_poly(t, 1 KP_EXP_TAB_ARG); }
 #else
 #define KP_EXP_TAB_DECL
 #define KP_EXP_TAB_ARG
