@@ -16,6 +16,7 @@
 #include "codegen/row_codegen.hpp"
 #include "device_checks.hpp"
 #include "engine/launch_geometry.hpp"
+#include "engine/launch_layout.hpp"
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
@@ -482,11 +483,7 @@ TEST_CASE(
         } else {
           CHECK(p.row == RowStrategy::online);
         }
-        TargetLimits pairs = lim;
-        pairs.max_cluster = 2;
         CHECK(default_row_config(a, cols, pairs).row == RowStrategy::online);
-        TargetLimits small = lim;  // below two stages of 24577 / 4 floats and their terms' bytes
-        small.max_shared_optin = 48 * 1024;
         CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
       }
     // A 16-bit forward beyond registers where clusters exist: the pipelined cluster kernel, slices
@@ -551,6 +548,30 @@ TEST_CASE(
       CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, bb, lim), 64, cols, lim));
     }
   }
+}
+
+TEST_CASE("row kernels' whole-vector form: only where every row of every buffer starts on a vector and is whole") {
+  rt::KernelArgs a;
+  a.rows = 8;
+  a.cols = a.ld_out = a.ld_in0 = a.ld_in1 = 64;
+  a.out = {4096, 0};
+  a.in0 = {8192, 0};
+  a.in1 = {16384, 0};
+  CHECK(row_whole(a, true, 16, 4, true));
+  CHECK(row_whole(a, false, 16, 2, true));  // 8 lanes of 16 bits
+  a.cols = 62;                              // rows of 64 floats apart, 62 of them used: a ragged end
+  CHECK_FALSE(row_whole(a, true, 16, 4, true));
+  CHECK(row_whole(a, true, 8, 4, true));  // two lanes a vector: 31 whole vectors
+  a.cols = 64;
+  a.ld_in1 = 66;  // backward's second buffer: its rows 66 floats apart, every other one off the vector
+  CHECK_FALSE(row_whole(a, true, 16, 4, true));
+  CHECK(row_whole(a, false, 16, 4, true));  // a forward does not read it
+  a.ld_in1 = 64;
+  a.out.offset = 4;  // a byte offset off the vector
+  CHECK_FALSE(row_whole(a, true, 16, 4, true));
+  a.out = {4096 + 4, 12};  // an address off the vector that the offset brings back
+  CHECK(row_whole(a, true, 16, 4, true));
+  CHECK_FALSE(row_whole(a, true, 16, 4, false));  // an OpenCL handle is not an address: the offset alone counts
 }
 
 TEST_CASE("strided rows: the default takes a thread a row (4 lanes beyond 128 columns); other knobs refused") {
@@ -878,6 +899,34 @@ TEST_SUITE("opencl") {
   TEST_CASE("OpenCL: the persistent registers kernel, each group over several rows") { check_row_prefetch("opencl"); }
   TEST_CASE("OpenCL: strided rows (a dim that is not the last), every member and direction") {
     check_row_strided("opencl", false);
+  }
+
+  TEST_CASE("OpenCL: a row kernel runs its whole-vector form on whole rows and its general twin elsewhere") {
+    rt::Backend* be = test::shared_backend("opencl");
+    REQUIRE(be != nullptr);
+    Engine engine(*be);
+    const KernelSpec spec = row_spec("log_softmax", Dtype::f32, Direction::backward);
+    const auto kernel = engine.prepare(spec, row_config(RowStrategy::registers, 64, 2), Layout::flat);
+    struct Case {
+      std::uint64_t cols, in_offset;
+      bool whole;
+    };
+    for (const Case c : {Case{64, 0, true}, Case{63, 0, false}, Case{64, 1, false}, Case{64, 4, true}}) {
+      ProblemShape ps;
+      ps.rows = 6;
+      ps.n = 6 * c.cols;
+      ps.in_offset = c.in_offset;
+      const auto problem = make_problem(*be, spec, ps);
+      const PreparedKernel& runs = engine.kernel_for(*kernel, problem->args());
+      INFO(c.cols << " columns, input offset " << c.in_offset << ": " << runs.rendered.entry);
+      CHECK((runs.rendered.entry.size() > 2 && runs.rendered.entry.substr(runs.rendered.entry.size() - 2) == "_w") ==
+            c.whole);
+      problem->launch(engine, *kernel);
+      be->synchronize();
+      const auto stats = problem->verify(false);
+      CHECK(stats.mismatches == 0);
+      CHECK(stats.checked == ps.n);
+    }
   }
 
   TEST_CASE("OpenCL: row kernels on misaligned buffers and with scalar vectors") {

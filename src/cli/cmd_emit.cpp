@@ -33,8 +33,9 @@ class EmitCommand : public Command {
         ->check(CLI::Range(0, 1));
     app_->add_option("--layout", layout_,
                      "flat: the kernel for one vector-aligned run below 2^31 elements (what contiguous "
-                     "buffers get); general: any rows, pitches, offsets and sizes; strided: a row "
-                     "activation over a dim that is not the last (run's --dim), with strided rows' knobs")
+                     "buffers get; a row activation's: rows of whole vectors, each on a vector); general: any "
+                     "rows, pitches, offsets and sizes; strided: a row activation over a dim that is not the "
+                     "last (run's --dim), with strided rows' knobs")
         ->check(CLI::IsMember({"flat", "general", "strided"}))
         ->capture_default_str();
   }

@@ -28,9 +28,15 @@ const char* to_string(Layout layout) {
   }
 }
 
+namespace {
+RowLayout row_layout(Layout layout) {
+  return layout == Layout::strided ? RowLayout::strided : layout == Layout::flat ? RowLayout::whole : RowLayout::any;
+}
+}  // namespace
+
 std::string entry_name(const KernelSpec& spec, const KernelConfig& c, Layout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
-  if (act.is_row()) return row_entry_name(spec, c, layout == Layout::strided);
+  if (act.is_row()) return row_entry_name(spec, c, row_layout(layout));
   std::ostringstream os;
   // Parameters and user snippets add a hash of the activation's text: entry names stay identifiers.
   os << "kplay_" << (act.gated ? "gated_" : "");
@@ -88,7 +94,7 @@ bool f32_lean_allowed() {
 
 RenderedKernel render_kernel(const KernelSpec& spec, const KernelConfig& c, const Dialect& dialect, Layout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
-  if (act.is_row()) return render_row_kernel(spec, c, dialect, layout == Layout::strided);  // the second kernel shape
+  if (act.is_row()) return render_row_kernel(spec, c, dialect, row_layout(layout));  // the second kernel shape
   RenderedKernel k;
   k.entry = entry_name(spec, c, layout);
 

@@ -20,8 +20,9 @@ using rt::RenderedKernel;
 // prelu's backward has two more kernels for the weight's gradient (templates/common/slope.h):
 // `wgrad_parts` sums fixed ranges of each channel into a workspace, `wgrad_sum` adds each
 // channel's parts in order. Row kernels take `strided` for rows whose elements are `inner` apart
-// (softmax over a dimension that is not the last; row_codegen.hpp), any other layout for rows of
-// contiguous elements.
+// (softmax over a dimension that is not the last; row_codegen.hpp), `flat` for rows of whole
+// vectors (every row of every buffer starts on a vector and holds a multiple of its lanes: no
+// lane-by-lane path), `general` for any rows of contiguous elements.
 enum class Layout { general, flat, wgrad_parts, wgrad_sum, strided };
 const char* to_string(Layout layout);
 

@@ -39,7 +39,7 @@ void append_file(std::ostringstream& os, const std::string& name) {
 }
 }  // namespace
 
-std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c, bool strided) {
+std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c, RowLayout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
   std::ostringstream os;
   os << "kplay_" << act.act->name << '_' << (spec.direction == Direction::forward ? "fwd" : "bwdy") << '_'
@@ -50,7 +50,8 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c, bool s
   if (c.grid == GridPolicy::grid_stride) os << "_pf";
   if (c.recompute_terms) os << "_rt";
   if (c.cache == CacheHint::streaming) os << "_cs";
-  if (strided) os << "_st";
+  if (layout == RowLayout::strided) os << "_st";
+  if (layout == RowLayout::whole) os << "_w";
   return os.str();
 }
 
@@ -66,14 +67,15 @@ std::string strided_config_problem(const KernelConfig& c) {
 }
 
 rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& c, const rt::Dialect& dialect,
-                                     bool strided) {
+                                     RowLayout layout) {
   const ResolvedActivation act = resolve_activation(spec.activation);
+  const bool strided = layout == RowLayout::strided;
   if (strided) {
     const std::string why = strided_config_problem(c);
     if (!why.empty()) throw Error(ErrorCode::invalid_config, "strided rows (a dim that is not the last): " + why);
   }
   rt::RenderedKernel k;
-  k.entry = row_entry_name(spec, c, strided);
+  k.entry = row_entry_name(spec, c, layout);
   std::ostringstream os;
   os << "/* kplay " << dialect.name << " row kernel: " << to_string(spec) << " */\n";
   os << "#define KP_ENTRY " << k.entry << '\n';
@@ -103,6 +105,7 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_CLUSTER " << (row_cluster(c) > 1 || c.row == RowStrategy::cluster ? row_cluster(c) : 1) << '\n';
   os << "#define KP_PREFETCH " << (c.grid == GridPolicy::grid_stride ? 1 : 0) << '\n';
   os << "#define KP_STRIDED " << (strided ? 1 : 0) << '\n';
+  os << "#define KP_WHOLE_ROWS " << (layout == RowLayout::whole ? 1 : 0) << '\n';
   os << "#define KP_STAGE_KEEP " << (row_keeps_stage_terms(spec, c) ? 1 : 0) << '\n';
   os << "#define KP_XCHG1 " << (row_exchanges_once(spec, c) ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);

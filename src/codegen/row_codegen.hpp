@@ -8,19 +8,26 @@
 
 namespace kplay {
 
-// "kplay_softmax_fwd_f32_v4_b256_p4_reg" (registers), "..._reg_cl16" (registers across a cluster of
-// 16), "..._shm", "..._onl", "..._cl8" (cluster of 8); "..._st" for strided rows.
-std::string row_entry_name(const KernelSpec& spec, const KernelConfig& config, bool strided = false);
+// How a kernel's rows lie. `any`: rows of contiguous elements, any pitch, offset and length.
+// `whole`: such rows where every row of every buffer starts on a vector and holds a multiple of its
+// lanes (row_whole in launch_layout.hpp; contiguous tensors of a multiple of 4 float32 or 8 16-bit
+// columns), so that a vector inside a row is whole and the kernel has no lane-by-lane path
+// (KP_WHOLE_ROWS). `strided`: rows whose elements are `inner` apart (each buffer [outer, cols,
+// inner], its pitch between outer blocks; the kernel takes inner after the pitches), for softmax
+// over a dimension that is not the last: a row's threads are neighbouring lanes and a warp's groups
+// neighbouring rows, so that a warp reads neighbouring rows' elements together.
+enum class RowLayout { any, whole, strided };
 
-// `config` must come from resolve_config (vec and row filled in). `strided`: rows whose elements
-// are `inner` apart (each buffer [outer, cols, inner], its pitch between outer blocks; the kernel
-// takes inner after the pitches), for softmax over a dimension that is not the last: a row's
-// threads are neighbouring lanes and a warp's groups neighbouring rows, so that a warp reads
-// neighbouring rows' elements together. Such a config must have vectors of one element, --row
-// registers or online, no cluster and a one-shot grid (strided_config_problem);
-// Error(invalid_config) otherwise.
+// "kplay_softmax_fwd_f32_v4_b256_p4_reg" (registers), "..._reg_cl16" (registers across a cluster of
+// 16), "..._shm", "..._onl", "..._cl8" (cluster of 8); "..._st" for strided rows, "..._w" for whole
+// ones.
+std::string row_entry_name(const KernelSpec& spec, const KernelConfig& config, RowLayout layout = RowLayout::any);
+
+// `config` must come from resolve_config (vec and row filled in). A strided config must have
+// vectors of one element, --row registers or online, no cluster and a one-shot grid
+// (strided_config_problem); Error(invalid_config) otherwise.
 rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig& config, const rt::Dialect& dialect,
-                                     bool strided = false);
+                                     RowLayout layout = RowLayout::any);
 
 // Why `config` cannot run strided rows (empty when it can): the knobs render_row_kernel requires.
 std::string strided_config_problem(const KernelConfig& config);

@@ -95,11 +95,13 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
 }
 
 const PreparedKernel& Engine::kernel_for(const PreparedKernel& k, const rt::KernelArgs& args) {
-  if (k.layout != Layout::flat || k.row) return k;  // a row kernel takes any rows and pitches
+  if (k.layout != Layout::flat) return k;
   const std::size_t vec_bytes = static_cast<std::size_t>(k.config.vec) * dtype_size(k.spec.dtype);
   const std::size_t out_vec_bytes = static_cast<std::size_t>(k.config.vec) * out_size(k.spec);
   const bool reads_in1 = k.gated || k.spec.direction == Direction::backward;
-  if (flat_elements(args, reads_in1, vec_bytes, handles_are_addresses_, out_vec_bytes)) return k;
+  if (k.row ? row_whole(args, reads_in1, vec_bytes, dtype_size(k.spec.dtype), handles_are_addresses_)
+            : flat_elements(args, reads_in1, vec_bytes, handles_are_addresses_, out_vec_bytes) != 0)
+    return k;
   std::lock_guard<std::mutex> lock(k.general_mutex);
   if (!k.general) k.general = build(k.spec, k.config, Layout::general);  // k.config is resolved
   return *k.general;

@@ -21,4 +21,15 @@ std::uint64_t flat_elements(const rt::KernelArgs& a, bool reads_in1, std::size_t
   return a.rows * a.cols;
 }
 
+bool row_whole(const rt::KernelArgs& a, bool reads_in1, std::size_t vec_bytes, std::size_t elem_bytes,
+               bool handles_are_addresses) {
+  if (vec_bytes == 0 || elem_bytes == 0 || vec_bytes % elem_bytes != 0) return false;
+  const std::uint64_t lanes = vec_bytes / elem_bytes;
+  auto starts = [&](const rt::DevicePtr& p, std::uint64_t ld) {
+    return ((handles_are_addresses ? p.handle : 0) + p.offset) % vec_bytes == 0 && ld % lanes == 0;
+  };
+  return a.cols % lanes == 0 && starts(a.out, a.ld_out) && starts(a.in0, a.ld_in0) &&
+         (!reads_in1 || starts(a.in1, a.ld_in1));
+}
+
 }  // namespace kplay

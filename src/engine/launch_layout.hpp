@@ -21,4 +21,10 @@ constexpr std::uint64_t kFlatMaxElements = (1ull << 31) - 1;
 std::uint64_t flat_elements(const rt::KernelArgs& args, bool reads_in1, std::size_t vec_bytes,
                             bool handles_are_addresses, std::size_t out_vec_bytes = 0);
 
+// Whether a row kernel's whole-vector form (RowLayout::whole) takes `args`: every row of every
+// buffer it touches starts on a vector (the buffer's start and each pitch) and the row holds whole
+// vectors (cols a multiple of the vector's lanes). Same arguments as flat_elements'.
+bool row_whole(const rt::KernelArgs& args, bool reads_in1, std::size_t vec_bytes, std::size_t elem_bytes,
+               bool handles_are_addresses);
+
 }  // namespace kplay

@@ -78,12 +78,13 @@ KP_FN KP_C kp_shfl_c(KP_C v, int o) { return __shfl_xor_sync(0xffffffffu, v, o);
 #if KP_TPR > 32
 /* Across warps: lane l of each warp takes warp l mod W's value (W = KP_TPR / 32 warps a group), so
  * that a butterfly of log2(W) steps, not 5, gives every lane the group's value. */
+/* The values pass as KP_C (a float where that is the compute type: no conversions to double). */
 #define KP_GROUP_MAX_ACROSS_WARPS(MAX)                                                          \
   const unsigned lane = KP_LOCAL_ID % 32, w = KP_LOCAL_ID / 32;                                 \
-  red += parity * 32;                                                                           \
-  if (lane == 0) red[w] = (kp_acc)v;                                                            \
+  KP_C* const redc = (KP_C*)(red + parity * 32);                                                \
+  if (lane == 0) redc[w] = v;                                                                   \
   KP_BARRIER();                                                                                 \
-  v = (KP_C)red[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane % (KP_TPR / 32)];                     \
+  v = redc[(w & ~(unsigned)(KP_TPR / 32 - 1)) + lane % (KP_TPR / 32)];                          \
   _Pragma("unroll") for (int o = KP_TPR / 64; o > 0; o >>= 1) v = MAX(v, kp_shfl_c(v, o));
 #else
 #define KP_GROUP_MAX_ACROSS_WARPS(MAX) \
@@ -107,12 +108,12 @@ KP_FN kp_sum2 kp_group_sum(kp_acc* hi, kp_acc* lo, kp_sum2 v, unsigned parity) {
   lo += parity * 32;
   if (lane == 0) {
     hi[w] = v.hi;
-    lo[w] = v.lo;
+    if (KP_SUM_COMPENSATED) lo[w] = v.lo; /* else 0 */
   }
   KP_BARRIER();
   const unsigned at = (w & ~(unsigned)(KP_TPR / 32 - 1)) + lane % (KP_TPR / 32); /* as the max's */
   v.hi = hi[at];
-  v.lo = lo[at];
+  v.lo = KP_SUM_COMPENSATED ? lo[at] : 0.0;
 #pragma unroll
   for (int o = KP_TPR / 64; o > 0; o >>= 1) v = kp_sum_merge(v, kp_shfl2(v, o));
 #else

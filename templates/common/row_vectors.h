@@ -17,6 +17,18 @@ KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, unsigned vi, unsigned
 KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned len, kp_access acc) {
   if (vi < len) KP_ST(p + (kp_u64)vi * acc, KP_LANE(v, 0));
 }
+#elif KP_WHOLE_ROWS
+/* Every row of every buffer starts on a vector and holds whole vectors (the host launches this
+ * form only then: launch_layout.hpp's row_whole): a vector inside the row is whole. */
+typedef int kp_access;
+KP_FN void kp_row_load(kp_vec* v, KP_GLOBAL const KP_T* p, unsigned vi, unsigned len, kp_access aligned) {
+  (void)aligned;
+  if (vi * KP_VEC < len) KP_SET_RAW(*v, KP_LD((KP_GLOBAL const kp_raw*)p + vi));
+}
+KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned len, kp_access aligned) {
+  (void)aligned;
+  if (vi * KP_VEC < len) KP_ST((KP_GLOBAL kp_raw*)p + vi, KP_VEC_TO_RAW(v));
+}
 #else
 typedef int kp_access;
 #define KP_ROW_LOAD_LANE(k) \
@@ -42,10 +54,14 @@ KP_FN void kp_row_store_vec(kp_vec v, KP_GLOBAL KP_T* p, unsigned vi, unsigned l
   }
 }
 #endif
-/* The lanes of vector vi inside a row of len elements (0 past its end). */
+/* The lanes of vector vi inside a row of len elements (0 past its end; whole rows: 0 or all). */
 KP_FN int kp_lanes(unsigned vi, unsigned len) {
   const unsigned e = vi * KP_VEC;
+#if KP_WHOLE_ROWS
+  return e < len ? KP_VEC : 0;
+#else
   return e >= len ? 0 : len - e >= KP_VEC ? KP_VEC : (int)(len - e);
+#endif
 }
 
 /* What a row's results need: its max m (and in the compute type), its sum (float64: divided by),
@@ -62,6 +78,8 @@ typedef struct {
  * doubles PoCL's compile time for no gain on a CPU. */
 #ifdef __OPENCL_VERSION__
 #define KP_WHOLE(nl) 0
+#elif KP_WHOLE_ROWS
+#define KP_WHOLE(nl) ((nl) != 0) /* nl is 0 or KP_VEC; the other form, at nl = 0, does nothing */
 #else
 #define KP_WHOLE(nl) ((nl) == KP_VEC)
 #endif
