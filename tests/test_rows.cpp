@@ -450,27 +450,47 @@ TEST_CASE(
     TargetLimits medium = lim;
     medium.max_shared_optin = 96 * 1024;
     CHECK(default_row_config(b, 8192, medium).row == (cuda ? RowStrategy::cluster : RowStrategy::registers));
-    // Online forward (log_softmax's float32: the others' long rows go to clusters): blocks of 128
-    // on CUDA for rows of up to 128 vectors a thread (65536 float32 columns), of 1024 beyond and on
-    // other backends.
+    // Online forward (log_softmax's float32 without clusters: the others' long rows go to them):
+    // blocks of 128 on CUDA for rows of up to 128 vectors a thread (65536 float32 columns), of 1024
+    // beyond and on other backends.
     const KernelSpec lf = row_spec("log_softmax", Dtype::f32, Direction::forward);
+    TargetLimits single = lim;
+    single.max_cluster = 1;
     for (std::uint64_t cols : {16385ull, 65536ull, 65540ull, 393216ull}) {
       INFO(cols << " columns, " << lim.backend);
-      CHECK(default_row_config(lf, cols, lim).block == (cuda && cols <= 65536 ? 128 : 1024));
+      CHECK(default_row_config(lf, cols, single).row == RowStrategy::online);
+      CHECK(default_row_config(lf, cols, single).block == (cuda && cols <= 65536 ? 128 : 1024));
     }
     // float32 softmax and softmin forward rows beyond 24576 where clusters exist: the pipelined
     // cluster kernel keeping its terms, in clusters of 4 (blocks of 256, four vectors) up to 49152
     // columns, of 8 (512, four) up to 196608 and of 16 (256, eight) beyond, where two stages and the
     // terms' bytes fit in 227 KiB of shared memory beside the exchange's buffers (up to 402240
-    // columns); log_softmax (no terms kept), a device without clusters of 4 or without the shared
-    // memory: online.
+    // columns); log_softmax (no terms kept) the same kernel beyond registers up to 65536 columns,
+    // in clusters of 2 (up to 32768) or 4, blocks of 256, four vectors, online beyond; a device
+    // without clusters of 4 (log_softmax: of 2) or without the shared memory: online.
     for (const char* act : {"softmax", "softmin", "log_softmax"})
-      for (std::uint64_t cols : {24576ull, 24577ull, 32768ull, 49152ull, 49153ull, 196608ull, 196609ull, 393217ull,
-                                 402240ull, 402241ull, 1ull << 20}) {
+      for (std::uint64_t cols : {16385ull, 24576ull, 24577ull, 32768ull, 49152ull, 49153ull, 65536ull, 65537ull,
+                                 196608ull, 196609ull, 393217ull, 402240ull, 402241ull, 1ull << 20}) {
         const KernelSpec a = row_spec(act, Dtype::f32, Direction::forward);
         const KernelConfig p = default_row_config(a, cols, lim);
         INFO(act << ", " << cols << " columns, " << lim.backend << ": " << to_string(p));
         const bool kept = std::string(act) != "log_softmax";
+        TargetLimits pairs = lim;
+        pairs.max_cluster = 2;
+        TargetLimits small = lim;  // below two stages of 16385 / 2 floats (of 24577 / 4 and their terms' bytes)
+        small.max_shared_optin = 48 * 1024;
+        if (cuda && !kept && cols > 8192 && cols <= 65536) {
+          CHECK(p.row == RowStrategy::cluster);
+          CHECK(p.cluster == (cols <= 32768 ? 2 : 4));
+          CHECK(p.block == 256);
+          CHECK(p.per_thread == 4);
+          CHECK(p.grid == GridPolicy::grid_stride);
+          CHECK_FALSE(row_keeps_stage_terms(a, p));
+          CHECK_NOTHROW(row_launch_dims(a, resolve_config(a, p, lim), 64, cols, lim));
+          if (cols <= 32768) CHECK(default_row_config(a, cols, pairs).cluster == 2);  // the same
+          CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
+          continue;
+        }
         if (cuda && kept && cols > 24576 && cols <= 402240) {
           const int cluster = cols <= 49152 ? 4 : cols <= 196608 ? 8 : 16;
           CHECK(p.row == RowStrategy::cluster);

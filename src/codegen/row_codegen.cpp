@@ -135,9 +135,10 @@ bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& c) {
 }
 
 bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& c) {
-  // float32 only until the CUDA row tests have run it on an sm_90 GPU: the 16-bit forward beyond
-  // 16,384 columns takes this kernel by default (row_defaults.cpp), float32's no default does.
-  // KPLAY_ROW_XCHG1=all asks for it below float64 (to test and time the 16-bit rows), =0 nowhere.
+  // float32 (the pipelined kernel's default forward: softmax and softmin beyond 24,576 columns,
+  // log_softmax from 8,193 to 65,536; row_defaults.cpp); the 16-bit forward, whose default is that
+  // kernel too, exchanges twice. KPLAY_ROW_XCHG1=all asks for it below float64 (to test and time the
+  // 16-bit rows), =0 nowhere.
   const char* v = std::getenv("KPLAY_ROW_XCHG1");
   const std::string which = v ? v : "";
   if (which == "0") return false;
