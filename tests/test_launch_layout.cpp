@@ -1,6 +1,7 @@
-// Which kernel a launch takes: the flat one for one aligned run below 2^31 elements, the general
-// one for everything else, compiled on first need and then reused (src/launch_layout.hpp,
-// Engine::kernel_for). A fake backend records what it compiled and launched.
+// Which kernel a launch takes: the flat one for one aligned run below 2^31 elements (a row
+// kernel's: rows of whole vectors), the general one for everything else, compiled on first need
+// and then reused (src/launch_layout.hpp, Engine::kernel_for). A fake backend records what it
+// compiled and launched.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -102,6 +103,30 @@ TEST_CASE("flat_elements: one aligned run below 2^31 elements, nothing else") {
   CHECK(flat_elements(big, false, 16, true) == ((1ull << 15) - 1) << 16);
 
   CHECK(flat_elements(flat_args(0), false, 16, true) == 0);
+}
+
+TEST_CASE("row kernels' whole-vector form: only where every row of every buffer starts on a vector and is whole") {
+  rt::KernelArgs a;
+  a.rows = 8;
+  a.cols = a.ld_out = a.ld_in0 = a.ld_in1 = 64;
+  a.out = {4096, 0};
+  a.in0 = {8192, 0};
+  a.in1 = {16384, 0};
+  CHECK(row_whole(a, true, 16, 4, true));
+  CHECK(row_whole(a, false, 16, 2, true));  // 8 lanes of 16 bits
+  a.cols = 62;                              // rows of 64 floats apart, 62 of them used: a ragged end
+  CHECK_FALSE(row_whole(a, true, 16, 4, true));
+  CHECK(row_whole(a, true, 8, 4, true));  // two lanes a vector: 31 whole vectors
+  a.cols = 64;
+  a.ld_in1 = 66;  // backward's second buffer: its rows 66 floats apart, every other one off the vector
+  CHECK_FALSE(row_whole(a, true, 16, 4, true));
+  CHECK(row_whole(a, false, 16, 4, true));  // a forward does not read it
+  a.ld_in1 = 64;
+  a.out.offset = 4;  // a byte offset off the vector
+  CHECK_FALSE(row_whole(a, true, 16, 4, true));
+  a.out = {4096 + 4, 12};  // an address off the vector that the offset brings back
+  CHECK(row_whole(a, true, 16, 4, true));
+  CHECK_FALSE(row_whole(a, true, 16, 4, false));  // an OpenCL handle is not an address: the offset alone counts
 }
 
 TEST_CASE("engine: flat launches take the flat kernel, others its general twin, compiled once on first need") {

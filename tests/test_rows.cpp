@@ -16,7 +16,6 @@
 #include "codegen/row_codegen.hpp"
 #include "device_checks.hpp"
 #include "engine/launch_geometry.hpp"
-#include "engine/launch_layout.hpp"
 #include "kplay/error.hpp"
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
@@ -568,30 +567,6 @@ TEST_CASE(
       CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, bb, lim), 64, cols, lim));
     }
   }
-}
-
-TEST_CASE("row kernels' whole-vector form: only where every row of every buffer starts on a vector and is whole") {
-  rt::KernelArgs a;
-  a.rows = 8;
-  a.cols = a.ld_out = a.ld_in0 = a.ld_in1 = 64;
-  a.out = {4096, 0};
-  a.in0 = {8192, 0};
-  a.in1 = {16384, 0};
-  CHECK(row_whole(a, true, 16, 4, true));
-  CHECK(row_whole(a, false, 16, 2, true));  // 8 lanes of 16 bits
-  a.cols = 62;                              // rows of 64 floats apart, 62 of them used: a ragged end
-  CHECK_FALSE(row_whole(a, true, 16, 4, true));
-  CHECK(row_whole(a, true, 8, 4, true));  // two lanes a vector: 31 whole vectors
-  a.cols = 64;
-  a.ld_in1 = 66;  // backward's second buffer: its rows 66 floats apart, every other one off the vector
-  CHECK_FALSE(row_whole(a, true, 16, 4, true));
-  CHECK(row_whole(a, false, 16, 4, true));  // a forward does not read it
-  a.ld_in1 = 64;
-  a.out.offset = 4;  // a byte offset off the vector
-  CHECK_FALSE(row_whole(a, true, 16, 4, true));
-  a.out = {4096 + 4, 12};  // an address off the vector that the offset brings back
-  CHECK(row_whole(a, true, 16, 4, true));
-  CHECK_FALSE(row_whole(a, true, 16, 4, false));  // an OpenCL handle is not an address: the offset alone counts
 }
 
 TEST_CASE("strided rows: the default takes a thread a row (4 lanes beyond 128 columns); other knobs refused") {
