@@ -766,6 +766,21 @@ void check_row_pipelined(const char* backend, Dtype d, Direction dir) {
             KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
           }
         }
+  // Each member's default at these lengths where it is this kernel (float32 log_softmax's forward
+  // up to 65536 columns: four vectors a thread, which the configs above do not take).
+  for (const char* act : {"softmax", "log_softmax", "softmin"})
+    for (std::uint64_t cols : {8193ull, 65536ull, 70001ull, 393219ull}) {
+      const KernelSpec spec = row_spec(act, d, dir);
+      const KernelConfig c = default_row_config(spec, cols, be->limits());
+      if (c.row != RowStrategy::cluster || c.grid != GridPolicy::grid_stride) continue;
+      const rt::LaunchDims dims =
+          row_launch_dims(spec, resolve_config(spec, c, be->limits()), 1ull << 30, cols, be->limits());
+      ProblemShape ps;
+      ps.rows = 2 * (dims.grid_x / static_cast<std::uint64_t>(c.cluster)) + 5;
+      ps.n = ps.rows * cols;
+      INFO("the default, " << to_string(c));
+      KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
+    }
 }
 // Strided rows (softmax over a dimension that is not the last: [outer, cols, inner]) against the
 // row reference with its edge rows (every ninth row a kind, so each outer block holds several):
