@@ -109,7 +109,7 @@ void run(const KernelSpec& spec, const Operand& out, const Operand& in0, const O
     a.ld_out = static_cast<std::uint64_t>(view.ld_out);
     a.ld_in0 = a.ld_in1 = static_cast<std::uint64_t>(view.ld_in);
   }
-  de->engine().launch(*kernel, a, queue);
+  de->launch(*kernel, a, stream.backend, queue);
 }
 
 View2D flat_view(std::int64_t n) {
@@ -160,7 +160,7 @@ void run_gated(const api::GatedCall& call, Stream stream) {
   }
   if (call.rows == 0 || call.d == 0) return;  // checked, nothing to do
   auto kernel = de->kernel_for_launch(call.spec, call.elements(), stream.backend, queue);
-  de->engine().launch(*kernel, api::gated_kernel_args(call), queue);
+  de->launch(*kernel, api::gated_kernel_args(call), stream.backend, queue);
 }
 
 void check_packed(std::int64_t ld, std::int64_t rows, std::int64_t d, const char* name) {
@@ -216,7 +216,7 @@ void run_rows(const api::RowCall& call, Stream stream) {
   const auto rows = static_cast<std::uint64_t>(call.rows), cols = static_cast<std::uint64_t>(call.cols);
   auto kernel =
       de->row_kernel_for_launch(call.spec, rows, cols, stream.backend, queue, static_cast<std::uint64_t>(call.inner));
-  de->engine().launch(*kernel, api::row_kernel_args(call), queue);
+  de->launch(*kernel, api::row_kernel_args(call), stream.backend, queue);
 }
 }  // namespace
 

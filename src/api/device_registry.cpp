@@ -93,6 +93,16 @@ std::shared_ptr<const PreparedKernel> DeviceEngine::row_kernel_for_launch(const 
   return k;
 }
 
+void DeviceEngine::launch(const PreparedKernel& kernel, const rt::KernelArgs& args, Backend backend, void* queue) {
+  if (backend == Backend::cuda && !engine_->built_for(kernel, args) && rt::interop::cuda_stream_is_capturing(queue))
+    throw Error(ErrorCode::unsupported,
+                "kplay: '" + to_string(kernel.spec) +
+                    "' on these buffers (a pointer, row pitch or row length off the kernel's vector) takes its "
+                    "general kernel, which is not compiled yet, and the stream is being captured into a CUDA "
+                    "graph; call it once on buffers laid out the same way before the capture (warm-up)");
+  engine_->launch(kernel, args, queue);
+}
+
 KernelSpec checked_spec(const std::string& activation, Dtype dtype, Direction direction, Saved saved) {
   const ResolvedActivation act = resolve_activation(activation);
   if (act.is_row())

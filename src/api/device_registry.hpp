@@ -34,6 +34,9 @@ class DeviceEngine {
   std::shared_ptr<const PreparedKernel> row_kernel_for_launch(const KernelSpec& spec, std::uint64_t rows,
                                                               std::uint64_t cols, Backend backend, void* queue,
                                                               std::uint64_t inner = 1);
+  // The engine's launch, which refuses on a capturing CUDA stream where `args` need the kernel's
+  // general twin (pointers, pitches or a row length off the vector) and no launch has built it yet.
+  void launch(const PreparedKernel& kernel, const rt::KernelArgs& args, Backend backend, void* queue);
 
  private:
   std::unique_ptr<rt::Backend> backend_;

@@ -123,7 +123,7 @@ void launch_gated_call(const Launcher::State& s, api::GatedCall c, void* stream,
   }
   if (c.rows == 0 || c.d == 0) return;
   const auto kernel = bucket_kernel(s, c.elements(), queue);
-  s.engine->engine().launch(*kernel, api::gated_kernel_args(c), queue);
+  s.engine->launch(*kernel, api::gated_kernel_args(c), s.backend, queue);
 }
 }  // namespace
 
@@ -183,7 +183,7 @@ void Launcher::launch_strided_rows(const void* in, std::int64_t ld_in, const voi
   const auto kernel =
       s.engine->row_kernel_for_launch(s.spec, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols),
                                       s.backend, queue, static_cast<std::uint64_t>(inner));
-  s.engine->engine().launch(*kernel, api::row_kernel_args(c), queue);
+  s.engine->launch(*kernel, api::row_kernel_args(c), s.backend, queue);
 }
 
 void Launcher::launch(const void* in, const void* in1, void* out, std::int64_t n, void* stream,
@@ -216,7 +216,7 @@ void Launcher::launch(const void* in, const void* in1, void* out, std::int64_t n
   a.rows = 1;
   a.cols = un;
   a.ld_out = a.ld_in0 = a.ld_in1 = un;
-  s.engine->engine().launch(*kernel, a, queue);
+  s.engine->launch(*kernel, a, s.backend, queue);
 }
 
 const KernelSpec& Launcher::spec() const { return state_->spec; }

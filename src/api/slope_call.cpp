@@ -106,7 +106,7 @@ void prelu_forward(Dtype dtype, const void* in, const void* weight, void* out, c
   a.weight = ptr(weight);
   a.channels = c;
   a.inner = static_cast<std::uint64_t>(shape.inner);
-  de.engine().launch(*kernel, a, stream.handle);
+  de.launch(*kernel, a, stream.backend, stream.handle);
 }
 
 std::int64_t prelu_workspace_bytes(Dtype dtype, const PreluShape& shape) {
@@ -146,7 +146,7 @@ void prelu_backward(Dtype dtype, const void* grad_out, const void* in, const voi
     w.cols = std::max<std::uint64_t>(n, 1);
     de.engine().launch(*de.engine().prepare(spec, kernel->config, Layout::wgrad_sum), w, stream.handle);
   }
-  if (grad_in && n) de.engine().launch(*kernel, a, stream.handle);
+  if (grad_in && n) de.launch(*kernel, a, stream.backend, stream.handle);
 }
 
 void rrelu_forward(Dtype dtype, const void* in, void* out, std::int64_t n, double lower, double upper, bool training,
@@ -162,7 +162,7 @@ void rrelu_forward(Dtype dtype, const void* in, void* out, std::int64_t n, doubl
   rt::KernelArgs a = flat(out, in, in, count);
   a.seed = seed;
   a.counter = offset;
-  de.engine().launch(*kernel, a, stream.handle);
+  de.launch(*kernel, a, stream.backend, stream.handle);
 }
 
 void rrelu_backward(Dtype dtype, const void* grad_out, const void* in, void* grad_in, std::int64_t n, double lower,
@@ -180,7 +180,7 @@ void rrelu_backward(Dtype dtype, const void* grad_out, const void* in, void* gra
   rt::KernelArgs a = flat(grad_in, grad_out, in, count);
   a.seed = seed;
   a.counter = offset;
-  de.engine().launch(*kernel, a, stream.handle);
+  de.launch(*kernel, a, stream.backend, stream.handle);
 }
 
 }  // namespace kplay

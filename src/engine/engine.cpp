@@ -94,14 +94,23 @@ std::shared_ptr<PreparedKernel> Engine::build(const KernelSpec& spec, const Kern
   return k;
 }
 
-const PreparedKernel& Engine::kernel_for(const PreparedKernel& k, const rt::KernelArgs& args) {
-  if (k.layout != Layout::flat) return k;
+bool Engine::runs_itself(const PreparedKernel& k, const rt::KernelArgs& args) const {
+  if (k.layout != Layout::flat) return true;
   const std::size_t vec_bytes = static_cast<std::size_t>(k.config.vec) * dtype_size(k.spec.dtype);
   const std::size_t out_vec_bytes = static_cast<std::size_t>(k.config.vec) * out_size(k.spec);
   const bool reads_in1 = k.gated || k.spec.direction == Direction::backward;
-  if (k.row ? row_whole(args, reads_in1, vec_bytes, dtype_size(k.spec.dtype), handles_are_addresses_)
-            : flat_elements(args, reads_in1, vec_bytes, handles_are_addresses_, out_vec_bytes) != 0)
-    return k;
+  return k.row ? row_whole(args, reads_in1, vec_bytes, dtype_size(k.spec.dtype), handles_are_addresses_)
+               : flat_elements(args, reads_in1, vec_bytes, handles_are_addresses_, out_vec_bytes) != 0;
+}
+
+bool Engine::built_for(const PreparedKernel& k, const rt::KernelArgs& args) const {
+  if (runs_itself(k, args)) return true;
+  std::lock_guard<std::mutex> lock(k.general_mutex);
+  return k.general != nullptr;
+}
+
+const PreparedKernel& Engine::kernel_for(const PreparedKernel& k, const rt::KernelArgs& args) {
+  if (runs_itself(k, args)) return k;
   std::lock_guard<std::mutex> lock(k.general_mutex);
   if (!k.general) k.general = build(k.spec, k.config, Layout::general);  // k.config is resolved
   return *k.general;

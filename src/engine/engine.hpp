@@ -52,6 +52,9 @@ class Engine {
 
   // The kernel that launch() runs for `args`: `kernel` itself, or its general twin.
   const PreparedKernel& kernel_for(const PreparedKernel& kernel, const rt::KernelArgs& args);
+  // Whether launch(kernel, args) runs a kernel already built: false where it would build the
+  // general twin first (a compile, which a CUDA graph capture does not allow).
+  bool built_for(const PreparedKernel& kernel, const rt::KernelArgs& args) const;
 
   // Flat convenience: n contiguous elements; in1 is ignored for forward kernels.
   void launch_flat(const PreparedKernel& kernel, rt::DevicePtr out, rt::DevicePtr in0, rt::DevicePtr in1,
@@ -62,6 +65,8 @@ class Engine {
 
  private:
   std::shared_ptr<PreparedKernel> build(const KernelSpec& spec, const KernelConfig& config, Layout layout);
+  // Whether `args` fit the kernel itself (not its general twin).
+  bool runs_itself(const PreparedKernel& kernel, const rt::KernelArgs& args) const;
 
   rt::Backend& backend_;
   BinaryStore* store_;

@@ -393,6 +393,22 @@ def test_cuda_kplay_softmax_on_torch_tensors():
     close(kplay.softmax_backward(g, y), torch.ops.aten._softmax_backward_data(g, y, 1, x.dtype), torch.float64)
 
 
+@cuda
+def test_cuda_rows_off_the_vector_take_the_general_kernel_and_a_capture_that_needs_it_says_so():
+    # Rows of whole vectors run the kernel's whole-vector form; a tensor one element into its
+    # storage (rows off the vector) its general twin, built on first need. A CUDA graph capture
+    # cannot build it: warmed on whole rows alone, a capture on the shifted tensor is refused.
+    rows, cols = 97, 72
+    base = torch.randn(rows * cols + 1, device="cuda")
+    whole, shifted = base[:-1].view(rows, cols), base[1:].view(rows, cols)
+    close(kt.softmin(whole, -1), F.softmin(whole, -1), torch.float32)
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(kplay.UnsupportedError, match="general kernel.*warm-up"):
+        with torch.cuda.graph(graph):
+            kt.softmin(shifted, -1)
+    close(kt.softmin(shifted, -1), F.softmin(shifted, -1), torch.float32)  # eager: built, and right
+
+
 @pytest.mark.parametrize("mode", ("kernel", "auto"))
 @pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16, torch.float32))
 @pytest.mark.parametrize("cols", (40, 1024, 1025))
