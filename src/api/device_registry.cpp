@@ -94,7 +94,9 @@ std::shared_ptr<const PreparedKernel> DeviceEngine::row_kernel_for_launch(const 
 }
 
 void DeviceEngine::launch(const PreparedKernel& kernel, const rt::KernelArgs& args, Backend backend, void* queue) {
-  if (backend == Backend::cuda && !engine_->built_for(kernel, args) && rt::interop::cuda_stream_is_capturing(queue))
+  const bool empty = args.rows == 0 || args.cols == 0;  // the engine launches nothing
+  if (backend == Backend::cuda && !empty && !engine_->built_for(kernel, args) &&
+      rt::interop::cuda_stream_is_capturing(queue))
     throw Error(ErrorCode::unsupported,
                 "kplay: '" + to_string(kernel.spec) +
                     "' on these buffers (a pointer, row pitch or row length off the kernel's vector) takes its "
