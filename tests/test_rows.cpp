@@ -486,7 +486,7 @@ TEST_CASE(
           CHECK(p.grid == GridPolicy::grid_stride);
           CHECK_FALSE(row_keeps_stage_terms(a, p));
           CHECK_NOTHROW(row_launch_dims(a, resolve_config(a, p, lim), 64, cols, lim));
-          if (cols <= 32768) CHECK(default_row_config(a, cols, pairs).cluster == 2);  // the same
+          if (cols <= 32768) CHECK(default_row_config(a, cols, pairs).cluster == 2);  // two stages of 16384 fit
           CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
           continue;
         }
