@@ -110,8 +110,8 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_XCHG1 " << (row_exchanges_once(spec, c) ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);
   append_file(os, act.act->snippet);
-  for (const char* part : {"common/rowwise.h", "common/row_math.h", "common/row_reduce.h", "common/row_vectors.h",
-                           "common/row_stages.h", "common/row_kernel.h"})
+  for (const char* part : {"common/rowwise.h", "common/row_math.h", "common/row_reduce.h", "common/row_constants.h",
+                           "common/row_vectors.h", "common/row_stages.h", "common/row_kernel.h"})
     append_file(os, part);
   k.source = os.str();
   // The compensated sums must be rounded as written: no contraction into fma (CUDA's -fmad=false;

@@ -5,8 +5,9 @@
  * puts the prelude and the member's snippet (KP_ROW_LOG, KP_ROW_NEGATE) in front of this file, and
  * after it the kernel's parts, in this order: row_math.h (the accumulator, the exp, the terms and
  * their sums), row_reduce.h (a row's max and sum across its threads and its cluster),
- * row_vectors.h (loads, stores and each step over a vector's lanes), row_stages.h (where a row is
- * held between passes: slots, chunks, the pipelined kernel's stages) and row_kernel.h (the entry).
+ * row_constants.h (the finished sum, its reciprocal and its log), row_vectors.h (loads, stores and
+ * each step over a vector's lanes), row_stages.h (where a row is held between passes: slots,
+ * chunks, the pipelined kernel's stages) and row_kernel.h (the entry).
  *
  * A row is `cols` contiguous elements; row r of each buffer starts r * ld elements into it (strided
  * rows, KP_STRIDED, softmax over a dimension that is not the last: see the kernel's entry). Forward
