@@ -1,8 +1,8 @@
 /* A row's constants (templates/common/rowwise.h), from its max and its finished sum: the sum made
- * NaN where the max is not finite, its reciprocal, and its log to 2^-37 relative by a table where
- * the device's log would cost 80 instructions a thread a row (the float32 and 16-bit results'
- * bound needs 2^-30: docs/accuracy.md, "Row activations"). Every thread of a row computes them
- * once a row, after the sum's reduction (row_reduce.h), before its results (row_vectors.h). */
+ * NaN where the max is not finite, its reciprocal, and its log (below float64 by a table, to 2^-37
+ * relative, where the device's log costs some 80 instructions a thread a row and the results need
+ * 2^-30: docs/accuracy.md, "Row activations"). Every thread of a row computes them once a row,
+ * after the sum's reduction (row_reduce.h), before its results (row_vectors.h). */
 /* What a row's results need: its max m (and in the compute type), its sum (float64: divided by),
  * the sum's reciprocal, log and (16-bit) log2 in float, and whether the row is NaN throughout. */
 typedef struct {
