@@ -202,6 +202,13 @@ KP_FN void kp_vec_exp_keep(kp_vec x, int nl, kp_acc m, KP_C mf, kp_sum2* s, KP_C
   if ((k) < nl) KP_LANE(y, k) = kp_row_store(ev[k] * rk.inv);
 #endif
 KP_FN kp_vec kp_vec_scale_n(kp_vec y, int nl, const kp_e* ev, kp_row_k rk) {
+#if KP_ROW_FLOAT && KP_PAIR_STORE
+  if (nl == KP_VEC) { /* a whole vector: 16-bit results two at a time (the prelude's kp_to_storage2) */
+#pragma unroll
+    for (int p = 0; p < KP_VEC / 2; ++p) y.w[p] = kp_to_storage2(ev[2 * p] * rk.inv_f, ev[2 * p + 1] * rk.inv_f);
+    return y;
+  }
+#endif
   KP_FOR_LANES(KP_SCALE_LANE)
   return y;
 }
@@ -248,6 +255,15 @@ KP_FN kp_acc kp_forward_of(kp_acc x, kp_row_k k KP_EXP_TAB_PARAM) {
 #endif
 KP_FN kp_vec kp_vec_forward_n(kp_vec x, int nl, kp_row_k rk KP_EXP_TAB_PARAM) {
   kp_vec y = x;
+#if KP_ROW_FLOAT && KP_PAIR_STORE
+  if (nl == KP_VEC) {
+#pragma unroll
+    for (int p = 0; p < KP_VEC / 2; ++p)
+      y.w[p] = kp_to_storage2(kp_forward_f(kp_row_c(KP_LANE(x, 2 * p)), rk),
+                              kp_forward_f(kp_row_c(KP_LANE(x, 2 * p + 1)), rk));
+    return y;
+  }
+#endif
   KP_FOR_LANES(KP_OUT_LANE)
   return y;
 }
@@ -394,6 +410,16 @@ KP_FN kp_vec kp_vec_backward_n(kp_vec g, kp_vec y, int nl, kp_sum2 s KP_EXP_TAB_
 #if KP_ROW_FLOAT
   const kp_sum_f sf = kp_sum_split(s);
   if (sf.in_range) {
+#if !KP_ROW_LOG && KP_PAIR_STORE
+    if (nl == KP_VEC) {
+#pragma unroll
+      for (int p = 0; p < KP_VEC / 2; ++p)
+        r.w[p] = kp_to_storage2(
+            kp_backward_f(kp_to_compute(KP_LANE(g, 2 * p)), kp_to_compute(KP_LANE(y, 2 * p)), sf),
+            kp_backward_f(kp_to_compute(KP_LANE(g, 2 * p + 1)), kp_to_compute(KP_LANE(y, 2 * p + 1)), sf));
+      return r;
+    }
+#endif
     KP_FOR_LANES(KP_GRAD_F_LANE)
     return r;
   }

@@ -199,7 +199,30 @@ typedef unsigned short kp_raw;
 union kp_vec {
   kp_raw raw;
   KP_T e[KP_VEC];
+#if KP_VEC_BYTES >= 4
+  unsigned int w[KP_VEC_BYTES / 4]; /* 16-bit lanes in pairs: KP_PAIR_STORE */
+#endif
 };
+/* Two 16-bit results in one cvt, written as the vector's 32-bit word: its x2 form rounds each half
+ * to nearest even as the one-lane form does. Lane by lane, ptxas packs each result with a zero and
+ * merges the halves by PRMT, masks and shifts: 20 SASS instructions for 8 bfloat16 results where 4
+ * cvt.rn.bf16x2 take 4 (row_vectors.h's whole vectors use it: bfloat16 softmax forward, 128 threads
+ * of two vectors, 472 -> 440 instructions a thread, registers unchanged; `kplay emit --ptx`, ptxas,
+ * nvdisasm). OpenCL's prelude sets KP_PAIR_STORE 0. */
+#if (KP_DTYPE_BF16 || KP_DTYPE_F16) && __CUDA_ARCH__ >= 800 && KP_VEC >= 2
+#define KP_PAIR_STORE 1
+KP_FN unsigned int kp_to_storage2(float lo, float hi) {
+  unsigned int r;
+#if KP_DTYPE_BF16
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  return r;
+}
+#else
+#define KP_PAIR_STORE 0
+#endif
 #define KP_LANE(v, k) ((v).e[k])
 #define KP_FOR_LANES(M) _Pragma("unroll") for (int kp_k = 0; kp_k < KP_VEC; ++kp_k) { M(kp_k) }
 #define KP_VEC_TO_RAW(v) ((v).raw)

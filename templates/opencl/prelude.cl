@@ -171,3 +171,4 @@ typedef KP_TV kp_vec;
 #define KP_LANES_4(M) KP_LANES_2(M) M(2) M(3)
 #define KP_LANES_8(M) KP_LANES_4(M) M(4) M(5) M(6) M(7)
 #define KP_FOR_LANES(M) KP_XCAT(KP_LANES_, KP_VEC)(M)
+#define KP_PAIR_STORE 0 /* results lane by lane (CUDA converts 16-bit pairs at once: prelude.cuh) */
