@@ -204,11 +204,9 @@ union kp_vec {
 #endif
 };
 /* Two 16-bit results in one cvt, written as the vector's 32-bit word: its x2 form rounds each half
- * to nearest even as the one-lane form does. Lane by lane, ptxas packs each result with a zero and
- * merges the halves by PRMT, masks and shifts: 20 SASS instructions for 8 bfloat16 results, where
- * the x2 form takes one a pair, 4 (row_vectors.h's whole vectors use it: bfloat16 softmax forward,
- * 128 threads of two vectors, 472 -> 440 instructions a thread, registers unchanged; `kplay emit
- * --ptx`, ptxas, nvdisasm). OpenCL's prelude sets KP_PAIR_STORE 0. */
+ * to nearest even as the one-lane form does, and saves the PRMT, masks and shifts with which ptxas
+ * merges lanes converted one at a time (docs/design.md, "16-bit results in pairs", has the SASS
+ * counts). OpenCL's prelude sets KP_PAIR_STORE 0. */
 #if (KP_DTYPE_BF16 || KP_DTYPE_F16) && __CUDA_ARCH__ >= 800 && KP_VEC >= 2
 #define KP_PAIR_STORE 1
 KP_FN unsigned int kp_to_storage2(float lo, float hi) {
