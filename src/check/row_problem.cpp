@@ -1,5 +1,5 @@
 // The problem of a row activation (the softmax family): `rows` rows of `cols` elements, fresh
-// rows on the host (a kind per row: ordinary, wide spread, +inf, NaN, all -inf, some -inf, the
+// rows on the host (a kind per row: ordinary, wide spread, +inf, a run of NaN, all -inf, some -inf, the
 // dtype's extremes, constant, deep; or, for timing, ordinary rows alone), launched, and every
 // element of the checked rows compared with the row reference (src/spec/row_reference.hpp) in ulps;
 // the output poisoned first and fenced by guard zones. Rows repeat with a period of whole rows (a
@@ -77,8 +77,14 @@ std::vector<double> input_row(Dtype d, std::uint64_t seed, std::uint64_t p, std:
   const std::uint64_t at = cols ? mix(base ^ 0xabcdef) % cols : 0;
   if (cols == 0) return x;
   switch (kind) {
-    case 2: x[at] = kInf; break;                          // torch: inf - inf, the whole row NaN
-    case 3: x[at] = kNaN; break;                          // the whole row NaN
+    case 2: x[at] = kInf; break;  // torch: inf - inf, the whole row NaN
+    case 3: {
+      // NaN in a quarter of the row from `at` (wrapping), so that some threads', warps' and cluster
+      // blocks' shares hold NaN alone beside shares of numbers: the whole row NaN
+      const std::uint64_t run = std::max<std::uint64_t>(1, cols / 4);
+      for (std::uint64_t i = 0; i < run; ++i) x[(at + i) % cols] = kNaN;
+      break;
+    }
     case 4: std::fill(x.begin(), x.end(), -kInf); break;  // the whole row NaN
     case 5:                                               // -inf elements of an ordinary row: 0 (log_softmax: -inf)
       for (std::uint64_t i = at; i < cols; i += 3) x[i] = -kInf;
