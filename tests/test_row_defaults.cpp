@@ -22,9 +22,9 @@ using kplay::test::row_spec;
 TEST_CASE(
     "row default config: registers for short rows (forward: two vectors a thread on a persistent grid on CUDA, else "
     "one, two for long 16-bit rows; backward: four, on CUDA one in rows of up to 32), else online (CUDA forward: "
-    "blocks of 128 up to 128 vectors a thread; 16-bit with clusters, and float32 softmax and softmin beyond 24576 "
-    "columns in clusters of 4 to 16: "
-    "the pipelined cluster kernel; float32 backward in clusters of up to 8: the same; "
+    "blocks of 128 up to 128 vectors a thread; 16-bit with clusters, and float32 softmax and softmin beyond "
+    "registers in clusters of 2 to 16: the pipelined cluster kernel; the backward beyond registers the same "
+    "(log_softmax: float32 in clusters of up to 8); "
     "backward rows that registers hold, on CUDA on a persistent grid or in clusters where they run faster)") {
   TargetLimits opencl;
   opencl.backend = "opencl";
@@ -35,12 +35,12 @@ TEST_CASE(
   for (const TargetLimits& lim : {opencl, hopper}) {
     const bool cuda = lim.backend == "cuda";
     // In registers up to 4 vectors a thread of 1024; a CUDA forward up to 2 (16384 columns: 4096
-    // vectors go online).
+    // vectors go to a cluster, below).
     for (std::uint64_t cols : {1ull, 128ull, 4096ull, 8192ull, 16384ull}) {
       const KernelConfig c = default_row_config(f, cols, lim);
       INFO(cols << " columns, " << lim.backend);
       if (cuda && cols > 8192) {
-        CHECK(c.row == RowStrategy::online);
+        CHECK(c.row == RowStrategy::cluster);
         continue;
       }
       CHECK(c.row == RowStrategy::registers);
@@ -54,9 +54,11 @@ TEST_CASE(
     CHECK(s.row_threads == (cuda ? 16 : 32));
     CHECK(s.block == (cuda ? 128 : 256));
     CHECK(s.grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
-    // Rows beyond two vectors a thread of 1024 go back to one-shot on every backend.
-    CHECK(default_row_config(f, 16384, lim).grid == GridPolicy::one_shot);
-    CHECK(default_row_config(f, 16384, lim).per_thread == 4);
+    // Rows beyond two vectors a thread of 1024 go back to one-shot where they go online.
+    TargetLimits no_clusters = lim;
+    no_clusters.max_cluster = 1;
+    CHECK(default_row_config(f, 16384, no_clusters).grid == GridPolicy::one_shot);
+    CHECK(default_row_config(f, 16384, no_clusters).per_thread == 4);
     // bfloat16: on CUDA as float32 (two a thread, persistent); elsewhere two a thread for rows of
     // 64 vectors or more, one for shorter ones.
     const KernelSpec h = row_spec("softmax", Dtype::bf16, Direction::forward);
@@ -193,41 +195,44 @@ TEST_CASE(
       CHECK(default_row_config(lf, cols, single).row == RowStrategy::online);
       CHECK(default_row_config(lf, cols, single).block == (cuda && cols <= 65536 ? 128 : 1024));
     }
-    // float32 softmax and softmin forward rows beyond 24576 where clusters exist: the pipelined
-    // cluster kernel keeping its terms, in clusters of 4 (blocks of 256, four vectors) up to 49152
-    // columns, of 8 (512, four) up to 196608 and of 16 (256, eight) beyond, where two stages and the
-    // terms' bytes fit in 227 KiB of shared memory beside the exchange's buffers (up to 402240
-    // columns); log_softmax (no terms kept) the same kernel beyond registers up to 65536 columns,
-    // in clusters of 2 (up to 32768) or 4, blocks of 256, four vectors, online beyond; a device
-    // without clusters of 4 (log_softmax: of 2) or without the shared memory: online.
+    // float32 softmax and softmin forward rows beyond registers where clusters exist: the pipelined
+    // cluster kernel keeping its terms, in clusters of 2 (blocks of 128, four vectors) up to 24576
+    // columns, of 4 (128, four) up to 49152, of 8 (512, four) up to 196608 and of 16 (256, eight)
+    // beyond, where two stages and the terms' bytes fit in 227 KiB of shared memory beside the
+    // exchange's buffers (up to 402240 columns); log_softmax (no terms kept) the same kernel beyond
+    // registers up to 65536 columns, in slices of up to 8192 (clusters of 2, 4 or 8), blocks of 128,
+    // four vectors, online beyond; a device without clusters large enough or without the shared memory:
+    // online.
     for (const char* act : {"softmax", "softmin", "log_softmax"})
-      for (std::uint64_t cols : {16385ull, 24576ull, 24577ull, 32768ull, 49152ull, 49153ull, 65536ull, 65537ull,
-                                 196608ull, 196609ull, 393217ull, 402240ull, 402241ull, 1ull << 20}) {
+      for (std::uint64_t cols :
+           {8193ull, 16384ull, 16385ull, 24576ull, 24577ull, 32768ull, 49152ull, 49153ull, 65536ull, 65537ull,
+            196608ull, 196609ull, 393217ull, 402240ull, 402241ull, 1ull << 20}) {
+        if (!cuda && cols <= 16384) continue;  // registers there (above)
         const KernelSpec a = row_spec(act, Dtype::f32, Direction::forward);
         const KernelConfig p = default_row_config(a, cols, lim);
         INFO(act << ", " << cols << " columns, " << lim.backend << ": " << to_string(p));
         const bool kept = std::string(act) != "log_softmax";
         TargetLimits pairs = lim;
         pairs.max_cluster = 2;
-        TargetLimits small = lim;  // below two stages of 16385 / 2 floats (of 24577 / 4 and their terms' bytes)
-        small.max_shared_optin = 48 * 1024;
+        TargetLimits small = lim;  // below a stage of 16385 / 4 floats (softmax: 16385 / 2 and their terms' bytes)
+        small.max_shared_optin = 16 * 1024;
         if (cuda && !kept && cols > 8192 && cols <= 65536) {
           CHECK(p.row == RowStrategy::cluster);
-          CHECK(p.cluster == (cols <= 32768 ? 2 : 4));
-          CHECK(p.block == 256);
+          CHECK(p.cluster == (cols <= 16384 ? 2 : cols <= 32768 ? 4 : 8));
+          CHECK(p.block == 128);
           CHECK(p.per_thread == 4);
           CHECK(p.grid == GridPolicy::grid_stride);
           CHECK_FALSE(row_keeps_stage_terms(a, p));
           CHECK_NOTHROW(row_launch_dims(a, resolve_config(a, p, lim), 64, cols, lim));
           if (cols <= 32768) CHECK(default_row_config(a, cols, pairs).cluster == 2);  // two stages of 16384 fit
-          CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
+          if (cols > 16384) CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
           continue;
         }
-        if (cuda && kept && cols > 24576 && cols <= 402240) {
-          const int cluster = cols <= 49152 ? 4 : cols <= 196608 ? 8 : 16;
+        if (cuda && kept && cols > 8192 && cols <= 402240) {
+          const int cluster = cols <= 24576 ? 2 : cols <= 49152 ? 4 : cols <= 196608 ? 8 : 16;
           CHECK(p.row == RowStrategy::cluster);
           CHECK(p.cluster == cluster);
-          CHECK(p.block == (cluster == 8 ? 512 : 256));
+          CHECK(p.block == (cluster <= 4 ? 128 : cluster == 8 ? 512 : 256));
           CHECK(p.per_thread == (cluster == 16 ? 8 : 4));
           CHECK(p.grid == GridPolicy::grid_stride);
           CHECK(row_keeps_stage_terms(a, p));
@@ -235,8 +240,9 @@ TEST_CASE(
         } else {
           CHECK(p.row == RowStrategy::online);
         }
-        CHECK(default_row_config(a, cols, pairs).row == RowStrategy::online);
-        CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
+        CHECK(default_row_config(a, cols, pairs).row ==
+              (cuda && kept && cols > 8192 && cols <= 24576 ? RowStrategy::cluster : RowStrategy::online));
+        if (cols > 16384) CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
       }
     // A 16-bit forward beyond registers where clusters exist: the pipelined cluster kernel, slices
     // of about 16384 elements in clusters of 2 to 16, where two stages of a slice fit in shared
@@ -253,20 +259,39 @@ TEST_CASE(
       }
       CHECK_NOTHROW(row_launch_dims(h, resolve_config(h, p, lim), 64, cols, lim));
     }
-    // The bfloat16 backward's slices are of up to 32768 elements: clusters of 4 at 131072.
-    const KernelConfig hb = default_row_config(row_spec("softmax", Dtype::bf16, Direction::backward), 131072, lim);
-    CHECK(hb.cluster == (cuda ? 4 : 0));
+    // The 16-bit softmax backward beyond the one-shot cluster kernel's 32768 columns: the pipelined
+    // cluster kernel, slices of 8192 in clusters of up to 16, blocks of 256, two vectors a thread,
+    // where two stages of g's and y's slices fit (2^20 bfloat16 columns: online).
+    const KernelSpec hbs = row_spec("softmax", Dtype::bf16, Direction::backward);
+    for (std::uint64_t cols : {32769ull, 131072ull, 393216ull, 1ull << 20}) {
+      const KernelConfig hb = default_row_config(hbs, cols, lim);
+      INFO(cols << " bfloat16 columns backward, " << lim.backend << ": " << to_string(hb));
+      if (cuda && cols < (1ull << 20)) {
+        CHECK(hb.row == RowStrategy::cluster);
+        CHECK(hb.cluster == std::min<std::uint64_t>(16, (cols + 8191) / 8192 <= 8 ? 8 : 16));
+        CHECK(hb.block == ((cols + hb.cluster - 1) / hb.cluster > 8192 ? 512 : 256));
+        CHECK(hb.per_thread == 2);
+        CHECK(hb.grid == GridPolicy::grid_stride);
+      } else {
+        CHECK(hb.row == RowStrategy::online);
+      }
+      CHECK_NOTHROW(row_launch_dims(hbs, resolve_config(hbs, hb, lim), 64, cols, lim));
+    }
     for (std::uint64_t cols : {16385ull, 32768ull, 65536ull, 65537ull, 393216ull, 1ull << 26}) {
       const KernelConfig big = default_row_config(f, cols, lim);
-      CHECK(big.row == (cuda && cols > 24576 && cols <= 393216 ? RowStrategy::cluster : RowStrategy::online));
+      CHECK(big.row == (cuda && cols <= 393216 ? RowStrategy::cluster : RowStrategy::online));
       CHECK_NOTHROW(row_launch_dims(f, resolve_config(f, big, lim), 64, cols, lim));
-      // The backward beyond registers: online, two vectors a thread; across a cluster where the
-      // device has them, a slice of at most 8192 elements a block of 512 (up to 16 blocks).
+      // The backward beyond registers: the pipelined cluster kernel in clusters of as many slices
+      // of 8192 as the row holds (up to 16), blocks of 256, four vectors a thread, where a stage of
+      // g's and y's slices fits; else online, two vectors a thread, across a cluster of as many where the device has
+      // them (blocks of 512), else in a block of 1024.
       const KernelConfig bb = default_row_config(b, cols, lim);
-      INFO(cols << " columns, " << lim.backend);
+      INFO(cols << " columns, " << lim.backend << ": " << to_string(bb));
       const std::uint64_t want = lim.max_cluster < 2 ? 0
                                  : cols <= 8192      ? 0
                                                      : std::min<std::uint64_t>(16, (cols + 8191) / 8192);
+      std::uint64_t want_pow2 = 1;
+      while (want_pow2 < want) want_pow2 *= 2;
       // log_softmax's (its first pass reads g alone) up to 8 blocks, longer rows 4
       const KernelSpec lbs = row_spec("log_softmax", Dtype::f32, Direction::backward);
       const KernelConfig lb = default_row_config(lbs, cols, lim);
@@ -274,29 +299,27 @@ TEST_CASE(
         CHECK(lb.row == RowStrategy::online);
         CHECK(lb.cluster == 4);
         CHECK(lb.block == 512);
-        CHECK_NOTHROW(row_launch_dims(lbs, resolve_config(lbs, lb, lim), 64, cols, lim));
-      } else {
-        CHECK(lb.cluster == bb.cluster);
+      } else if (cuda &&
+                 want >= 2) {  // float32 log_softmax in clusters of up to 8: pipelined, blocks of 512, two vectors
+        CHECK(lb.row == RowStrategy::cluster);
+        CHECK(static_cast<std::uint64_t>(lb.cluster) == want_pow2);
+        CHECK(lb.per_thread == 2);
+        CHECK(lb.block == 512);
       }
-      // float32 in clusters of up to 8 (up to 65536 columns): the pipelined cluster kernel, blocks
-      // of 256 and four vectors a thread (log_softmax: 512 and two)
-      if (cuda && want >= 2 && want <= 8) {
+      CHECK_NOTHROW(row_launch_dims(lbs, resolve_config(lbs, lb, lim), 64, cols, lim));
+      if (cuda && cols < 393216) {  // a slice of 24576 of each: one stage, and it does not fit
         CHECK(bb.row == RowStrategy::cluster);
+        CHECK(static_cast<std::uint64_t>(bb.cluster) == want_pow2);
         CHECK(bb.grid == GridPolicy::grid_stride);
         CHECK(bb.per_thread == 4);
         CHECK(bb.block == 256);
-        CHECK(lb.row == RowStrategy::cluster);
-        CHECK(lb.per_thread == 2);
-        CHECK(lb.block == 512);
-        CHECK_NOTHROW(row_launch_dims(lbs, resolve_config(lbs, lb, lim), 64, cols, lim));
-        CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, bb, lim), 64, cols, lim));
-        continue;
+      } else {
+        CHECK(bb.row == RowStrategy::online);
+        CHECK(bb.per_thread == 2);
+        CHECK(static_cast<std::uint64_t>(bb.cluster) >= want);
+        CHECK(static_cast<std::uint64_t>(bb.cluster) < 2 * std::max<std::uint64_t>(want, 1));
+        CHECK(bb.block == (bb.cluster ? 512 : 1024));
       }
-      CHECK(bb.row == RowStrategy::online);
-      CHECK(bb.per_thread == 2);
-      CHECK(static_cast<std::uint64_t>(bb.cluster) >= want);
-      CHECK(static_cast<std::uint64_t>(bb.cluster) < 2 * std::max<std::uint64_t>(want, 1));
-      CHECK(bb.block == (bb.cluster ? 512 : 1024));
       CHECK_NOTHROW(row_launch_dims(b, resolve_config(b, bb, lim), 64, cols, lim));
     }
   }

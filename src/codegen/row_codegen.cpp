@@ -135,7 +135,7 @@ bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& c) {
 }
 
 bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& c) {
-  // float32 (the pipelined kernel's default forward: softmax and softmin beyond 24,576 columns,
+  // float32 (the pipelined kernel's default forward: softmax and softmin beyond 8,192 columns,
   // log_softmax from 8,193 to 65,536; row_defaults.cpp); the 16-bit forward, whose default is that
   // kernel too, exchanges twice. KPLAY_ROW_XCHG1=all asks for it below float64 (to test and time the
   // 16-bit rows), =0 nowhere.

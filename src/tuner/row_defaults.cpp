@@ -152,35 +152,37 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   // slices of about 16384 elements, four vectors a thread at a time in blocks of 128 (256 for
   // longer slices), in clusters of 2 to 16 whose two stages of the slice fit in shared memory.
   // float32 log_softmax's forward (no term kept: its results are x - max - log sum) the same up to
-  // 65536 columns, in blocks of 256: on an H100, 8192x32768 at 91.7 % of copy in clusters of 2
-  // against 66.2 online in blocks of 128 (clusters of 4: 90.6, of 4 in blocks of 128: 90.1); longer
-  // rows stay online (4096x393216 on the H200 in clusters of 16: 56.6 against 61.1).
+  // 65536 columns, in slices of 8192 and blocks of 128: on the H200, 8192x32768 at 79.9 % of copy
+  // in clusters of 4 against 65.1 in clusters of 2 of 256 (of 2 of 128: 46.6); longer rows stay
+  // online (4096x393216 in clusters of 16: 65.1 against 64.0, a tie).
   constexpr std::uint64_t kLogF32ClusterCols = 65536;
   const bool log_f32_forward = cuda_forward && spec.dtype == Dtype::f32 &&
                                resolve_activation(spec.activation).act->row_form.log && cols <= kLogF32ClusterCols;
   if (cuda_forward && (dtype_size(spec.dtype) == 2 || log_f32_forward) && limits.max_cluster >= 2) {
-    constexpr std::uint64_t kSliceTarget = 16384;
+    const std::uint64_t slice_target = log_f32_forward ? 8192 : 16384;
     int cluster = 2;
-    while (cluster < limits.max_cluster && static_cast<std::uint64_t>(cluster) * kSliceTarget < cols) cluster *= 2;
+    while (cluster < limits.max_cluster && static_cast<std::uint64_t>(cluster) * slice_target < cols) cluster *= 2;
     KernelConfig p = c;
     p.row = RowStrategy::cluster;
     p.cluster = cluster;
-    p.block = std::min(log_f32_forward || (cols + cluster - 1) / cluster > kSliceTarget ? 256 : 128, max_block);
+    p.block = std::min((cols + cluster - 1) / cluster > slice_target ? 256 : 128, max_block);
     p.per_thread = 4;
     p.grid = GridPolicy::grid_stride;
     p.waves = 1;
     if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin) return p;
   }
-  // A float32 softmax or softmin forward of more than 24576 columns where clusters exist: the
+  // A float32 softmax or softmin forward too long for registers where clusters exist: the
   // pipelined cluster kernel, keeping its terms, where two stages and the terms' bytes fit in
   // shared memory (up to 402240 columns on the H200), each range's config the one measured fastest
-  // at one shape (docs/design.md, "Row defaults, measured": 8192x32768, 4096x131072, 4096x393216). Blocks of 256 in
-  // clusters of 16: those of 512 (two stages, four vectors a thread) ran at 62.7 % of copy against 64.3.
-  if (cuda_forward && spec.dtype == Dtype::f32 && limits.max_cluster >= 4 && cols > 24576) {
+  // at one shape (docs/design.md, "Row defaults, measured": 8192x16384, 8192x32768, 4096x131072,
+  // 4096x393216). Blocks of 128 in clusters of 2 and 4 (86.5 % of copy against 62.3 online at
+  // 8192x16384; 81.6 against 75.7 in blocks of 256 at 8192x32768), of 256 in clusters of 16: those
+  // of 512 (two stages, four vectors a thread) ran at 62.7 against 64.3.
+  if (cuda_forward && spec.dtype == Dtype::f32 && limits.max_cluster >= 2) {
     KernelConfig p = c;
     p.row = RowStrategy::cluster;
-    p.cluster = cols <= 49152 ? 4 : cols <= 196608 ? 8 : 16;
-    p.block = std::min(p.cluster == 8 ? 512 : 256, max_block);
+    p.cluster = cols <= 24576 ? 2 : cols <= 49152 ? 4 : cols <= 196608 ? 8 : 16;
+    p.block = std::min(p.cluster <= 4 ? 128 : p.cluster == 8 ? 512 : 256, max_block);
     p.per_thread = p.cluster == 16 ? 8 : 4;
     p.grid = GridPolicy::grid_stride;
     p.waves = 1;
@@ -209,18 +211,35 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
       c.cluster = cluster;
       c.block = std::min(512, max_block);
     }
-    // float32 in clusters of up to 8: the pipelined cluster kernel, g's and y's slices of 8192
-    // elements read once (the bulk copy engine loads the next row's while the cluster reduces
-    // this one's), four vectors a thread in blocks of 256, where its two stages fit in shared memory
-    // (up to 65536 columns). Measured at 8192x32768 only (docs/design.md, "Row defaults, measured"): 96 % of copy
-    // against the online kernel's 74. log_softmax, whose results take the device's double exp there, in blocks of
-    // 512, two vectors a thread (an H100: 89.5 against 85.1).
-    if (spec.dtype == Dtype::f32 && cluster > 1 && cluster <= 8 && limits.backend == "cuda") {
-      const bool log = resolve_activation(spec.activation).act->row_form.log;
+    // The pipelined cluster kernel, g's and y's slices read once (the bulk copy engine loads the
+    // next row's while the cluster reduces this one's), where its stages fit in shared memory:
+    // float32 in clusters of up to 8 slices of 8192 (up to 65536 columns), four vectors a thread in
+    // blocks of 256 (8192x32768: 96 % of copy against the online kernel's 74); softmax and softmin
+    // also in clusters of 16, and 16-bit beyond the one-shot cluster kernel's 32768 columns in
+    // slices of 8192, two vectors a thread, blocks of 512 where a slice is longer (on the H200,
+    // 4096x131072: float32 92.8 against 54.8 online across 16, bfloat16 91.0 against 77.1 across 4;
+    // bfloat16 8192x65536 91.5 against 77.5, 4096x393216 92.6 against 68.3, in blocks of 256 82.6;
+    // float32 4096x393216 stays online: one stage fits, 59.0 against 62.2). log_softmax, whose results take the
+    // device's double exp there, in blocks of 512, two vectors a thread (an H100: 89.5 against
+    // 85.1). docs/design.md, "Row defaults, measured".
+    const bool log = resolve_activation(spec.activation).act->row_form.log;
+    const bool f32 = spec.dtype == Dtype::f32;
+    if (limits.backend == "cuda" && !log && (f32 || cols > 32768) && limits.max_cluster >= 2) {
       KernelConfig p = c;
       p.row = RowStrategy::cluster;
-      p.block = std::min(log ? 512 : 256, max_block);
-      p.per_thread = log ? 2 : 4;
+      p.cluster = 2;
+      while (p.cluster < limits.max_cluster && static_cast<std::uint64_t>(p.cluster) * 8192 < cols) p.cluster *= 2;
+      p.block = std::min(f32 || cols <= static_cast<std::uint64_t>(p.cluster) * 8192 ? 256 : 512, max_block);
+      p.per_thread = f32 ? 4 : 2;
+      p.grid = GridPolicy::grid_stride;
+      p.waves = 1;
+      if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin) return p;
+    }
+    if (f32 && log && cluster > 1 && cluster <= 8 && limits.backend == "cuda") {
+      KernelConfig p = c;
+      p.row = RowStrategy::cluster;
+      p.block = std::min(512, max_block);
+      p.per_thread = 2;
       p.grid = GridPolicy::grid_stride;
       p.waves = 1;
       if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin) return p;

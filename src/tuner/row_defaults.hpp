@@ -16,11 +16,15 @@
 //                                  one-shot across clusters of 4
 //   longer rows
 //     forward, sm_90, 16-bit       the pipelined cluster kernel, slices of about 16384 elements
-//     forward, sm_90, float32      softmax and softmin beyond 24576 columns: the pipelined cluster
-//                                  kernel keeping its terms, clusters of 4 (blocks of 256, 4
-//                                  vectors a thread) up to 49152, 8 (512, 4) up to 196608, 16 (256,
-//                                  8) beyond, where two stages and the terms fit (402240 on the H200)
-//     backward, sm_90, float32     up to 65536: the pipelined cluster kernel, slices of 8192
+//     forward, sm_90, float32      softmax and softmin: the pipelined cluster kernel keeping its
+//                                  terms, clusters of 2 (blocks of 128, 4 vectors a thread) up to
+//                                  24576, 4 (128, 4) up to 49152, 8 (512, 4) up to 196608, 16 (256,
+//                                  8) beyond, where two stages and the terms fit (402240 on the
+//                                  H200); log_softmax up to 65536, slices of 8192, blocks of 128
+//     backward, sm_90              softmax and softmin (16-bit beyond 32768): the pipelined cluster
+//                                  kernel, slices of 8192 in clusters of up to 16 (16-bit: blocks
+//                                  of 512 where a slice is longer), where its stages fit;
+//                                  log_softmax float32 up to 65536 the same in clusters of up to 8
 //     anything else                online (two reads, any row, any device): forward 4 vectors in
 //                                  flight a thread in blocks of 128 on CUDA up to 128 vectors a
 //                                  thread, of 1024 beyond; backward 2 vectors of g and y each,
