@@ -219,9 +219,10 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // slices of 8192, two vectors a thread, blocks of 512 where a slice is longer (on the H200,
     // 4096x131072: float32 92.8 against 54.8 online across 16, bfloat16 91.0 against 77.1 across 4;
     // bfloat16 8192x65536 91.5 against 77.5, 4096x393216 92.6 against 68.3, in blocks of 256 82.6;
-    // float32 4096x393216 stays online: one stage fits, 59.0 against 62.2). log_softmax, whose results take the
-    // device's double exp there, in blocks of 512, two vectors a thread (an H100: 89.5 against
-    // 85.1). docs/design.md, "Row defaults, measured".
+    // float32 4096x393216 stays online: 62.2 against 59.0 for the pipelined kernel in blocks of 512
+    // of two vectors, with room for one stage). log_softmax, whose results take the device's double
+    // exp there, in blocks of 512, two vectors a thread (an H100: 89.5 against 85.1).
+    // docs/design.md, "Row defaults, measured".
     const bool log = resolve_activation(spec.activation).act->row_form.log;
     const bool f32 = spec.dtype == Dtype::f32;
     if (limits.backend == "cuda" && !log && (f32 || cols > 32768) && limits.max_cluster >= 2) {
