@@ -31,6 +31,14 @@ KernelConfig strided_row_config(const KernelSpec& spec, std::uint64_t cols) {
   return c;
 }
 
+// The smallest power-of-two cluster, from `from` blocks up to the device's largest, whose blocks
+// take slices of at most `slice` elements of a row of `cols` (the largest where none does).
+static int slice_cluster(std::uint64_t cols, std::uint64_t slice, int from, const rt::TargetLimits& limits) {
+  int cluster = from;
+  while (cluster < limits.max_cluster && static_cast<std::uint64_t>(cluster) * slice < cols) cluster *= 2;
+  return cluster;
+}
+
 // Backward rows that a block's registers hold (four vectors of g and y a thread) but that run
 // faster from a cluster's shared memory on sm_90, measured on the H200 (`kplay bench --no-db
 // --direction backward`, % of copy): bfloat16 8192x32768 in the one-shot cluster kernel, clusters
@@ -62,8 +70,7 @@ static std::optional<KernelConfig> clustered_backward(const KernelSpec& spec, st
     p.grid = GridPolicy::grid_stride;
     p.waves = 1;
   } else {
-    p.cluster = 2;
-    while (p.cluster < limits.max_cluster && static_cast<std::uint64_t>(p.cluster) * 8192 < cols) p.cluster *= 2;
+    p.cluster = slice_cluster(cols, 8192, 2, limits);
     p.block = std::min(256, max_block);
     p.per_thread = 4;
   }
@@ -160,8 +167,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
                                resolve_activation(spec.activation).act->row_form.log && cols <= kLogF32ClusterCols;
   if (cuda_forward && (dtype_size(spec.dtype) == 2 || log_f32_forward) && limits.max_cluster >= 2) {
     const std::uint64_t slice_target = log_f32_forward ? 8192 : 16384;
-    int cluster = 2;
-    while (cluster < limits.max_cluster && static_cast<std::uint64_t>(cluster) * slice_target < cols) cluster *= 2;
+    const int cluster = slice_cluster(cols, slice_target, 2, limits);
     KernelConfig p = c;
     p.row = RowStrategy::cluster;
     p.cluster = cluster;
@@ -204,8 +210,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     // 1024x1048576 74.1 against 73.6 (clusters of 16 at 4096x131072: 54.9 against 76.5 alone).
     const std::uint64_t slice = dtype_size(spec.dtype) == 2 ? 32768 : 8192;
     constexpr int kMaxLogCluster = 8, kLongLogCluster = 4;
-    int cluster = 1;
-    while (cluster < limits.max_cluster && static_cast<std::uint64_t>(cluster) * slice < cols) cluster *= 2;
+    int cluster = slice_cluster(cols, slice, 1, limits);
     if (cluster > kMaxLogCluster && resolve_activation(spec.activation).act->row_form.log) cluster = kLongLogCluster;
     if (cluster > 1) {  // only where limits.max_cluster allows more than one block
       c.cluster = cluster;
@@ -228,8 +233,7 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     if (limits.backend == "cuda" && !log && (f32 || cols > 32768) && limits.max_cluster >= 2) {
       KernelConfig p = c;
       p.row = RowStrategy::cluster;
-      p.cluster = 2;
-      while (p.cluster < limits.max_cluster && static_cast<std::uint64_t>(p.cluster) * 8192 < cols) p.cluster *= 2;
+      p.cluster = slice_cluster(cols, 8192, 2, limits);
       p.block = std::min(f32 || cols <= static_cast<std::uint64_t>(p.cluster) * 8192 ? 256 : 512, max_block);
       p.per_thread = f32 ? 4 : 2;
       p.grid = GridPolicy::grid_stride;
