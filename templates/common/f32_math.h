@@ -3,7 +3,8 @@
  * (KP_F32_LEAN, set by codegen; the double routines of fp64_math.h cost FP64 operations and two
  * conversions per element, which at one wave on an H200 made kplay's float32 sigmoid, silu, tanh
  * 15-20 % slower than torch's float formula). A routine belongs here only where it takes fewer
- * issue slots than the double one (docs/activations.md lists float forms measured and not kept).
+ * issue slots than the routine it replaces: the double one, or the float-float one for a routine
+ * taken only where FP64 is slow (docs/activations.md lists float forms measured and not kept).
  * Written only with +, -, *, fma, comparisons, selects, bit casts and one reciprocal estimate
  * (KP_RCP_APPROXF, always followed by an fma residual correction), so the host computes the same
  * bits: tools/numerics/f32_lean_check.cpp proves each function over all 2^32 inputs with this
@@ -17,9 +18,11 @@
  * (0.06 ulp of e^r on |r| <= ln2/2). Each of sigmoid, silu and tanh is one quotient: its
  * numerator rounded once (sigmoid and silu, at 2^64 scale, normal down to the subnormal results)
  * or exact (tanh), its denominator an exact float-float, one reciprocal estimate and one residual
- * correction; elu's expm1 is a float-float rounded once after alpha (no division). Proven maxima
+ * correction; elu's expm1 is a float-float rounded once after alpha (no division); logsigmoid's
+ * log1p(e) is an atanh series in v = e / (2 + e), that quotient formed the same way (its kernels
+ * take it where FP64 is slow: logsigmoid.h). Proven maxima
  * over every float32 (docs/accuracy.md): sigmoid 1.48, silu 1.79, tanh 1.50, elu 0.76 (alpha 1.7:
- * 0.87) ulp. */
+ * 0.87), logsigmoid 1.27 ulp. */
 #ifndef KP_F32_MATH_H
 #define KP_F32_MATH_H
 #ifdef __OPENCL_VERSION__
@@ -175,6 +178,44 @@ KP_FN float kp_f_mul_expm1_neg(float alpha, float x) {
 
 /* elu(alpha) forward; NaN stays NaN (neither side of the select takes it). */
 KP_FN float kp_f_elu(float alpha, float x) { return x <= 0.0f ? kp_f_mul_expm1_neg(alpha, x) : x; }
+
+/* logsigmoid(x) = min(x, 0) - log1p(e), e = e^-|x| = 2^k (1 + t), kept at 2^64 scale as the exact
+ * float-float eh + el, so that it keeps its bits where e is subnormal (|x| > 87.3); 2 + e is the
+ * exact float-float dh + dl. log1p(e) = 2 atanh(v) = 2 v (1 + w Q(w)), v = e / (2 + e) <= 1/3,
+ * w = v^2 <= 1/9, Q of degree 3 (relative error of 1 + w Q below 5.2e-9: tools/numerics/fit_poly.py
+ * logsigmoid). v = q0 + vl at 2^64 scale from one reciprocal estimate and one residual against the
+ * float-float quotient, so that L = 2 q0 + (2 vl + 2 q0 w Q) is rounded once; the result is
+ * min(x, 0) - L 2^-64 by one fma (rounded once but where L 2^-64 is subnormal). |x| is clamped at
+ * 132.5 by a select that lets NaN through: there the scale 2^(k+64) is +0, so L = +0 and
+ * x >= 132.5 (and +inf) gives 0 - 0 = +0, as torch's min(x, 0) - log1p(exp(-x)); -inf gives -inf. */
+#define KP_F_LQ0 0.6666641235351562f /* 2 Q: the 2 of 2 v w Q folded in */
+#define KP_F_LQ1 0.4002161920070648f
+#define KP_F_LQ2 0.280008465051651f
+#define KP_F_LQ3 0.28015124797821045f
+KP_FN float kp_f_logsigmoid(float x) {
+  const float ax = KP_FABSF(x);
+  float t;
+  const float j = kp_f_expm1_reduced(ax > 132.5f ? 132.5f : ax, &t);
+  const float s = kp_f_pow2(j, 64);         /* 2^(k+64), or +0 at k = -191 */
+  const float eh = KP_FMAF(s, t, s);        /* e 2^64, rounded */
+  const float el = KP_FMAF(s, t, s - eh);   /* its error, exact: s t is exact and s - eh by Sterbenz */
+  const float er = eh * 0x1p-64f;           /* e, exact where it matters (beside 2) */
+  const float dh = 2.0f + er;
+  const float dl = KP_FMAF(el, 0x1p-64f, (2.0f - dh) + er); /* 2 - dh + er exact (Fast2Sum) */
+  const float rc = KP_RCP_APPROXF(dh);      /* dh in [2, 3] */
+  const float q0 = eh * rc;
+  const float res = KP_FMAF(-q0, dl, KP_FMAF(-q0, dh, eh) + el);
+  const float vl = res * rc;
+  const float v = q0 + vl;                  /* for w Q alone (q0 is off by the estimate's error) */
+  const float vr = v * 0x1p-64f;            /* where it is not exact, w Q is below 2^-120 */
+  const float w = vr * vr;
+  float q = KP_F_LQ3;
+  q = KP_FMAF(q, w, KP_F_LQ2);
+  q = KP_FMAF(q, w, KP_F_LQ1);
+  q = KP_FMAF(q, w, KP_F_LQ0);
+  const float l = KP_FMAF(2.0f, q0, KP_FMAF(2.0f, vl, (v * w) * q));
+  return KP_FMAF(l, -0x1p-64f, x < 0.0f ? x : 0.0f);
+}
 
 /* v / 6 to the nearest float in four operations, where div.rn.f32 takes about ten and a branch
  * (hardsigmoid and hardswish divide by 6, forward and backward): q = v RN(1/6), the remainder

@@ -7,7 +7,7 @@
 // error is the worst of the three. NaN, infinities and signed zeros must match the reference
 // (torch's values). Exit 1 when a function exceeds its bound (docs/accuracy.md), 2 on bad usage.
 //   kplay_f32_lean_check [--step N] [--range LO:HI] [--threads N] [FUNCTION ...]
-// FUNCTION: sigmoid, silu, tanh, div6, elu, elu(0.5), elu(1.7). Default: all.
+// FUNCTION: sigmoid, silu, tanh, div6, elu, elu(0.5), elu(1.7), logsigmoid. Default: all.
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -49,6 +49,7 @@ namespace {
 double ref_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double ref_silu(double x) { return std::isinf(x) && x < 0 ? NAN : x / (1.0 + std::exp(-x)); }
 double ref_tanh(double x) { return std::tanh(x); }
+double ref_logsigmoid(double x) { return (x < 0 ? x : 0.0) - std::log1p(std::exp(-std::fabs(x))); }
 double ref_div6(double x) { return x / 6.0; }  // 2^-53 relative; a float quotient's tie is exact
 double ref_elu(double x, double alpha) { return x <= 0 ? alpha * std::expm1(x) : x; }
 double ref_elu1(double x) { return ref_elu(x, 1.0); }
@@ -73,6 +74,7 @@ const Forward kForward[] = {
     {"elu", elu1, ref_elu1, 1},
     {"elu(0.5)", elu_half, ref_elu_half, 1},
     {"elu(1.7)", elu_17, ref_elu_17, 1},
+    {"logsigmoid", kp_f_logsigmoid, ref_logsigmoid, 2},
 };
 
 struct Stats {
