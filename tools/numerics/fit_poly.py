@@ -1,5 +1,6 @@
-"""Fits the float32 polynomial coefficients of templates/common/precise_math.h (dev tool, needs
-mpmath). Least squares on Chebyshev nodes, relative weighting; prints float-rounded coefficients.
+"""Fits the float32 polynomial coefficients of templates/common/precise_math.h and f32_math.h (dev
+tool, needs mpmath). Least squares on Chebyshev nodes, relative weighting; prints float-rounded
+coefficients.
 Usage: python3 tools/numerics/fit_poly.py [logsigmoid]
   logsigmoid: f32_math.h's 2 Q(w) of kp_f_logsigmoid, weighted by what an error of Q costs
   log1p(e) = 2 v (1 + w Q(w)): the relative error of 1 + w Q"""
