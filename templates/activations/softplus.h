@@ -5,6 +5,13 @@
 #if KP_FAST_FP64
 /* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
+#elif KP_F32_LEAN
+/* float32 where FP64 is slow: with beta = 1 (torch's default), -logsigmoid(-x) in float alone
+ * (f32_math.h, within 2 ulp); other betas keep float-float (beta is a compile-time constant: the
+ * test folds away). */
+KP_FN KP_C kp_act_forward(KP_C x) {
+  return KP_P_BETA == 1.0f ? kp_f_softplus1(x, KP_P_THRESHOLD) : kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD);
+}
 #elif KP_F32_IEEE
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }

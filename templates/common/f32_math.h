@@ -19,10 +19,10 @@
  * numerator rounded once (sigmoid and silu, at 2^64 scale, normal down to the subnormal results)
  * or exact (tanh), its denominator an exact float-float, one reciprocal estimate and one residual
  * correction; elu's expm1 is a float-float rounded once after alpha (no division); logsigmoid's
- * log1p(e) is an atanh series in v = e / (2 + e), that quotient formed the same way (its kernels
- * take it where FP64 is slow: logsigmoid.h). Proven maxima
- * over every float32 (docs/accuracy.md): sigmoid 1.48, silu 1.79, tanh 1.50, elu 0.76 (alpha 1.7:
- * 0.87), logsigmoid 1.27 ulp. */
+ * log1p(e) is an atanh series in v = e / (2 + e), that quotient formed the same way (its kernels,
+ * and softplus' with beta = 1, take it where FP64 is slow: logsigmoid.h, softplus.h). Proven
+ * maxima over every float32 (docs/accuracy.md): sigmoid 1.48, silu 1.79, tanh 1.50, elu 0.76
+ * (alpha 1.7: 0.87), logsigmoid 1.27 ulp. */
 #ifndef KP_F32_MATH_H
 #define KP_F32_MATH_H
 #ifdef __OPENCL_VERSION__
@@ -179,24 +179,22 @@ KP_FN float kp_f_mul_expm1_neg(float alpha, float x) {
 /* elu(alpha) forward; NaN stays NaN (neither side of the select takes it). */
 KP_FN float kp_f_elu(float alpha, float x) { return x <= 0.0f ? kp_f_mul_expm1_neg(alpha, x) : x; }
 
-/* logsigmoid(x) = min(x, 0) - log1p(e), e = e^-|x| = 2^k (1 + t), kept at 2^64 scale as the exact
- * float-float eh + el, so that it keeps its bits where e is subnormal (|x| > 87.3); 2 + e is the
- * exact float-float dh + dl. log1p(e) = 2 atanh(v) = 2 v (1 + w Q(w)), v = e / (2 + e) <= 1/3,
- * w = v^2 <= 1/9, Q of degree 3 (relative error of 1 + w Q below 5.2e-9: tools/numerics/fit_poly.py
- * logsigmoid). v = q0 + vl at 2^64 scale from one reciprocal estimate and one residual against the
- * float-float quotient, so that L = 2 q0 + (2 vl + 2 v w Q) is rounded once (w from v = q0 + vl
- * rounded: from q0 alone, the estimate's error through w Q cost 0.37 ulp); the result is
- * min(x, 0) - L 2^-64, rounded by one fma. |x| is clamped at
- * 132.5 by a select that lets NaN through: there the scale 2^(k+64) is +0, so L = +0 and
- * x >= 132.5 (and +inf) gives 0 - 0 = +0, as torch's min(x, 0) - log1p(exp(-x)); -inf gives -inf. */
+/* 2^64 log1p(e), e = e^-a for a >= 0 (or NaN), rounded once: logsigmoid's and softplus' common
+ * part. e = 2^k (1 + t) is kept at 2^64 scale as the exact float-float eh + el, so that it keeps its
+ * bits where e is subnormal (a > 87.3); 2 + e is the exact float-float dh + dl.
+ * log1p(e) = 2 atanh(v) = 2 v (1 + w Q(w)), v = e / (2 + e) <= 1/3, w = v^2 <= 1/9, Q of degree 3
+ * (relative error of 1 + w Q below 5.2e-9: tools/numerics/fit_poly.py logsigmoid). v = q0 + vl at
+ * 2^64 scale from one reciprocal estimate and one residual against the float-float quotient, so
+ * that L = 2 q0 + (2 vl + 2 v w Q) is rounded once (w from v = q0 + vl rounded: from q0 alone, the
+ * estimate's error through w Q cost 0.37 ulp). a is clamped at 132.5 by a select that lets NaN
+ * through: there the scale 2^(k+64) is +0, and so is L. */
 #define KP_F_LQ0 0.6666641235351562f /* 2 Q: the 2 of 2 v w Q folded in */
 #define KP_F_LQ1 0.4002161920070648f
 #define KP_F_LQ2 0.280008465051651f
 #define KP_F_LQ3 0.28015124797821045f
-KP_FN float kp_f_logsigmoid(float x) {
-  const float ax = KP_FABSF(x);
+KP_FN float kp_f_log1p_exp_neg64(float a) {
   float t;
-  const float j = kp_f_expm1_reduced(ax > 132.5f ? 132.5f : ax, &t);
+  const float j = kp_f_expm1_reduced(a > 132.5f ? 132.5f : a, &t);
   const float s = kp_f_pow2(j, 64);         /* 2^(k+64), or +0 at k = -191 */
   const float eh = KP_FMAF(s, t, s);        /* e 2^64, rounded */
   const float el = KP_FMAF(s, t, s - eh);   /* its error, exact: s t is exact and s - eh by Sterbenz */
@@ -214,8 +212,20 @@ KP_FN float kp_f_logsigmoid(float x) {
   q = KP_FMAF(q, w, KP_F_LQ2);
   q = KP_FMAF(q, w, KP_F_LQ1);
   q = KP_FMAF(q, w, KP_F_LQ0);
-  const float l = KP_FMAF(2.0f, q0, KP_FMAF(2.0f, vl, (v * w) * q));
-  return KP_FMAF(l, -0x1p-64f, x < 0.0f ? x : 0.0f);
+  return KP_FMAF(2.0f, q0, KP_FMAF(2.0f, vl, (v * w) * q));
+}
+
+/* logsigmoid(x) = min(x, 0) - log1p(e^-|x|), rounded by one fma: x >= 132.5 (and +inf) gives
+ * 0 - 0 = +0, as torch's min(x, 0) - log1p(exp(-x)); -inf gives -inf; NaN stays NaN. */
+KP_FN float kp_f_logsigmoid(float x) {
+  return KP_FMAF(kp_f_log1p_exp_neg64(KP_FABSF(x)), -0x1p-64f, x < 0.0f ? x : 0.0f);
+}
+
+/* softplus(x) for beta = 1 (torch's default) = max(x, 0) + log1p(e^-|x|), rounded by one fma
+ * (+0 below -132.5 and at -inf, as torch's log1p(exp(x))); x itself above the threshold, as torch. */
+KP_FN float kp_f_softplus1(float x, float threshold) {
+  const float y = KP_FMAF(kp_f_log1p_exp_neg64(KP_FABSF(x)), 0x1p-64f, x > 0.0f ? x : 0.0f);
+  return x > threshold ? x : y;
 }
 
 /* v / 6 to the nearest float in four operations, where div.rn.f32 takes about ten and a branch

@@ -7,7 +7,7 @@
 // error is the worst of the three. NaN, infinities and signed zeros must match the reference
 // (torch's values). Exit 1 when a function exceeds its bound (docs/accuracy.md), 2 on bad usage.
 //   kplay_f32_lean_check [--step N] [--range LO:HI] [--threads N] [FUNCTION ...]
-// FUNCTION: sigmoid, silu, tanh, div6, elu, elu(0.5), elu(1.7), logsigmoid. Default: all.
+// FUNCTION: sigmoid, silu, tanh, div6, elu, elu(0.5), elu(1.7), logsigmoid, softplus. Default: all.
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -50,6 +50,7 @@ double ref_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double ref_silu(double x) { return std::isinf(x) && x < 0 ? NAN : x / (1.0 + std::exp(-x)); }
 double ref_tanh(double x) { return std::tanh(x); }
 double ref_logsigmoid(double x) { return (x < 0 ? x : 0.0) - std::log1p(std::exp(-std::fabs(x))); }
+double ref_softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }  // beta 1, threshold 20
 double ref_div6(double x) { return x / 6.0; }  // 2^-53 relative; a float quotient's tie is exact
 double ref_elu(double x, double alpha) { return x <= 0 ? alpha * std::expm1(x) : x; }
 double ref_elu1(double x) { return ref_elu(x, 1.0); }
@@ -59,6 +60,7 @@ double ref_elu_17(double x) { return ref_elu(x, static_cast<double>(1.7f)); }
 float elu1(float x) { return kp_f_elu(1.0f, x); }
 float elu_half(float x) { return kp_f_elu(0.5f, x); }
 float elu_17(float x) { return kp_f_elu(1.7f, x); }
+float softplus1(float x) { return kp_f_softplus1(x, 20.0f); }  // torch's defaults
 
 struct Forward {
   const char* name;
@@ -75,6 +77,7 @@ const Forward kForward[] = {
     {"elu(0.5)", elu_half, ref_elu_half, 1},
     {"elu(1.7)", elu_17, ref_elu_17, 1},
     {"logsigmoid", kp_f_logsigmoid, ref_logsigmoid, 2},
+    {"softplus", softplus1, ref_softplus, 2},
 };
 
 struct Stats {
