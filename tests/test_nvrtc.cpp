@@ -208,11 +208,12 @@ TEST_SUITE("nvrtc") {
         // stay in double, gelu(tanh) forward for its exponent only (precise_math.h, fp64_math.h).
         const bool gelu_forward = name == "gelu" && s.direction == Direction::forward;
         const bool float_alone = gelu_forward && resolve_activation(text).params[0] == 0;
-        // sigmoid, silu, tanh, elu and celu (alpha = 1) forward take f32_math.h's float routines
-        // (KP_F32_LEAN).
+        // sigmoid, silu, tanh, elu, celu (alpha = 1), logsigmoid and softplus (beta = 1) forward
+        // take f32_math.h's float routines (KP_F32_LEAN).
+        const double p0 = resolve_activation(text).params.empty() ? 0.0 : resolve_activation(text).params[0];
         const bool lean = s.direction == Direction::forward &&
                           (name == "silu" || name == "sigmoid" || name == "tanh" || name == "elu" ||
-                           (name == "celu" && resolve_activation(text).params[0] == 1.0));
+                           name == "logsigmoid" || ((name == "celu" || name == "softplus") && p0 == 1.0));
         const bool in_double =
             !lean && ((name == "gelu" && !float_alone) || name == "silu" || name == "quick_gelu" || name == "sigmoid" ||
                       name == "tanh" || name == "softplus" || name == "logsigmoid" || name == "tanhshrink" ||

@@ -144,8 +144,8 @@ TEST_SUITE("opencl") {
       test::check_backend_f32_transcendentals(engine);
     }
     {
-      // KPLAY_F32_LEAN=0 is read when a kernel is rendered: sigmoid, silu and tanh forward by the
-      // device's double or float-float routine, which the lean float one (f32_math.h) replaces.
+      // KPLAY_F32_LEAN=0 is read when a kernel is rendered: the forwards f32_math.h serves (sigmoid,
+      // silu, tanh, elu, celu, logsigmoid, softplus) by the device's double or float-float routine.
       INFO("math path: the device's, with KPLAY_F32_LEAN=0");
       setenv("KPLAY_F32_LEAN", "0", 1);
       Engine engine(be);

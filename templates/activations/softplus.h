@@ -2,16 +2,20 @@
  * computed as max(bx, 0) + log1p(exp(-|bx|)) so that no exponential overflows for large
  * thresholds. Backward g * sigmoid(beta x) (g above the threshold); from the output,
  * sigmoid(beta x) = -expm1(-beta y). */
-#if KP_FAST_FP64
-/* float32, fast FP64: in double, one rounding (templates/common/fp64_math.h). */
-KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
-#elif KP_F32_LEAN
-/* float32 where FP64 is slow: with beta = 1 (torch's default), -logsigmoid(-x) in float alone
- * (f32_math.h, within 2 ulp); other betas keep float-float (beta is a compile-time constant: the
- * test folds away). */
+#if KP_F32_LEAN
+/* float32 with beta = 1 (torch's default): -logsigmoid(-x) in float alone (f32_math.h, within 2
+ * ulp); other betas in double where FP64 is fast, else float-float (beta is a compile-time
+ * constant: the test folds away). */
 KP_FN KP_C kp_act_forward(KP_C x) {
+#if KP_FAST_FP64
+  return KP_P_BETA == 1.0f ? kp_f_softplus1(x, KP_P_THRESHOLD) : kp_d_softplus(x, KP_P_BETA, KP_P_THRESHOLD);
+#else
   return KP_P_BETA == 1.0f ? kp_f_softplus1(x, KP_P_THRESHOLD) : kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD);
+#endif
 }
+#elif KP_FAST_FP64
+/* float32 without KP_F32_LEAN (KPLAY_F32_LEAN=0), fast FP64: in double, one rounding (fp64_math.h). */
+KP_FN KP_C kp_act_forward(KP_C x) { return kp_d_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
 #elif KP_F32_IEEE
 /* float32: templates/common/precise_math.h, float-float where the formula would lose ulps. */
 KP_FN KP_C kp_act_forward(KP_C x) { return kp_precise_softplus(x, KP_P_BETA, KP_P_THRESHOLD); }
