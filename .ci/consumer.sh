@@ -5,7 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# The add_subdirectory build sits beside build/, at its depth: ccache (CCACHE_BASEDIR, .ci/run) names
+# the sources relative to the build folder, so that only there does the library compile with the
+# README build's command lines and take its objects (from /tmp it compiled them all again: 60 s of
+# CI's two cores).
+sub=$PWD/build-consumer
+trap 'rm -rf "$work" "$sub"' EXIT
+rm -rf "$sub"
 prefix=$work/prefix
 
 cmake --install build --prefix "$prefix" >/dev/null
@@ -41,7 +47,7 @@ cc tests/consumer/consumer.c -o "$work/consumer_pc" -DKPLAY_EXPECTED_VERSION="\"
 
 echo "-- add_subdirectory"
 # Release, as the README build: under .ci/run, ccache then serves the library's objects from it.
-cmake -S tests/consumer -B "$work/sub" -DKPLAY_SOURCE_DIR="$PWD" -DKPLAY_README="$PWD/README.md" \
+cmake -S tests/consumer -B "$sub" -DKPLAY_SOURCE_DIR="$PWD" -DKPLAY_README="$PWD/README.md" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$work/sub" -j"$(nproc)" >/dev/null
-ctest --test-dir "$work/sub" --output-on-failure
+cmake --build "$sub" -j"$(nproc)" >/dev/null
+ctest --test-dir "$sub" --output-on-failure

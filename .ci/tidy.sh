@@ -21,7 +21,9 @@ json.dump(once, open(sys.argv[2], "w"), indent=1)
 # KPLAY_TIDY_CACHE (set by .ci/run): a folder of the files found clean before, each under the hash
 # of what clang-tidy's verdict depends on: its version, .clang-tidy, the compile command and the
 # preprocessed translation unit with its comments (NOLINT), which holds every header it includes,
-# so a header's change checks its includers again. A file whose hash is there is not checked
+# so a header's change checks its includers again; the clone's own path, which the command and the
+# unit's line markers name, is left out of the hash, so that a clone elsewhere (CI's clean clone of
+# each run) finds what another clone checked. A file whose hash is there is not checked
 # again; after a clean run the hashes of the files checked are added. A file that does not
 # preprocess is always checked. With every file unchanged the stage takes about 19 s on two cores
 # (the preprocessing), against 160-240 s checking them all.
@@ -33,6 +35,11 @@ import concurrent.futures, hashlib, json, os, shlex, subprocess, sys
 db, files, cache, keys_out, version = sys.argv[1:6]
 entries = {os.path.realpath(e["file"]): e for e in json.load(open(db))}
 config = open(".clang-tidy", "rb").read()
+roots = sorted({os.getcwd(), os.path.realpath(os.getcwd())}, key=len, reverse=True)
+def here_free(b):
+    for r in roots:
+        b = b.replace(r.encode(), b"@ROOT@")
+    return b
 def key(path):
     e = entries.get(os.path.realpath(path))
     if e is None:
@@ -52,7 +59,7 @@ def key(path):
     if pre.returncode != 0:
         return path, None
     h = hashlib.sha256()
-    for part in (version.encode(), config, " ".join(cmd).encode(), pre.stdout):
+    for part in (version.encode(), config, here_free(" ".join(cmd).encode()), here_free(pre.stdout)):
         h.update(hashlib.sha256(part).digest())
     return path, h.hexdigest()
 paths = open(files).read().split()
