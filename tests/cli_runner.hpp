@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "build_paths.hpp"
+
 namespace kplay::test {
 
 struct CliResult {
@@ -33,7 +35,7 @@ inline CliResult run_shell(const std::string& command) {
 // The kplay binary the tests run: $KPLAY_CLI, else the one this build made.
 inline std::string cli_path() {
   const char* cli = std::getenv("KPLAY_CLI");
-  return cli && *cli ? cli : KPLAY_CLI_PATH;
+  return cli && *cli ? cli : built_cli_path();
 }
 
 // `env` is put before the command, e.g. "KPLAY_DB=/tmp/x.db" or "env -u KPLAY_DB".

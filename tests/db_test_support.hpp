@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_paths.hpp"
 #include "database/kernel_database.hpp"
 #include "engine/engine.hpp"
 
@@ -109,7 +110,7 @@ inline std::string read_file(const std::string& path) {
 // build-time path, for running a copied test binary on another machine.
 inline pid_t spawn_stress(const std::vector<std::string>& args) {
   const char* override_path = std::getenv("KPLAY_DB_STRESS");
-  std::vector<std::string> all = {override_path && *override_path ? override_path : KPLAY_DB_STRESS_PATH};
+  std::vector<std::string> all = {override_path && *override_path ? override_path : built_db_stress_path()};
   all.insert(all.end(), args.begin(), args.end());
   const pid_t pid = fork();
   if (pid == 0) {

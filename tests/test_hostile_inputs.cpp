@@ -156,7 +156,7 @@ TEST_CASE("kplay refuses devices, FIFOs and oversized files as imports, snippets
 
   // KPLAY_TEMPLATE_DIR with a FIFO where a template should be.
   const std::string templates = dir.file("templates");
-  std::filesystem::copy(KPLAY_SOURCE_TEMPLATES, templates, std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test::source_templates_dir(), templates, std::filesystem::copy_options::recursive);
   std::filesystem::remove(templates + "/activations/relu.h");
   REQUIRE(::mkfifo((templates + "/activations/relu.h").c_str(), 0600) == 0);
   const CliResult r = kplay_cli("emit --act relu", "KPLAY_TEMPLATE_DIR=" + templates, 60);
@@ -189,7 +189,7 @@ TEST_CASE(
   CHECK(r.has("refusing the activation snippet"));
 
   const std::string templates = dir.file("templates");
-  std::filesystem::copy(KPLAY_SOURCE_TEMPLATES, templates, std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test::source_templates_dir(), templates, std::filesystem::copy_options::recursive);
   r = kplay_cli("emit --act relu", "KPLAY_TEMPLATE_DIR=" + templates);
   INFO(r.output);
   CHECK(r.status == 0);
@@ -357,7 +357,7 @@ TEST_SUITE("opencl") {
     // from the widest vector and block 256; its first neighbour in the space is the same with
     // one-element vectors (search_space.cpp enumerates the narrowest first).
     const std::string templates = dir.file("templates");
-    std::filesystem::copy(KPLAY_SOURCE_TEMPLATES, templates, std::filesystem::copy_options::recursive);
+    std::filesystem::copy(test::source_templates_dir(), templates, std::filesystem::copy_options::recursive);
     test::write_file(templates + "/activations/relu.h",
                      "KP_FN KP_C kp_act_forward(KP_C x) {\n"
                      "#if KP_VEC == 1\n"

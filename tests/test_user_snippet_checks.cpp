@@ -39,7 +39,7 @@ struct Snippet {
 
 // Every ```c block of docs/user-activations.md that defines kp_act_forward, written to `dir`.
 std::vector<Snippet> doc_snippets(const TempDir& dir) {
-  const std::string doc = read_text(std::string(KPLAY_SOURCE_TEMPLATES) + "/../docs/user-activations.md");
+  const std::string doc = read_text(std::string(test::source_templates_dir()) + "/../docs/user-activations.md");
   REQUIRE_FALSE(doc.empty());
   std::vector<Snippet> out;
   const std::regex block("```c\n([\\s\\S]*?)```");
@@ -97,7 +97,7 @@ TEST_CASE("a self-referenced result is judged beyond its conditioning and agains
 }
 
 TEST_CASE("the docs' experiment snippets load as snippets") {
-  const std::string docs = std::string(KPLAY_SOURCE_TEMPLATES) + "/../docs/experiments";
+  const std::string docs = std::string(test::source_templates_dir()) + "/../docs/experiments";
   for (const char* name : {"leaky_relu_arg.h", "softplus_arg.h"}) {
     const CliResult r = kplay_cli("emit --backend cuda --act " + docs + "/" + name);
     INFO(name << "\n" << r.output.substr(0, 2000));
