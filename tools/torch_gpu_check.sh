@@ -22,7 +22,10 @@
 # On the GPU machine, from the repository root:
 #   tools/torch_gpu_check.sh DIR/kplay-*.whl [OUT_DIR]      (OUT_DIR: default /tmp/kplay-torch)
 # Environment: PYTHON (default python3, the interpreter with torch); KPLAY_MODELS (models for
-# compile_modes.py, default "mlp efficientnet_b0"; torchvision names).
+# compile_modes.py, default "mlp efficientnet_b0"; torchvision names); KPLAY_PYDEPS, a folder of
+# wheels for what the machine's python lacks, installed beside kplay's: the OpInfo tests import
+# torch.testing._internal, which needs expecttest (and hypothesis, sortedcontainers) and skip
+# without it (`pip download --no-deps expecttest -d DIR` where PyPI is reachable).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 WHEEL=${1:?usage: torch_gpu_check.sh WHEEL [OUT_DIR]}
@@ -40,7 +43,9 @@ step() {  # step NAME COMMAND...: runs it, logs to OUT/NAME.log, counts a failur
   return "$rc"
 }
 rm -rf "$OUT/site"
-step install "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$OUT/site" "$WHEEL" ||
+wheels=("$WHEEL")
+[ -n "${KPLAY_PYDEPS:-}" ] && wheels+=("$KPLAY_PYDEPS"/*.whl)
+step install "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$OUT/site" "${wheels[@]}" ||
   exit 1
 export PYTHONPATH="$OUT/site${PYTHONPATH:+:$PYTHONPATH}"
 export KPLAY_DB="$OUT/kernels.db"  # never the machine's cache dir
