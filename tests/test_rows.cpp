@@ -505,6 +505,71 @@ void check_row_strided(const char* backend, bool every_config) {
         }
       }
 }
+// The float32 forward at torch's accuracy (accuracy=torch: softmax's and softmin's, each member
+// with a tier in the registry) against the row reference with its edge rows, held to the tier's
+// bound and what rounding x - max costs torch's formula (row_problem.cpp): rows of one element,
+// ragged, a thousand and long; online, the default, registers (the kept terms) and shared, the
+// persistent registers kernel in groups of 8 over many rows, strided rows, and on a device with
+// clusters the pipelined kernel (a block a row and clusters of 16) and registers across 2. The
+// tier's backward is the exact kernel, held to the exact bound.
+void check_row_tier(const char* backend) {
+  rt::Backend* be = test::shared_backend(backend);
+  REQUIRE(be != nullptr);
+  Engine& engine = test::shared_engine(backend);
+  const bool clusters = be->limits().max_cluster >= 16;
+  for (const Activation& a : row_activations()) {
+    if (a.torch_tier_forward <= 0) continue;
+    const std::string text = a.name + "(accuracy=torch)";
+    const KernelSpec spec = row_spec(text.c_str(), Dtype::f32, Direction::forward);
+    REQUIRE(row_torch_tier(spec));
+    CHECK(resolve_activation(text).bounds().f32_forward == a.torch_tier_forward);
+    for (std::uint64_t cols : {1ull, 33ull, 1000ull, 70001ull}) {
+      std::vector<KernelConfig> configs{row_config(RowStrategy::online, 64, 2),
+                                        default_row_config(spec, cols, be->limits())};
+      if (cols <= 1000) {
+        configs.push_back(row_config(RowStrategy::registers, 128, 4));
+        configs.push_back(row_config(RowStrategy::shared, 64, 8));
+      }
+      if (cols == 33) {
+        KernelConfig p = row_config(RowStrategy::registers, 32, 4);
+        p.row_threads = 8;
+        p.grid = GridPolicy::grid_stride;
+        p.waves = 1;
+        configs.push_back(p);
+      }
+      if (clusters && cols == 70001) {
+        for (int cluster : {1, 16}) {
+          KernelConfig c = row_config(RowStrategy::cluster, 256, 1);
+          c.cluster = cluster;
+          c.grid = GridPolicy::grid_stride;
+          c.waves = 1;
+          configs.push_back(c);
+        }
+        KernelConfig r = row_config(RowStrategy::registers, 256, 8);
+        r.cluster = 16;
+        configs.push_back(r);
+      }
+      for (const KernelConfig& c : configs) {
+        ProblemShape ps;
+        ps.rows = cols == 33 ? 3001 : cols == 70001 ? 40 : 18;
+        ps.n = ps.rows * cols;
+        INFO(text << ", " << cols << " columns, " << to_string(c));
+        KPLAY_CHECK_PROBLEM(engine, spec, c, ps);
+      }
+    }
+    ProblemShape strided;
+    strided.rows = 3 * 45;
+    strided.inner = 45;
+    strided.n = 3 * 100 * 45;
+    KPLAY_CHECK_PROBLEM(engine, spec, strided_row_config(spec, 100), strided);
+    const KernelSpec back = row_spec(text.c_str(), Dtype::f32, Direction::backward);
+    CHECK_FALSE(row_torch_tier(back));
+    ProblemShape ps;
+    ps.rows = 18;
+    ps.n = 18 * 1000;
+    KPLAY_CHECK_PROBLEM(engine, back, default_row_config(back, 1000, be->limits()), ps);
+  }
+}
 }  // namespace
 
 TEST_SUITE("cuda") {
@@ -547,6 +612,9 @@ TEST_SUITE("cuda") {
   TEST_CASE("CUDA: the persistent registers kernel, each group over several rows") {
     test::with_kernels_warmed([] { check_row_prefetch("cuda"); });
   }
+  TEST_CASE("CUDA: softmax and softmin at torch's accuracy (float32 forward), every strategy, with the edge rows") {
+    test::with_kernels_warmed([] { check_row_tier("cuda"); });
+  }
   TEST_CASE(
       "CUDA: a cluster slice of exactly 48 KiB of shared memory launches (with the kernel's static shared memory)") {
     // The default limit, 48 KiB, counts static and dynamic shared memory together: a slice of
@@ -575,6 +643,9 @@ TEST_SUITE("opencl") {
     check_row_family("opencl", false);
   }
   TEST_CASE("OpenCL: the persistent registers kernel, each group over several rows") { check_row_prefetch("opencl"); }
+  TEST_CASE("OpenCL: softmax and softmin at torch's accuracy (float32 forward), every strategy, with the edge rows") {
+    check_row_tier("opencl");
+  }
   TEST_CASE("OpenCL: strided rows (a dim that is not the last), every member and direction") {
     check_row_strided("opencl", false);
   }
@@ -767,6 +838,41 @@ std::uint64_t ptx_static_shared(const std::string& ptx) {
 }  // namespace
 
 TEST_SUITE("nvrtc") {
+  TEST_CASE("the torch tier's row kernel (float32 forward) compiles for sm_90 with every strategy, in float") {
+    TargetLimits hopper;
+    hopper.max_cluster = 16;
+    for (const Activation& a : row_activations()) {
+      if (a.torch_tier_forward <= 0) continue;
+      const std::string text = a.name + "(accuracy=torch)";
+      const KernelSpec spec = row_spec(text.c_str(), Dtype::f32, Direction::forward);
+      for (RowStrategy row : {RowStrategy::registers, RowStrategy::shared, RowStrategy::online, RowStrategy::cluster}) {
+        KernelConfig c = row_config(row, 256, row == RowStrategy::shared ? 2 : 4);
+        if (row == RowStrategy::cluster) {
+          c.cluster = 16;
+          c.grid = GridPolicy::grid_stride;
+          c.waves = 1;
+        }
+        const KernelConfig rc = resolve_config(spec, c, hopper);
+        const RenderedKernel k = render_kernel(spec, rc, rt::dialect_of("cuda"));
+        const RenderedKernel exact =
+            render_kernel(row_spec(a.name.c_str(), Dtype::f32, Direction::forward), rc, rt::dialect_of("cuda"));
+        INFO(k.entry);
+        CHECK(k.entry == exact.entry + "_tt");
+        rt::cuda::CompileTarget t;
+        t.arch = 90;
+        t.ptx = true;
+        std::string ptx;
+        CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(k, t).bytes);
+        CHECK(ptx_static_shared(ptx) <= row_static_shared_bytes(spec, rc));
+        // the terms by the hardware's ex2 in float; no exp table (the exact kernel's doubles)
+        CHECK(ptx.find("ex2.approx.f32") != std::string::npos);
+        CHECK(rt::cuda::Nvrtc::get().compile(exact, t).bytes.find("ex2.approx.f32") == std::string::npos);
+        // the kept terms and the one exchange are the exact kernel's (its doubles)
+        CHECK_FALSE(row_keeps_stage_terms(spec, rc));
+        CHECK_FALSE(row_exchanges_once(spec, rc));
+      }
+    }
+  }
   TEST_CASE("the row kernel compiles for sm_80 and sm_90 with every strategy (clusters: sm_90)") {
     TargetLimits hopper;
     hopper.max_cluster = 16;

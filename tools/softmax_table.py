@@ -12,7 +12,9 @@ of the dtype against a float64 reference on the first and last rows.
     python3 tools/softmax_table.py --markdown FILE.json   # docs/benchmarks.md's table from --json's rows
 
 A shape runs over its last dimension, or over the one after '@': 32x21x512x512@1 is Softmax2d's
-softmax over the channels of a contiguous [N, C, H, W] (kplay's strided rows).
+softmax over the channels of a contiguous [N, C, H, W] (kplay's strided rows). An op may name
+kplay's accuracy, softmax(accuracy=torch) (float32: kplay.torch.softmax(x, dim, accuracy="torch")),
+beside torch's op of the same name.
 
 How it times (the element-wise table's method, tools/perf_table.py): each round times kplay, eager,
 compile and the copy in turn (the first two swap places every other round), each interval on a GPU
@@ -92,23 +94,26 @@ def row(torch, kt, op: str, dims: list, dim: int, dtype, direction: str, rounds:
     numel = math.prod(dims)
     streams = 2 if direction == "forward" else 3
     nsets = sets_for(streams * numel * elem, props.L2_cache_size, free)
+    member, _, options = op.partition("(")
+    accuracy = "torch" if options == "accuracy=torch)" else "exact"
     torch_fn = {"softmax": torch.softmax, "log_softmax": torch.log_softmax,
-                "softmin": torch.nn.functional.softmin}[op]
+                "softmin": torch.nn.functional.softmin}[member]
     xs = [torch.randn(*dims, device="cuda", dtype=dtype) * 4 for _ in range(nsets)]
     dst = [torch.empty_like(xs[0]) for _ in xs]
     if direction == "forward":
         args = [(x,) for x in xs]
-        kplay_fn = lambda x: getattr(kt, op)(x, dim)  # noqa: E731
+        kplay_fn = (lambda x: getattr(kt, member)(x, dim, accuracy=accuracy)) if accuracy != "exact" else \
+            (lambda x: getattr(kt, member)(x, dim))  # noqa: E731
         eager_fn = lambda x: torch_fn(x, dim)  # noqa: E731
         compiled = torch.compile(lambda x: torch_fn(x, dim), dynamic=False)
     else:
         ys = [torch_fn(x, dim) for x in xs]
         del xs
         args = [(torch.randn_like(y), y) for y in ys]
-        aten = (torch.ops.aten._log_softmax_backward_data if op == "log_softmax"
+        aten = (torch.ops.aten._log_softmax_backward_data if member == "log_softmax"
                 else torch.ops.aten._softmax_backward_data)
         kplay_fn = lambda g, y: torch.ops.kplay.softmax_backward(g, y, dim, op)  # noqa: E731
-        if op == "softmin":  # softmin's backward is softmax's, of -g
+        if member == "softmin":  # softmin's backward is softmax's, of -g
             eager_fn = lambda g, y: aten(-g, y, dim, dtype)  # noqa: E731
         else:
             eager_fn = lambda g, y: aten(g, y, dim, dtype)  # noqa: E731
@@ -148,8 +153,8 @@ def row(torch, kt, op: str, dims: list, dim: int, dtype, direction: str, rounds:
         got = fn(*args[0])
         worst = 0.0
         for part, sl in zip(edge_rows(got, n), zip(*(edge_rows(a, n) for a in args[0]))):
-            ref, magnitude = (reference(torch, op, direction, dim, x=sl[0]) if direction == "forward"
-                              else reference(torch, op, direction, dim, g=sl[0], y=sl[1]))
+            ref, magnitude = (reference(torch, member, direction, dim, x=sl[0]) if direction == "forward"
+                              else reference(torch, member, direction, dim, g=sl[0], y=sl[1]))
             worst = max(worst, error_ulps(torch, part, ref, magnitude, dtype))
         out[name + "_ulps"] = worst
     return out
@@ -213,7 +218,7 @@ def main() -> int:
     rows_out = []
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; medians in % of a same-run copy of the bytes "
           f"moved, {args.rounds} interleaved rounds; wins: rounds kplay beat eager / compile; ulps against float64")
-    print(f"{'op':<12}{'shape':<19}{'dtype':<6}{'dir':<9}{'kplay':>7}{'eager':>7}{'compile':>8}{'wins':>7}"
+    print(f"{'op':<25}{'shape':<19}{'dtype':<6}{'dir':<9}{'kplay':>7}{'eager':>7}{'compile':>8}{'wins':>7}"
           f"{'copy ms':>9}{'ulps k/e':>10}      cli")
     for op in args.ops.split(","):
         for direction in args.directions.split(","):
@@ -231,7 +236,7 @@ def main() -> int:
                                      "cli": cli})
                     cli_text = (cli.get("error", "")[:60] or f"{cli['pct']:.1f} {cli['verdict']} {cli['config']}"
                                 if cli else "")
-                    print(f"{op:<12}{shape:<19}{dtype:<6}{direction:<9}{t['kplay_pct']:>7.1f}{t['eager_pct']:>7.1f}"
+                    print(f"{op:<25}{shape:<19}{dtype:<6}{direction:<9}{t['kplay_pct']:>7.1f}{t['eager_pct']:>7.1f}"
                           f"{t['compile_pct']:>8.1f}{t['wins_eager']:>3}/{t['wins_compile']:<3}{t['copy_ms']:>9.4f}"
                           f"{t['kplay_ulps']:>6.2f}/{t['eager_ulps']:<8.3g} {cli_text}", flush=True)
     if args.json:

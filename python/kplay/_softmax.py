@@ -24,6 +24,21 @@ from ._arrays import describe, empty
 
 _bad = _core.InvalidArgumentError
 FAMILY = ("softmax", "log_softmax", "softmin")
+# The members with a float32 forward at torch's accuracy (accuracy="torch": torch's formula in
+# float, within the bound docs/accuracy.md states, "The torch tier"); their backward is exact.
+TIERED = ("softmax", "softmin")
+ACCURACIES = ("exact", "torch")
+
+
+def family_text(member: str, accuracy: str = "exact") -> str:
+    """The activation text of `member` at `accuracy`: "exact" (kplay's bounds) or "torch"."""
+    if accuracy not in ACCURACIES:
+        raise _bad(f"accuracy must be one of {ACCURACIES}, not {accuracy!r}")
+    if accuracy == "exact":
+        return member
+    if member not in TIERED:
+        raise _bad(f"{member} has one accuracy (no torch tier: {', '.join(TIERED)} have one); drop accuracy='torch'")
+    return f"{member}(accuracy=torch)"
 
 
 def normalize_dim(dim: Any, ndim: int) -> int:
@@ -157,11 +172,13 @@ def _backward(activation: str, grad_out: Any, y: Any, dim: int, grad_in: Any, st
     return grad_in
 
 
-def softmax(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None) -> Any:
+def softmax(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None, accuracy: str = "exact") -> Any:
     """torch.softmax(x, dim) on x's device: exp(x - max) / sum(exp(x - max)) along `dim`, each row
     read once where it fits on chip (docs/activations.md, "The softmax family"). out: allocated when
-    None; it may not be x. Returns out. See the module notes for the layouts taken without a copy."""
-    return _forward("softmax", x, dim, out, stream)
+    None; it may not be x. accuracy: "exact" (kplay's bounds) or "torch" (float32: torch's formula
+    in float, faster; docs/accuracy.md, "The torch tier"). Returns out. See the module notes for the
+    layouts taken without a copy."""
+    return _forward(family_text("softmax", accuracy), x, dim, out, stream)
 
 
 def log_softmax(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None) -> Any:
@@ -169,9 +186,9 @@ def log_softmax(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None) -
     return _forward("log_softmax", x, dim, out, stream)
 
 
-def softmin(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None) -> Any:
+def softmin(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None, accuracy: str = "exact") -> Any:
     """torch.nn.functional.softmin(x, dim): softmax(-x) along `dim`. As softmax()."""
-    return _forward("softmin", x, dim, out, stream)
+    return _forward(family_text("softmin", accuracy), x, dim, out, stream)
 
 
 def softmax_backward(grad_out: Any, y: Any, dim: int = -1, *, grad_in: Any = None, stream: Any = None) -> Any:
@@ -191,9 +208,17 @@ def softmin_backward(grad_out: Any, y: Any, dim: int = -1, *, grad_in: Any = Non
 
 
 def check_family(activation: str) -> str:
-    if activation not in FAMILY:
-        raise _bad(f"'{activation}' is not one of the softmax family ({', '.join(FAMILY)})")
-    return activation
+    """The member an activation text names ("softmax" for "softmax(accuracy=torch)"); raises for
+    any other text."""
+    member = activation[:-len("(accuracy=torch)")] if activation.endswith("(accuracy=torch)") else activation
+    if member not in FAMILY or (member != activation and member not in TIERED):
+        raise _bad(f"'{activation}' is not one of the softmax family ({', '.join(FAMILY)}, or "
+                   f"{' or '.join(TIERED)} with (accuracy=torch))")
+    return member
+
+
+def is_tier(activation: str) -> bool:
+    return activation != check_family(activation)
 
 
 __all__ = ["softmax", "log_softmax", "softmin", "softmax_backward", "log_softmax_backward", "softmin_backward"]

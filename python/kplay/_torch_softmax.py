@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from . import _core
-from ._softmax import check_family, move_back_order, moved_shape, normalize_dim, row_layout
+from ._softmax import check_family, is_tier, move_back_order, moved_shape, normalize_dim, row_layout
 
 A = torch.ops.aten
 _DTYPES = {torch.float32: _core.F32, torch.float16: _core.F16, torch.bfloat16: _core.BF16, torch.float64: _core.F64}
@@ -207,23 +207,26 @@ def _as_fake(t: Tensor, like: Tensor, d: int) -> Tensor:
 
 
 def _cpu_softmax(x: Tensor, dim: int, activation: str) -> Tensor:
-    check_family(activation)
+    member = check_family(activation)
     _code(x, "x")
+    if is_tier(activation) and x.dtype != torch.float32:  # as the CUDA kernels refuse it
+        raise _core.InvalidArgumentError(
+            f"accuracy=torch is a float32 tier; {x.dtype} kernels have one accuracy (drop it)")
     d = _dim(x, dim)
-    if activation == "log_softmax":
+    if member == "log_softmax":
         return _as_fake(A._log_softmax(x, d, False), x, d)
-    return _as_fake(A._softmax(A.neg(x) if activation == "softmin" else x, d, False), x, d)
+    return _as_fake(A._softmax(A.neg(x) if member == "softmin" else x, d, False), x, d)
 
 
 def _cpu_softmax_backward(grad: Tensor, y: Tensor, dim: int, activation: str) -> Tensor:
-    check_family(activation)
+    member = check_family(activation)
     _code(y, "y")
     _check_grad(grad, y)
     d = _dim(y, dim)
-    if activation == "log_softmax":
+    if member == "log_softmax":
         return _as_fake(A._log_softmax_backward_data(grad, y, d, y.dtype), y, d)
     g = A._softmax_backward_data(grad, y, d, y.dtype)
-    return _as_fake(A.neg(g) if activation == "softmin" else g, y, d)  # softmin(x) = softmax(-x): the chain rule's -1
+    return _as_fake(A.neg(g) if member == "softmin" else g, y, d)  # softmin(x) = softmax(-x): the chain rule's -1
 
 
 torch.library.register_kernel("kplay::softmax", "cpu", _cpu_softmax)

@@ -15,6 +15,7 @@ from typing import Any, Optional
 import torch
 
 from . import _foreign, _table
+from ._softmax import family_text
 from . import torch as ktorch
 
 __all__ = ["Activation", "from_torch", "from_foreign"]
@@ -231,21 +232,24 @@ def _implicit_dim(name: str, ndim: int) -> int:
 class _RowModule(torch.nn.Module):
     activation = ""  # "softmax", "log_softmax" or "softmin"
 
-    def __init__(self, dim: Optional[int] = None) -> None:
+    def __init__(self, dim: Optional[int] = None, *, accuracy: str = "exact") -> None:
         super().__init__()
         self.dim = dim
+        self.accuracy = accuracy
+        self._text = family_text(self.activation, accuracy)  # raises for a member without the tier
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dim = self.dim if self.dim is not None else _implicit_dim(self.activation, x.dim())
-        return torch.ops.kplay.softmax(x, dim, self.activation)
+        return torch.ops.kplay.softmax(x, dim, self._text)
 
     def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+        return f"dim={self.dim}" + (f", accuracy={self.accuracy!r}" if self.accuracy != "exact" else "")
 
 
 class Softmax(_RowModule):
     """kplay's torch.nn.Softmax(dim=None): softmax along dim by kplay's row kernel
-    (kplay.torch.softmax says which layouts it reads without a copy)."""
+    (kplay.torch.softmax says which layouts it reads without a copy). accuracy="torch" (keyword
+    only; Softmin too): float32's forward by torch's formula in float (docs/accuracy.md)."""
     activation = "softmax"
 
 

@@ -494,7 +494,7 @@ def rrelu_(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: 
 
 # ---- the softmax family (kplay/_torch_softmax.py: its ops, layouts and CPU kernels) ------------
 
-from . import _torch_softmax  # noqa: E402,F401  (registers torch.ops.kplay.softmax, softmax_backward)
+from . import _softmax, _torch_softmax  # noqa: E402,F401  (registers torch.ops.kplay.softmax, softmax_backward)
 
 __all__.extend(["softmax", "log_softmax", "softmin"])
 
@@ -505,14 +505,17 @@ def _row_op(x: Tensor, dim: Any, dtype: Optional[torch.dtype], activation: str) 
     return torch.ops.kplay.softmax(x, dim, activation)
 
 
-def softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Tensor:
+def softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None, *, accuracy: str = "exact") -> Tensor:
     """torch.softmax(x, dim, dtype=None) by kplay's row kernel, with autograd from the saved output.
+    accuracy="torch" (float32; keyword only) takes torch's formula in float for the forward, faster
+    than the exact kernel and within the bound docs/accuracy.md states ("The torch tier"); the
+    backward stays exact.
     No copy where x is contiguous (any dim: one not the last is read as strided rows, and the output
     is contiguous), or where dim has unit stride with the other dimensions folding into rows of one
     pitch (a channels-last image's channels: the output keeps that layout); any other layout
     (broadcast or gapped strides) is first copied with dim moved last: an extra read and write of
     the input, and the output keeps that layout (dim last in memory)."""
-    return _row_op(x, dim, dtype, "softmax")
+    return _row_op(x, dim, dtype, _softmax.family_text("softmax", accuracy))
 
 
 def log_softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Tensor:
@@ -520,9 +523,10 @@ def log_softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Ten
     return _row_op(x, dim, dtype, "log_softmax")
 
 
-def softmin(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Tensor:
-    """torch.nn.functional.softmin(x, dim, dtype=None): softmax(-x); layouts and copies as softmax()."""
-    return _row_op(x, dim, dtype, "softmin")
+def softmin(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None, *, accuracy: str = "exact") -> Tensor:
+    """torch.nn.functional.softmin(x, dim, dtype=None): softmax(-x); layouts, copies and accuracy as
+    softmax()."""
+    return _row_op(x, dim, dtype, _softmax.family_text("softmin", accuracy))
 
 
 from . import _torch_cpu  # noqa: E402  (after every op above is registered)

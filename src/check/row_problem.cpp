@@ -39,6 +39,32 @@ std::uint64_t mix(std::uint64_t z) {
 }
 double unit(std::uint64_t u) { return static_cast<double>(u >> 11) * 0x1p-53; }
 
+// The float32 forward at torch's accuracy (softmax(accuracy=torch), softmin's) rounds x - max to
+// float, as torch's formula does: each result is allowed, beyond the tier's bound in ulps, that
+// rounding's cost (2^-24 |x - max| of itself, relative) and through the sum the row's (2.25 2^-24
+// of its term-weighted mean |x - max|; docs/accuracy.md, "The torch tier"), as an absolute amount.
+// Empty for every other kernel.
+std::vector<double> tier_allowance(const RowForm& form, const std::vector<double>& x,
+                                   const std::vector<long double>& y) {
+  double m = -kInf;
+  for (double v : x) m = std::max(m, form.negate ? -v : v);
+  if (!std::isfinite(m)) return {};  // an edge row: NaN or a -inf max, checked as such
+  double sum = 0, weighted = 0;
+  for (double v : x) {
+    const double d = (form.negate ? -v : v) - m;
+    if (!std::isfinite(d)) continue;
+    sum += std::exp(d);
+    weighted += std::exp(d) * -d;
+  }
+  const double mean = weighted / sum;
+  std::vector<double> a(x.size(), 0.0);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double d = (form.negate ? -x[i] : x[i]) - m;
+    if (std::isfinite(d)) a[i] = std::fabs(static_cast<double>(y[i])) * 0x1p-24 * (-d + 2.25 * mean);
+  }
+  return a;
+}
+
 // The largest finite value of the dtype.
 double largest(Dtype d) {
   switch (d) {
@@ -239,7 +265,8 @@ class RowProblem : public DeviceProblem {
             e = &expected(r % period_rows_);
           }
           const std::uint64_t at = (r / inner_ - b0) * block + r % inner_ + c * inner_;
-          part.add(b0 * block + at, load_element(spec_.dtype, host.data(), at), e->value[c], e->scale[c]);
+          part.add(b0 * block + at, load_element(spec_.dtype, host.data(), at), e->value[c], e->scale[c],
+                   e->allowance.empty() ? 0.0 : e->allowance[c]);
         }
         std::lock_guard<std::mutex> lock(merging);
         stats.merge(part);
@@ -262,6 +289,7 @@ class RowProblem : public DeviceProblem {
   struct Expected {
     std::vector<long double> value;
     std::vector<double> scale;
+    std::vector<double> allowance;  // the torch tier's (tier_allowance); else empty
   };
 
   // The forward input of distinct row p, and for backward the saved output (the reference's
@@ -320,6 +348,8 @@ class RowProblem : public DeviceProblem {
         reference::row_forward<double>(act_.act->row_form, x.data(), cols_, v.data());
         for (std::uint64_t i = 0; i < cols_; ++i) e.value[i] = v[i];
       }
+      if (spec_.dtype == Dtype::f32 && act_.torch_tier_kernel(Direction::forward))
+        e.allowance = tier_allowance(act_.act->row_form, x, e.value);
     } else {
       const std::vector<double> y = saved_output(p), g = gradient(p, y);
       if (f64) {

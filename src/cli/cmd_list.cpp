@@ -108,7 +108,9 @@ class ListCommand : public Command {
         "--channels) and training(rrelu) (RReLU in training, slopes drawn from --seed; rrelu is its evaluation)\n");
     std::printf("\nrow activations, a function of each row of the last dimension (--act NAME, not in --act all):\n");
     for (const auto& a : row_activations())
-      std::printf("  %s  backward from the saved output  torch.nn.%s\n", a.name.c_str(), a.torch_class.c_str());
+      std::printf("  %s%s  backward from the saved output  torch.nn.%s\n", a.name.c_str(),
+                  a.torch_tier_forward > 0 ? "  accuracy=exact (exact|torch: float32 forward)" : "",
+                  a.torch_class.c_str());
     return kExitOk;
   }
 

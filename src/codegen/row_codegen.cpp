@@ -52,6 +52,7 @@ std::string row_entry_name(const KernelSpec& spec, const KernelConfig& c, RowLay
   if (c.cache == CacheHint::streaming) os << "_cs";
   if (layout == RowLayout::strided) os << "_st";
   if (layout == RowLayout::whole) os << "_w";
+  if (row_torch_tier(spec)) os << "_tt";
   return os.str();
 }
 
@@ -108,6 +109,7 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   os << "#define KP_WHOLE_ROWS " << (layout == RowLayout::whole ? 1 : 0) << '\n';
   os << "#define KP_STAGE_KEEP " << (row_keeps_stage_terms(spec, c) ? 1 : 0) << '\n';
   os << "#define KP_XCHG1 " << (row_exchanges_once(spec, c) ? 1 : 0) << '\n';
+  os << "#define KP_ROW_TIER " << (row_torch_tier(spec) ? 1 : 0) << '\n';
   append_file(os, dialect.prelude);
   append_file(os, act.act->snippet);
   for (const char* part : {"common/rowwise.h", "common/row_math.h", "common/row_reduce.h", "common/row_constants.h",
@@ -125,9 +127,16 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
   return k;
 }
 
+bool row_torch_tier(const KernelSpec& spec) {
+  // float32 alone (config_validation refuses the tier elsewhere); its backward is the exact kernel
+  return spec.dtype == Dtype::f32 && resolve_activation(spec.activation).torch_tier_kernel(spec.direction);
+}
+
 bool row_terms_can_be_kept(const KernelSpec& spec, const KernelConfig& c) {
+  // the kept terms are the exact float32 kernel's doubles; the tier's float terms are recomputed
   return c.row == RowStrategy::cluster && c.grid == GridPolicy::grid_stride && spec.dtype == Dtype::f32 &&
-         spec.direction == Direction::forward && !resolve_activation(spec.activation).act->row_form.log;
+         spec.direction == Direction::forward && !resolve_activation(spec.activation).act->row_form.log &&
+         !row_torch_tier(spec);
 }
 
 bool row_keeps_stage_terms(const KernelSpec& spec, const KernelConfig& c) {
@@ -142,7 +151,8 @@ bool row_exchanges_once(const KernelSpec& spec, const KernelConfig& c) {
   const char* v = std::getenv("KPLAY_ROW_XCHG1");
   const std::string which = v ? v : "";
   if (which == "0") return false;
-  const bool dtype_ok = which == "all" ? spec.dtype != Dtype::f64 : spec.dtype == Dtype::f32;
+  // float32's tier computes in float as the 16-bit rows do, and exchanges as they do
+  const bool dtype_ok = which == "all" ? spec.dtype != Dtype::f64 : spec.dtype == Dtype::f32 && !row_torch_tier(spec);
   return c.row == RowStrategy::cluster && c.grid == GridPolicy::grid_stride && c.cluster > 1 &&
          spec.direction == Direction::forward && dtype_ok;
 }

@@ -32,6 +32,11 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 // Why `config` cannot run strided rows (empty when it can): the knobs render_row_kernel requires.
 std::string strided_config_problem(const KernelConfig& config);
 
+// Whether `spec` is the float32 forward at torch's accuracy (softmax(accuracy=torch), softmin's):
+// the kernel then computes in float as the 16-bit rows do (templates/common/row_math.h,
+// KP_ROW_TIER; docs/accuracy.md, "The torch tier").
+bool row_torch_tier(const KernelSpec& spec);
+
 // Whether the pipelined cluster kernel (--row cluster --grid grid-stride) keeps each term of the
 // sum for the results (row_stages.h's KP_STAGE_KEEP): the float32 forward of softmax and softmin,
 // whose results are exp(x - max) / sum (log_softmax's need no exp), unless the config asks it to

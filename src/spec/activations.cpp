@@ -362,13 +362,22 @@ Activation row_builtin(std::string name, std::string snippet, RowForm form, std:
   a.bounds.f64_backward = 4;
   return a;
 }
+// softmax's and softmin's float32 forward at torch's accuracy (accuracy=torch; its backward is the
+// exact kernel): torch's formula in float, exp(x - max) with x - max rounded to float as torch
+// rounds it, by the hardware's ex2 (2^-22 relative) and a correction, the terms summed in double,
+// the result the term times the sum's reciprocal in float (templates/common/row_math.h,
+// kp_tier_exp_c). Within 12 ulp (ex2's 2^-22 in the term and in the sum, three float roundings
+// and the result's) and what rounding x - max costs torch's formula, which the row check allows on
+// top (row_problem.cpp, tier_allowance): 2^-24 |x - max| of the result, and 2.25 2^-24 of the
+// row's term-weighted mean of |x - max| through the sum (docs/accuracy.md, "The torch tier").
+constexpr double kRowTierBound = 12;
 }  // namespace
 
 const std::vector<Activation>& row_activations() {
   static const std::vector<Activation> registry = {
-      row_builtin("softmax", "activations/softmax.h", RowForm{false, false}, "Softmax"),
+      with_torch_tier(row_builtin("softmax", "activations/softmax.h", RowForm{false, false}, "Softmax"), kRowTierBound),
       row_builtin("log_softmax", "activations/log_softmax.h", RowForm{true, false}, "LogSoftmax"),
-      row_builtin("softmin", "activations/softmin.h", RowForm{false, true}, "Softmin"),
+      with_torch_tier(row_builtin("softmin", "activations/softmin.h", RowForm{false, true}, "Softmin"), kRowTierBound),
   };
   return registry;
 }

@@ -7,13 +7,13 @@ typedef double kp_acc;
 #define KP_ACC_NEG_INF KP_D_FROM_HILO((int)0xfff00000u, 0)
 #define KP_ACC_NAN KP_D_FROM_HILO((int)0x7ff80000u, 0)
 
-#define KP_LEAN (KP_FAST_FP64 && KP_DTYPE_F32)
+#define KP_LEAN (KP_FAST_FP64 && KP_DTYPE_F32 && !KP_ROW_TIER)
 /* 16-bit dtypes: every result needs 2^-16 of relative precision, so the math is in float, exp by
  * the hardware's ex2 (CUDA: ex2.approx, 2^-22 relative, below; OpenCL: exp2)
  * of (x - max) log2(e), whose float rounding costs 2^-24 |x - max| (2^-17 at the -130 below which
  * every bfloat16 result is 0), and a thread's terms summed in float (2^-24 a term, 2^-13 for 2^11
  * terms a thread: an eighth of a float16 ulp); the partial sums are merged in double. */
-#define KP_ROW_FLOAT (KP_DTYPE_F16 || KP_DTYPE_BF16)
+#define KP_ROW_FLOAT (KP_DTYPE_F16 || KP_DTYPE_BF16 || KP_ROW_TIER)
 #define KP_LOG2E_F 1.44269502f
 /* KP_EX2F keeps subnormal results (ptxas wraps MUFU.EX2 in a halving, a squaring and their test:
  * 4 instructions more); KP_EX2F_FTZ flushes them to 0: for softmax's sums (each holds the max's
@@ -42,6 +42,26 @@ KP_FN float kp_ex2f_ftz(float u) {
 #define KP_EX2F_OUT(u) KP_EX2F_FTZ(u)
 #else
 #define KP_EX2F_OUT(u) KP_EX2F(u)
+#endif
+/* float32 at torch's accuracy (KP_ROW_TIER, softmax and softmin forward with accuracy=torch):
+ * torch's formula, exp(x - max) with x - max rounded to float as torch rounds it, by the hardware's
+ * ex2 of u = (x - max) log2 e. kp_tier_exp_c gives 2^u and the correction c with 2^u (1 + c) the
+ * exp of the rounded difference to within ex2's own error: u's rounding (exact, by an fma) and
+ * log2 e's rounding to float (its low part, 0x1.4ae0cp-26) taken back, to 2^-24 of themselves, so
+ * that only the difference's rounding is left, torch's own (2^-24 |x - max| relative). The sum's
+ * terms take 2^u alone: their error, 2.25 2^-24 |x - max| of each, is weighted by the term, so it
+ * counts as the row's term-weighted mean of |x - max| (docs/accuracy.md, "The torch tier"). */
+#if KP_ROW_TIER
+#define KP_LOG2E_LO_F 0x1.4ae0cp-26f
+#define KP_LN2_F 0x1.62e43p-1f
+KP_FN float kp_tier_exp_c(float d, float* c) {
+  /* -inf (an element of -inf) to -200, where 2^u is 0 and the correction finite, not inf - inf;
+   * NaN stays NaN (the compare fails), and so makes its row NaN */
+  d = d < -200.0f ? -200.0f : d;
+  const float u = d * KP_LOG2E_F;
+  *c = (fma(d, KP_LOG2E_F, -u) + d * KP_LOG2E_LO_F) * KP_LN2_F;
+  return KP_EX2F(u);
+}
 #endif
 
 /* fmax in the compute type: the non-NaN operand where one is NaN. The row's max takes it (one

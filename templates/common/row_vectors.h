@@ -102,7 +102,14 @@ KP_FN KP_C kp_vec_max(kp_vec x, int nl, KP_C m) {
 #else
 #define KP_FOLD_SF(s, sf) ((s).hi += (kp_acc)(sf))
 #endif
-#if KP_ROW_FLOAT && !KP_ROW_LOG
+#if KP_ROW_TIER
+/* float32 at torch's accuracy: 2^u in float (row_math.h), flushed below 2^-126 (n such terms move a
+ * sum that holds the max's 1 by less than n 2^-126 of itself), each summed in double, so that a
+ * thread's sum adds no error of its own however many terms it takes (a float sum would add 2^-24
+ * of itself a term). */
+#define KP_EXP_LANE(k) \
+  if ((k) < nl) kp_sum_add(s, (kp_acc)KP_EX2F_FTZ((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F));
+#elif KP_ROW_FLOAT && !KP_ROW_LOG
 #define KP_EXP_LANE(k) \
   if ((k) < nl) *sf += KP_EX2F_FTZ((kp_row_c(KP_LANE(x, k)) - mf) * KP_LOG2E_F);
 #elif KP_ROW_FLOAT
@@ -165,7 +172,17 @@ typedef kp_acc kp_e;
 #endif
 #define KP_KEEP_E (KP_ROW == 1 && !KP_BACKWARD && !KP_ROW_LOG && KP_VPT * KP_VEC * KP_E_BYTES <= KP_KEEP_E_BYTES)
 #if KP_KEEP_E
-#if KP_ROW_FLOAT
+#if KP_ROW_TIER
+/* float32 at torch's accuracy: the term corrected (kp_tier_exp_c), subnormal terms kept for their
+ * results, rounded once to float and summed in double */
+#define KP_KEEP_LANE(k)                                                          \
+  if ((k) < nl) {                                                                \
+    float c_;                                                                    \
+    const float e_ = kp_tier_exp_c(kp_row_c(KP_LANE(x, k)) - mf, &c_);           \
+    ev[k] = fma(e_, c_, e_);                                                     \
+    kp_sum_add(s, (kp_acc)ev[k]);                                                \
+  }
+#elif KP_ROW_FLOAT
 #define KP_KEEP_LANE(k)                                                         \
   if ((k) < nl) {                                                               \
     ev[k] = KP_EX2F_FTZ(fma(kp_row_c(KP_LANE(x, k)) - mf, KP_LOG2E_F, 64.0f));  \
@@ -222,6 +239,12 @@ KP_FN kp_vec kp_vec_scale(kp_vec y, int nl, const kp_e* ev, kp_row_k rk) {
 KP_FN KP_C kp_forward_f(KP_C x, kp_row_k k) {
 #if KP_ROW_LOG
   return (x - k.mf) - k.log_sum_f; /* -inf stays -inf; a NaN row has a NaN log */
+#elif KP_ROW_TIER
+  /* 2^u times the sum's reciprocal, then the correction: three roundings in float and ex2's error
+   * (docs/accuracy.md, "The torch tier"); a NaN row has a NaN reciprocal */
+  float c;
+  const float t = kp_tier_exp_c(x - k.mf, &c) * k.inv_f;
+  return fma(t, c, t);
 #else
   const KP_C y = KP_EX2F_OUT(fma(x - k.mf, KP_LOG2E_F, -k.log2_sum_f)); /* 2^-17 relative at -130 */
   return k.nan_row ? (KP_C)KP_ACC_NAN : y;

@@ -1,7 +1,7 @@
 /* Row kernel: the softmax family (softmax, log_softmax, softmin), forward and backward, one body for
  * CUDA and OpenCL C 1.2 through the same prelude as templates/common/elementwise.h (which lists the
  * dialect's macros). Codegen defines the knobs (KP_VEC, KP_VEC_BYTES, KP_VPT, KP_BLOCK, KP_TPR,
- * KP_BACKWARD, KP_STREAMING, KP_ROW, KP_CLUSTER, KP_STRIDED, KP_STAGE_KEEP, KP_XCHG1, KP_ENTRY),
+ * KP_BACKWARD, KP_STREAMING, KP_ROW, KP_CLUSTER, KP_STRIDED, KP_STAGE_KEEP, KP_XCHG1, KP_ROW_TIER, KP_ENTRY),
  * puts the prelude and the member's snippet (KP_ROW_LOG, KP_ROW_NEGATE) in front of this file, and
  * after it the kernel's parts, in this order: row_math.h (the accumulator, the exp, the terms and
  * their sums), row_reduce.h (a row's max and sum across its threads and its cluster),
@@ -48,7 +48,9 @@
  * and rounded once to the dtype. x - max is exact in double for float32 and narrower, the sums
  * are compensated where it matters (each addition's error carried, as the host reference does),
  * so float32 and 16-bit results are within a rounding of exact; float64's error is that of the
- * device's double exp and log (docs/accuracy.md). Edges as torch's max-subtracting formula gives
+ * device's double exp and log (docs/accuracy.md). KP_ROW_TIER (softmax and softmin's float32 forward
+ * with accuracy=torch) takes the 16-bit rows' float math instead: torch's formula, within the tier's
+ * bound (row_math.h's kp_tier_exp_c). Edges as torch's max-subtracting formula gives
  * them: a row holding +inf or NaN, or all -inf, is NaN throughout; -inf elements of other rows give
  * 0 (log_softmax: -inf).
  *
@@ -72,6 +74,9 @@
 #endif
 #ifndef KP_XCHG1
 #define KP_XCHG1 0
+#endif
+#ifndef KP_ROW_TIER
+#define KP_ROW_TIER 0
 #endif
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable

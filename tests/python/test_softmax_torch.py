@@ -176,6 +176,24 @@ def test_bad_arguments_raise():
         knn.Softmax2d()(torch.randn(2, 3))
 
 
+def test_torch_tier_is_float32_softmax_and_softmin_alone():
+    # On CPU tensors the ops are torch's own; the tier's refusals are the CUDA kernels'.
+    x = torch.randn(3, 4)
+    for fn, module in ((kt.softmax, knn.Softmax), (kt.softmin, knn.Softmin)):
+        exactly(fn(x, -1, accuracy="torch"), fn(x, -1))
+        assert "accuracy='torch'" in repr(module(1, accuracy="torch"))
+        with pytest.raises(kplay.InvalidArgumentError, match="float32 tier"):
+            fn(x.to(torch.bfloat16), -1, accuracy="torch")
+        with pytest.raises(kplay.InvalidArgumentError, match="accuracy must be"):
+            fn(x, -1, accuracy="fast")
+    with pytest.raises(TypeError):
+        kt.log_softmax(x, -1, accuracy="torch")
+    with pytest.raises(kplay.InvalidArgumentError, match="one accuracy"):
+        knn.LogSoftmax(1, accuracy="torch")
+    with pytest.raises(kplay.InvalidArgumentError, match="softmax family"):
+        torch.ops.kplay.softmax(x, -1, "log_softmax(accuracy=torch)")
+
+
 class Tiny(torch.nn.Module):
     """Attention-like scores through every softmax module torch.nn has."""
 
@@ -322,6 +340,34 @@ def test_cuda_long_rows_and_edges():
             ty, _ = run(TORCH[name], x, grad, -1)
             torch.testing.assert_close(y, ty, rtol=1e-4, atol=0)
             backward_matches_torch(name, grad, y, ty, gx, -1, torch.float32, rtol=1e-4, atol=1e-8)
+
+
+@cuda
+def test_cuda_torch_tier_within_its_bound_and_exact_backward():
+    # float32 forward by torch's formula in float: each result within 12 ulp and what rounding
+    # x - max to float costs (2^-24 |x - max| of it, and 2.25 2^-24 of the row's term-weighted mean
+    # |x - max| through the sum; docs/accuracy.md, "The torch tier"); the edge rows as torch's; the
+    # backward the exact kernel's, bit for bit.
+    for name in ("softmax", "softmin"):
+        close(KT[name](edge_rows(torch.float32, "cuda"), -1, accuracy="torch"),
+              TORCH[name](edge_rows(torch.float32, "cuda"), -1), torch.float32)
+        for cols in (1, 33, 1000, 4099, 65536, 393216):
+            x = torch.randn(8, cols, device="cuda") * 8
+            v = (-x if name == "softmin" else x).double()
+            d = v - v.amax(-1, keepdim=True)
+            ref = torch.softmax(v, -1)
+            mean = (torch.exp(d) * -d).sum(-1, keepdim=True) / torch.exp(d).sum(-1, keepdim=True)
+            y = KT[name](x, -1, accuracy="torch")
+            ulp = torch.exp2(torch.floor(torch.log2(ref.clamp(min=2.0**-126)))) * 2.0**-23
+            beyond = ((y.double() - ref).abs() - ref * 2.0**-24 * (-d + 2.25 * mean)).clamp(min=0) / ulp
+            assert beyond.max().item() <= 12, (name, cols, beyond.max().item())
+            grad = torch.randn_like(x)
+            xr = x.clone().requires_grad_()
+            KT[name](xr, -1, accuracy="torch").backward(grad)
+            exactly(xr.grad, torch.ops.kplay.softmax_backward(grad, y, -1, name))
+    module = knn.Softmax(-1, accuracy="torch")
+    x = torch.randn(4, 1000, device="cuda")
+    exactly(module(x), kt.softmax(x, -1, accuracy="torch"))
 
 
 @cuda
