@@ -243,6 +243,22 @@ TEST_CASE(
         CHECK(default_row_config(a, cols, pairs).row ==
               (cuda && kept && cols > 8192 && cols <= 24576 ? RowStrategy::cluster : RowStrategy::online));
         if (cols > 16384) CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
+        // At torch's accuracy (no terms kept): the same layout wherever the exact kernel's fits, the
+        // pipelined kernel's two stages without the terms' bytes (online only at 2^20 columns).
+        if (!kept) continue;
+        const std::string tier_text = std::string(act) + "(accuracy=torch)";
+        const KernelSpec t = row_spec(tier_text.c_str(), Dtype::f32, Direction::forward);
+        const KernelConfig tp = default_row_config(t, cols, lim);
+        CHECK(tp.row == (p.row == RowStrategy::cluster || (cuda && cols > 8192 && cols < (1ull << 20))
+                             ? RowStrategy::cluster
+                             : RowStrategy::online));
+        if (p.row == RowStrategy::cluster) {
+          CHECK(tp.cluster == p.cluster);
+          CHECK(tp.block == p.block);
+          CHECK(tp.per_thread == p.per_thread);
+          CHECK_FALSE(row_keeps_stage_terms(t, tp));
+          CHECK_NOTHROW(row_launch_dims(t, resolve_config(t, tp, lim), 64, cols, lim));
+        }
       }
     // A 16-bit forward beyond registers where clusters exist: the pipelined cluster kernel, slices
     // of about 16384 elements in clusters of 2 to 16, where two stages of a slice fit in shared
