@@ -25,7 +25,8 @@ from ._arrays import describe, empty
 _bad = _core.InvalidArgumentError
 FAMILY = ("softmax", "log_softmax", "softmin")
 # The members with a float32 forward at torch's accuracy (accuracy="torch": torch's formula in
-# float, within the bound docs/accuracy.md states, "The torch tier"); their backward is exact.
+# float, within the bound docs/accuracy.md states, "softmax and softmin at torch's accuracy");
+# their backward is exact.
 TIERED = ("softmax", "softmin")
 ACCURACIES = ("exact", "torch")
 
@@ -176,8 +177,8 @@ def softmax(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None, accur
     """torch.softmax(x, dim) on x's device: exp(x - max) / sum(exp(x - max)) along `dim`, each row
     read once where it fits on chip (docs/activations.md, "The softmax family"). out: allocated when
     None; it may not be x. accuracy: "exact" (kplay's bounds) or "torch" (float32: torch's formula
-    in float, faster; docs/accuracy.md, "The torch tier"). Returns out. See the module notes for the
-    layouts taken without a copy."""
+    in float, faster; docs/accuracy.md, "softmax and softmin at torch's accuracy"). Returns out.
+    See the module notes for the layouts taken without a copy."""
     return _forward(family_text("softmax", accuracy), x, dim, out, stream)
 
 

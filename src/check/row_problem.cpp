@@ -42,8 +42,8 @@ double unit(std::uint64_t u) { return static_cast<double>(u >> 11) * 0x1p-53; }
 // The float32 forward at torch's accuracy (softmax(accuracy=torch), softmin's) rounds x - max to
 // float, as torch's formula does: each result is allowed, beyond the tier's bound in ulps, that
 // rounding's cost (2^-24 |x - max| of itself, relative) and through the sum the row's (2.25 2^-24
-// of its term-weighted mean |x - max|; docs/accuracy.md, "The torch tier"), as an absolute amount.
-// Empty for every other kernel.
+// of its term-weighted mean |x - max|), as an absolute amount (docs/accuracy.md, "softmax and
+// softmin at torch's accuracy"). Empty for every other kernel.
 std::vector<double> tier_allowance(const RowForm& form, const std::vector<double>& x,
                                    const std::vector<long double>& y) {
   double m = -kInf;

@@ -369,7 +369,8 @@ Activation row_builtin(std::string name, std::string snippet, RowForm form, std:
 // kp_tier_exp_c). Within 12 ulp (ex2's 2^-22 in the term and in the sum, three float roundings
 // and the result's) and what rounding x - max costs torch's formula, which the row check allows on
 // top (row_problem.cpp, tier_allowance): 2^-24 |x - max| of the result, and 2.25 2^-24 of the
-// row's term-weighted mean of |x - max| through the sum (docs/accuracy.md, "The torch tier").
+// row's term-weighted mean of |x - max| through the sum (docs/accuracy.md, "softmax and softmin at
+// torch's accuracy").
 constexpr double kRowTierBound = 12;
 }  // namespace
 

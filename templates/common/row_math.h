@@ -50,7 +50,8 @@ KP_FN float kp_ex2f_ftz(float u) {
  * log2 e's rounding to float (its low part, 0x1.4ae0cp-26) taken back, to 2^-24 of themselves, so
  * that only the difference's rounding is left, torch's own (2^-24 |x - max| relative). The sum's
  * terms take 2^u alone: their error, 2.25 2^-24 |x - max| of each, is weighted by the term, so it
- * counts as the row's term-weighted mean of |x - max| (docs/accuracy.md, "The torch tier"). */
+ * counts as the row's term-weighted mean of |x - max| (docs/accuracy.md, "softmax and softmin at
+ * torch's accuracy"). */
 #if KP_ROW_TIER
 #define KP_LOG2E_LO_F 0x1.4ae0cp-26f
 #define KP_LN2_F 0x1.62e43p-1f

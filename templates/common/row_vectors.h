@@ -241,7 +241,7 @@ KP_FN KP_C kp_forward_f(KP_C x, kp_row_k k) {
   return (x - k.mf) - k.log_sum_f; /* -inf stays -inf; a NaN row has a NaN log */
 #elif KP_ROW_TIER
   /* 2^u times the sum's reciprocal, then the correction: three roundings in float and ex2's error
-   * (docs/accuracy.md, "The torch tier"); a NaN row has a NaN reciprocal */
+   * (docs/accuracy.md, "softmax and softmin at torch's accuracy"); a NaN row has a NaN reciprocal */
   float c;
   const float t = kp_tier_exp_c(x - k.mf, &c) * k.inv_f;
   return fma(t, c, t);

@@ -346,8 +346,8 @@ def test_cuda_long_rows_and_edges():
 def test_cuda_torch_tier_within_its_bound_and_exact_backward():
     # float32 forward by torch's formula in float: each result within 12 ulp and what rounding
     # x - max to float costs (2^-24 |x - max| of it, and 2.25 2^-24 of the row's term-weighted mean
-    # |x - max| through the sum; docs/accuracy.md, "The torch tier"); the edge rows as torch's; the
-    # backward the exact kernel's, bit for bit.
+    # |x - max| through the sum; docs/accuracy.md, "softmax and softmin at torch's accuracy"); the
+    # edge rows as torch's; the backward the exact kernel's, bit for bit.
     for name in ("softmax", "softmin"):
         close(KT[name](edge_rows(torch.float32, "cuda"), -1, accuracy="torch"),
               TORCH[name](edge_rows(torch.float32, "cuda"), -1), torch.float32)
