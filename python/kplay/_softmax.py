@@ -29,6 +29,7 @@ FAMILY = ("softmax", "log_softmax", "softmin")
 # their backward is exact.
 TIERED = ("softmax", "softmin")
 ACCURACIES = ("exact", "torch")
+_TIER = "(accuracy=torch)"  # the activation text's suffix that names the tier
 
 
 def family_text(member: str, accuracy: str = "exact") -> str:
@@ -39,7 +40,7 @@ def family_text(member: str, accuracy: str = "exact") -> str:
         return member
     if member not in TIERED:
         raise _bad(f"{member} has one accuracy (no torch tier: {', '.join(TIERED)} have one); drop accuracy='torch'")
-    return f"{member}(accuracy=torch)"
+    return member + _TIER
 
 
 def normalize_dim(dim: Any, ndim: int) -> int:
@@ -211,10 +212,10 @@ def softmin_backward(grad_out: Any, y: Any, dim: int = -1, *, grad_in: Any = Non
 def check_family(activation: str) -> str:
     """The member an activation text names ("softmax" for "softmax(accuracy=torch)"); raises for
     any other text."""
-    member = activation[:-len("(accuracy=torch)")] if activation.endswith("(accuracy=torch)") else activation
+    member = activation[:-len(_TIER)] if activation.endswith(_TIER) else activation
     if member not in FAMILY or (member != activation and member not in TIERED):
         raise _bad(f"'{activation}' is not one of the softmax family ({', '.join(FAMILY)}, or "
-                   f"{' or '.join(TIERED)} with (accuracy=torch))")
+                   f"{' or '.join(TIERED)} with {_TIER})")
     return member
 
 
