@@ -216,7 +216,11 @@ TEST_CASE(
         pairs.max_cluster = 2;
         TargetLimits small = lim;  // below a stage of 16385 / 4 floats (softmax: 16385 / 2 and their terms' bytes)
         small.max_shared_optin = 16 * 1024;
+        const std::string tier_text = std::string(act) + "(accuracy=torch)";
+        const KernelSpec t = row_spec(tier_text.c_str(), Dtype::f32, Direction::forward);
+        const KernelConfig tp = default_row_config(t, cols, lim);
         if (cuda && !kept && cols > 8192 && cols <= 65536) {
+          CHECK(to_string(tp) == to_string(p));  // at torch's accuracy too
           CHECK(p.row == RowStrategy::cluster);
           CHECK(p.cluster == (cols <= 16384 ? 2 : cols <= 32768 ? 4 : 8));
           CHECK(p.block == 128);
@@ -243,12 +247,9 @@ TEST_CASE(
         CHECK(default_row_config(a, cols, pairs).row ==
               (cuda && kept && cols > 8192 && cols <= 24576 ? RowStrategy::cluster : RowStrategy::online));
         if (cols > 16384) CHECK(default_row_config(a, cols, small).row == RowStrategy::online);
-        // At torch's accuracy (no terms kept): the same layout wherever the exact kernel's fits, the
-        // pipelined kernel's two stages without the terms' bytes (online only at 2^20 columns).
-        if (!kept) continue;
-        const std::string tier_text = std::string(act) + "(accuracy=torch)";
-        const KernelSpec t = row_spec(tier_text.c_str(), Dtype::f32, Direction::forward);
-        const KernelConfig tp = default_row_config(t, cols, lim);
+        // At torch's accuracy (no terms kept): the same layout wherever the exact kernel's fits, and
+        // beyond it (log_softmax's past 65536 columns, softmax's past the terms' bytes) the
+        // pipelined kernel's two stages as softmax's exact kernel takes them (online only at 2^20).
         CHECK(tp.row == (p.row == RowStrategy::cluster || (cuda && cols > 8192 && cols < (1ull << 20))
                              ? RowStrategy::cluster
                              : RowStrategy::online));
@@ -256,6 +257,8 @@ TEST_CASE(
           CHECK(tp.cluster == p.cluster);
           CHECK(tp.block == p.block);
           CHECK(tp.per_thread == p.per_thread);
+        }
+        if (tp.row == RowStrategy::cluster) {
           CHECK_FALSE(row_keeps_stage_terms(t, tp));
           CHECK_NOTHROW(row_launch_dims(t, resolve_config(t, tp, lim), 64, cols, lim));
         }

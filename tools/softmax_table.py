@@ -102,7 +102,7 @@ def row(torch, kt, op: str, dims: list, dim: int, dtype, direction: str, rounds:
     dst = [torch.empty_like(xs[0]) for _ in xs]
     if direction == "forward":
         args = [(x,) for x in xs]
-        options = {"accuracy": accuracy} if accuracy != "exact" else {}  # log_softmax takes none
+        options = {"accuracy": accuracy} if accuracy != "exact" else {}  # exact: the call as a user writes it
         kplay_fn = lambda x: getattr(kt, member)(x, dim, **options)  # noqa: E731
         eager_fn = lambda x: torch_fn(x, dim)  # noqa: E731
         compiled = torch.compile(lambda x: torch_fn(x, dim), dynamic=False)

@@ -24,10 +24,9 @@ from ._arrays import describe, empty
 
 _bad = _core.InvalidArgumentError
 FAMILY = ("softmax", "log_softmax", "softmin")
-# The members with a float32 forward at torch's accuracy (accuracy="torch": torch's formula in
-# float, within the bound docs/accuracy.md states, "softmax and softmin at torch's accuracy");
-# their backward is exact.
-TIERED = ("softmax", "softmin")
+# Every member has a float32 forward at torch's accuracy (accuracy="torch": torch's formula in
+# float, within the bound docs/accuracy.md states, "The softmax family at torch's accuracy"); its
+# backward is exact.
 ACCURACIES = ("exact", "torch")
 _TIER = "(accuracy=torch)"  # the activation text's suffix that names the tier
 
@@ -36,11 +35,7 @@ def family_text(member: str, accuracy: str = "exact") -> str:
     """The activation text of `member` at `accuracy`: "exact" (kplay's bounds) or "torch"."""
     if accuracy not in ACCURACIES:
         raise _bad(f"accuracy must be one of {ACCURACIES}, not {accuracy!r}")
-    if accuracy == "exact":
-        return member
-    if member not in TIERED:
-        raise _bad(f"{member} has one accuracy (no torch tier: {', '.join(TIERED)} have one); drop accuracy='torch'")
-    return member + _TIER
+    return member if accuracy == "exact" else member + _TIER
 
 
 def normalize_dim(dim: Any, ndim: int) -> int:
@@ -178,14 +173,14 @@ def softmax(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None, accur
     """torch.softmax(x, dim) on x's device: exp(x - max) / sum(exp(x - max)) along `dim`, each row
     read once where it fits on chip (docs/activations.md, "The softmax family"). out: allocated when
     None; it may not be x. accuracy: "exact" (kplay's bounds) or "torch" (float32: torch's formula
-    in float, faster; docs/accuracy.md, "softmax and softmin at torch's accuracy"). Returns out.
+    in float, faster; docs/accuracy.md, "The softmax family at torch's accuracy"). Returns out.
     See the module notes for the layouts taken without a copy."""
     return _forward(family_text("softmax", accuracy), x, dim, out, stream)
 
 
-def log_softmax(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None) -> Any:
+def log_softmax(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None, accuracy: str = "exact") -> Any:
     """torch.log_softmax(x, dim): x - max - log(sum(exp(x - max))) along `dim`. As softmax()."""
-    return _forward("log_softmax", x, dim, out, stream)
+    return _forward(family_text("log_softmax", accuracy), x, dim, out, stream)
 
 
 def softmin(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None, accuracy: str = "exact") -> Any:
@@ -213,9 +208,9 @@ def check_family(activation: str) -> str:
     """The member an activation text names ("softmax" for "softmax(accuracy=torch)"); raises for
     any other text."""
     member = activation[:-len(_TIER)] if activation.endswith(_TIER) else activation
-    if member not in FAMILY or (member != activation and member not in TIERED):
-        raise _bad(f"'{activation}' is not one of the softmax family ({', '.join(FAMILY)}, or "
-                   f"{' or '.join(TIERED)} with {_TIER})")
+    if member not in FAMILY:
+        raise _bad(f"'{activation}' is not one of the softmax family ({', '.join(FAMILY)}, each with or "
+                   f"without {_TIER})")
     return member
 
 

@@ -236,7 +236,7 @@ class _RowModule(torch.nn.Module):
         super().__init__()
         self.dim = dim
         self.accuracy = accuracy
-        self._text = family_text(self.activation, accuracy)  # raises for a member without the tier
+        self._text = family_text(self.activation, accuracy)  # raises for an accuracy not "exact" or "torch"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dim = self.dim if self.dim is not None else _implicit_dim(self.activation, x.dim())
@@ -249,7 +249,8 @@ class _RowModule(torch.nn.Module):
 class Softmax(_RowModule):
     """kplay's torch.nn.Softmax(dim=None): softmax along dim by kplay's row kernel
     (kplay.torch.softmax says which layouts it reads without a copy). accuracy="torch" (keyword
-    only; Softmin too): float32's forward by torch's formula in float (docs/accuracy.md)."""
+    only; LogSoftmax and Softmin too): float32's forward by torch's formula in float
+    (docs/accuracy.md)."""
     activation = "softmax"
 
 

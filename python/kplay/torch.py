@@ -508,7 +508,7 @@ def _row_op(x: Tensor, dim: Any, dtype: Optional[torch.dtype], activation: str) 
 def softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None, *, accuracy: str = "exact") -> Tensor:
     """torch.softmax(x, dim, dtype=None) by kplay's row kernel, with autograd from the saved output.
     accuracy="torch" (float32; keyword only) takes torch's formula in float for the forward, faster
-    than the exact kernel and within the bound docs/accuracy.md states ("softmax and softmin at
+    than the exact kernel and within the bound docs/accuracy.md states ("The softmax family at
     torch's accuracy"); the backward stays exact.
     No copy where x is contiguous (any dim: one not the last is read as strided rows, and the output
     is contiguous), or where dim has unit stride with the other dimensions folding into rows of one
@@ -518,9 +518,9 @@ def softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None, *, accurac
     return _row_op(x, dim, dtype, _softmax.family_text("softmax", accuracy))
 
 
-def log_softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Tensor:
-    """torch.log_softmax(x, dim, dtype=None); layouts and copies as softmax()."""
-    return _row_op(x, dim, dtype, "log_softmax")
+def log_softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None, *, accuracy: str = "exact") -> Tensor:
+    """torch.log_softmax(x, dim, dtype=None); layouts, copies and accuracy as softmax()."""
+    return _row_op(x, dim, dtype, _softmax.family_text("log_softmax", accuracy))
 
 
 def softmin(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None, *, accuracy: str = "exact") -> Tensor:

@@ -3,8 +3,8 @@
 //   kplay::softmax(Tensor x, int dim, str activation) -> Tensor
 //   kplay::softmax_backward(Tensor grad, Tensor y, int dim, str activation) -> Tensor
 //
-// activation: softmax, log_softmax or softmin (softmax and softmin may add (accuracy=torch): their
-// float32 forward by torch's formula, docs/accuracy.md), run by kplay's row kernel along `dim`. A contiguous
+// activation: softmax, log_softmax or softmin, each may add (accuracy=torch) (its float32 forward by
+// torch's formula, docs/accuracy.md), run by kplay's row kernel along `dim`. A contiguous
 // input over a dim that is not the last ([N, C, H, W] over dim 1, as Softmax2d takes it) is read
 // where it is as strided rows, [outer, cols, inner], and its output is contiguous like it (other
 // operands of such a backward are made contiguous). Otherwise an operand is read where it is when
@@ -19,13 +19,16 @@ namespace {
 
 using namespace kplay_torch;  // NOLINT(google-build-using-namespace): the module's own helpers
 
-// The family's texts, as kplay/_softmax.py's check_family takes them: a member, or softmax and
-// softmin at torch's accuracy (their float32 forward; the core refuses it in other dtypes).
+// The family's texts, as kplay/_softmax.py's check_family takes them: a member, with or without
+// (accuracy=torch) (its float32 forward by torch's formula; the core refuses it in other dtypes).
 void check_family(c10::string_view activation) {
-  if (activation != "softmax" && activation != "log_softmax" && activation != "softmin" &&
-      activation != "softmax(accuracy=torch)" && activation != "softmin(accuracy=torch)")
+  constexpr c10::string_view kTier = "(accuracy=torch)";
+  c10::string_view member = activation;
+  if (member.size() > kTier.size() && member.substr(member.size() - kTier.size()) == kTier)
+    member = member.substr(0, member.size() - kTier.size());
+  if (member != "softmax" && member != "log_softmax" && member != "softmin")
     invalid("'" + std::string(activation) +
-            "' is not one of the softmax family (softmax, log_softmax, softmin, or softmax or softmin with "
+            "' is not one of the softmax family (softmax, log_softmax, softmin, each with or without "
             "(accuracy=torch))");
 }
 

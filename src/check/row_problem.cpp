@@ -39,11 +39,12 @@ std::uint64_t mix(std::uint64_t z) {
 }
 double unit(std::uint64_t u) { return static_cast<double>(u >> 11) * 0x1p-53; }
 
-// The float32 forward at torch's accuracy (softmax(accuracy=torch), softmin's) rounds x - max to
-// float, as torch's formula does: each result is allowed, beyond the tier's bound in ulps, that
-// rounding's cost (2^-24 |x - max| of itself, relative) and through the sum the row's (2.25 2^-24
-// of its term-weighted mean |x - max|), as an absolute amount (docs/accuracy.md, "softmax and
-// softmin at torch's accuracy"). Empty for every other kernel.
+// The float32 forward at torch's accuracy (softmax(accuracy=torch), the family's others) rounds
+// x - max to float, as torch's formula does: each result is allowed, beyond the tier's bound in
+// ulps, that rounding's cost, 2^-24 |x - max| (softmax's: of itself, relative; log_softmax's, x -
+// max - log sum: absolute), and through the sum the row's (2.25 2^-24 of its term-weighted mean
+// |x - max|, likewise), as an absolute amount (docs/accuracy.md, "The softmax family at torch's
+// accuracy"). Empty for every other kernel.
 std::vector<double> tier_allowance(const RowForm& form, const std::vector<double>& x,
                                    const std::vector<long double>& y) {
   double m = -kInf;
@@ -60,7 +61,8 @@ std::vector<double> tier_allowance(const RowForm& form, const std::vector<double
   std::vector<double> a(x.size(), 0.0);
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double d = (form.negate ? -x[i] : x[i]) - m;
-    if (std::isfinite(d)) a[i] = std::fabs(static_cast<double>(y[i])) * 0x1p-24 * (-d + 2.25 * mean);
+    const double scale = form.log ? 1.0 : std::fabs(static_cast<double>(y[i]));
+    if (std::isfinite(d)) a[i] = scale * 0x1p-24 * (-d + 2.25 * mean);
   }
   return a;
 }

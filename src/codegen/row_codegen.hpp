@@ -32,9 +32,10 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 // Why `config` cannot run strided rows (empty when it can): the knobs render_row_kernel requires.
 std::string strided_config_problem(const KernelConfig& config);
 
-// Whether `spec` is the float32 forward at torch's accuracy (softmax(accuracy=torch), softmin's):
-// the kernel then computes in float as the 16-bit rows do (templates/common/row_math.h,
-// KP_ROW_TIER; docs/accuracy.md, "softmax and softmin at torch's accuracy").
+// Whether `spec` is the float32 forward at torch's accuracy (softmax(accuracy=torch), and the
+// family's others): the kernel then computes in float as the 16-bit rows do
+// (templates/common/row_math.h, KP_ROW_TIER; docs/accuracy.md, "The softmax family at torch's
+// accuracy").
 bool row_torch_tier(const KernelSpec& spec);
 
 // Whether the pipelined cluster kernel (--row cluster --grid grid-stride) keeps each term of the

@@ -362,14 +362,18 @@ Activation row_builtin(std::string name, std::string snippet, RowForm form, std:
   a.bounds.f64_backward = 4;
   return a;
 }
-// softmax's and softmin's float32 forward at torch's accuracy (accuracy=torch; its backward is the
-// exact kernel): torch's formula in float, exp(x - max) with x - max rounded to float as torch
-// rounds it, by the hardware's ex2 (2^-22 relative) and a correction, the terms summed in double,
-// the result the term times the sum's reciprocal in float (templates/common/row_math.h,
-// kp_tier_exp_c). Within 12 ulp (ex2's 2^-22 in the term and in the sum, three float roundings
-// and the result's) and what rounding x - max costs torch's formula, which the row check allows on
-// top (row_problem.cpp, tier_allowance): 2^-24 |x - max| of the result, and 2.25 2^-24 of the
-// row's term-weighted mean of |x - max| through the sum (docs/accuracy.md, "softmax and softmin at
+// The family's float32 forward at torch's accuracy (accuracy=torch; the backward is the exact
+// kernel): torch's formula in float, exp(x - max) with x - max rounded to float as torch rounds it,
+// by the hardware's ex2 (2^-22 relative), the terms summed in double (templates/common/row_math.h,
+// kp_tier_exp_c). Within 12 ulp: softmax and softmin, the term, corrected, times the sum's
+// reciprocal in float (ex2's 2^-22 in the term and in the sum, three float roundings and the
+// result's); log_softmax, (x - max) - log sum in float, the sum's terms of 1 counted apart from
+// the rest so that log1p(sum - 1) keeps the rest's precision (ex2's 2^-22 in the rest, relative to
+// a result at least log sum in magnitude: 4 ulp, OpenCL's exp2 6; the log's rounding and the
+// result's). Beyond
+// the bound the row check allows what rounding x - max costs torch's formula (row_problem.cpp,
+// tier_allowance): 2^-24 |x - max| of the result (log_softmax: absolute), and 2.25 2^-24 of the
+// row's term-weighted mean of |x - max| through the sum (docs/accuracy.md, "The softmax family at
 // torch's accuracy").
 constexpr double kRowTierBound = 12;
 }  // namespace
@@ -377,7 +381,8 @@ constexpr double kRowTierBound = 12;
 const std::vector<Activation>& row_activations() {
   static const std::vector<Activation> registry = {
       with_torch_tier(row_builtin("softmax", "activations/softmax.h", RowForm{false, false}, "Softmax"), kRowTierBound),
-      row_builtin("log_softmax", "activations/log_softmax.h", RowForm{true, false}, "LogSoftmax"),
+      with_torch_tier(row_builtin("log_softmax", "activations/log_softmax.h", RowForm{true, false}, "LogSoftmax"),
+                      kRowTierBound),
       with_torch_tier(row_builtin("softmin", "activations/softmin.h", RowForm{false, true}, "Softmin"), kRowTierBound),
   };
   return registry;

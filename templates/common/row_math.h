@@ -43,15 +43,15 @@ KP_FN float kp_ex2f_ftz(float u) {
 #else
 #define KP_EX2F_OUT(u) KP_EX2F(u)
 #endif
-/* float32 at torch's accuracy (KP_ROW_TIER, softmax and softmin forward with accuracy=torch):
+/* float32 at torch's accuracy (KP_ROW_TIER, the family's forward with accuracy=torch):
  * torch's formula, exp(x - max) with x - max rounded to float as torch rounds it, by the hardware's
  * ex2 of u = (x - max) log2 e. kp_tier_exp_c gives 2^u and the correction c with 2^u (1 + c) the
  * exp of the rounded difference to within ex2's own error: u's rounding (exact, by an fma) and
  * log2 e's rounding to float (its low part, 0x1.4ae0cp-26) taken back, to 2^-24 of themselves, so
  * that only the difference's rounding is left, torch's own (2^-24 |x - max| relative). The sum's
  * terms take 2^u alone: their error, 2.25 2^-24 |x - max| of each, is weighted by the term, so it
- * counts as the row's term-weighted mean of |x - max| (docs/accuracy.md, "softmax and softmin at
- * torch's accuracy"). */
+ * counts as the row's term-weighted mean of |x - max| (docs/accuracy.md, "The softmax family at
+ * torch's accuracy"). log_softmax's terms are 2^u alone (row_vectors.h). */
 #if KP_ROW_TIER
 #define KP_LOG2E_LO_F 0x1.4ae0cp-26f
 #define KP_LN2_F 0x1.62e43p-1f
@@ -224,7 +224,7 @@ KP_FN kp_acc kp_sum_value(kp_sum2 s) { return s.hi - s.hi == 0.0 ? s.hi + s.lo :
  * low part gathers the same exact errors as kp_sum_add's, so the sum is as accurate. The online
  * kernel's rescale by exp(old max - new max) moves the biased sum's value to the low part first
  * (KP_SUM_RESCALE): hi keeps the 1, so that the rounding of hi * f cannot swamp a sum next to 1. */
-#define KP_SUM_BIASED (KP_ROW_LOG && KP_DTYPE_F32 && !KP_BACKWARD)
+#define KP_SUM_BIASED (KP_ROW_LOG && KP_DTYPE_F32 && !KP_BACKWARD && !KP_ROW_TIER)
 #if KP_SUM_BIASED
 #define KP_SUM_START 1.0
 KP_FN void kp_sum_add_term(kp_sum2* s, kp_acc v) {

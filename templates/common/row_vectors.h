@@ -102,7 +102,22 @@ KP_FN KP_C kp_vec_max(kp_vec x, int nl, KP_C m) {
 #else
 #define KP_FOLD_SF(s, sf) ((s).hi += (kp_acc)(sf))
 #endif
-#if KP_ROW_TIER
+#if KP_ROW_TIER && KP_ROW_LOG
+/* log_softmax's float32 at torch's accuracy: the max's terms of 1 counted (exact, in float) into
+ * the high part, the rest 2^u, each in double into the low part (a sum of its own, which the merge
+ * keeps: the high parts are whole numbers), so that log1p(sum - 1) next to 0 has the rest to ex2's
+ * precision (a result next to 0 is -(sum - 1)). Terms below 2^-64 are 2^(u + 64) (exact: u has no
+ * bits below 2^-17 there) times 2^-64, so that none flushes above 2^-190, where a term moves no
+ * float32 result by an ulp. */
+#define KP_EXP_LANE(k)                                                                \
+  if ((k) < nl) {                                                                     \
+    const float d_ = kp_row_c(KP_LANE(x, k)) - mf, u_ = d_ * KP_LOG2E_F;              \
+    const int tiny_ = u_ < -64.0f;                                                    \
+    const float e_ = KP_EX2F_FTZ(tiny_ ? u_ + 64.0f : u_);                            \
+    ones += d_ == 0.0f ? 1.0f : 0.0f;                                                 \
+    s->lo = fma((kp_acc)(d_ == 0.0f ? 0.0f : e_), tiny_ ? 0x1p-64 : 1.0, s->lo);      \
+  }
+#elif KP_ROW_TIER
 /* float32 at torch's accuracy: 2^u in float (row_math.h), flushed below 2^-126 (n such terms move a
  * sum that holds the max's 1 by less than n 2^-126 of itself), each summed in double, so that a
  * thread's sum adds no error of its own however many terms it takes (a float sum would add 2^-24
@@ -241,7 +256,7 @@ KP_FN KP_C kp_forward_f(KP_C x, kp_row_k k) {
   return (x - k.mf) - k.log_sum_f; /* -inf stays -inf; a NaN row has a NaN log */
 #elif KP_ROW_TIER
   /* 2^u times the sum's reciprocal, then the correction: three roundings in float and ex2's error
-   * (docs/accuracy.md, "softmax and softmin at torch's accuracy"); a NaN row has a NaN reciprocal */
+   * (docs/accuracy.md, "The softmax family at torch's accuracy"); a NaN row has a NaN reciprocal */
   float c;
   const float t = kp_tier_exp_c(x - k.mf, &c) * k.inv_f;
   return fma(t, c, t);

@@ -176,22 +176,20 @@ def test_bad_arguments_raise():
         knn.Softmax2d()(torch.randn(2, 3))
 
 
-def test_torch_tier_is_float32_softmax_and_softmin_alone():
+def test_torch_tier_is_float32_alone_for_every_member():
     # On CPU tensors the ops are torch's own; the tier's refusals are the CUDA kernels'.
     x = torch.randn(3, 4)
-    for fn, module in ((kt.softmax, knn.Softmax), (kt.softmin, knn.Softmin)):
+    for fn, module in ((kt.softmax, knn.Softmax), (kt.log_softmax, knn.LogSoftmax), (kt.softmin, knn.Softmin)):
         exactly(fn(x, -1, accuracy="torch"), fn(x, -1))
         assert "accuracy='torch'" in repr(module(1, accuracy="torch"))
         with pytest.raises(kplay.InvalidArgumentError, match="float32 tier"):
             fn(x.to(torch.bfloat16), -1, accuracy="torch")
         with pytest.raises(kplay.InvalidArgumentError, match="accuracy must be"):
             fn(x, -1, accuracy="fast")
-    with pytest.raises(TypeError):
-        kt.log_softmax(x, -1, accuracy="torch")
-    with pytest.raises(kplay.InvalidArgumentError, match="one accuracy"):
-        knn.LogSoftmax(1, accuracy="torch")
+        with pytest.raises(kplay.InvalidArgumentError, match="accuracy must be"):
+            module(1, accuracy="fast")
     with pytest.raises(kplay.InvalidArgumentError, match="softmax family"):
-        torch.ops.kplay.softmax(x, -1, "log_softmax(accuracy=torch)")
+        torch.ops.kplay.softmax(x, -1, "softmax(accuracy=fast)")
 
 
 class Tiny(torch.nn.Module):
@@ -345,29 +343,32 @@ def test_cuda_long_rows_and_edges():
 @cuda
 def test_cuda_torch_tier_within_its_bound_and_exact_backward():
     # float32 forward by torch's formula in float: each result within 12 ulp and what rounding
-    # x - max to float costs (2^-24 |x - max| of it, and 2.25 2^-24 of the row's term-weighted mean
-    # |x - max| through the sum; docs/accuracy.md, "softmax and softmin at torch's accuracy"); the
-    # edge rows as torch's; the backward the exact kernel's, bit for bit.
-    for name in ("softmax", "softmin"):
+    # x - max to float costs (2^-24 |x - max|, and 2.25 2^-24 of the row's term-weighted mean
+    # |x - max| through the sum: of the result for softmax, absolute for log_softmax;
+    # docs/accuracy.md, "The softmax family at torch's accuracy"); the edge rows as torch's; the
+    # backward the exact kernel's, bit for bit.
+    for name in NAMES:
         close(KT[name](edge_rows(torch.float32, "cuda"), -1, accuracy="torch"),
               TORCH[name](edge_rows(torch.float32, "cuda"), -1), torch.float32)
         for cols in (1, 33, 1000, 4099, 65536, 393216):
             x = torch.randn(8, cols, device="cuda") * 8
+            x[1, cols // 2] += 60  # a row whose log_softmax result next to 0 is -(sum - 1), tiny
             v = (-x if name == "softmin" else x).double()
             d = v - v.amax(-1, keepdim=True)
-            ref = torch.softmax(v, -1)
+            ref = TORCH[name](v, -1)
             mean = (torch.exp(d) * -d).sum(-1, keepdim=True) / torch.exp(d).sum(-1, keepdim=True)
             y = KT[name](x, -1, accuracy="torch")
-            ulp = torch.exp2(torch.floor(torch.log2(ref.clamp(min=2.0**-126)))) * 2.0**-23
-            beyond = ((y.double() - ref).abs() - ref * 2.0**-24 * (-d + 2.25 * mean)).clamp(min=0) / ulp
+            allowed = (1.0 if name == "log_softmax" else ref.abs()) * 2.0**-24 * (-d + 2.25 * mean)
+            ulp = torch.exp2(torch.floor(torch.log2(ref.abs().clamp(min=2.0**-126)))) * 2.0**-23
+            beyond = ((y.double() - ref).abs() - allowed).clamp(min=0) / ulp
             assert beyond.max().item() <= 12, (name, cols, beyond.max().item())
             grad = torch.randn_like(x)
             xr = x.clone().requires_grad_()
             KT[name](xr, -1, accuracy="torch").backward(grad)
             exactly(xr.grad, torch.ops.kplay.softmax_backward(grad, y, -1, name))
-    module = knn.Softmax(-1, accuracy="torch")
-    x = torch.randn(4, 1000, device="cuda")
-    exactly(module(x), kt.softmax(x, -1, accuracy="torch"))
+    for module, fn in ((knn.Softmax, kt.softmax), (knn.LogSoftmax, kt.log_softmax)):
+        x = torch.randn(4, 1000, device="cuda")
+        exactly(module(-1, accuracy="torch")(x), fn(x, -1, accuracy="torch"))
 
 
 @cuda
