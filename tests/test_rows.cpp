@@ -510,8 +510,7 @@ void check_row_strided(const char* backend, bool every_config) {
 // bound and what rounding x - max costs torch's formula (row_problem.cpp): rows of one element,
 // ragged, a thousand and long; online, the default, registers (the kept terms) and shared, the
 // persistent registers kernel in groups of 8 over many rows, strided rows, and on a device with
-// clusters the pipelined kernel (a block a row and clusters of 16) and registers across 2. The
-// tier's backward is the exact kernel, held to the exact bound.
+// clusters the pipelined kernel (a block a row and clusters of 16) and registers across 2.
 void check_row_tier(const char* backend) {
   rt::Backend* be = test::shared_backend(backend);
   REQUIRE(be != nullptr);
@@ -566,12 +565,21 @@ void check_row_tier(const char* backend) {
     strided.inner = 45;
     strided.n = 3 * 100 * 45;
     KPLAY_CHECK_PROBLEM(engine, spec, strided_row_config(spec, 100), strided);
+    // The backward: log_softmax's tier kernel (torch's g - exp(y) sum g in float), held to its
+    // bound over short, long and strided rows; the others' the exact kernel, held to the exact bound.
     const KernelSpec back = row_spec(text.c_str(), Dtype::f32, Direction::backward);
-    CHECK_FALSE(row_torch_tier(back));
-    ProblemShape ps;
-    ps.rows = 18;
-    ps.n = 18 * 1000;
-    KPLAY_CHECK_PROBLEM(engine, back, default_row_config(back, 1000, be->limits()), ps);
+    CHECK(row_torch_tier(back) == (a.torch_tier_backward > 0));
+    if (a.torch_tier_backward > 0) CHECK(resolve_activation(text).bounds().f32_backward == a.torch_tier_backward);
+    for (std::uint64_t cols : {1ull, 1000ull, 70001ull}) {
+      ProblemShape ps;
+      ps.rows = cols == 70001 ? 9 : 18;
+      ps.n = ps.rows * cols;
+      INFO(text << " backward, " << cols << " columns");
+      KPLAY_CHECK_PROBLEM(engine, back, default_row_config(back, cols, be->limits()), ps);
+      if (a.torch_tier_backward > 0 && cols == 1000)
+        KPLAY_CHECK_PROBLEM(engine, back, row_config(RowStrategy::online, 64, 2), ps);
+    }
+    if (a.torch_tier_backward > 0) KPLAY_CHECK_PROBLEM(engine, back, strided_row_config(back, 100), strided);
   }
 }
 }  // namespace
@@ -842,40 +850,42 @@ std::uint64_t ptx_static_shared(const std::string& ptx) {
 }  // namespace
 
 TEST_SUITE("nvrtc") {
-  TEST_CASE("the torch tier's row kernel (float32 forward) compiles for sm_90 with every strategy, in float") {
+  TEST_CASE("the torch tier's row kernel (float32) compiles for sm_90 with every strategy, in float") {
     TargetLimits hopper;
     hopper.max_cluster = 16;
-    for (const Activation& a : row_activations()) {
-      if (a.torch_tier_forward <= 0) continue;
-      const std::string text = a.name + "(accuracy=torch)";
-      const KernelSpec spec = row_spec(text.c_str(), Dtype::f32, Direction::forward);
-      for (RowStrategy row : {RowStrategy::registers, RowStrategy::shared, RowStrategy::online, RowStrategy::cluster}) {
-        KernelConfig c = row_config(row, 256, row == RowStrategy::shared ? 2 : 4);
-        if (row == RowStrategy::cluster) {
-          c.cluster = 16;
-          c.grid = GridPolicy::grid_stride;
-          c.waves = 1;
+    for (const Activation& a : row_activations())
+      for (Direction d : {Direction::forward, Direction::backward}) {
+        const std::string text = a.name + "(accuracy=torch)";
+        if (a.torch_tier_forward <= 0 || !resolve_activation(text).torch_tier_kernel(d)) continue;
+        const KernelSpec spec = row_spec(text.c_str(), Dtype::f32, d);
+        for (RowStrategy row :
+             {RowStrategy::registers, RowStrategy::shared, RowStrategy::online, RowStrategy::cluster}) {
+          KernelConfig c = row_config(row, 256, row == RowStrategy::shared ? 2 : 4);
+          if (row == RowStrategy::cluster) {
+            c.cluster = 16;
+            c.grid = GridPolicy::grid_stride;
+            c.waves = 1;
+          }
+          const KernelConfig rc = resolve_config(spec, c, hopper);
+          const RenderedKernel k = render_kernel(spec, rc, rt::dialect_of("cuda"));
+          const RenderedKernel exact =
+              render_kernel(row_spec(a.name.c_str(), Dtype::f32, d), rc, rt::dialect_of("cuda"));
+          INFO(k.entry);
+          CHECK(k.entry == exact.entry + "_tt");
+          rt::cuda::CompileTarget t;
+          t.arch = 90;
+          t.ptx = true;
+          std::string ptx;
+          CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(k, t).bytes);
+          CHECK(ptx_static_shared(ptx) <= row_static_shared_bytes(spec, rc));
+          // the terms by the hardware's ex2 in float; no exp table (the exact kernel's doubles)
+          CHECK(ptx.find("ex2.approx") != std::string::npos);
+          CHECK(rt::cuda::Nvrtc::get().compile(exact, t).bytes.find("ex2.approx") == std::string::npos);
+          // the kept terms and the one exchange are the exact kernel's (its doubles)
+          CHECK_FALSE(row_keeps_stage_terms(spec, rc));
+          CHECK_FALSE(row_exchanges_once(spec, rc));
         }
-        const KernelConfig rc = resolve_config(spec, c, hopper);
-        const RenderedKernel k = render_kernel(spec, rc, rt::dialect_of("cuda"));
-        const RenderedKernel exact =
-            render_kernel(row_spec(a.name.c_str(), Dtype::f32, Direction::forward), rc, rt::dialect_of("cuda"));
-        INFO(k.entry);
-        CHECK(k.entry == exact.entry + "_tt");
-        rt::cuda::CompileTarget t;
-        t.arch = 90;
-        t.ptx = true;
-        std::string ptx;
-        CHECK_NOTHROW(ptx = rt::cuda::Nvrtc::get().compile(k, t).bytes);
-        CHECK(ptx_static_shared(ptx) <= row_static_shared_bytes(spec, rc));
-        // the terms by the hardware's ex2 in float; no exp table (the exact kernel's doubles)
-        CHECK(ptx.find("ex2.approx") != std::string::npos);
-        CHECK(rt::cuda::Nvrtc::get().compile(exact, t).bytes.find("ex2.approx") == std::string::npos);
-        // the kept terms and the one exchange are the exact kernel's (its doubles)
-        CHECK_FALSE(row_keeps_stage_terms(spec, rc));
-        CHECK_FALSE(row_exchanges_once(spec, rc));
       }
-    }
   }
   TEST_CASE("the row kernel compiles for sm_80 and sm_90 with every strategy (clusters: sm_90)") {
     TargetLimits hopper;

@@ -25,8 +25,8 @@ from ._arrays import describe, empty
 _bad = _core.InvalidArgumentError
 FAMILY = ("softmax", "log_softmax", "softmin")
 # Every member has a float32 forward at torch's accuracy (accuracy="torch": torch's formula in
-# float, within the bound docs/accuracy.md states, "The softmax family at torch's accuracy"); its
-# backward is exact.
+# float, within the bound docs/accuracy.md states, "The softmax family at torch's accuracy"), and
+# log_softmax a backward too; softmax's and softmin's backward is exact.
 ACCURACIES = ("exact", "torch")
 _TIER = "(accuracy=torch)"  # the activation text's suffix that names the tier
 

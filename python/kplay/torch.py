@@ -509,7 +509,7 @@ def softmax(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None, *, accurac
     """torch.softmax(x, dim, dtype=None) by kplay's row kernel, with autograd from the saved output.
     accuracy="torch" (float32; keyword only) takes torch's formula in float for the forward, faster
     than the exact kernel and within the bound docs/accuracy.md states ("The softmax family at
-    torch's accuracy"); the backward stays exact.
+    torch's accuracy"); the backward stays exact (log_softmax's: torch's formula too).
     No copy where x is contiguous (any dim: one not the last is read as strided rows, and the output
     is contiguous), or where dim has unit stride with the other dimensions folding into rows of one
     pitch (a channels-last image's channels: the output keeps that layout); any other layout

@@ -128,7 +128,8 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 }
 
 bool row_torch_tier(const KernelSpec& spec) {
-  // float32 alone (config_validation refuses the tier elsewhere); its backward is the exact kernel
+  // float32 alone (config_validation refuses the tier elsewhere); a backward only where the registry
+  // gives the tier one (log_softmax's), else the exact kernel
   return spec.dtype == Dtype::f32 && resolve_activation(spec.activation).torch_tier_kernel(spec.direction);
 }
 

@@ -32,8 +32,8 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 // Why `config` cannot run strided rows (empty when it can): the knobs render_row_kernel requires.
 std::string strided_config_problem(const KernelConfig& config);
 
-// Whether `spec` is the float32 forward at torch's accuracy (softmax(accuracy=torch), and the
-// family's others): the kernel then computes in float as the 16-bit rows do
+// Whether `spec` is a float32 kernel at torch's accuracy (softmax(accuracy=torch) and the family's
+// others forward, log_softmax's backward too): the kernel then computes in float as the 16-bit rows do
 // (templates/common/row_math.h, KP_ROW_TIER; docs/accuracy.md, "The softmax family at torch's
 // accuracy").
 bool row_torch_tier(const KernelSpec& spec);

@@ -363,8 +363,8 @@ Activation row_builtin(std::string name, std::string snippet, RowForm form, std:
   return a;
 }
 // The family's float32 forward at torch's accuracy (accuracy=torch; the backward is the exact
-// kernel): torch's formula in float, exp(x - max) with x - max rounded to float as torch rounds it,
-// by the hardware's ex2 (2^-22 relative), the terms summed in double (templates/common/row_math.h,
+// kernel but log_softmax's, below): torch's formula in float, exp(x - max) with x - max rounded to float as torch
+// rounds it, by the hardware's ex2 (2^-22 relative), the terms summed in double (templates/common/row_math.h,
 // kp_tier_exp_c). Within 12 ulp: softmax and softmin, the term, corrected, times the sum's
 // reciprocal in float (ex2's 2^-22 in the term and in the sum, three float roundings and the
 // result's); log_softmax, (x - max) - log sum in float, the sum's terms of 1 counted apart from
@@ -376,13 +376,23 @@ Activation row_builtin(std::string name, std::string snippet, RowForm form, std:
 // row's term-weighted mean of |x - max| through the sum (docs/accuracy.md, "The softmax family at
 // torch's accuracy").
 constexpr double kRowTierBound = 12;
+// log_softmax's backward at torch's accuracy: torch's g - exp(y) sum(g) in float, exp by ex2 and
+// the correction, the sum of g in double rounded to float (templates/common/row_vectors.h): within
+// 6 2^-24 of the terms, |g| + exp(y) |sum| (OpenCL's exp2: 8), and a rounding of the result. The
+// backward check measures in ulps of the larger of the result and 2^-24 of the terms (the exact
+// kernel's bound 1: 2^-47 of the terms where they cancel), so that 8 2^-24 of the terms is 2^27.
+// torch's own formula sums g in float, 2^-24 a term of the sum's magnitudes: more where g's signs
+// mix (docs/accuracy.md, "The softmax family at torch's accuracy").
+constexpr double kRowTierBackwardBound = 0x1p27;
 }  // namespace
 
 const std::vector<Activation>& row_activations() {
   static const std::vector<Activation> registry = {
       with_torch_tier(row_builtin("softmax", "activations/softmax.h", RowForm{false, false}, "Softmax"), kRowTierBound),
-      with_torch_tier(row_builtin("log_softmax", "activations/log_softmax.h", RowForm{true, false}, "LogSoftmax"),
-                      kRowTierBound),
+      with_torch_tier_backward(
+          with_torch_tier(row_builtin("log_softmax", "activations/log_softmax.h", RowForm{true, false}, "LogSoftmax"),
+                          kRowTierBound),
+          kRowTierBackwardBound),
       with_torch_tier(row_builtin("softmin", "activations/softmin.h", RowForm{false, true}, "Softmin"), kRowTierBound),
   };
   return registry;

@@ -93,7 +93,7 @@ KP_FN KP_C kp_max_c(KP_C a, KP_C b) { return b > a || b != b ? b : a; }
  * whose stages take the shared memory), one-shot where a row holds 1024 elements or more (bfloat16
  * 65536x128 one-shot ran at 77.5 % of copy with it, 83.2 without, on an H100). */
 #define KP_EXP_TABLE                                                                          \
-  (KP_LEAN || (KP_FAST_FP64 && KP_ROW_FLOAT && KP_ROW_LOG && KP_BACKWARD &&                  \
+  (KP_LEAN || (KP_FAST_FP64 && KP_ROW_FLOAT && KP_ROW_LOG && KP_BACKWARD && !KP_ROW_TIER && \
                (KP_PREFETCH ? KP_ROW != 4 : KP_TPR * KP_VPT * KP_VEC >= 1024)))
 #if KP_EXP_TABLE
 /* 2^(i/32) and 2^(i/256), each rounded to double: their products make the exp's table. */

@@ -418,7 +418,21 @@ KP_FN float kp_backward_f(float g, float y, kp_sum_f s) {
   return (a - p) - q;
 #endif
 }
-#if KP_ROW_LOG
+#if KP_ROW_LOG && KP_ROW_TIER
+/* float32 log_softmax at torch's accuracy: torch's g - e sum in float, e = 2^(y log2 e) by ex2
+ * (2^-22 relative; OpenCL's exp2: 3 ulp), its u's rounding and log2 e's taken back by the
+ * correction c (kp_tier_exp_c), sum the float high part of the row's double sum of g: within 2^-22
+ * + 2^-23 of e |sum| and a rounding of the result (6 units of 2^-24 (|g| + e |sum|), OpenCL's
+ * exp2 8; the tier's bound 12). y = -inf gives e = 0 and g; where e sum or the result is not
+ * finite (y beyond 88, or a NaN) the result is g - e sum as it stands, as torch's. */
+#define KP_GRAD_F_LANE(k)                                                                 \
+  if ((k) < nl) {                                                                         \
+    float c_;                                                                             \
+    const float p_ = kp_tier_exp_c(kp_to_compute(KP_LANE(y, k)), &c_) * sf.hi;           \
+    const float r_ = kp_to_compute(KP_LANE(g, k)) - p_;                                   \
+    KP_LANE(r, k) = kp_to_storage(r_ - r_ == 0.0f ? fma(-p_, c_, r_) : r_);               \
+  }
+#elif KP_ROW_LOG
 #if KP_EXP_TABLE
 #define KP_LOG_GRAD_NARROW(g, y, sum) kp_log_grad_table(g, y, sum KP_EXP_TAB_ARG)
 #else
