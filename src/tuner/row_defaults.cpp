@@ -184,8 +184,8 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
   // 4096x393216). Blocks of 128 in clusters of 2 and 4 (86.5 % of copy against 62.3 online at
   // 8192x16384; 81.6 against 75.7 in blocks of 256 at 8192x32768), of 256 in clusters of 16: those
   // of 512 (two stages, four vectors a thread) ran at 62.7 against 64.3. The torch tier
-  // (accuracy=torch) keeps no terms and takes the same layout, whose two stages fit wherever the
-  // exact kernel's and its terms do: 4096x393216 on an H100 at 95.7 % of copy against 65.6 online
+  // (accuracy=torch; log_softmax's beyond 65536 columns) keeps no terms and takes the same layout,
+  // whose two stages fit wherever the exact kernel's and its terms do: 4096x393216 on an H100 at 95.7 % of copy against 65.6 online
   // (`kplay run --act "softmax(accuracy=torch)"`; clusters of 16, blocks of 256, four vectors a
   // thread: 94.7; of 512: 94.3; clusters of 8 (one stage): 89.1).
   if (cuda_forward && spec.dtype == Dtype::f32 && limits.max_cluster >= 2) {
