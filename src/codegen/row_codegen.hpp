@@ -33,8 +33,8 @@ rt::RenderedKernel render_row_kernel(const KernelSpec& spec, const KernelConfig&
 std::string strided_config_problem(const KernelConfig& config);
 
 // Whether `spec` is a float32 kernel at torch's accuracy (softmax(accuracy=torch) and the family's
-// others forward, log_softmax's backward too): the kernel then computes in float as the 16-bit rows do
-// (templates/common/row_math.h, KP_ROW_TIER; docs/accuracy.md, "The softmax family at torch's
+// others forward, log_softmax's backward too): the kernel then computes in float as the 16-bit rows
+// do (templates/common/row_math.h, KP_ROW_TIER; docs/accuracy.md, "The softmax family at torch's
 // accuracy").
 bool row_torch_tier(const KernelSpec& spec);
 

@@ -363,18 +363,17 @@ Activation row_builtin(std::string name, std::string snippet, RowForm form, std:
   return a;
 }
 // The family's float32 forward at torch's accuracy (accuracy=torch; the backward is the exact
-// kernel but log_softmax's, below): torch's formula in float, exp(x - max) with x - max rounded to float as torch
-// rounds it, by the hardware's ex2 (2^-22 relative), the terms summed in double (templates/common/row_math.h,
-// kp_tier_exp_c). Within 12 ulp: softmax and softmin, the term, corrected, times the sum's
-// reciprocal in float (ex2's 2^-22 in the term and in the sum, three float roundings and the
-// result's); log_softmax, (x - max) - log sum in float, the sum's terms of 1 counted apart from
-// the rest so that log1p(sum - 1) keeps the rest's precision (ex2's 2^-22 in the rest, relative to
-// a result at least log sum in magnitude: 4 ulp, OpenCL's exp2 6; the log's rounding and the
-// result's). Beyond
-// the bound the row check allows what rounding x - max costs torch's formula (row_problem.cpp,
-// tier_allowance): 2^-24 |x - max| of the result (log_softmax: absolute), and 2.25 2^-24 of the
-// row's term-weighted mean of |x - max| through the sum (docs/accuracy.md, "The softmax family at
-// torch's accuracy").
+// kernel but log_softmax's, below): torch's formula in float, exp(x - max) with x - max rounded to
+// float as torch rounds it, by the hardware's ex2 (2^-22 relative), the terms summed in double
+// (templates/common/row_math.h, kp_tier_exp_c). Within 12 ulp: softmax and softmin, the term,
+// corrected, times the sum's reciprocal in float (ex2's 2^-22 in the term and in the sum, three
+// float roundings and the result's); log_softmax, (x - max) - log sum in float, the sum's terms of
+// 1 counted apart from the rest so that log1p(sum - 1) keeps the rest's precision (ex2's 2^-22 in
+// the rest, relative to a result at least log sum in magnitude: 4 ulp, OpenCL's exp2 6; the log's
+// rounding and the result's). Beyond the bound the row check allows what rounding x - max costs
+// torch's formula (row_problem.cpp, tier_allowance): 2^-24 |x - max| of the result (log_softmax:
+// absolute), and 2.25 2^-24 of the row's term-weighted mean of |x - max| through the sum
+// (docs/accuracy.md, "The softmax family at torch's accuracy").
 constexpr double kRowTierBound = 12;
 // log_softmax's backward at torch's accuracy: torch's g - exp(y) sum(g) in float, exp by ex2 and
 // the correction, the sum of g in double rounded to float (templates/common/row_vectors.h): within

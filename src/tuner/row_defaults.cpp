@@ -177,17 +177,17 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     p.waves = 1;
     if (row_slice_bytes(spec, p, cols) + row_static_shared_bytes(spec, p) <= limits.max_shared_optin) return p;
   }
-  // A float32 softmax or softmin forward too long for registers where clusters exist: the
-  // pipelined cluster kernel, keeping its terms, where two stages and the terms' bytes fit in
-  // shared memory (up to 402240 columns on the H200), each range's config the one measured fastest
-  // at one shape (docs/design.md, "Row defaults, measured": 8192x16384, 8192x32768, 4096x131072,
-  // 4096x393216). Blocks of 128 in clusters of 2 and 4 (86.5 % of copy against 62.3 online at
-  // 8192x16384; 81.6 against 75.7 in blocks of 256 at 8192x32768), of 256 in clusters of 16: those
-  // of 512 (two stages, four vectors a thread) ran at 62.7 against 64.3. The torch tier
-  // (accuracy=torch; log_softmax's beyond 65536 columns) keeps no terms and takes the same layout,
-  // whose two stages fit wherever the exact kernel's and its terms do: 4096x393216 on an H100 at 95.7 % of copy against 65.6 online
-  // (`kplay run --act "softmax(accuracy=torch)"`; clusters of 16, blocks of 256, four vectors a
-  // thread: 94.7; of 512: 94.3; clusters of 8 (one stage): 89.1).
+  // A float32 softmax or softmin forward too long for registers where clusters exist: the pipelined
+  // cluster kernel, keeping its terms, where two stages and the terms' bytes fit in shared memory
+  // (up to 402240 columns on the H200), each range's config the one measured fastest at one shape
+  // (docs/design.md, "Row defaults, measured": 8192x16384, 8192x32768, 4096x131072, 4096x393216).
+  // Blocks of 128 in clusters of 2 and 4 (86.5 % of copy against 62.3 online at 8192x16384; 81.6
+  // against 75.7 in blocks of 256 at 8192x32768), of 256 in clusters of 16: those of 512 (two
+  // stages, four vectors a thread) ran at 62.7 against 64.3. The torch tier (accuracy=torch;
+  // log_softmax's beyond 65536 columns) keeps no terms and takes the same layout, whose two stages
+  // fit wherever the exact kernel's and its terms do: 4096x393216 on an H100 at 95.7 % of copy
+  // against 65.6 online (`kplay run --act "softmax(accuracy=torch)"`; clusters of 16, blocks of
+  // 256, four vectors a thread: 94.7; of 512: 94.3; clusters of 8 (one stage): 89.1).
   if (cuda_forward && spec.dtype == Dtype::f32 && limits.max_cluster >= 2) {
     KernelConfig p = c;
     p.row = RowStrategy::cluster;

@@ -422,9 +422,10 @@ KP_FN float kp_backward_f(float g, float y, kp_sum_f s) {
 /* float32 log_softmax at torch's accuracy: torch's g - e sum in float, e = 2^(y log2 e) by ex2
  * (2^-22 relative; OpenCL's exp2: 3 ulp), its u's rounding and log2 e's taken back by the
  * correction c (kp_tier_exp_c), sum the float high part of the row's double sum of g: within 2^-22
- * + 2^-23 of e |sum| and a rounding of the result (6 units of 2^-24 (|g| + e |sum|), OpenCL's
- * exp2 8; the tier's bound 12). y = -inf gives e = 0 and g; where e sum or the result is not
- * finite (y beyond 88, or a NaN) the result is g - e sum as it stands, as torch's. */
+ * + 2^-23 of e |sum| and a rounding of the result, 6 2^-24 of the terms |g| + e |sum| (OpenCL's
+ * exp2: 8; the backward check's 2^27, src/spec/activations.cpp). y = -inf gives e = 0 and g; where
+ * e sum or the result is not finite (y beyond 88, or a NaN) the result is g - e sum as it stands,
+ * as torch's. */
 #define KP_GRAD_F_LANE(k)                                                                 \
   if ((k) < nl) {                                                                         \
     float c_;                                                                             \

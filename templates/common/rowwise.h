@@ -49,9 +49,9 @@
  * are compensated where it matters (each addition's error carried, as the host reference does),
  * so float32 and 16-bit results are within a rounding of exact; float64's error is that of the
  * device's double exp and log (docs/accuracy.md). KP_ROW_TIER (the family's float32 forward with
- * accuracy=torch) takes the 16-bit rows' float math instead: torch's formula, within the tier's
- * bound (row_math.h's kp_tier_exp_c). Edges as torch's max-subtracting formula gives
- * them: a row holding +inf or NaN, or all -inf, is NaN throughout; -inf elements of other rows give
+ * accuracy=torch, and log_softmax's backward) takes the 16-bit rows' float math instead: torch's
+ * formula, within the tier's bound (row_math.h's kp_tier_exp_c). Edges as torch's
+ * max-subtracting formula gives them: a row holding +inf or NaN, or all -inf, is NaN throughout; -inf elements of other rows give
  * 0 (log_softmax: -inf).
  *
  * Cost (KP_FAST_FP64, below float64): the forward takes the max in the compute type (fmax), a
