@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from . import _table
+from ._softmax import check_family
 
 MODES = ("kernel", "decompose", "auto")
 _mode = "auto"
@@ -388,7 +389,7 @@ def _short_16bit_row(x: Tensor, dim: int) -> bool:
 
 
 def softmax_forward(x: Tensor, dim: int, activation: str) -> Any:
-    short = activation != "log_softmax" and _short_16bit_row(x, dim)
+    short = check_family(activation) != "log_softmax" and _short_16bit_row(x, dim)
     if not (softmax_decomposes() or (_auto_mode() and short)):
         return NotImplemented
     from . import _torch_softmax
