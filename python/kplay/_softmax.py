@@ -188,20 +188,24 @@ def softmin(x: Any, dim: int = -1, *, out: Any = None, stream: Any = None, accur
     return _forward(family_text("softmin", accuracy), x, dim, out, stream)
 
 
-def softmax_backward(grad_out: Any, y: Any, dim: int = -1, *, grad_in: Any = None, stream: Any = None) -> Any:
+def softmax_backward(grad_out: Any, y: Any, dim: int = -1, *, grad_in: Any = None, stream: Any = None,
+                     accuracy: str = "exact") -> Any:
     """The gradient of softmax from its output y, as torch saves it: y * (grad_out - sum(grad_out * y))
-    along `dim`. grad_in: allocated when None. Returns grad_in."""
-    return _backward("softmax", grad_out, y, dim, grad_in, stream)
+    along `dim`. grad_in: allocated when None. accuracy: as the forward's ("torch": float32; the
+    exact kernel all the same but log_softmax's, torch's formula in float). Returns grad_in."""
+    return _backward(family_text("softmax", accuracy), grad_out, y, dim, grad_in, stream)
 
 
-def log_softmax_backward(grad_out: Any, y: Any, dim: int = -1, *, grad_in: Any = None, stream: Any = None) -> Any:
+def log_softmax_backward(grad_out: Any, y: Any, dim: int = -1, *, grad_in: Any = None, stream: Any = None,
+                         accuracy: str = "exact") -> Any:
     """The gradient of log_softmax from its output y: grad_out - exp(y) * sum(grad_out) along `dim`."""
-    return _backward("log_softmax", grad_out, y, dim, grad_in, stream)
+    return _backward(family_text("log_softmax", accuracy), grad_out, y, dim, grad_in, stream)
 
 
-def softmin_backward(grad_out: Any, y: Any, dim: int = -1, *, grad_in: Any = None, stream: Any = None) -> Any:
+def softmin_backward(grad_out: Any, y: Any, dim: int = -1, *, grad_in: Any = None, stream: Any = None,
+                     accuracy: str = "exact") -> Any:
     """The gradient of softmin from its output y: y * (sum(grad_out * y) - grad_out) along `dim`."""
-    return _backward("softmin", grad_out, y, dim, grad_in, stream)
+    return _backward(family_text("softmin", accuracy), grad_out, y, dim, grad_in, stream)
 
 
 def check_family(activation: str) -> str:

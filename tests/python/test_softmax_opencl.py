@@ -70,6 +70,25 @@ def test_backward_is_the_derivative_of_forward_in_float64(cl_queue, name):
     np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-7)
 
 
+def test_torch_accuracy_tier_in_float32_alone(cl_queue):
+    # accuracy="torch": torch's formulas in float (float32; the bound, docs/accuracy.md, is far
+    # inside these tolerances), log_softmax's backward too, the others' the exact kernel's
+    rng = np.random.default_rng(11)
+    xh = (rng.standard_normal((5, 1001)) * 4).astype(np.float32)
+    gh = rng.standard_normal(xh.shape).astype(np.float32)
+    for name, (fwd, bwd) in FAMILY.items():
+        y = fwd(cla.to_device(cl_queue, xh), accuracy="torch")
+        np.testing.assert_allclose(y.get(), ref(name, xh), rtol=1e-5, atol=1e-5)
+        got = bwd(cla.to_device(cl_queue, gh), y, accuracy="torch").get()
+        np.testing.assert_allclose(got, ref_grad(name, gh, y.get()), rtol=1e-5, atol=1e-5)
+        if name != "log_softmax":
+            np.testing.assert_array_equal(got, bwd(cla.to_device(cl_queue, gh), y).get())
+        with pytest.raises(kplay.InvalidArgumentError, match="float32"):
+            fwd(cla.to_device(cl_queue, xh.astype(np.float64)), accuracy="torch")
+        with pytest.raises(kplay.InvalidArgumentError, match="accuracy must be"):
+            fwd(cla.to_device(cl_queue, xh), accuracy="fast")
+
+
 def test_edge_rows_as_torch(cl_queue):
     inf, nan = np.inf, np.nan
     rows = np.array([[1.0, inf, 2.0, 3.0],      # +inf: the whole row NaN (inf - inf)
