@@ -175,6 +175,11 @@ def kplay_cli(kplay: str, op: str, shape: str, dim: int, dtype: str, direction: 
             "verdict": verdict.group(1) if verdict else "?"}
 
 
+def ulps(v: float) -> str:
+    """kplay's error as the tables print it: two decimals where small (0.51), else three digits."""
+    return f"{v:.2f}" if v < 100 else f"{v:.3g}"
+
+
 def print_markdown(rows: list[dict]) -> None:
     """docs/benchmarks.md's softmax table: a line per op, shape and dtype, forward and backward side
     by side (a direction not measured reads "-"), in the order the rows were measured."""
@@ -182,7 +187,7 @@ def print_markdown(rows: list[dict]) -> None:
         if r is None:
             return "-", "-", "-"
         return (f"{r['kplay_pct']:.1f} / {r['eager_pct']:.1f} / {r['compile_pct']:.1f}",
-                f"{r['wins_eager']}/{r['wins_compile']}", f"{r['kplay_ulps']:.2f} / {r['eager_ulps']:.3g}")
+                f"{r['wins_eager']}/{r['wins_compile']}", f"{ulps(r['kplay_ulps'])} / {r['eager_ulps']:.3g}")
     by_key: dict[tuple, dict] = {}
     for r in rows:
         by_key.setdefault((r["op"], r["shape"], r["dtype"]), {})[r["direction"]] = r
@@ -218,7 +223,7 @@ def main() -> int:
     rows_out = []
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; medians in % of a same-run copy of the bytes "
           f"moved, {args.rounds} interleaved rounds; wins: rounds kplay beat eager / compile; ulps against float64")
-    print(f"{'op':<25}{'shape':<19}{'dtype':<6}{'dir':<9}{'kplay':>7}{'eager':>7}{'compile':>8}{'wins':>7}"
+    print(f"{'op':<28}{'shape':<19}{'dtype':<6}{'dir':<9}{'kplay':>7}{'eager':>7}{'compile':>8}{'wins':>7}"
           f"{'copy ms':>9}{'ulps k/e':>10}      cli")
     for op in args.ops.split(","):
         for direction in args.directions.split(","):
@@ -236,9 +241,9 @@ def main() -> int:
                                      "cli": cli})
                     cli_text = (cli.get("error", "")[:60] or f"{cli['pct']:.1f} {cli['verdict']} {cli['config']}"
                                 if cli else "")
-                    print(f"{op:<25}{shape:<19}{dtype:<6}{direction:<9}{t['kplay_pct']:>7.1f}{t['eager_pct']:>7.1f}"
+                    print(f"{op:<28}{shape:<19}{dtype:<6}{direction:<9}{t['kplay_pct']:>7.1f}{t['eager_pct']:>7.1f}"
                           f"{t['compile_pct']:>8.1f}{t['wins_eager']:>3}/{t['wins_compile']:<3}{t['copy_ms']:>9.4f}"
-                          f"{t['kplay_ulps']:>6.2f}/{t['eager_ulps']:<8.3g} {cli_text}", flush=True)
+                          f" {ulps(t['kplay_ulps']):>8}/{t['eager_ulps']:<8.3g} {cli_text}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows_out, f, indent=1)
