@@ -16,6 +16,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct State {
   bool crashes = false;  // report_crashes() was called
   Expiry expiry;
   std::map<unsigned long long, Entry> waits;  // ids grow: the first is the oldest
+  // The last device wait to end: a kernel still runs on PoCL's threads after its launch's wait, and
+  // may fault before the host's next wait begins (a loaded machine widens that gap).
+  std::optional<Entry> last_device;
   unsigned long long next_id = 1;
   bool thread_started = false;
 };
@@ -188,6 +192,9 @@ void report_crash() {
         e = &entry;
         break;
       }
+  // No wait at all, on another thread than the last device wait's: that wait's kernel, still
+  // running (a fault on that thread itself, outside any wait, is kplay's own).
+  if (!e && s.waits.empty() && s.last_device && s.last_device->tid != tid) e = &*s.last_device;
   const char* name = ::strsignal(signal);
   std::string message =
       (e && e->on == WaitFor::compiler ? "the compiler crashed (signal " : "the kernel crashed (signal ") +
@@ -262,7 +269,10 @@ Wait::~Wait() {
   if (id_ == 0) return;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.waits.erase(id_);
+  const auto it = s.waits.find(id_);
+  if (it == s.waits.end()) return;
+  if (it->second.on == WaitFor::device) s.last_device = it->second;
+  s.waits.erase(it);
 }
 
 Activity::Activity(std::string label, std::function<bool(const Failure&)> on_failure)
