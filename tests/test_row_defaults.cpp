@@ -94,6 +94,27 @@ TEST_CASE(
     CHECK(lb128.grid == (cuda ? GridPolicy::grid_stride : GridPolicy::one_shot));
     CHECK(default_row_config(row_spec("softmax", Dtype::f32, Direction::backward), 128, lim).per_thread ==
           (cuda ? 1 : 4));
+    // The float32 torch tier on CUDA (float math): softmax's forward four vectors a thread (eight
+    // from 4096 columns), log_softmax's backward two; its forward, and every tier on other backends,
+    // the exact kernel's layout.
+    const KernelSpec tf = row_spec("softmax(accuracy=torch)", Dtype::f32, Direction::forward);
+    const KernelSpec tlb = row_spec("log_softmax(accuracy=torch)", Dtype::f32, Direction::backward);
+    for (std::uint64_t cols : {128ull, 1024ull, 4096ull}) {
+      INFO(cols << " columns at torch's accuracy, " << lim.backend);
+      const KernelConfig t = default_row_config(tf, cols, lim);
+      const KernelConfig e = default_row_config(f, cols, lim);
+      CHECK(t.per_thread == (cuda ? (cols >= 4096 ? 8 : 4) : e.per_thread));
+      CHECK(t.grid == e.grid);
+      CHECK(row_capacity(t) >= cols);
+      CHECK_NOTHROW(row_launch_dims(tf, resolve_config(tf, t, lim), 1000, cols, lim));
+      const KernelConfig tb = default_row_config(tlb, cols, lim);
+      CHECK(tb.per_thread == (cuda ? 2 : default_row_config(lb, cols, lim).per_thread));
+      CHECK(tb.grid == default_row_config(lb, cols, lim).grid);
+      CHECK(row_capacity(tb) >= cols);
+      CHECK_NOTHROW(row_launch_dims(tlb, resolve_config(tlb, tb, lim), 1000, cols, lim));
+      const KernelSpec tlf = row_spec("log_softmax(accuracy=torch)", Dtype::f32, Direction::forward);
+      CHECK(default_row_config(tlf, cols, lim) == default_row_config(lf32, cols, lim));
+    }
     // float64 keeps the one-shot grid on every backend.
     CHECK(default_row_config(row_spec("softmax", Dtype::f64, Direction::forward), 128, lim).grid ==
           GridPolicy::one_shot);

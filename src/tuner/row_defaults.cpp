@@ -125,12 +125,24 @@ KernelConfig default_row_config(const KernelSpec& spec, std::uint64_t cols, cons
     const bool persistent = (cuda_forward || cuda_backward_rows) && spec.dtype != Dtype::f64;
     constexpr std::uint64_t kLogForwardElements = 32;
     constexpr int kLogForwardThreads = 8;
-    const bool log_narrow_backward = log_rows && spec.direction == Direction::backward && narrow;
-    const std::uint64_t backward_aim = !warp_rows         ? (log_narrow_backward ? 2 : kRegisterVectors)
+    // The float32 torch tier (accuracy=torch) computes in float: softmax's and softmin's forward keeps
+    // float terms where the exact kernel keeps doubles, so that a thread holds four vectors in the
+    // registers two took (eight from rows of 1024 vectors), and log_softmax's backward takes 16-bit's
+    // two vectors a thread. An H100 (`kplay bench --no-db --compare`, three rounds, % of copy):
+    // softmax's 65536x128 98.8 against 97.4 at two, 32768x1024 97.0 against 95.3, 16384x4096 95.8
+    // against 95.6 (four: 95.0); log_softmax's backward 32768x1024 95.7 against 92.4 at four,
+    // 16384x4096 96.7 against 94.0 (65536x128, rows a warp holds, already two: 98.3 against 97.1 at
+    // four); its forward keeps the exact kernel's 32 elements (97.0 against 95.0 at 16).
+    const bool tier = limits.backend == "cuda" && row_torch_tier(spec);
+    const bool log_float_backward = log_rows && spec.direction == Direction::backward && (narrow || tier);
+    const bool tier_forward = tier && spec.direction == Direction::forward && !log_forward;
+    constexpr std::uint64_t kTierWideVectors = 1024;
+    const std::uint64_t backward_aim = !warp_rows         ? (log_float_backward ? 2 : kRegisterVectors)
                                        : log_f32_backward ? 2
                                                           : 1;
     const std::uint64_t aim = spec.direction == Direction::backward  ? backward_aim
                               : log_forward                          ? kLogForwardElements / c.vec
+                              : tier_forward                         ? (vecs >= kTierWideVectors ? 8 : 4)
                               : persistent || (narrow && vecs >= 64) ? 2
                                                                      : 1;
     int threads = 1;
