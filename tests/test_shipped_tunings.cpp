@@ -334,6 +334,21 @@ TEST_CASE(
   CHECK(c.layer == "user");
   CHECK(c.config.row == RowStrategy::registers);
   CHECK(c.config.block == 128);
+  // The torch tier's forward kernel (float terms) borrows none of the exact kernel's tunings: the
+  // row default, until it has one of its own.
+  const KernelSpec tier = spec("softmax(accuracy=torch)");
+  c = choose_row_config(&db, engine, tier, 2048, 512, &off.tunings);
+  CHECK(c.layer == "model");
+  CHECK(c.config == default_row_config(tier, 512, gpu.limits()));
+  TuningRecord own = record(a, "softmax(accuracy=torch)", Dtype::f32, Direction::forward, 1 << 20, 128);
+  own.best.row = RowStrategy::registers;
+  own.best.per_thread = 1;
+  own.best.grid = GridPolicy::grid_stride;
+  own.best.waves = 1;
+  db.save_tuning(own);
+  c = choose_row_config(&db, engine, tier, 2048, 512, &off.tunings);
+  CHECK(c.layer == "user");
+  CHECK(c.config == own.best);
   // Rows of 300 still fill more than half of its slots; rows of 128 would leave 3 threads of 4
   // idle: the row default, sized to them.
   CHECK(choose_row_config(&db, engine, softmax, 8192, 300, &off.tunings).layer == "user");

@@ -52,12 +52,15 @@ ConfigChoice from_shipped(const KernelSpec& spec, const TuningRecord& r, const r
 // kernel's (the same loads and stores, less math: at one wave the tier of tanh and hardswish is
 // fastest with two vectors a thread where the exact kernel takes one, docs/benchmarks.md). Where
 // the tier has no backward kernel of its own, its backward is the exact kernel, and takes the
-// exact text's alone (tuning_spec).
+// exact text's alone (tuning_spec). A row activation's tier kernel borrows nothing: it keeps float
+// terms where the exact kernel keeps doubles, so that its registers hold twice the vectors, and the
+// row model gives it its own layout (row_defaults.cpp).
 std::vector<KernelSpec> tuned_as(const KernelSpec& spec) {
   KernelSpec t = tuning_spec(spec);  // a tier's backward without a kernel of its own: the exact text alone
   t.out = OutDtype::same;
   std::vector<KernelSpec> out{t};
-  if (const ResolvedActivation a = resolve_activation(spec.activation); a.torch_tier()) {
+  if (const ResolvedActivation a = resolve_activation(spec.activation);
+      a.torch_tier() && !(a.is_row() && a.torch_tier_kernel(spec.direction))) {
     t.activation = a.exact_canonical();
     out.push_back(t);
   }
