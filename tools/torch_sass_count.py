@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torch's own float32 activation kernels, counted as tools/sass_count.sh counts kplay's: the issue
 slots an element of the math costs, from the sm_90 SASS in the installed torch wheel. This is the
-other side of docs/activations.md's "Static cost beside torch": at one wave (2^20 float32 elements
+other side of docs/activations.md's "Beside torch's own kernels": at one wave (2^20 float32 elements
 on an H200) a kernel's time is the copy's plus its issue slots, so the difference between these
 figures and kplay's is what a bound costs there.
 
@@ -28,9 +28,9 @@ import sys
 import tempfile
 
 VEC = "29vectorized_elementwise_kernelILi4E"
-# (activation, direction) -> substrings naming torch's float32 kernel. In torch's dispatch the
-# float case is the second lambda (UlvE0_: double, float, half, bfloat16); gelu's outer lambda is
-# the approximation (UlvE_: tanh, UlvE0_: erf). elu, celu and selu share elu's kernel.
+# (activation, direction) -> substrings naming torch's float32 kernel. torch's dispatch numbers its
+# lambdas by dtype (UlvE_ double, UlvE0_ float, UlvE1_ half, UlvE2_ bfloat16); gelu's outer lambda
+# is the approximation (UlvE_ tanh, UlvE0_ erf). elu, celu and selu share elu's kernel.
 KERNELS = {
     ("silu", "forward"): ["silu_kernelE", "UlfE"],
     ("sigmoid", "forward"): ["sigmoid_kernel_cuda", "UlfE"],
@@ -102,11 +102,20 @@ def main() -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("acts", nargs="*")
     a = ap.parse_args()
+    wanted = [k for k in KERNELS if not a.acts or k[0] in a.acts or f"{k[0]}:{k[1]}" in a.acts]
+    unknown = [v for v in a.acts if not any(v in (k[0], f"{k[0]}:{k[1]}") for k in KERNELS)]
+    if unknown:
+        names = ", ".join(dict.fromkeys(k[0] for k in KERNELS))
+        ap.error(f"no row {', '.join(unknown)}; the rows: {names} (ACT or ACT:forward|backward)")
     lib = a.lib
     if not lib:
-        import torch
+        try:
+            import torch
+        except ImportError:
+            ap.error("torch is not installed here: pass --lib PATH/libtorch_cuda.so")
         lib = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so")
-    wanted = [k for k in KERNELS if not a.acts or k[0] in a.acts or f"{k[0]}:{k[1]}" in a.acts]
+    if not os.path.isfile(lib):
+        ap.error(f"no {lib} (a CPU-only torch has none): pass --lib PATH/libtorch_cuda.so")
     pats = {k: KERNELS[k] for k in wanted}
     pats.update({("skeleton", d): p for d, p in SKELETON.items()})
     cuobjdump, nvdisasm = tool("CUOBJDUMP", "cuobjdump"), tool("NVDISASM", "nvdisasm")
