@@ -583,6 +583,40 @@ TEST_SUITE("opencl") {
     CHECK(p.verify(true).mismatches == 0);
   }
 
+  TEST_CASE("OpenCL: a problem of ordinary inputs holds no special value and checks; kplay run times on such") {
+    rt::Backend& be = opencl_backend();
+    Engine engine(be);
+    KernelSpec s;
+    s.activation = "sigmoid";
+    s.direction = Direction::backward;
+    for (bool ordinary : {false, true}) {
+      ProblemShape shape;
+      shape.n = 5000;
+      shape.seed = test::fresh_seed();
+      shape.ordinary = ordinary;
+      Problem p(be, s, shape);
+      std::vector<float> g(shape.n), x(shape.n);
+      be.download(g.data(), p.in0(), shape.n * sizeof(float));
+      be.download(x.data(), p.in1(), shape.n * sizeof(float));
+      auto outside = [](const std::vector<float>& v) {
+        return std::count_if(v.begin(), v.end(), [](float e) { return !(std::fabs(e) < 8.0f); });
+      };
+      CHECK((outside(x) > 0) == !ordinary);
+      CHECK((outside(g) > 0) == !ordinary);
+      auto k = engine.prepare(s, {});
+      p.launch(engine, *k);
+      be.synchronize();
+      const ErrorStats e = p.verify(false);
+      INFO(e.summary());
+      CHECK(e.checked == shape.n);
+      CHECK(e.mismatches == 0);
+    }
+    const test::CliResult r = test::run_cli("run --backend opencl --act silu --n 4096 --no-db --repeat 2");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.has("timed:  on ordinary inputs"));
+  }
+
   TEST_CASE("OpenCL: time_ms measures the enqueued commands with profiling events") {
     rt::Backend& be = opencl_backend();
     Engine engine(be);

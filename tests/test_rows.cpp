@@ -719,7 +719,7 @@ TEST_SUITE("opencl") {
       ps.rows = 16;
       ps.n = 16 * 100;
       ps.seed = 7;
-      ps.ordinary_rows = ordinary;
+      ps.ordinary = ordinary;
       const auto problem = make_problem(*be, spec, ps);
       problem->launch(engine, *kernel);
       be->synchronize();

@@ -7,9 +7,12 @@
 #include <string>
 #include <tuple>
 
+#include "check/problem.hpp"
+#include "codegen/template_store.hpp"
 #include "device_fixture.hpp"
 #include "hopper_device.hpp"
 #include "kplay/error.hpp"
+#include "temp_templates.hpp"
 #include "tuner/config_lookup.hpp"
 #include "tuner/default_model.hpp"
 #include "tuner/search_space.hpp"
@@ -208,6 +211,28 @@ TEST_SUITE("opencl") {
     KernelSpec other = spec;
     other.dtype = Dtype::bf16;
     CHECK(choose_config(&db, engine, other, 60000).source.find("built-in default") != std::string::npos);
+  }
+
+  TEST_CASE("OpenCL: the tuner verifies on the check's inputs what it times on ordinary ones") {
+    // relu as a plain `x > 0 ? x : 0`, which turns NaN into 0: right on every ordinary input, which
+    // holds no NaN, and wrong on the check's, which do.
+    test::TempTemplates templates;
+    std::string relu = template_text("activations/relu.h");
+    const std::string keeps_nan = "(x > KP_LIT(0.0) || x != x)";
+    REQUIRE(relu.find(keeps_nan) != std::string::npos);
+    relu.replace(relu.find(keeps_nan), keeps_nan.size(), "(x > KP_LIT(0.0))");
+    templates.write("activations/relu.h", relu);
+    OpenClTuning t;
+    KernelSpec spec;
+    spec.activation = "relu";
+    ProblemShape ordinary;
+    ordinary.n = 50000;
+    ordinary.ordinary = true;
+    const auto p = make_problem(t.engine.backend(), spec, ordinary);
+    p->launch(t.engine, *t.engine.prepare(spec, {}));
+    t.engine.backend().synchronize();
+    CHECK(p->verify(false).mismatches == 0);
+    CHECK_THROWS_AS(tune(t.engine, t.db, spec, short_run(50000, "local", 3)), Error);
   }
 
   TEST_CASE("OpenCL: an accuracy=torch kernel takes the exact kernel's tuning until it is tuned on its own") {

@@ -35,6 +35,44 @@ TEST_CASE("inputs are fresh per seed, reproducible, mixed-sign, and lead with th
   CHECK(negzero);
 }
 
+TEST_CASE("ordinary inputs keep the mix of signs and tiny magnitudes, and leave out the specials and tails") {
+  for (InputStream stream : {InputStream::x, InputStream::grad, InputStream::b}) {
+    int negative = 0, positive = 0, tiny = 0, same = 0, beyond = 0;
+    for (std::uint64_t i = 0; i < 10000; ++i) {
+      const double o = generate_input(Dtype::f32, 5, stream, i, true);
+      REQUIRE(std::isfinite(o));
+      REQUIRE(std::fabs(o) < 8.0);
+      negative += o < 0;
+      positive += o > 0;
+      tiny += o != 0 && std::fabs(o) < 1e-3;
+      const double c = generate_input(Dtype::f32, 5, stream, i);
+      same += o == c;
+      beyond += !(std::fabs(c) < 8.0);  // the check's own stream: specials (NaN too) and tails
+    }
+    CHECK(negative > 3000);
+    CHECK(positive > 3000);
+    CHECK(tiny > 500);
+    CHECK(same > 7000);   // the ordinary values where the check has them
+    CHECK(beyond > 300);  // what ordinary leaves out
+  }
+}
+
+TEST_CASE("a reference problem of ordinary inputs plants no special value, edge or gated pair") {
+  KernelSpec s;
+  s.activation = "gated(softplus)";
+  s.dtype = Dtype::f32;
+  ReferenceProblem check(s, 3), ordinary(s, 3);
+  ordinary.ordinary = true;
+  REQUIRE_FALSE(check.pairs.empty());
+  bool special = false;
+  for (std::uint64_t i = 0; i < special_value_count() + check.edges.size() + check.pairs.size(); ++i) {
+    special |= !(std::fabs(check.x(i)) < 8.0) || !(std::fabs(check.b(i)) < 8.0);
+    CHECK(std::fabs(ordinary.x(i)) < 8.0);
+    CHECK(std::fabs(ordinary.b(i)) < 8.0);
+  }
+  CHECK(special);
+}
+
 TEST_CASE("gradients are never infinite") {
   for (std::uint64_t i = 0; i < 5000; ++i)
     for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64})

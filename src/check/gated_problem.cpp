@@ -45,6 +45,7 @@ class GatedProblem : public DeviceProblem {
     gated_dims(shape_, rows_, d_);
     backward_ = spec.direction == Direction::backward;
     ref_.scale = shape.scale;
+    ref_.ordinary = shape.ordinary;
     if (spec.out != OutDtype::same && !(shape.scale > 0 && shape.scale < HUGE_VAL))
       throw Error(ErrorCode::invalid_argument, "the FP8 scale must be a finite number above 0");
     if (spec.out != OutDtype::same && shape.in_place)

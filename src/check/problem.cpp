@@ -20,6 +20,7 @@ Problem::Problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShap
   const bool backward = spec.direction == Direction::backward;
   if (shape_.in_place) shape_.in_offset = shape_.out_offset;
   if (shape_.n > 2 * kInputPeriod) ref_.period = kInputPeriod;
+  ref_.ordinary = shape_.ordinary;
   out_ = rt::DeviceBuffer(backend_, (shape_.out_offset + shape_.n + kGuardElements) * esize_);
   if (!shape_.in_place) in0_ = rt::DeviceBuffer(backend_, (shape_.in_offset + shape_.n) * esize_);
   if (backward) in1_ = rt::DeviceBuffer(backend_, (shape_.in_offset + shape_.n) * esize_);

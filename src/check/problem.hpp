@@ -34,11 +34,14 @@ struct ProblemShape {
   // prelu only: the weight's length (1: one weight in all) and the elements after the channel's
   // position (the product of the dimensions after dim 1); n is a multiple of their product.
   std::uint64_t channels = 1, inner = 1;
-  // Row activations only: every row of the ordinary kind (mixed values in [-8, 8)), as a model's
-  // rows are, where a checked problem cycles through edge rows (NaN, infinities, extremes, a
-  // cancelling gradient) that send some kernels down their exact paths: what kplay run and bench
-  // time, so that a row kernel's figure is its speed on data.
-  bool ordinary_rows = false;
+  // Ordinary inputs, as a model's are: what kplay run, bench and the tuner time, so that a
+  // kernel's figure is its speed on data. A checked problem plants specials (NaN, infinities,
+  // extremes), edges and tails among its values, and row problems cycle through edge rows (a
+  // cancelling gradient too); these send some kernels down slow or exact paths. Ordinary:
+  // element-wise and gated problems draw values in [-8, 8) and tiny magnitudes alone
+  // (generate_input's `ordinary`), row problems ordinary rows alone; prelu and rrelu keep their
+  // check's inputs.
+  bool ordinary = false;
 };
 
 // One problem on the device, as `kplay run`, the tuner and the tests use it: element-wise

@@ -77,7 +77,7 @@ double largest(Dtype d) {
   }
 }
 
-// The kind of row p: every kind in turn, or (shape.ordinary_rows) the ordinary kind alone.
+// The kind of row p: every kind in turn, or (shape.ordinary) the ordinary kind alone.
 std::uint64_t row_kind(std::uint64_t p, bool ordinary) { return ordinary ? 0 : p % kRowKinds; }
 
 // Row `p` of the forward input, of kind `kind`, rounded to the dtype.
@@ -212,7 +212,7 @@ class RowProblem : public DeviceProblem {
   std::string note() const override {
     return "rows: " + std::to_string(rows_) + " of " + std::to_string(cols_) + " elements" +
            (inner_ > 1 ? " (strided: " + std::to_string(inner_) + " apart)" : std::string()) +
-           (shape_.ordinary_rows
+           (shape_.ordinary
                 ? std::string(", every row ordinary")
                 : ", every 9th of a kind: ordinary, wide spread, +inf, NaN, all -inf, some -inf, extremes, constant, "
                   "deep" +
@@ -304,7 +304,7 @@ class RowProblem : public DeviceProblem {
     for (std::uint64_t i = 0; i < cols_; ++i) y[i] = round_to(spec_.dtype, static_cast<double>(yl[i]));
     return y;
   }
-  std::uint64_t kind(std::uint64_t p) const { return row_kind(p, shape_.ordinary_rows); }
+  std::uint64_t kind(std::uint64_t p) const { return row_kind(p, shape_.ordinary); }
   std::vector<double> gradient(std::uint64_t p, const std::vector<double>& y) const {
     return gradient_row(spec_.dtype, shape_.seed, p, cols_, kind(p), act_.act->row_form, y);
   }

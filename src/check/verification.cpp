@@ -72,7 +72,7 @@ int mantissa_bits(Dtype d) {
 
 std::size_t special_value_count() { return sizeof(kSpecials) / sizeof(kSpecials[0]); }
 
-double generate_input(Dtype dtype, std::uint64_t seed, InputStream stream, std::uint64_t i) {
+double generate_input(Dtype dtype, std::uint64_t seed, InputStream stream, std::uint64_t i, bool ordinary) {
   const std::uint64_t base = splitmix64(seed ^ (static_cast<std::uint64_t>(stream) * 0xd1b54a32d192ed03ull));
   const std::size_t nspecial = special_value_count();
   // Incoming gradients are finite or NaN: an infinite gradient times a derivative that underflows
@@ -81,10 +81,11 @@ double generate_input(Dtype dtype, std::uint64_t seed, InputStream stream, std::
     const double r = round_to(dtype, v);
     return (stream == InputStream::grad && std::isinf(r)) ? round_to(dtype, 1e4) : r;
   };
-  if (i < nspecial) return finish(kSpecials[i]);
+  if (i < nspecial && !ordinary) return finish(kSpecials[i]);
   const std::uint64_t u = splitmix64(base + i * 0x9e3779b97f4a7c15ull);
   const std::uint64_t v = splitmix64(u);
-  const unsigned cat = static_cast<unsigned>(u & 63u);
+  unsigned cat = static_cast<unsigned>(u & 63u);
+  if (ordinary && (cat == 0 || (cat >= 12 && cat < 16))) cat = 16;  // no special, no tail
   double x;
   if (cat == 0) {
     x = kSpecials[(u >> 8) % nspecial];
@@ -152,6 +153,7 @@ ReferenceProblem::ReferenceProblem(const KernelSpec& s, std::uint64_t sd)
 
 double ReferenceProblem::x(std::uint64_t i) const {
   if (period) i %= period;
+  if (ordinary) return generate_input(spec.dtype, seed, InputStream::x, i, true);
   const std::size_t nspecial = special_value_count();
   if (i >= nspecial && i - nspecial < edges.size()) return edges[i - nspecial];
   if (i >= nspecial + edges.size() && i - nspecial - edges.size() < pairs.size())
@@ -160,13 +162,14 @@ double ReferenceProblem::x(std::uint64_t i) const {
 }
 
 double ReferenceProblem::grad(std::uint64_t i) const {
-  return generate_input(spec.dtype, seed, InputStream::grad, period ? i % period : i);
+  return generate_input(spec.dtype, seed, InputStream::grad, period ? i % period : i, ordinary);
 }
 
 double ReferenceProblem::in0(std::uint64_t i) const { return spec.direction == Direction::forward ? x(i) : grad(i); }
 
 double ReferenceProblem::b(std::uint64_t i) const {
   if (period) i %= period;
+  if (ordinary) return generate_input(spec.dtype, seed, InputStream::b, i, true);
   const std::size_t nspecial = special_value_count();
   // The special values in the reverse order of a's: each special a meets another special b.
   if (i >= nspecial + edges.size() && i - nspecial - edges.size() < pairs.size())

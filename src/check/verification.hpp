@@ -29,8 +29,12 @@ namespace kplay {
 // incoming gradient, and a gated activation's second operand b.
 enum class InputStream : std::uint64_t { x = 1, grad = 2, b = 3 };
 
-// Element `i` of `stream`, already rounded to `dtype`.
-double generate_input(Dtype dtype, std::uint64_t seed, InputStream stream, std::uint64_t i);
+// Element `i` of `stream`, already rounded to `dtype`: the special values first, then a mix of
+// tiny magnitudes, tails to +-128, specials, and most in [-8, 8). `ordinary`: the tiny magnitudes
+// and [-8, 8) alone, as a model's activations are, for timing: the specials and tails send some
+// kernels down slow paths (an IEEE division's out-of-range case, an overflowing exp), and one such
+// element in 64 reaches nearly every warp, which no model's data does.
+double generate_input(Dtype dtype, std::uint64_t seed, InputStream stream, std::uint64_t i, bool ordinary = false);
 
 // Number of special values planted at the start of each stream.
 std::size_t special_value_count();
@@ -72,6 +76,8 @@ struct ReferenceProblem {
   // Inputs repeat every `period` elements (0: never), so a large problem is generated once on the
   // host and replicated on the device (Problem); element i holds the values of i % period.
   std::uint64_t period = 0;
+  // Ordinary inputs (generate_input's `ordinary`): no specials, edges or gated pairs planted.
+  bool ordinary = false;
   explicit ReferenceProblem(const KernelSpec& s, std::uint64_t seed);
   // The reference, in long double for float64 (a double one would measure its own rounding with
   // the kernel's), in double for the other dtypes (29 bits and more beyond theirs, and long

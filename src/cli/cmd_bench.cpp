@@ -260,13 +260,11 @@ class BenchCommand : public Command {
         if (k == 0) throw;
         throw Error(e.code(), "--compare '" + choices[k].source + "': " + e.what());
       }
-    // A row activation is timed on ordinary rows (ProblemShape::ordinary_rows), not the check's
-    // edge rows, which send some kernels down their exact paths; the checked problem goes first.
-    if (row) {
-      shape.ordinary_rows = true;
-      problems[0].reset();
-      problems[0] = make_problem(be, spec, shape);
-    }
+    // Timed on ordinary inputs (ProblemShape::ordinary), not the check's specials, tails and edge
+    // rows, which send some kernels down slow or exact paths; the checked problem goes first.
+    shape.ordinary = true;
+    problems[0].reset();
+    problems[0] = make_problem(be, spec, shape);
     const std::size_t set_count = buffer_sets(be.info(), problems[0]->bytes_moved());
     for (std::size_t i = 1; i < set_count; ++i) {
       shape.seed = 1 + i;

@@ -302,11 +302,11 @@ class RunCommand : public Command {
         if (part.n == 0) continue;
         // Timed over enough sets of buffers to cover 4x the L2 (the checked set and others of its
         // shape), as kplay bench times: a problem that fits in L2 is then timed from memory, and so
-        // is its copy. A row activation's sets hold ordinary rows (ProblemShape::ordinary_rows), not
-        // the check's edge rows: the checked problem is freed and an ordinary one takes its place.
-        if (row) {
+        // is its copy. The sets hold ordinary inputs (ProblemShape::ordinary), not the check's
+        // specials, tails and edge rows: the checked problem is freed and an ordinary one takes its place.
+        {
           ProblemShape ordinary = part;
-          ordinary.ordinary_rows = true;
+          ordinary.ordinary = true;
           problem.reset();
           problem = make_problem(*backend, spec, ordinary);
         }
@@ -317,7 +317,7 @@ class RunCommand : public Command {
         more.reserve(nsets);
         for (std::size_t k = 1; k < nsets; ++k) {
           ProblemShape other = part;
-          other.ordinary_rows = row;
+          other.ordinary = true;
           other.seed = part.seed + 0x9e3779b97f4a7c15ull * k;
           more.push_back(make_problem(*backend, spec, other));
           sets.push_back(more.back().get());
@@ -359,7 +359,11 @@ class RunCommand : public Command {
           b.copy.median_ms, of, plan.repeats, b.copy.min_ms, b.copy.max_ms, b.copy_gbps, b.copy_bytes / 1e9);
       if (buffer_set_count > 1)
         std::printf("sets:   each sample over %zu sets of buffers (4x the L2), times per set\n", buffer_set_count);
-      if (row) std::printf("timed:  on ordinary rows, not the check's edge rows (some take a kernel's exact path)\n");
+      if (row)
+        std::printf("timed:  on ordinary rows, not the check's edge rows (some take a kernel's exact path)\n");
+      else if (resolve_activation(spec.activation).slope == SlopeForm::none)
+        std::printf(
+            "timed:  on ordinary inputs in [-8, 8), not the check's specials and tails (some take a slow path)\n");
       std::printf("ratio:  %.1f %% of copy bandwidth\n", 100.0 * b.ratio);
     }
     return status;
