@@ -71,7 +71,7 @@ class Bench {
     // slow or exact paths (an IEEE division's out-of-range case reaches nearly every warp), which
     // would weigh on a candidate's time as no model's data does. Both problems stay allocated,
     // where three sets fit in the device's memory (the timed one, the checked one, the copy's
-    // destination); above that (float64's backward at 2^30 elements and more on 80 GB) the
+    // destination); above that (float64's backward beyond 2^30 elements on 80 GB) the
     // checked problem is timed too.
     const std::uint64_t memory = engine.backend().info().memory_bytes;
     const std::uint64_t set_bytes = problems_[0]->bytes_moved();
