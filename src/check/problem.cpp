@@ -36,6 +36,10 @@ rt::DevicePtr Problem::in1() const {
 
 rt::KernelArgs Problem::args() const { return flat_args(out(), in0(), in1(), shape_.n); }
 
+bool has_ordinary_inputs(const KernelSpec& spec) {
+  return resolve_activation(spec.activation).slope == SlopeForm::none;
+}
+
 std::unique_ptr<DeviceProblem> make_problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape) {
   const ResolvedActivation act = resolve_activation(spec.activation);
   if (act.gated) return make_gated_problem(backend, spec, shape);

@@ -140,6 +140,10 @@ std::unique_ptr<DeviceProblem> make_row_problem(rt::Backend& backend, const Kern
 // that does not divide (n not rows times an even number).
 std::unique_ptr<DeviceProblem> make_problem(rt::Backend& backend, const KernelSpec& spec, const ProblemShape& shape);
 
+// Whether ProblemShape::ordinary changes a problem of `spec` (every form but prelu and rrelu): where
+// it does not, the checked problem is the timed one, not made again.
+bool has_ordinary_inputs(const KernelSpec& spec);
+
 // A gated problem's rows and d from its shape (rows 0: one row), checked: Error(invalid_argument)
 // naming what does not divide.
 void gated_dims(const ProblemShape& shape, std::uint64_t& rows, std::uint64_t& d);

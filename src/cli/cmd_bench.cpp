@@ -262,9 +262,11 @@ class BenchCommand : public Command {
       }
     // Timed on ordinary inputs (ProblemShape::ordinary), not the check's specials, tails and edge
     // rows, which send some kernels down slow or exact paths; the checked problem goes first.
-    shape.ordinary = true;
-    problems[0].reset();
-    problems[0] = make_problem(be, spec, shape);
+    if (has_ordinary_inputs(spec)) {
+      shape.ordinary = true;
+      problems[0].reset();
+      problems[0] = make_problem(be, spec, shape);
+    }
     const std::size_t set_count = buffer_sets(be.info(), problems[0]->bytes_moved());
     for (std::size_t i = 1; i < set_count; ++i) {
       shape.seed = 1 + i;

@@ -304,7 +304,7 @@ class RunCommand : public Command {
         // shape), as kplay bench times: a problem that fits in L2 is then timed from memory, and so
         // is its copy. The sets hold ordinary inputs (ProblemShape::ordinary), not the check's
         // specials, tails and edge rows: the checked problem is freed and an ordinary one takes its place.
-        {
+        if (has_ordinary_inputs(spec)) {
           ProblemShape ordinary = part;
           ordinary.ordinary = true;
           problem.reset();
@@ -361,7 +361,7 @@ class RunCommand : public Command {
         std::printf("sets:   each sample over %zu sets of buffers (4x the L2), times per set\n", buffer_set_count);
       if (row)
         std::printf("timed:  on ordinary rows, not the check's edge rows (some take a kernel's exact path)\n");
-      else if (resolve_activation(spec.activation).slope == SlopeForm::none)
+      else if (has_ordinary_inputs(spec))
         std::printf(
             "timed:  on ordinary inputs in [-8, 8), not the check's specials and tails (some take a slow path)\n");
       std::printf("ratio:  %.1f %% of copy bandwidth\n", 100.0 * b.ratio);

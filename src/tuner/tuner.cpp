@@ -71,11 +71,12 @@ class Bench {
     // slow or exact paths (an IEEE division's out-of-range case reaches nearly every warp), which
     // would weigh on a candidate's time as no model's data does. Both problems stay allocated,
     // where three sets fit in the device's memory (the timed one, the checked one, the copy's
-    // destination); above that (float64's backward beyond 2^30 elements on 80 GB) the
-    // checked problem is timed too.
+    // destination); above that (float64's backward beyond 2^30 elements on 80 GB), and for prelu
+    // and rrelu, whose inputs have no ordinary form, the checked problem is timed too.
     const std::uint64_t memory = engine.backend().info().memory_bytes;
     const std::uint64_t set_bytes = problems_[0]->bytes_moved();
-    if (resolve_activation(spec.activation).is_row() || memory == 0 || set_bytes <= memory / 3) {
+    const bool fits = memory == 0 || set_bytes <= memory / 3;
+    if (resolve_activation(spec.activation).is_row() || (has_ordinary_inputs(spec) && fits)) {
       checked_ = std::move(problems_[0]);
       shape.ordinary = true;
       problems_[0] = make_problem(engine.backend(), spec, shape);
