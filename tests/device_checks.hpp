@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "check/problem.hpp"
+#include "codegen/config_validation.hpp"
 #include "device_fixture.hpp"
 #include "engine/engine.hpp"
 #include "spec/activations.hpp"
@@ -78,6 +79,10 @@ inline ErrorStats run_problem(Engine& engine, const KernelSpec& spec, const Kern
   const Layout layout = strided ? Layout::strided : Layout::flat;
   if (KernelWarmup* w = active_warmup()) {
     w->jobs.push_back({&engine, spec, config, layout});
+    // A misaligned offset sends a flat kernel's launch to its general twin, which the engine
+    // prepares from the resolved config (Engine::kernel_for): that one too.
+    if (layout == Layout::flat && config.flat && (shape.in_offset || shape.out_offset))
+      w->jobs.push_back({&engine, spec, resolve_config(spec, config, engine.backend().limits()), Layout::general});
     if (outputs) *outputs = 0;
     return ErrorStats(spec.dtype, 0);
   }

@@ -22,7 +22,9 @@ TEST_SUITE("cuda") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);
     Engine engine(*be);
-    test::check_backend_kernels(engine, {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64});
+    test::with_kernels_warmed([&] {
+      test::check_backend_kernels(engine, {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::f64});
+    });
   }
 
   TEST_CASE("CUDA: float32 transcendental activations pass by both math paths, double and float-float") {
@@ -34,7 +36,7 @@ TEST_SUITE("cuda") {
       INFO(
           "math path: " << std::string(be->info().fast_fp64 ? "double (fp64_math.h)" : "float-float (precise_math.h)"));
       Engine engine(*be);
-      test::check_backend_f32_transcendentals(engine);
+      test::with_kernels_warmed([&] { test::check_backend_f32_transcendentals(engine); });
     }
     {
       // KPLAY_F32_LEAN=0 is read when a kernel is rendered: the forwards f32_math.h serves (sigmoid,
@@ -43,7 +45,7 @@ TEST_SUITE("cuda") {
       setenv("KPLAY_F32_LEAN", "0", 1);
       Engine engine(*be);
       try {
-        test::check_backend_f32_transcendentals(engine);
+        test::with_kernels_warmed([&] { test::check_backend_f32_transcendentals(engine); });
       } catch (...) {
         unsetenv("KPLAY_F32_LEAN");
         throw;
@@ -63,14 +65,14 @@ TEST_SUITE("cuda") {
     CHECK_FALSE(plain->info().fast_fp64);
     INFO("math path: float-float (precise_math.h), forced by KPLAY_FP64_MATH=0");
     Engine engine(*plain);
-    test::check_backend_f32_transcendentals(engine);
+    test::with_kernels_warmed([&] { test::check_backend_f32_transcendentals(engine); });
   }
 
   TEST_CASE("CUDA: the torch accuracy tier's float32 kernels keep the tier's bounds") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);
     Engine engine(*be);
-    test::check_backend_torch_tier(engine);
+    test::with_kernels_warmed([&] { test::check_backend_torch_tier(engine); });
   }
 
   TEST_CASE("CUDA: the model's config of every activation, dtype and direction passes the checks and runs") {
@@ -84,7 +86,7 @@ TEST_SUITE("cuda") {
     rt::Backend* be = test::shared_backend("cuda");
     REQUIRE(be != nullptr);
     Engine engine(*be);
-    test::check_backend_knobs(engine);
+    test::with_kernels_warmed([&] { test::check_backend_knobs(engine); });
   }
 
   TEST_CASE("CUDA: gated activations, forward and backward, every dtype, layout, pitch, tail and offset") {

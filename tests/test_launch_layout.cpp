@@ -164,6 +164,10 @@ TEST_CASE("engine: flat launches take the flat kernel, others its general twin, 
   CHECK(&engine.kernel_for(*k, flat_args(10, 4)) == k->general.get());
   CHECK(k->general->layout == Layout::general);
   CHECK(k->general->config == k->config);
+  // The twin is the engine's, under the resolved config: a prepare of that finds it, not a compile
+  // (the device suites' warm-up compiles twins ahead so).
+  CHECK(engine.prepare(spec, k->config, Layout::general).get() == k->general.get());
+  CHECK(backend.compiled.size() == 2);
 
   // Pitched rows: the general kernel again, not compiled again.
   rows.ld_out = 128;
