@@ -322,18 +322,9 @@ KernelSpec gated_spec_of(const std::string& text, Dtype dtype, Direction dir) {
 
 // Compiles every (spec, config) on all host cores before the checks launch them one by one.
 void prefetch(Engine& engine, const std::vector<std::pair<KernelSpec, KernelConfig>>& kernels) {
-  std::atomic<std::size_t> next{0};
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
-    pool.emplace_back([&] {
-      for (std::size_t i; (i = next++) < kernels.size();) {
-        try {
-          engine.prepare(kernels[i].first, kernels[i].second);
-        } catch (...) {  // the check that launches it reports the error
-        }
-      }
-    });
-  for (auto& t : pool) t.join();
+  std::vector<KernelWarmup::Job> jobs;
+  for (const auto& [spec, config] : kernels) jobs.push_back({&engine, spec, config, Layout::flat});
+  prepare_in_parallel(jobs);
 }
 
 void check_backend_gated(Engine& engine, const std::vector<Dtype>& dtypes, bool every_dtype) {
