@@ -8,7 +8,8 @@
 #   elsewhere. OUT_DIR: default /tmp/kplay-gpu. CAPABILITY (or KPLAY_ONLY="cap ..."): which to
 #   run, default all, in this order (tools/gpu_check.sh --list prints them):
 #     build     the artefacts are there and start: nvidia-smi, kplay devices, kplay list --texts, the C example
-#     tests     the doctest suites: CUDA, and the device-free unit tests
+#     tests     the doctest suites: CUDA and NVRTC, a process a case (CASE_JOBS at a time, default
+#               8), and the device-free unit tests
 #     accuracy  kplay check: every float32 input forward (on both float32 math paths where the
 #               device computes in double), every 16-bit input both directions, float32 backward
 #               on 2^28 random bit patterns and on every input of its hard windows, the
@@ -104,14 +105,16 @@ run_logged() {
   return "$rc"
 }
 # run_cases NAME CASE...: each kplay_tests case (a name as --list-test-cases prints it) in its own
-# process, all at once, so that they take the time of the longest, not the sum (the CUDA row API
-# case alone takes minutes); logs $LOGS/NAME_I.log, a summary line a case
+# process, CASE_JOBS (default 8) at a time, so that they take about the time of the longest, not the
+# sum (the CUDA row API case alone takes minutes), and no more CUDA contexts and buffers than the
+# GPU's memory holds; logs $LOGS/NAME_I.log, a summary line a case
 run_cases() {
   local name=$1 i=0 t0=$SECONDS tc rc
   shift
-  echo; echo "### $name: $# cases, a process each"
+  echo; echo "### $name: $# cases, a process each, ${CASE_JOBS:-8} at a time"
   for tc in "$@"; do
     i=$((i + 1))
+    while [ "$(jobs -rp | wc -l)" -ge "${CASE_JOBS:-8}" ]; do wait -n; done
     # a comma separates -tc's filters: a case whose name holds one is matched with * there
     (stdbuf -oL -eL "$BIN/kplay_tests" "-tc=${tc//,/*}" >"$LOGS/${name}_$i.log" 2>&1 </dev/null
       echo $? >"$LOGS/${name}_$i.rc") &
@@ -195,9 +198,13 @@ fi
 
 if want tests; then
   heading tests
-  run_logged tests_cuda "$BIN/kplay_tests" --test-suite=cuda
+  # a process a case: the suite in a row outlasts a device call's 10 minutes (the knob matrix alone
+  # compiles some 200 kernels)
+  mapfile -t cuda_cases < <("$BIN/kplay_tests" --list-test-cases --test-suite=cuda,nvrtc 2>/dev/null |
+    grep -vE '^(\[doctest\]|=|$)')
+  run_cases tests_cuda "${cuda_cases[@]}"
   run_logged tests_unit "$BIN/kplay_tests" --test-suite-exclude=nvrtc,cuda,opencl
-  grep -hE '^\[doctest\] (test cases|assertions)' "$LOGS"/tests_*.log >>"$summary"
+  grep -hE '^\[doctest\] (test cases|assertions)' "$LOGS"/tests_unit.log >>"$summary"
 fi
 
 if want accuracy; then
