@@ -823,6 +823,25 @@ TEST_SUITE("opencl") {
     r = test::run_cli("emit --backend opencl --act log_softmax --row online");
     CHECK(r.status == 0);
     CHECK(r.output.find("#define KP_ROW_LOG 1") != std::string::npos);
+    // emit prints the config run launches: a row activation's is that of --shape's rows, and with
+    // --layout strided that of strided rows of the last dimension's length (run's --dim 1 here).
+    auto config_of = [](const std::string& output) {
+      const std::size_t at = output.find("\nconfig: ");
+      return at == std::string::npos ? std::string() : output.substr(at + 1, output.find('\n', at + 1) - at - 1);
+    };
+    for (const auto& [ran, emitted] :
+         std::vector<std::pair<std::string, std::string>>{{"--shape 65536x128", "--shape 65536x128"},
+                                                          {"--shape 16x3000", "--shape 16x3000"},
+                                                          {"--shape 2x6x5 --dim 1", "--shape 10x6 --layout strided"}}) {
+      const std::string common = "--backend opencl --act softmax --no-db ";
+      const test::CliResult a = test::run_cli("run " + common + ran + " --repeat 1 --warmup 0");
+      const test::CliResult b = test::run_cli("emit " + common + emitted);
+      INFO(a.output << b.output);
+      REQUIRE(a.status == 0);
+      REQUIRE(b.status == 0);
+      CHECK_FALSE(config_of(b.output).empty());
+      CHECK(config_of(a.output) == config_of(b.output));
+    }
     r = test::run_cli("list");
     CHECK(r.output.find("softmax") != std::string::npos);
     r = test::run_cli("list --names");

@@ -21,7 +21,6 @@
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
-#include "tuner/row_defaults.hpp"
 #include "util/size_parse.hpp"
 #include "util/watchdog.hpp"
 #include "watched_backend.hpp"
@@ -216,17 +215,8 @@ class BenchCommand : public Command {
     const bool row = resolve_activation(spec.activation).is_row();
     const bool strided = row && inner_ > 1;  // --dim other than the last: strided rows
     const Layout layout = strided ? Layout::strided : Layout::flat;
-    ConfigChoice choice;
-    if (strided && !flags_.knobs_given(*app_)) {
-      choice.config = strided_row_config(spec, rows_ ? n / rows_ : 0);
-      choice.layer = "strided default";
-    } else if (row && !flags_.knobs_given(*app_)) {
-      choice = choose_row_config(db, engine, spec, rows_, rows_ ? n / rows_ : 0);
-    } else {
-      choice = flags_.choose(*app_, db, engine, spec, n);
-      if (strided && !app_->count("--vec")) choice.config.vec = 1;
-      if (strided && !app_->count("--row-threads")) choice.config.row_threads = 1;
-    }
+    const ConfigChoice choice =
+        flags_.choose(*app_, db, engine, spec, n, row ? rows_ : 0, row && rows_ ? n / rows_ : 0, strided);
     std::vector<ConfigChoice> choices{choice};
     for (const Compare& c : compares_) {
       ConfigChoice k;

@@ -1,8 +1,9 @@
 // `kplay emit`: the source of the kernel `kplay run` would launch, or with --ptx its PTX from
 // NVRTC. It resolves --backend auto and the config as run does (ConfigFlags::resolve_backend and
-// ConfigFlags::choose: the knobs given, else the tuning layers for --n) and renders for the
-// device. Where the backend has no device, it still prints: the knobs given (else the built-in
-// defaults), rendered for the backend's general limits, and says so.
+// ConfigFlags::choose: the knobs given, else the tuning layers for --n, or for a row activation
+// the row tunings of --shape's rows) and renders for the device. Where the backend has no device,
+// it still prints: the knobs given (else the built-in defaults), rendered for the backend's general
+// limits, and says so.
 #include <chrono>
 #include <cstdio>
 
@@ -21,8 +22,12 @@ class EmitCommand : public Command {
   explicit EmitCommand(CLI::App& parent) {
     app_ = parent.add_subcommand("emit", "print the kernel `kplay run` would launch: its source, or its PTX");
     add_config_flags(*app_, flags_, false, KnobDefaults::tuned);
-    app_->add_option("--n", n_text_, "the problem size whose config the tuning layers give, as run's --n")
-        ->capture_default_str();
+    auto* n = app_->add_option("--n", n_text_, "the problem size whose config the tuning layers give, as run's --n")
+                  ->capture_default_str();
+    auto* shape = app_->add_option("--shape", shape_text_,
+                                   "instead of --n, as run's --shape: a row activation's config is that of rows of "
+                                   "the last dimension's length (with --layout strided: strided rows of that length)");
+    n->excludes(shape);
     app_->add_option("--db", db_path_, "kernel database (default: $KPLAY_DB, else the cache dir)");
     app_->add_flag("--no-db", no_db_, "as run's --no-db: the shipped tunings, else the device model");
     app_->add_flag("--ptx", ptx_, "compile with NVRTC and print the PTX (--backend auto: cuda)");
@@ -44,8 +49,15 @@ class EmitCommand : public Command {
   int run() override {
     // Everything typed is checked before any device work.
     const KernelSpec spec = flags_.spec(flags_.activations);
-    const std::uint64_t n = parse_count(n_text_, "--n");
-    check_elements(n, "--n");
+    std::uint64_t n = 0, cols = 0;  // cols: a row's length, the last dimension
+    if (!shape_text_.empty()) {
+      const auto dims = parse_shape(shape_text_);
+      n = shape_elements(dims);
+      cols = dims.back();
+    } else {
+      n = cols = parse_count(n_text_, "--n");
+    }
+    check_elements(n, shape_text_.empty() ? "--n" : "--shape");
     if (ptx_ && flags_.backend == "auto") flags_.backend = "cuda";  // PTX is CUDA's
     std::string no_device;
     try {
@@ -75,7 +87,8 @@ class EmitCommand : public Command {
         db = std::make_unique<KernelDatabase>(o);
       }
       const Engine engine(*backend, db.get());
-      const ConfigChoice choice = flags_.choose(*app_, db.get(), engine, spec, n);
+      const ConfigChoice choice =
+          flags_.choose(*app_, db.get(), engine, spec, n, cols ? n / cols : 0, cols, layout_ == "strided");
       config = resolve_config(spec, choice.config, backend->limits());
       dialect = backend->dialect();
       const rt::DeviceInfo& dev = backend->info();
@@ -118,6 +131,7 @@ class EmitCommand : public Command {
   CLI::App* app_;
   ConfigFlags flags_;
   std::string n_text_ = "2^24";
+  std::string shape_text_;
   std::string db_path_;
   bool no_db_ = false;
   bool ptx_ = false;

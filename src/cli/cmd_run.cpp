@@ -17,7 +17,6 @@
 #include "runtime/backend_factory.hpp"
 #include "spec/activations.hpp"
 #include "tuner/config_lookup.hpp"
-#include "tuner/row_defaults.hpp"
 #include "util/size_parse.hpp"
 #include "util/watchdog.hpp"
 #include "watched_backend.hpp"
@@ -212,26 +211,14 @@ class RunCommand : public Command {
       std::printf("\n== %s, %s\n", to_string(spec).c_str(), size_text.c_str());
       const watchdog::Activity doing(to_string(spec) + ", " + size_text);
       working_on(spec);
-      ConfigChoice choice;
-      if (!flags_.knobs_given(*app_) && resolve_activation(spec.activation).is_row() && strided) {
-        choice.config = strided_row_config(spec, row_cols);
-        choice.layer = "strided default";
-        choice.source = "strided_row_config (tuner/row_defaults.hpp), not tuned";
-      } else if (!flags_.knobs_given(*app_) && resolve_activation(spec.activation).is_row()) {
-        choice = choose_row_config(db.get(), engine, spec, last ? n / last : 0, last);
-      } else {
-        choice = flags_.choose(*app_, db.get(), engine, spec, n);
-        // Strided rows: vectors of one element, and a thread a row unless --row-threads says otherwise.
-        if (strided && resolve_activation(spec.activation).is_row()) {
-          if (!app_->count("--vec")) choice.config.vec = 1;
-          if (!app_->count("--row-threads")) choice.config.row_threads = 1;
-        }
-      }
+      const bool row = resolve_activation(spec.activation).is_row();
+      const ConfigChoice choice = flags_.choose(*app_, db.get(), engine, spec, n, row && last ? n / last : 0,
+                                                strided ? row_cols : last, strided);
       // A row longer than the config holds is refused before its kernel is compiled.
-      if (resolve_activation(spec.activation).is_row())
+      if (row)
         row_launch_dims(spec, resolve_config(spec, choice.config, backend->limits()), row_cols ? n / row_cols : 0,
                         row_cols, backend->limits());
-      const bool strided_rows = strided && resolve_activation(spec.activation).is_row();
+      const bool strided_rows = strided && row;
       auto kernel = engine.prepare(spec, choice.config, strided_rows ? Layout::strided : Layout::flat);
       std::printf("config: %s\nlayer:  %s: %s\n", to_string(kernel->config).c_str(), choice.layer.c_str(),
                   choice.source.c_str());
@@ -259,7 +246,6 @@ class RunCommand : public Command {
       // the times and bytes add up to the whole problem's.
       // A gated problem is sliced by whole rows.
       // prelu by whole [channels, inner] blocks, so that each slice's channels line up.
-      const bool row = resolve_activation(spec.activation).is_row();
       // Strided rows by whole outer blocks (cols x inner elements).
       const std::uint64_t unit = gated ? last : row ? row_cols * row_inner : prelu ? channels * inner : 1;
       const std::uint64_t slices = std::min(slice_count(dev, spec, n, std::max(in_offset, out_offset) + 4 * pad),

@@ -8,6 +8,7 @@
 #include "runtime/backend_factory.hpp"
 #include "spec/activation_text.hpp"
 #include "spec/activations.hpp"
+#include "tuner/row_defaults.hpp"
 
 namespace kplay::cli {
 
@@ -281,6 +282,24 @@ ConfigChoice ConfigFlags::choose(const CLI::App& app, KernelDatabase* db, const 
   c.config = config();
   c.layer = "command line";
   c.source = "the knobs given; those not given at the built-in defaults";
+  return c;
+}
+
+ConfigChoice ConfigFlags::choose(const CLI::App& app, KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
+                                 std::uint64_t n, std::uint64_t rows, std::uint64_t cols, bool strided) const {
+  const bool row = resolve_activation(spec.activation).is_row();
+  strided = strided && row;
+  if (row && !knobs_given(app)) {
+    if (!strided) return choose_row_config(db, engine, spec, rows, cols);
+    ConfigChoice c;
+    c.config = strided_row_config(spec, cols);
+    c.layer = "strided default";
+    c.source = "strided_row_config (tuner/row_defaults.hpp), not tuned";
+    return c;
+  }
+  ConfigChoice c = choose(app, db, engine, spec, n);
+  if (strided && !app.count("--vec")) c.config.vec = 1;
+  if (strided && !app.count("--row-threads")) c.config.row_threads = 1;
   return c;
 }
 

@@ -52,6 +52,13 @@ struct ConfigFlags {
   // run, bench and emit take it from here, so that emit prints the kernel run launches.
   ConfigChoice choose(const CLI::App& app, KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
                       std::uint64_t n) const;
+  // The same for any activation over `rows` rows of `cols` elements (n = rows x cols for a row
+  // activation): with no knob given, a row activation's rows take the row tunings
+  // (choose_row_config) and strided rows (a dim that is not the last) strided_row_config; strided
+  // rows take vectors of one element and a thread a row unless --vec and --row-threads are given.
+  // run, bench and emit all choose here, so that emit prints what the other two launch.
+  ConfigChoice choose(const CLI::App& app, KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
+                      std::uint64_t n, std::uint64_t rows, std::uint64_t cols, bool strided) const;
 };
 
 // Where a command takes the knobs not given: fixed (the built-in defaults, shown in --help: check),
