@@ -276,16 +276,6 @@ void ConfigFlags::resolve_backend(std::FILE* report) {
 }
 
 ConfigChoice ConfigFlags::choose(const CLI::App& app, KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
-                                 std::uint64_t n) const {
-  if (!knobs_given(app)) return choose_config(db, engine, spec, n);
-  ConfigChoice c;
-  c.config = config();
-  c.layer = "command line";
-  c.source = "the knobs given; those not given at the built-in defaults";
-  return c;
-}
-
-ConfigChoice ConfigFlags::choose(const CLI::App& app, KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
                                  std::uint64_t n, std::uint64_t rows, std::uint64_t cols, bool strided) const {
   const bool row = resolve_activation(spec.activation).is_row();
   strided = strided && row;
@@ -297,7 +287,11 @@ ConfigChoice ConfigFlags::choose(const CLI::App& app, KernelDatabase* db, const 
     c.source = "strided_row_config (tuner/row_defaults.hpp), not tuned";
     return c;
   }
-  ConfigChoice c = choose(app, db, engine, spec, n);
+  if (!knobs_given(app)) return choose_config(db, engine, spec, n);
+  ConfigChoice c;
+  c.config = config();
+  c.layer = "command line";
+  c.source = "the knobs given; those not given at the built-in defaults";
   if (strided && !app.count("--vec")) c.config.vec = 1;
   if (strided && !app.count("--row-threads")) c.config.row_threads = 1;
   return c;

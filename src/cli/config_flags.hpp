@@ -47,16 +47,12 @@ struct ConfigFlags {
   // `report` (stdout; emit's is stderr, its stdout being the kernel). Throws Error(no_device)
   // where no backend has a device.
   void resolve_backend(std::FILE* report = stdout);
-  // The config spec launches with on n elements: the knobs given (those not given at their
-  // built-in defaults), else the tuning layers' (choose_config: db, shipped tunings, model).
-  // run, bench and emit take it from here, so that emit prints the kernel run launches.
-  ConfigChoice choose(const CLI::App& app, KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
-                      std::uint64_t n) const;
-  // The same for any activation over `rows` rows of `cols` elements (n = rows x cols for a row
-  // activation): with no knob given, a row activation's rows take the row tunings
-  // (choose_row_config) and strided rows (a dim that is not the last) strided_row_config; strided
-  // rows take vectors of one element and a thread a row unless --vec and --row-threads are given.
-  // run, bench and emit all choose here, so that emit prints what the other two launch.
+  // The config spec launches with over `rows` rows of `cols` elements (n elements in all): the
+  // knobs given (those not given at their built-in defaults), else the tuning layers' for n
+  // (choose_config: db, shipped tunings, model), or for a row activation its rows' (choose_row_config)
+  // and over strided rows (a dim that is not the last) strided_row_config. Strided rows take vectors
+  // of one element and a thread a row unless --vec and --row-threads are given. run, bench and emit
+  // all choose here, so that emit prints what the other two launch.
   ConfigChoice choose(const CLI::App& app, KernelDatabase* db, const Engine& engine, const KernelSpec& spec,
                       std::uint64_t n, std::uint64_t rows, std::uint64_t cols, bool strided) const;
 };
